@@ -1,0 +1,47 @@
+# Palimpsest — `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+LOCAL_PKGS := libs/core libs/index services/ingest services/recency-scanner services/chunker \
+              services/embedder services/analyzer services/reviewer .
+STAMP := $(VENV)/.installed
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: help setup lock lint typecheck check test test-external demo bench chart clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r requirements.lock
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation $(addprefix -e ,$(LOCAL_PKGS))
+	@touch $(STAMP)
+
+setup: $(STAMP) ## create .venv and install everything from the hash-pinned lock
+
+lock: ## re-resolve requirements.in into requirements.lock (hashes, no index URLs)
+	$(BIN)/uv pip compile requirements.in --generate-hashes --python-version 3.11 --no-header \
+	  --no-annotate -o - 2>/dev/null | grep -v '^-e ' > requirements.lock
+
+lint: $(STAMP) ## ruff
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP) ## mypy --strict on all source
+	$(BIN)/mypy libs/*/src services/*/src
+
+check: lint typecheck ## lint and type checks
+
+test: $(STAMP) ## run the whole test suite (embedded PostgreSQL + NATS unless PALIMPSEST_TEST_*_URL are set)
+	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+demo: $(STAMP) ## the main job on the embedded stack: index and analyse this repository (or REPO=path)
+	$(BIN)/palimpsest demo $(if $(REPO),--repo $(REPO),)
+
+clean: ## remove the virtual environment and caches
+	rm -rf $(VENV) .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""recency_scanner"""
