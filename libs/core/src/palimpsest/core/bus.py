@@ -1,0 +1,189 @@
+"""The JetStream topology and the one idempotent command that declares it (``palimpsest bus init``).
+
+One stream ``PALIMPSEST`` on ``pal.>`` with *limits* retention (a consumer that is down loses
+nothing until ``max_age``) and a duplicate window that covers the relay's retry horizon, so a row
+published twice (relay killed between PubAck and mark) is stored once. One durable pull consumer per
+consuming service, named after it, filtered to the subjects it handles, with explicit ``ack_wait``
+and ``max_deliver``. Backoff is applied by the consumer: a failed handler NAKs with the next delay of
+``retry_delays_s``. (A server-side ``BackOff`` list would override those NAK delays and ``ack_wait``
+alike — seen on nats-server 2.15 — so it is deliberately not set; a crashed handler is redelivered
+after ``ack_wait``, and a long handler extends it with in-progress heartbeats.) A second stream captures the server's ``MAX_DELIVERIES`` advisories so each service can
+record its poison messages as dead letters even if it was restarted in between.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.js import api
+from nats.js.errors import NotFoundError
+
+from palimpsest.core.errors import BusError
+from palimpsest.core.events import subject_of
+
+log = logging.getLogger(__name__)
+
+STREAM = "PALIMPSEST"
+SUBJECTS = ["pal.>"]
+ADVISORY_STREAM = "PALIMPSEST_ADVISORIES"
+ADVISORY_PREFIX = f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{STREAM}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSpec:
+    """A service's durable consumer: its name is the service's name."""
+
+    name: str
+    event_types: tuple[str, ...]
+    batch: int = 8
+
+    @property
+    def subjects(self) -> list[str]:
+        return [subject_of(t) for t in self.event_types]
+
+    @property
+    def dead_letter_consumer(self) -> str:
+        return f"dl-{self.name}"
+
+    @property
+    def advisory_subject(self) -> str:
+        return f"{ADVISORY_PREFIX}.{self.name}"
+
+
+CONSUMERS: dict[str, ConsumerSpec] = {
+    spec.name: spec
+    for spec in (
+        ConsumerSpec("recency-scanner", ("index.requested",), batch=4),
+        ConsumerSpec("chunker", ("index.requested",), batch=2),
+        ConsumerSpec("embedder", ("snapshot.built",), batch=2),
+        ConsumerSpec("analyzer", ("snapshot.built", "snapshot.embedded", "analysis.requested"), batch=4),
+        ConsumerSpec("reviewer", ("review.requested",), batch=4),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BusConfig:
+    ack_wait_s: float = 60.0
+    max_deliver: int = 5
+    max_age_days: float = 7.0
+    duplicate_window_s: float = 3600.0
+    max_ack_pending: int = 64
+
+
+async def connect(url: str, *, name: str, creds_file: Path | None = None, reconnect: bool = True) -> NATS:
+    """Connect to NATS; with ``reconnect`` the client keeps retrying forever after a drop."""
+    try:
+        return await nats.connect(
+            servers=[url],
+            name=f"palimpsest-{name}",
+            user_credentials=str(creds_file) if creds_file else None,
+            allow_reconnect=reconnect,
+            max_reconnect_attempts=-1 if reconnect else 0,
+            reconnect_time_wait=0.5,
+            connect_timeout=5,
+        )
+    except Exception as exc:
+        raise BusError(f"cannot connect to NATS ({exc.__class__.__name__}: {exc})") from exc
+
+
+def stream_config(cfg: BusConfig) -> api.StreamConfig:
+    return api.StreamConfig(
+        name=STREAM,
+        subjects=SUBJECTS,
+        retention=api.RetentionPolicy.LIMITS,
+        storage=api.StorageType.FILE,
+        max_age=cfg.max_age_days * 86400,
+        duplicate_window=cfg.duplicate_window_s,
+        discard=api.DiscardPolicy.OLD,
+        description="Palimpsest events (outbox relay → services)",
+    )
+
+
+def advisory_stream_config(cfg: BusConfig) -> api.StreamConfig:
+    return api.StreamConfig(
+        name=ADVISORY_STREAM,
+        subjects=[f"{ADVISORY_PREFIX}.*"],
+        retention=api.RetentionPolicy.LIMITS,
+        storage=api.StorageType.FILE,
+        max_age=cfg.max_age_days * 86400,
+        description="MAX_DELIVERIES advisories of Palimpsest consumers (→ dead_letters)",
+    )
+
+
+def consumer_config(spec: ConsumerSpec, cfg: BusConfig) -> api.ConsumerConfig:
+    return api.ConsumerConfig(
+        name=spec.name,
+        durable_name=spec.name,
+        description=f"Palimpsest {spec.name}",
+        deliver_policy=api.DeliverPolicy.ALL,
+        ack_policy=api.AckPolicy.EXPLICIT,
+        ack_wait=cfg.ack_wait_s,
+        max_deliver=cfg.max_deliver,
+        filter_subjects=spec.subjects,
+        max_ack_pending=cfg.max_ack_pending,
+    )
+
+
+def dead_letter_consumer_config(spec: ConsumerSpec) -> api.ConsumerConfig:
+    return api.ConsumerConfig(
+        name=spec.dead_letter_consumer,
+        durable_name=spec.dead_letter_consumer,
+        deliver_policy=api.DeliverPolicy.ALL,
+        ack_policy=api.AckPolicy.EXPLICIT,
+        ack_wait=30.0,
+        filter_subject=spec.advisory_subject,
+    )
+
+
+async def _ensure_stream(js: nats.js.JetStreamContext, config: api.StreamConfig) -> str:
+    assert config.name
+    try:
+        await js.stream_info(config.name)
+    except NotFoundError:
+        await js.add_stream(config=config)
+        return "created"
+    await js.update_stream(config=config)
+    return "updated"
+
+
+async def _ensure_consumer(js: nats.js.JetStreamContext, stream: str, config: api.ConsumerConfig) -> str:
+    assert config.durable_name
+    try:
+        await js.consumer_info(stream, config.durable_name)
+        existed = True
+    except NotFoundError:
+        existed = False
+    await js.add_consumer(stream, config=config)  # create-or-update, idempotent
+    return "updated" if existed else "created"
+
+
+async def declare(nc: NATS, cfg: BusConfig, specs: list[ConsumerSpec] | None = None) -> dict[str, str]:
+    """Declare both streams and the consumers (every service's, or just ``specs``). Idempotent."""
+    js = nc.jetstream()
+    result: dict[str, str] = {}
+    try:
+        result[STREAM] = await _ensure_stream(js, stream_config(cfg))
+        result[ADVISORY_STREAM] = await _ensure_stream(js, advisory_stream_config(cfg))
+        for spec in specs if specs is not None else list(CONSUMERS.values()):
+            result[spec.name] = await _ensure_consumer(js, STREAM, consumer_config(spec, cfg))
+            result[spec.dead_letter_consumer] = await _ensure_consumer(
+                js, ADVISORY_STREAM, dead_letter_consumer_config(spec)
+            )
+    except BusError:
+        raise
+    except Exception as exc:
+        raise BusError(f"bus declaration failed: {exc}") from exc
+    return result
+
+
+async def bus_init(url: str, cfg: BusConfig, *, creds_file: Path | None = None) -> dict[str, str]:
+    nc = await connect(url, name="bus-init", creds_file=creds_file, reconnect=False)
+    try:
+        return await declare(nc, cfg)
+    finally:
+        await nc.close()

@@ -1,0 +1,202 @@
+"""How a service applies one event: tracing, inbox de-duplication, retries and failure bookkeeping.
+
+This module knows nothing of FastStream; the entrypoint hands it the raw body, the headers and the
+delivery count. Handlers are plain async functions ``handler(event, ctx)``; they open
+``ctx.transaction()`` for their writes, which sets the tenant and claims the inbox in the same
+transaction. A handler that raises is retried with a growing delay (``Retry``); when the last
+delivery fails the server emits a MAX_DELIVERIES advisory and the message becomes a dead letter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from pydantic import ValidationError
+
+from palimpsest.core import inbox, metrics
+from palimpsest.core.db import Conn, Pool, system_tx, tenant_tx
+from palimpsest.core.errors import DuplicateEvent
+from palimpsest.core.events import Event, parse_event
+from palimpsest.core.telemetry import extract, tracer
+
+log = logging.getLogger(__name__)
+
+Heartbeat = Callable[[], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class HandlerContext:
+    """What a handler gets beside its event: the pool, its consumer name and a tenant transaction."""
+
+    consumer: str
+    pool: Pool
+    event: Event
+    deliveries: int = 1
+    heartbeat_fn: Heartbeat | None = None
+    claimed: bool = False
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Conn]:
+        """The tenant-scoped transaction for this event's writes; claims the inbox inside it.
+
+        Raises DuplicateEvent (handled by the runtime) when the event was already applied.
+        Use it once, for the writes that make the event "applied".
+        """
+        async with tenant_tx(self.pool, self.event.tenant_id) as conn:
+            await inbox.claim(conn, self.consumer, self.event)
+            yield conn
+        self.claimed = True
+
+    async def heartbeat(self) -> None:
+        """Tell JetStream the event is still being worked on (resets its ack_wait)."""
+        if self.heartbeat_fn is not None:
+            await self.heartbeat_fn()
+
+
+Handler = Callable[[Any, HandlerContext], Awaitable[None]]
+
+
+class Retry(Exception):
+    """Ask the entrypoint to NAK the message with ``delay`` seconds."""
+
+    def __init__(self, delay: float, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.delay = delay
+        self.cause = cause
+
+
+@dataclass(slots=True)
+class Outcome:
+    status: str  # applied | duplicate | ignored | failed
+    event_type: str = ""
+    detail: str = ""
+
+
+@dataclass(slots=True)
+class ConsumerRuntime:
+    """Dispatch by event type to plain handler functions, with inbox and retry semantics."""
+
+    consumer: str
+    pool: Pool
+    handlers: Mapping[str, Handler]
+    retry_delays_s: tuple[float, ...] = (1.0, 5.0, 30.0, 120.0)
+    on_applied: list[Callable[[Event], None]] = field(default_factory=list)
+
+    async def handle(
+        self,
+        body: bytes,
+        headers: Mapping[str, str] | None,
+        deliveries: int = 1,
+        heartbeat: Heartbeat | None = None,
+    ) -> Outcome:
+        try:
+            event = parse_event(body)
+        except (ValueError, ValidationError) as exc:
+            # a message no code version can read: acknowledge it, loudly, instead of looping
+            log.error("%s: dropping unreadable message: %s", self.consumer, str(exc)[:300])
+            metrics.EVENTS_CONSUMED.labels(self.consumer, "unknown", "unreadable").inc()
+            return Outcome("ignored", detail="unreadable")
+        handler = self.handlers.get(event.TYPE)
+        parent = extract(headers)
+        with tracer.start_as_current_span(
+            f"{self.consumer} {event.TYPE}",
+            context=parent,
+            kind=SpanKind.CONSUMER,
+            attributes={
+                "messaging.system": "nats",
+                "messaging.destination.name": event.subject,
+                "messaging.message.id": str(event.id),
+                "messaging.consumer.group.name": self.consumer,
+                "palimpsest.tenant_id": str(event.tenant_id),
+                "palimpsest.deliveries": deliveries,
+            },
+        ) as span:
+            started = time.perf_counter()
+            extra = {
+                "consumer": self.consumer,
+                "event_id": event.id,
+                "event_type": event.TYPE,
+                "tenant_id": event.tenant_id,
+            }
+            ctx = HandlerContext(self.consumer, self.pool, event, deliveries, heartbeat)
+            try:
+                if handler is None:
+                    await self._claim_only(ctx)
+                    outcome = Outcome("ignored", event.TYPE, "no handler")
+                else:
+                    if await self._already(ctx):
+                        raise DuplicateEvent(str(event.id))
+                    await handler(event, ctx)
+                    if not ctx.claimed:
+                        await self._claim_only(ctx)
+                    outcome = Outcome("applied", event.TYPE)
+                    for cb in self.on_applied:
+                        cb(event)
+            except DuplicateEvent:
+                outcome = Outcome("duplicate", event.TYPE)
+                log.info("%s: event %s already applied; acknowledging", self.consumer, event.id, extra=extra)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                span.record_exception(exc)
+                span.set_status(Status(StatusCode.ERROR, exc.__class__.__name__))
+                metrics.EVENTS_CONSUMED.labels(self.consumer, event.TYPE, "failed").inc()
+                await self._record_failure(event, exc)
+                delay = self.retry_delays_s[min(deliveries - 1, len(self.retry_delays_s) - 1)]
+                log.warning(
+                    "%s: %s %s failed on delivery %d (%s); retry in %.0fs",
+                    self.consumer,
+                    event.TYPE,
+                    event.id,
+                    deliveries,
+                    _describe(exc),
+                    delay,
+                    extra=extra,
+                )
+                raise Retry(delay, exc) from exc
+            span.set_attribute("palimpsest.outcome", outcome.status)
+            elapsed = time.perf_counter() - started
+            metrics.EVENTS_CONSUMED.labels(self.consumer, event.TYPE, outcome.status).inc()
+            metrics.EVENT_HANDLE_SECONDS.labels(self.consumer, event.TYPE).observe(elapsed)
+            lag = (datetime.now(UTC) - event.occurred_at).total_seconds()
+            metrics.EVENT_LAG_SECONDS.labels(self.consumer, event.TYPE).observe(max(lag, 0.0))
+            return outcome
+
+    async def _already(self, ctx: HandlerContext) -> bool:
+        async with system_tx(self.pool) as conn:
+            return await inbox.seen(conn, self.consumer, ctx.event.id)
+
+    async def _claim_only(self, ctx: HandlerContext) -> None:
+        async with ctx.transaction():
+            pass
+
+    async def _record_failure(self, event: Event, exc: BaseException) -> None:
+        try:
+            async with system_tx(self.pool) as conn:
+                await conn.execute(
+                    "INSERT INTO event_failures (consumer, event_id, tenant_id, last_error)"
+                    " VALUES (%s, %s, %s, %s) ON CONFLICT (consumer, event_id) DO UPDATE"
+                    " SET attempts = event_failures.attempts + 1, last_error = EXCLUDED.last_error,"
+                    " updated_at = clock_timestamp()",
+                    (self.consumer, event.id, event.tenant_id, _describe(exc)[:2000]),
+                )
+        except Exception as db_exc:  # the database may be the reason the handler failed
+            log.debug("could not record failure: %s", db_exc.__class__.__name__)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
+
+
+def current_span_id() -> int:
+    return trace.get_current_span().get_span_context().span_id

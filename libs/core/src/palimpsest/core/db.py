@@ -1,0 +1,93 @@
+"""PostgreSQL access: async pools and the one helper that opens a tenant-scoped transaction.
+
+Every unit of work that touches tenant data runs inside :func:`tenant_tx`, which sets
+``app.tenant_id`` with ``set_config(..., true)`` (transaction-local) so forced row-level security
+filters every statement. ``SET LOCAL`` cannot take a bind parameter under psycopg 3's server-side
+binding, hence ``set_config``. Infrastructure tables (outbox, inbox, dead letters) are reached with
+:func:`system_tx`, which sets no tenant and therefore sees no tenant rows at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from palimpsest.core.errors import DatabaseError
+
+Conn = AsyncConnection[DictRow]
+Pool = AsyncConnectionPool[Conn]
+
+
+def with_user(url: str, user: str) -> str:
+    """The same server and database as ``url``, connecting as ``user`` (no password carried over)."""
+    params = conninfo_to_dict(url)
+    params.pop("password", None)
+    params["user"] = user
+    return make_conninfo("", **params)
+
+
+def describe(url: str) -> str:
+    """host:port/db of a connection string, for logs and status — never the password."""
+    p = conninfo_to_dict(url)
+    return f"{p.get('host', 'localhost')}:{p.get('port', 5432)}/{p.get('dbname', '')} as {p.get('user', '')}"
+
+
+async def open_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str = "palimpsest") -> Pool:
+    """Open an async pool whose connections return rows as dicts; fails fast with DatabaseError."""
+
+    async def configure(conn: Conn) -> None:
+        await conn.set_autocommit(False)
+
+    pool: Pool = AsyncConnectionPool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        name=name,
+        open=False,
+        kwargs={"row_factory": dict_row, "application_name": name},
+        configure=configure,
+        connection_class=AsyncConnection[DictRow],
+        reconnect_timeout=30.0,
+    )
+    try:
+        await pool.open(wait=True, timeout=30.0)
+    except psycopg.Error as exc:
+        await pool.close()
+        raise DatabaseError(f"cannot connect to PostgreSQL at {describe(url)}: {exc}") from exc
+    except Exception as exc:
+        await pool.close()
+        raise DatabaseError(f"cannot connect to PostgreSQL at {describe(url)}: {exc}") from exc
+    return pool
+
+
+@asynccontextmanager
+async def tenant_tx(pool: Pool, tenant_id: UUID | str) -> AsyncIterator[Conn]:
+    """A transaction in which row-level security admits exactly ``tenant_id``'s rows."""
+    async with pool.connection() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('app.tenant_id', %s, true)", (str(tenant_id),))
+        yield conn
+
+
+@asynccontextmanager
+async def system_tx(pool: Pool) -> AsyncIterator[Conn]:
+    """A transaction with no tenant set: infrastructure tables only; tenant tables read empty."""
+    async with pool.connection() as conn, conn.transaction():
+        yield conn
+
+
+async def fetch_one(conn: Conn, sql: Any, params: Any = None) -> DictRow | None:
+    cur = await conn.execute(sql, params)
+    return await cur.fetchone()
+
+
+async def fetch_all(conn: Conn, sql: Any, params: Any = None) -> list[DictRow]:
+    cur = await conn.execute(sql, params)
+    return await cur.fetchall()

@@ -1,0 +1,187 @@
+"""The outbox relay: publish committed outbox rows to JetStream, at least once, in order of creation.
+
+One pass claims up to ``batch`` unpublished rows with ``FOR UPDATE SKIP LOCKED`` (so several relays
+share the work), publishes each to the stream with ``Nats-Msg-Id = event id`` and waits for the
+PubAck, then marks exactly the acknowledged rows published — in the same transaction that holds the
+claim. A relay killed after a PubAck but before its commit leaves the rows unpublished; the next
+pass publishes them again and JetStream's duplicate window drops the copy (and the consumer inbox
+would catch it even outside the window). ``pg_notify`` wakes the relay; polling is the safety net.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import psycopg
+from nats.aio.client import Client as NATS
+
+from palimpsest.core import metrics
+from palimpsest.core.bus import STREAM
+from palimpsest.core.db import Pool, system_tx
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "palimpsest_outbox"
+
+
+class Relay:
+    def __init__(
+        self,
+        pool: Pool,
+        nc: NATS,
+        *,
+        listen_url: str,
+        batch: int = 500,
+        poll_s: float = 1.0,
+        publish_timeout_s: float = 5.0,
+        retention: timedelta = timedelta(days=7),
+    ) -> None:
+        self.pool = pool
+        self.nc = nc
+        self.js = nc.jetstream(publish_async_max_pending=max(batch, 1000))
+        self.listen_url = listen_url
+        self.batch = batch
+        self.poll_s = poll_s
+        self.publish_timeout_s = publish_timeout_s
+        self.retention = retention
+        self.paused = asyncio.Event()  # set = paused (operators and the chaos soak pause the relay)
+        self.published_total = 0
+        # test hook: runs after the PubAcks and before the rows are marked (simulates a crash there)
+        self.after_publish: Callable[[list[str]], Awaitable[None]] | None = None
+
+    async def publish_pending(self) -> int:
+        """One pass: publish up to ``batch`` rows; returns how many were marked published."""
+        async with system_tx(self.pool) as conn:
+            cur = await conn.execute(
+                "SELECT id, subject, payload, headers FROM outbox WHERE published_at IS NULL"
+                " ORDER BY created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
+                (self.batch,),
+            )
+            rows = await cur.fetchall()
+            if not rows:
+                metrics.OUTBOX_PENDING.set(0)
+                return 0
+            futures = []
+            for row in rows:
+                headers = {str(k): str(v) for k, v in dict(row["headers"] or {}).items()}
+                headers["Nats-Msg-Id"] = str(row["id"])
+                body = json.dumps(row["payload"], separators=(",", ":")).encode()
+                futures.append(
+                    await self.js.publish_async(row["subject"], body, stream=STREAM, headers=headers)
+                )
+            results = await asyncio.gather(
+                *(asyncio.wait_for(f, self.publish_timeout_s) for f in futures), return_exceptions=True
+            )
+            ok = [
+                row["id"]
+                for row, res in zip(rows, results, strict=True)
+                if not isinstance(res, BaseException)
+            ]
+            failed = [
+                (row["id"], f"{res.__class__.__name__}: {res}"[:500])
+                for row, res in zip(rows, results, strict=True)
+                if isinstance(res, BaseException)
+            ]
+            if self.after_publish is not None:
+                await self.after_publish([str(i) for i in ok])
+            if ok:
+                await conn.execute(
+                    "UPDATE outbox SET published_at = clock_timestamp(), attempts = attempts + 1,"
+                    " last_error = NULL WHERE id = ANY(%s)",
+                    (ok,),
+                )
+            if failed:
+                async with conn.cursor() as c:
+                    await c.executemany(
+                        "UPDATE outbox SET attempts = attempts + 1, last_error = %s WHERE id = %s",
+                        [(err, i) for i, err in failed],
+                    )
+                metrics.RELAY_PUBLISH_FAILURES.inc(len(failed))
+        for row, res in zip(rows, results, strict=True):
+            if not isinstance(res, BaseException):
+                metrics.EVENTS_PUBLISHED.labels(type=str(row["payload"].get("type", ""))).inc()
+        self.published_total += len(ok)
+        if failed:
+            log.warning(
+                "relay: %d of %d events not acknowledged by JetStream; will retry", len(failed), len(rows)
+            )
+        return len(ok) if not failed else -len(failed)
+
+    async def drain(self) -> int:
+        """Publish until nothing is pending (or a pass fails); returns rows published."""
+        total = 0
+        while not self.paused.is_set():
+            n = await self.publish_pending()
+            if n < 0:
+                break
+            total += n
+            if n < self.batch:
+                break
+        return total
+
+    async def prune(self) -> None:
+        async with system_tx(self.pool) as conn:
+            await conn.execute(
+                "DELETE FROM outbox WHERE published_at < now() - %s::interval", (self.retention,)
+            )
+            await conn.execute(
+                "DELETE FROM inbox WHERE processed_at < now() - %s::interval", (self.retention * 2,)
+            )
+            cur = await conn.execute("SELECT count(*) AS n FROM outbox WHERE published_at IS NULL")
+            row = await cur.fetchone()
+            metrics.OUTBOX_PENDING.set(int(row["n"]) if row else 0)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Publish on every notify and every ``poll_s``, until ``stop`` is set."""
+        wake = asyncio.Event()
+        listener = asyncio.create_task(self._listen(wake, stop), name="relay-listen")
+        backoff = 0.2
+        last_prune = 0.0
+        try:
+            while not stop.is_set():
+                try:
+                    if not self.paused.is_set():
+                        n = await self.drain()
+                        backoff = 0.2 if n >= 0 else min(backoff * 2, 5.0)
+                    if time.monotonic() - last_prune > 600:
+                        last_prune = time.monotonic()
+                        await self.prune()
+                except (psycopg.Error, OSError) as exc:
+                    log.warning("relay: database unavailable (%s); retrying", exc.__class__.__name__)
+                    backoff = min(backoff * 2, 5.0)
+                    await asyncio.sleep(backoff)
+                    continue
+                except Exception:
+                    log.exception("relay pass failed; retrying")
+                    backoff = min(backoff * 2, 5.0)
+                    await asyncio.sleep(backoff)
+                    continue
+                wake.clear()
+                timeout = self.poll_s if backoff <= 0.2 else backoff
+                waiters = {asyncio.ensure_future(wake.wait()), asyncio.ensure_future(stop.wait())}
+                _, pending = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                for w in pending:
+                    w.cancel()
+        finally:
+            listener.cancel()
+            await asyncio.gather(listener, return_exceptions=True)
+
+    async def _listen(self, wake: asyncio.Event, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                async with await psycopg.AsyncConnection.connect(self.listen_url, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    wake.set()  # catch up on anything written while we were not listening
+                    while not stop.is_set():
+                        async for _ in conn.notifies(timeout=5.0, stop_after=1):
+                            wake.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("relay listener reconnecting after %s", exc.__class__.__name__)
+                await asyncio.sleep(1.0)

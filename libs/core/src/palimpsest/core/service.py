@@ -1,0 +1,251 @@
+"""Running services: shared infrastructure, the FastStream consumers, the relay and the ops endpoint.
+
+A service package exposes ``bootstrap(infra) -> ServiceDefinition``: its handlers (plain functions
+keyed by event type) and any background tasks (ingest's HTTP server). :func:`run` starts one or more
+definitions in this process — one per pod in a cluster, all six under ``palimpsest up`` — with one
+pool, one NATS connection, one outbox relay and one ops endpoint, and stops them cleanly.
+FastStream appears only here, the entrypoint layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from faststream import AckPolicy
+from faststream.exceptions import NackMessage
+from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
+from nats.aio.client import Client as NATS
+
+from palimpsest.core import bus, deadletters, metrics
+from palimpsest.core.consumer import ConsumerRuntime, Handler, Retry
+from palimpsest.core.db import Pool, open_pool, system_tx
+from palimpsest.core.errors import SettingsError
+from palimpsest.core.ops import OpsServer
+from palimpsest.core.relay import Relay
+from palimpsest.core.settings import BaseServiceSettings
+
+log = logging.getLogger(__name__)
+
+Background = Callable[["Infra", asyncio.Event], Coroutine[Any, Any, None]]
+
+
+@dataclass(slots=True)
+class Infra:
+    """What every handler and background task may use; built once per process."""
+
+    settings: BaseServiceSettings
+    database_url: str
+    nats_url: str
+    pool: Pool
+    nc: NATS
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bus_config(self) -> bus.BusConfig:
+        s = self.settings
+        return bus.BusConfig(
+            ack_wait_s=s.ack_wait_s,
+            max_deliver=s.max_deliver,
+            max_age_days=s.stream_max_age_days,
+            duplicate_window_s=s.duplicate_window_s,
+        )
+
+
+@dataclass(slots=True)
+class ServiceDefinition:
+    name: str
+    handlers: Mapping[str, Handler] = field(default_factory=dict)
+    consumer: bus.ConsumerSpec | None = None
+    background: Sequence[Background] = ()
+    ready_checks: Mapping[str, Callable[[], Awaitable[bool]]] = field(default_factory=dict)
+
+
+def urls(settings: BaseServiceSettings) -> tuple[str, str]:
+    if settings.database_url is None:
+        raise SettingsError("PALIMPSEST_DATABASE_URL is not set (the application role's PostgreSQL URL)")
+    if settings.nats_url is None:
+        raise SettingsError("PALIMPSEST_NATS_URL is not set")
+    return settings.database_url.get_secret_value(), settings.nats_url
+
+
+async def open_infra(settings: BaseServiceSettings, name: str) -> Infra:
+    db_url, nats_url = urls(settings)
+    pool = await open_pool(db_url, min_size=settings.db_pool_min, max_size=settings.db_pool_max, name=name)
+    try:
+        nc = await bus.connect(nats_url, name=name, creds_file=settings.nats_creds_file)
+    except Exception:
+        await pool.close()
+        raise
+    return Infra(settings, db_url, nats_url, pool, nc)
+
+
+async def close_infra(infra: Infra) -> None:
+    try:
+        await infra.nc.close()
+    except Exception:  # already closed or never connected
+        log.debug("nats close failed", exc_info=True)
+    await infra.pool.close()
+
+
+def _subscribe(broker: NatsBroker, runtime: ConsumerRuntime, spec: bus.ConsumerSpec) -> None:
+    subscriber = broker.subscriber(
+        spec.subjects[0],
+        stream=JStream(name=bus.STREAM, declare=False),
+        durable=spec.name,
+        pull_sub=PullSub(batch_size=spec.batch, timeout=2.0),
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+    )
+
+    async def on_message(msg: NatsMessage) -> None:
+        raw = msg.raw_message
+        deliveries = int(raw.metadata.num_delivered or 1)
+        try:
+            await runtime.handle(msg.body, raw.headers, deliveries, heartbeat=msg.in_progress)
+        except Retry as retry:
+            raise NackMessage(delay=retry.delay) from retry.cause
+
+    subscriber(on_message)
+
+
+async def _poll_lag(infra: Infra, specs: list[bus.ConsumerSpec], stop: asyncio.Event) -> None:
+    js = infra.nc.jetstream()
+    while not stop.is_set():
+        for spec in specs:
+            try:
+                info = await js.consumer_info(bus.STREAM, spec.name)
+                metrics.CONSUMER_PENDING.labels(spec.name).set(info.num_pending or 0)
+                metrics.CONSUMER_ACK_PENDING.labels(spec.name).set(info.num_ack_pending or 0)
+            except Exception:
+                log.debug("consumer_info %s failed", spec.name, exc_info=True)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 10.0)
+
+
+async def run(
+    definitions: Sequence[ServiceDefinition],
+    infra: Infra,
+    stop: asyncio.Event,
+    *,
+    ops: OpsServer | None = None,
+    relay: bool = True,
+    started: asyncio.Event | None = None,
+) -> None:
+    """Run ``definitions`` until ``stop`` is set; every task is cancelled and awaited on the way out."""
+    settings = infra.settings
+    specs = [d.consumer for d in definitions if d.consumer is not None]
+    if specs:  # a consumer must exist, with our configuration, before we bind to it
+        await bus.declare(infra.nc, infra.bus_config, specs)
+    broker = NatsBroker(
+        servers=[infra.nats_url],
+        name="palimpsest-consumers",
+        user_credentials=str(settings.nats_creds_file) if settings.nats_creds_file else None,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        logger=None,
+    )
+    for d in definitions:
+        if d.consumer is not None:
+            runtime = ConsumerRuntime(d.consumer.name, infra.pool, d.handlers, settings.retry_delays_s)
+            _subscribe(broker, runtime, d.consumer)
+    tasks: list[asyncio.Task[None]] = []
+    relay_obj: Relay | None = None
+    if relay and settings.relay_enabled:
+        relay_obj = Relay(
+            infra.pool,
+            infra.nc,
+            listen_url=infra.database_url,
+            batch=settings.relay_batch,
+            poll_s=settings.relay_poll_s,
+            retention=timedelta(days=settings.stream_max_age_days),
+        )
+        infra.extras["relay"] = relay_obj
+        tasks.append(asyncio.create_task(relay_obj.run(stop), name="relay"))
+    for spec in specs:
+        tasks.append(asyncio.create_task(deadletters.run_recorder(infra.pool, infra.nc, spec, stop)))
+    if specs:
+        tasks.append(asyncio.create_task(_poll_lag(infra, specs, stop), name="lag"))
+    for d in definitions:
+        for bg in d.background:
+            tasks.append(asyncio.create_task(bg(infra, stop), name=f"{d.name}-background"))
+    if ops is not None:
+        _register_checks(ops, infra, definitions, broker if specs else None)
+        tasks.append(asyncio.create_task(ops.serve(stop), name="ops"))
+    if specs:
+        await broker.start()
+    if started is not None:
+        started.set()
+    log.info("running %s", ", ".join(d.name for d in definitions))
+    try:
+        await stop.wait()
+    finally:
+        if specs:
+            await broker.stop()
+        for t in tasks:
+            if t.get_name() != "ops":
+                t.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
+                log.error("task ended with %s", r.__class__.__name__, exc_info=r)
+
+
+def _register_checks(
+    ops: OpsServer, infra: Infra, definitions: Sequence[ServiceDefinition], broker: NatsBroker | None
+) -> None:
+    async def database() -> bool:
+        async with system_tx(infra.pool) as conn:
+            await conn.execute("SELECT 1")
+        return True
+
+    async def nats_connected() -> bool:
+        return bool(infra.nc.is_connected)
+
+    ops.add_check("database", database)
+    ops.add_check("nats", nats_connected)
+    if broker is not None:
+
+        async def consumers() -> bool:
+            return await broker.ping(timeout=2.0)
+
+        ops.add_check("consumers", consumers)
+    for d in definitions:
+        for name, check in d.ready_checks.items():
+            ops.add_check(f"{d.name}.{name}", check)
+
+
+def install_signal_handlers(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+
+def main_for(
+    bootstrap: Callable[[Infra], ServiceDefinition], settings_cls: type[BaseServiceSettings]
+) -> None:
+    """The ``python -m palimpsest.<service>`` entrypoint: one service, its own ops endpoint."""
+    from palimpsest.core import telemetry
+    from palimpsest.core.settings import load
+
+    settings = load(settings_cls)
+
+    async def amain() -> None:
+        probe = bootstrap.__module__.split(".")[1]
+        telemetry.setup(probe, log_level=settings.log_level, log_format=settings.log_format)
+        stop = asyncio.Event()
+        install_signal_handlers(stop)
+        infra = await open_infra(settings, probe)
+        infra.extras["settings_cls"] = settings_cls
+        try:
+            definition = bootstrap(infra)
+            await run([definition], infra, stop, ops=OpsServer(settings.ops_host, settings.ops_port))
+        finally:
+            await close_infra(infra)
+
+    asyncio.run(amain())

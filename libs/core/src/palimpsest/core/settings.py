@@ -1,0 +1,87 @@
+"""Settings for every process: one shared base, one subclass per service.
+
+Values come from ``PALIMPSEST_*`` environment variables or from files under the secrets directory
+(Kubernetes mounts Secrets there), never from arguments. ``load`` turns pydantic's validation error
+into a one-line :class:`SettingsError` that names the variable, so a typo in a deployment is obvious.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from palimpsest.core.errors import SettingsError
+
+ENV_PREFIX = "PALIMPSEST_"
+SECRETS_DIR = Path("/var/run/secrets/palimpsest")
+
+
+def default_home() -> Path:
+    """Per-user data directory for the embedded stack (``PALIMPSEST_HOME`` overrides it)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("palimpsest", appauthor=False))
+
+
+class BaseServiceSettings(BaseSettings):
+    """What every Palimpsest process needs: where the database and the bus are, and how to report."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        secrets_dir=str(SECRETS_DIR) if SECRETS_DIR.is_dir() else None,
+        extra="ignore",
+        case_sensitive=False,
+    )
+
+    database_url: SecretStr | None = Field(
+        default=None, description="PostgreSQL URL of the application role (no BYPASSRLS)."
+    )
+    migration_database_url: SecretStr | None = Field(
+        default=None, description="PostgreSQL URL of the owner role; migrations only."
+    )
+    app_role: str = Field(default="palimpsest_app", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    nats_url: str | None = Field(default=None, description="NATS URL; credentials go in a file.")
+    nats_creds_file: Path | None = None
+    home: Path = Field(default_factory=default_home)
+    ops_host: str = "0.0.0.0"  # noqa: S104 - probes and scrapes come from the cluster network
+    ops_port: int = Field(default=9090, ge=0, le=65535)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["json", "text"] = "json"
+    db_pool_min: int = Field(default=1, ge=0)
+    db_pool_max: int = Field(default=8, ge=1)
+    relay_enabled: bool = True
+    relay_batch: int = Field(default=500, ge=1, le=10_000)
+    relay_poll_s: float = Field(default=1.0, gt=0)
+    consumer_batch: int = Field(default=8, ge=1, le=256)
+    ack_wait_s: float = Field(default=60.0, gt=0)
+    max_deliver: int = Field(default=5, ge=2, le=100)
+    retry_delays_s: tuple[float, ...] = (1.0, 5.0, 30.0, 120.0)
+    stream_max_age_days: float = Field(default=7.0, gt=0)
+    duplicate_window_s: float = Field(default=3600.0, gt=0)
+
+
+_S = TypeVar("_S", bound=BaseSettings)
+
+
+def load(cls: type[_S], **overrides: Any) -> _S:
+    """Build settings of ``cls`` from the environment, or raise a SettingsError naming the variable."""
+    try:
+        return cls(**overrides)
+    except ValidationError as exc:
+        prefix = str(cls.model_config.get("env_prefix", ENV_PREFIX))
+        problems = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+            var = (prefix + field).upper() if field else prefix + "*"
+            value = os.environ.get(var)
+            shown = (
+                ""
+                if value is None or "secret" in var.lower() or "url" in var.lower()
+                else f" (got {value!r})"
+            )
+            problems.append(f"{var}: {err.get('msg', 'invalid')}{shown}")
+        raise SettingsError("invalid setting: " + "; ".join(problems)) from None

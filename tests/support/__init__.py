@@ -1,0 +1,1 @@
+"""Test support: real servers, repositories and fakes for the suite."""
