@@ -285,3 +285,7 @@ def main() -> None:
 
 
 __all__ = ["cli", "json", "main", "time"]
+
+
+if __name__ == "__main__":
+    main()

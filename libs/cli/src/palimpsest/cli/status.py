@@ -45,13 +45,17 @@ async def _database(url: str) -> dict[str, Any]:
         async with await psycopg.AsyncConnection.connect(url, connect_timeout=5) as conn:
             row = await (await conn.execute("SELECT current_setting('server_version')")).fetchone()
             ext = await (
-                await conn.execute("SELECT count(*) FROM pg_extension WHERE extname='vector'")
+                await conn.execute(
+                    "SELECT count(*) FILTER (WHERE installed_version IS NOT NULL), count(*)"
+                    " FROM pg_available_extensions WHERE name = 'vector'"
+                )
             ).fetchone()
             return {
                 "ok": True,
                 "server": describe(url),
                 "version": row[0] if row else None,
                 "pgvector": bool(ext and ext[0]),
+                "pgvector_available": bool(ext and ext[1]),
             }
     except psycopg.Error as exc:
         return {"ok": False, "server": describe(url), "error": exc.__class__.__name__}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Iterator
 
 import uvicorn
@@ -40,6 +41,7 @@ class OpsServer:
         self.port = port
         self.checks: dict[str, Check] = {}
         self._server: EmbeddedServer | None = None
+        self._socket: socket.socket | None = None
 
     def add_check(self, name: str, check: Check) -> None:
         self.checks[name] = check
@@ -71,21 +73,28 @@ class OpsServer:
             routes=[Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
         )
 
+    def bind(self) -> int:
+        """Bind the listening socket now (port 0 picks a free one); returns the bound port."""
+        if self._socket is None:
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            sock.set_inheritable(True)
+            self._socket = sock
+        return int(self._socket.getsockname()[1])
+
     async def serve(self, stop: asyncio.Event) -> None:
-        config = uvicorn.Config(
-            self.app(), host=self.host, port=self.port, log_level="warning", lifespan="off", access_log=False
-        )
+        self.bind()
+        assert self._socket is not None
+        config = uvicorn.Config(self.app(), log_level="warning", lifespan="off", access_log=False)
         self._server = EmbeddedServer(config)
-        task = asyncio.create_task(self._server.serve())
+        task = asyncio.create_task(self._server.serve(sockets=[self._socket]))
         await stop.wait()
         self._server.should_exit = True
         await task
+        self._socket.close()
 
     @property
     def bound_port(self) -> int | None:
-        if self._server is None or not self._server.servers:
-            return None
-        for server in self._server.servers:
-            for sock in server.sockets:
-                return int(sock.getsockname()[1])
-        return None
+        return int(self._socket.getsockname()[1]) if self._socket is not None else None

@@ -176,6 +176,7 @@ async def run(
             tasks.append(asyncio.create_task(bg(infra, stop), name=f"{d.name}-background"))
     if ops is not None:
         _register_checks(ops, infra, definitions, broker if specs else None)
+        ops.bind()
         tasks.append(asyncio.create_task(ops.serve(stop), name="ops"))
     if specs:
         await broker.start()

@@ -1,0 +1,288 @@
+"""GitLab webhooks: check `X-Gitlab-Token`, then turn a delivery into an intent.
+
+Shapes follow GitLab's "Webhook events" reference. Handled events: `Push Hook`,
+`Tag Push Hook` (always ignored), `Merge Request Hook`, `Note Hook`; anything else is
+`Ignored`. The idempotency key is `Idempotency-Key` (GitLab 17.4+, stable across retries),
+else `X-Gitlab-Event-UUID`.
+
+GitLab has no app installations: a project or group webhook carries its own secret token.
+`installation_key` names the project (`project.id`; group hooks send it too, with the
+namespace path in `path` so a group installation can be matched by prefix), or the group for
+group-only events. GitLab merge request payloads carry no base commit: `base_sha` is None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Final
+
+from palimpsest.ingest.webhooks._payload import (
+    Node,
+    clip,
+    decode_payload,
+    header_value,
+    is_null_sha,
+    lower_headers,
+    parse_timestamp,
+    required_header,
+)
+from palimpsest.ingest.webhooks._rules import collect_paths, is_bot_author, requests_review
+from palimpsest.ingest.webhooks.errors import WebhookError
+from palimpsest.ingest.webhooks.models import (
+    Ignored,
+    IndexIntent,
+    InstallationKey,
+    Intent,
+    ParsedDelivery,
+    RepoRef,
+    ReviewIntent,
+    ReviewTrigger,
+    Visibility,
+)
+from palimpsest.ingest.webhooks.signatures import verify_token
+
+PROVIDER: Final = "gitlab"
+AUTH_HEADER: Final = "X-Gitlab-Token"
+_VISIBILITY: Final[dict[int, Visibility]] = {0: "private", 10: "internal", 20: "public"}
+_CLOSED_STATES: Final = frozenset({"closed", "merged", "locked"})
+
+Handler = Callable[[Node, str], tuple[RepoRef | None, Intent]]
+
+
+def delivery_id(headers: Mapping[str, str]) -> str:
+    """`Idempotency-Key` when GitLab sends it (stable across retries), else the event UUID."""
+    found = header_value(headers, "Idempotency-Key") or header_value(headers, "X-Gitlab-Event-UUID")
+    if found is None:
+        raise WebhookError(400, "missing Idempotency-Key and X-Gitlab-Event-UUID headers")
+    return found
+
+
+def event_name(headers: Mapping[str, str]) -> str:
+    return required_header(headers, "X-Gitlab-Event")
+
+
+def installation_key(headers: Mapping[str, str], payload: object) -> InstallationKey:
+    """The project the delivery is about (or the group, for group-only events)."""
+    del headers  # GitLab names no sender in its headers; kept for a uniform signature
+    if not isinstance(payload, dict):
+        raise WebhookError(400, "JSON body is not an object")
+    root = Node(payload)
+    project = root.opt_node("project")
+    if project is not None:
+        path = project.opt_string("path_with_namespace")
+        return InstallationKey(PROVIDER, "project", project.ident("id"), path)
+    project_id = root.opt_ident("project_id")
+    if project_id is not None:
+        return InstallationKey(PROVIDER, "project", project_id, None)
+    group_id = root.opt_ident("group_id")
+    if group_id is not None:
+        return InstallationKey(PROVIDER, "group", group_id, root.opt_string("group_path"))
+    raise WebhookError(400, "cannot tell which GitLab project or group sent this delivery")
+
+
+def verify(secret: str | bytes, headers: Mapping[str, str], body: bytes) -> None:
+    """Raise WebhookError(401) unless `X-Gitlab-Token` equals the configured token."""
+    del body  # GitLab does not sign the body; the shared token authenticates the sender
+    expected = secret.decode("utf-8", "surrogateescape") if isinstance(secret, bytes) else secret
+    if not expected:
+        raise WebhookError(401, "no webhook secret token is configured for this sender")
+    token = lower_headers(headers).get(AUTH_HEADER.lower())
+    if token is None:
+        raise WebhookError(401, f"missing {AUTH_HEADER} header")
+    if not verify_token(expected, token):
+        raise WebhookError(401, f"{AUTH_HEADER} does not match")
+
+
+def parse(headers: Mapping[str, str], body: bytes, *, bot_name: str) -> ParsedDelivery:
+    """Normalise one (already verified) delivery; WebhookError(400) when it is malformed."""
+    delivery, event = delivery_id(headers), event_name(headers)
+    payload = Node(decode_payload(body))
+    handler = _HANDLERS.get(event)
+    repo: RepoRef | None
+    intent: Intent
+    if handler is None:
+        repo, intent = None, Ignored(f"unsupported GitLab event '{clip(event)}'")
+    else:
+        repo, intent = handler(payload, bot_name)
+    attributes = payload.peek_node("object_attributes")
+    return ParsedDelivery(
+        provider=PROVIDER,
+        delivery_id=delivery,
+        event=event,
+        action=attributes.peek_string("action") if attributes is not None else None,
+        installation_external_id=None,
+        repo=repo,
+        intent=intent,
+    )
+
+
+# -- repositories ------------------------------------------------------------------------
+
+
+def _visibility(project: Node) -> Visibility:
+    level = project.opt_integer("visibility_level")
+    return _VISIBILITY.get(level, "private") if level is not None else "private"
+
+
+def _repo(project: Node) -> RepoRef:
+    return RepoRef(
+        provider=PROVIDER,
+        external_id=project.ident("id"),
+        full_name=project.string("path_with_namespace"),
+        clone_url=project.url("git_http_url"),
+        default_branch=project.opt_string("default_branch"),
+        visibility=_visibility(project),
+    )
+
+
+# -- events ------------------------------------------------------------------------------
+
+
+def _push(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+    repo = _repo(payload.node("project"))
+    ref = payload.string("ref")
+    if ref.startswith("refs/tags/"):
+        return repo, Ignored(f"tag push ({clip(ref.removeprefix('refs/tags/'))})")
+    if not ref.startswith("refs/heads/"):
+        return repo, Ignored(f"push to '{clip(ref)}', which is not a branch")
+    branch = ref.removeprefix("refs/heads/")
+    after = payload.sha("after")
+    head = payload.opt_sha("checkout_sha")
+    if is_null_sha(after) or head is None:
+        return repo, Ignored(f"branch '{clip(branch)}' deleted")
+    if repo.default_branch is not None and branch != repo.default_branch:
+        return repo, Ignored(
+            f"push to '{clip(branch)}', not the default branch '{clip(repo.default_branch)}'"
+        )
+    commits = payload.nodes("commits")
+    paths, complete = collect_paths(commits)
+    total = payload.opt_integer("total_commits_count")
+    before = payload.opt_sha("before")
+    complete = complete and (total is None or total <= len(commits)) and not is_null_sha(before)
+    return repo, IndexIntent(
+        repo=repo,
+        branch=branch,
+        head_sha=head,
+        head_commit_at=_commit_time(commits, head),
+        changed_paths=paths,
+        paths_complete=complete,
+        before_sha=None if is_null_sha(before) else before,
+        is_default_branch=None if repo.default_branch is None else True,
+    )
+
+
+def _commit_time(commits: list[Node], sha: str) -> datetime | None:
+    for commit in commits:
+        if commit.opt_sha("id") == sha:
+            return parse_timestamp(commit.opt_string("timestamp"))
+    return None
+
+
+def _tag_push(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+    repo = _repo(payload.node("project"))
+    ref = payload.string("ref")
+    return repo, Ignored(f"tag push ({clip(ref.removeprefix('refs/tags/'))})")
+
+
+def _draft(request: Node) -> bool:
+    return request.boolean("draft", default=request.boolean("work_in_progress", default=False))
+
+
+def _update_trigger(payload: Node, attributes: Node) -> ReviewTrigger | Ignored:
+    """What an `update` means: new commits, leaving draft, or nothing a review needs."""
+    if attributes.opt_sha("oldrev") is not None:
+        return "synchronize"
+    changes = payload.opt_node("changes")
+    draft_change = None
+    if changes is not None:
+        draft_change = changes.opt_node("draft")
+        if draft_change is None:
+            draft_change = changes.opt_node("work_in_progress")
+    if draft_change is None:
+        return Ignored("merge request update without new commits")
+    if draft_change.boolean("previous", default=False) and not draft_change.boolean("current", default=False):
+        return "ready_for_review"
+    return Ignored("draft-only edit")
+
+
+def _merge_request_trigger(payload: Node, attributes: Node) -> ReviewTrigger | Ignored:
+    action = attributes.opt_string("action")
+    state = attributes.string("state")
+    if action in ("close", "merge") or state in _CLOSED_STATES:
+        return Ignored(f"merge request {clip(state)}")
+    if action == "open":
+        return "opened"
+    if action == "reopen":
+        return "reopened"
+    if action == "update":
+        return _update_trigger(payload, attributes)
+    if action is None:
+        return Ignored("merge request event without an action")
+    return Ignored(f"merge request action '{clip(action)}' does not request a review")
+
+
+def _merge_request(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+    repo = _repo(payload.node("project"))
+    attributes = payload.node("object_attributes")
+    trigger = _merge_request_trigger(payload, attributes)
+    if isinstance(trigger, Ignored):
+        return repo, trigger
+    user = payload.opt_node("user")
+    return repo, ReviewIntent(
+        repo=repo,
+        number=attributes.integer("iid"),
+        base_sha=None,
+        head_sha=attributes.node("last_commit").sha("id"),
+        base_ref=attributes.string("target_branch"),
+        head_ref=attributes.string("source_branch"),
+        title=attributes.text("title"),
+        body=attributes.text("description"),
+        draft=_draft(attributes),
+        trigger=trigger,
+        comment_id=None,
+        requested_by=user.opt_string("username") if user is not None else None,
+    )
+
+
+def _note(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
+    repo = _repo(payload.node("project"))
+    attributes = payload.node("object_attributes")
+    noteable = attributes.string("noteable_type")
+    if noteable != "MergeRequest":
+        return repo, Ignored(f"comment on {clip(noteable)}, not on a merge request")
+    if attributes.opt_string("action") not in (None, "create"):
+        return repo, Ignored("comment edited; only new comments request reviews")
+    if attributes.boolean("system", default=False):
+        return repo, Ignored("system note")
+    username = payload.node("user").string("username")
+    if is_bot_author(username, bot_name):
+        return repo, Ignored("comment written by the bot")
+    request = payload.node("merge_request")
+    if request.string("state") != "opened":
+        return repo, Ignored("merge request is not open")
+    if not requests_review(attributes.text("note"), bot_name):
+        return repo, Ignored(f"comment does not ask @{clip(bot_name)} for a review")
+    last_commit = request.opt_node("last_commit")
+    return repo, ReviewIntent(
+        repo=repo,
+        number=request.integer("iid"),
+        base_sha=None,
+        head_sha=last_commit.sha("id") if last_commit is not None else None,
+        base_ref=request.string("target_branch"),
+        head_ref=request.string("source_branch"),
+        title=request.text("title"),
+        body=request.text("description"),
+        draft=_draft(request),
+        trigger="comment",
+        comment_id=attributes.ident("id"),
+        requested_by=username,
+    )
+
+
+_HANDLERS: Final[dict[str, Handler]] = {
+    "Push Hook": _push,
+    "Tag Push Hook": _tag_push,
+    "Merge Request Hook": _merge_request,
+    "Note Hook": _note,
+}

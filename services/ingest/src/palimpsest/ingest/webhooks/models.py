@@ -1,0 +1,152 @@
+"""The provider-neutral result of parsing one webhook delivery.
+
+Each provider module (`github`, `gitlab`, `bitbucket`) turns its own payload shapes into these
+frozen values, so the ingest service decides what to do with a delivery without knowing which
+provider sent it. The values carry only what the payload says; what the payload does not say
+is `None` (for example a base commit the provider did not send), never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+Provider = Literal["github", "gitlab", "bitbucket"]
+Visibility = Literal["public", "private", "internal"]
+ReviewTrigger = Literal[
+    "opened",  # a pull/merge request was opened
+    "reopened",  # it was reopened
+    "synchronize",  # new commits were pushed to its source branch
+    "ready_for_review",  # it left draft state
+    "updated",  # Bitbucket: something changed; the payload does not say what
+    "comment",  # a comment asked the bot for a review
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RepoRef:
+    """A repository as the provider describes it in the delivery."""
+
+    provider: Provider
+    external_id: str
+    full_name: str
+    clone_url: str
+    default_branch: str | None
+    visibility: Visibility
+
+
+@dataclass(frozen=True, slots=True)
+class IndexIntent:
+    """A push to a branch that should be indexed.
+
+    `changed_paths` is the de-duplicated, sorted union of added, modified and removed paths of
+    the pushed commits. `paths_complete` is False when that union may miss paths: the provider
+    truncated the commit list, the push was forced or created the branch, the list hit our
+    bound, or the provider sends no file lists at all (Bitbucket).
+    """
+
+    repo: RepoRef
+    branch: str
+    head_sha: str
+    head_commit_at: datetime | None
+    changed_paths: tuple[str, ...]
+    paths_complete: bool
+    before_sha: str | None
+    is_default_branch: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexCandidates:
+    """One push updated several branches and the payload does not name the default branch.
+
+    Only Bitbucket produces this: its payloads do not carry the repository's main branch, so
+    the service keeps the intent whose branch is the default branch it knows.
+    """
+
+    intents: tuple[IndexIntent, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewIntent:
+    """A pull/merge request that should be reviewed.
+
+    Commit SHAs and refs are None when the payload does not carry them (a GitHub
+    `issue_comment`, the base commit of a GitLab merge request); the service resolves them.
+    Bitbucket sends abbreviated (12-hex) commit hashes for pull requests.
+    """
+
+    repo: RepoRef
+    number: int
+    base_sha: str | None
+    head_sha: str | None
+    base_ref: str | None
+    head_ref: str | None
+    title: str
+    body: str
+    draft: bool
+    trigger: ReviewTrigger
+    comment_id: str | None
+    requested_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReposChanged:
+    """Repositories were added to or removed from an installation."""
+
+    installation_external_id: str
+    added: tuple[RepoRef, ...]
+    removed: tuple[RepoRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    """The provider checked that the endpoint answers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """A well-formed delivery that asks for nothing; `reason` says why (answered with 202)."""
+
+    reason: str
+
+
+Intent = IndexIntent | IndexCandidates | ReviewIntent | ReposChanged | Ping | Ignored
+
+
+@dataclass(frozen=True, slots=True)
+class InstallationKey:
+    """What identifies the sender, read BEFORE verifying, to look the webhook secret up.
+
+    `kind` is provider specific:
+    - github: `installation` (a GitHub App installation id from the payload), or, when the
+      payload has none, the `X-GitHub-Hook-Installation-Target-Type` header — `app` (the App
+      id: App-level deliveries such as `ping`), `repository`, `organization`, `business`.
+    - gitlab: `project` (the project id; project and group hooks both send it) or `group`.
+    - bitbucket: `workspace` (the workspace UUID, braces included).
+    `path` is a human-readable hint (repository full name, namespace path, workspace slug).
+    Nothing here is authenticated: use it only to find the secret to verify with.
+    """
+
+    provider: Provider
+    kind: str
+    external_id: str
+    path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDelivery:
+    """One delivery, normalised: who sent it, about which repository, asking for what."""
+
+    provider: Provider
+    delivery_id: str
+    event: str
+    action: str | None
+    installation_external_id: str | None
+    repo: RepoRef | None
+    intent: Intent
+
+    @property
+    def ignored(self) -> bool:
+        """True when the delivery asks for nothing (the HTTP layer answers 202)."""
+        return isinstance(self.intent, Ignored)
