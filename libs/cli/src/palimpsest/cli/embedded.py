@@ -91,6 +91,7 @@ class EmbeddedPostgres:
         utils = _wheel_utils()
         utils.ensure_user_exists(_SYSTEM_USER)
         utils.ensure_prefix_permissions(self.data_dir)
+        utils.ensure_prefix_permissions(self._bin)  # e.g. a venv inside a 0700 mktemp directory
         readable = stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH
         utils.ensure_folder_permissions(self._bin, readable)
         utils.ensure_folder_permissions(self._bin.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
