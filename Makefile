@@ -26,7 +26,7 @@ setup: $(STAMP) ## create .venv and install everything from the hash-pinned lock
 
 lock: ## re-resolve requirements.in into requirements.lock (hashes, no index URLs)
 	$(BIN)/uv pip compile requirements.in --generate-hashes --python-version 3.11 --no-header \
-	  --no-annotate -o - 2>/dev/null | grep -v '^-e ' > requirements.lock
+	  --no-annotate 2>/dev/null | grep -v '^-e ' > requirements.lock
 
 lint: $(STAMP) ## ruff
 	$(BIN)/ruff check .

@@ -280,6 +280,17 @@ async def bench_stack(runs: int, as_json: bool) -> None:
     emit(result, as_json=True)
 
 
+def _register_commands() -> None:
+    """Command modules of each area add their commands to the group (one module per area)."""
+    import importlib
+
+    for name in ("commands_index",):
+        importlib.import_module(f"palimpsest.cli.{name}").register(cli)
+
+
+_register_commands()
+
+
 def main() -> None:
     cli(prog_name="palimpsest")
 

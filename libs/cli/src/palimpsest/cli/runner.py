@@ -36,7 +36,10 @@ async def running_services(
     """Start ``services`` in this process; yields once they are subscribed, stops them on exit."""
     from pydantic import SecretStr
 
-    s = settings.model_copy(update={"database_url": SecretStr(stack.app_url), "nats_url": stack.nats_url})
+    update: dict[str, object] = {"database_url": SecretStr(stack.app_url), "nats_url": stack.nats_url}
+    if stack.embedded_db:  # the embedded default indexes local paths
+        update["allow_local_sources"] = True
+    s = settings.model_copy(update=update)
     infra = await open_infra(s, "palimpsest")
     stop = asyncio.Event()
     started = asyncio.Event()

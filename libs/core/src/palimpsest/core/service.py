@@ -65,6 +65,7 @@ class ServiceDefinition:
     consumer: bus.ConsumerSpec | None = None
     background: Sequence[Background] = ()
     ready_checks: Mapping[str, Callable[[], Awaitable[bool]]] = field(default_factory=dict)
+    on_stop: Sequence[Callable[[], None]] = ()
 
 
 def urls(settings: BaseServiceSettings) -> tuple[str, str]:
@@ -192,6 +193,12 @@ async def run(
             if t.get_name() != "ops":
                 t.cancel()
         results = await asyncio.gather(*tasks, return_exceptions=True)
+        for d in definitions:
+            for closer in d.on_stop:
+                try:
+                    closer()
+                except Exception:
+                    log.exception("%s: cleanup failed", d.name)
         for r in results:
             if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
                 log.error("task ended with %s", r.__class__.__name__, exc_info=r)

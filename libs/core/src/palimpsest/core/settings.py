@@ -62,6 +62,9 @@ class BaseServiceSettings(BaseSettings):
     retry_delays_s: tuple[float, ...] = (1.0, 5.0, 30.0, 120.0)
     stream_max_age_days: float = Field(default=7.0, gt=0)
     duplicate_window_s: float = Field(default=3600.0, gt=0)
+    allow_local_sources: bool = Field(
+        default=False, description="Index file:// URLs and local paths (the embedded default turns it on)."
+    )
 
 
 _S = TypeVar("_S", bound=BaseSettings)

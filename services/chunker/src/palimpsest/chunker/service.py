@@ -1,15 +1,314 @@
-"""The chunker service's bootstrap: its settings, handlers and consumer."""
+"""The chunker service: turns ``index.requested`` into a ready snapshot and ``snapshot.built``.
+
+It always builds the head of the repository's default branch (resolved at build time), so
+out-of-order or repeated requests converge on the newest commit; a head that already has a ready
+snapshot is acknowledged without work unless the request is an explicit rebuild.
+"""
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
+import os
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor
+from typing import Any
+from uuid import UUID
+
+from pydantic import Field
+
+from palimpsest.chunker.build import BuildStats, Limits, build, collect_garbage, finish
+from palimpsest.chunker.errors import BuildFailed, BuildSkipped
+from palimpsest.chunker.source import open_source
+from palimpsest.chunker.work import warm_up
+from palimpsest.core import metrics
+from palimpsest.core.bus import CONSUMERS
+from palimpsest.core.consumer import HandlerContext
+from palimpsest.core.db import Conn, tenant_tx
+from palimpsest.core.events import IndexRequested, SnapshotBuilt
+from palimpsest.core.git import GitAuth
+from palimpsest.core.ids import uuid7
+from palimpsest.core.outbox import emit
 from palimpsest.core.service import Infra, ServiceDefinition
-from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.core.settings import BaseServiceSettings, load
+
+log = logging.getLogger(__name__)
 
 
 class Settings(BaseServiceSettings):
-    """Settings of the chunker service (PALIMPSEST_* variables)."""
+    """Instance limits (ADR-0017 defaults) and parsing parallelism."""
+
+    max_file_bytes: int = Field(default=256 * 1024, ge=1)
+    max_files: int = Field(default=50_000, ge=1)
+    tenant_storage_bytes: int = Field(default=2 * 1024**3, ge=1)
+    build_time_budget_s: float = Field(default=600.0, gt=0)
+    keep_ready_snapshots: int = Field(default=2, ge=1)
+    parse_workers: int = Field(default=0, ge=0, description="0: one per CPU; 1: parse in-process")
+    clone_timeout_s: float = Field(default=300.0, gt=0)
+
+    def limits(self) -> Limits:
+        return Limits(
+            max_file_bytes=self.max_file_bytes,
+            max_files=self.max_files,
+            tenant_bytes=self.tenant_storage_bytes,
+            time_budget_s=self.build_time_budget_s,
+            keep_ready=self.keep_ready_snapshots,
+            workers=self.workers,
+        )
+
+    @property
+    def workers(self) -> int:
+        return self.parse_workers or os.cpu_count() or 1
+
+
+class Chunker:
+    """Handler state: settings and a lazily started pool of parse workers."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._executor: Executor | None = None
+
+    def executor(self) -> Executor | None:
+        if self.settings.workers <= 1:
+            return None
+        if self._executor is None:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["palimpsest.chunker.work"])
+            self._executor = ProcessPoolExecutor(self.settings.workers, mp_context=ctx)
+            for f in [self._executor.submit(warm_up) for _ in range(self.settings.workers)]:
+                f.result()
+        return self._executor
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(cancel_futures=True)
+
+    async def handle(self, event: IndexRequested, ctx: HandlerContext) -> None:
+        started = time.monotonic()
+        try:
+            repo = await self._repository(ctx, event)
+            if repo is None:
+                return
+            await self._build(event, ctx, repo, started)
+        except BuildSkipped as skip:
+            async with ctx.transaction() as conn:
+                await emit(
+                    conn, _built(event, state="skipped", reason=skip.reason, snapshot_id=skip.snapshot_id)
+                )
+            log.info("index request %s skipped: %s", event.request_id, skip.reason)
+
+    async def _repository(self, ctx: HandlerContext, event: IndexRequested) -> dict[str, Any] | None:
+        """The repository row, or None when the request was handled here (index mode off)."""
+        async with tenant_tx(ctx.pool, event.tenant_id) as conn:
+            cur = await conn.execute(
+                "SELECT repository_id, clone_url, default_branch, index_mode, provider"
+                " FROM repositories WHERE repository_id = %s",
+                (event.repository_id,),
+            )
+            repo = await cur.fetchone()
+        if repo is None:
+            raise BuildSkipped("repository_not_found")
+        if repo["index_mode"] == "off":
+            async with ctx.transaction() as conn:
+                await conn.execute(
+                    "DELETE FROM code_index_snapshots WHERE repository_id = %s", (event.repository_id,)
+                )
+                await collect_garbage(conn, event.repository_id)
+                await emit(conn, _built(event, state="skipped", reason="index_mode_off"))
+            return None
+        return dict(repo)
+
+    async def _build(
+        self, event: IndexRequested, ctx: HandlerContext, repo: dict[str, Any], started: float
+    ) -> None:
+        s = self.settings
+        branch = repo["default_branch"]
+        async with open_source(
+            repo["clone_url"],
+            branch,
+            auth=await installation_auth(ctx, repo),
+            allow_local=s.allow_local_sources,
+            timeout_s=s.clone_timeout_s,
+        ) as source:
+            existing = await _ready_for(ctx, event.repository_id, source.commit)
+            if existing is not None and event.reason != "rebuild":
+                raise BuildSkipped("up_to_date", existing)
+            snapshot_id = await _start_snapshot(ctx, event, source.commit)
+            try:
+                async with ctx.transaction() as conn:
+                    stats = await build(
+                        conn,
+                        tenant_id=event.tenant_id,
+                        repository_id=event.repository_id,
+                        snapshot_id=snapshot_id,
+                        source=source,
+                        limits=s.limits(),
+                        executor=self.executor(),
+                        progress=lambda done, total: _progress(ctx, snapshot_id, done),
+                        heartbeat=ctx.heartbeat,
+                    )
+                    duration = round(time.monotonic() - started, 3)
+                    await finish(
+                        conn, event.repository_id, snapshot_id, stats, duration, s.keep_ready_snapshots
+                    )
+                    await emit(
+                        conn,
+                        _built(
+                            event,
+                            state="ready",
+                            snapshot_id=snapshot_id,
+                            commit=source.commit,
+                            stats=stats,
+                            duration_s=duration,
+                        ),
+                    )
+            except BuildFailed as failure:
+                await self._failed(ctx, event, snapshot_id, source.commit, failure, started)
+                return
+        metrics.INDEX_BUILDS.labels("ready", "").inc()
+        metrics.INDEX_BUILD_SECONDS.labels("ready").observe(time.monotonic() - started)
+        for reason, n in stats.skipped.items():
+            metrics.INDEX_SKIPPED_FILES.labels(reason).inc(n)
+        log.info(
+            "snapshot %s ready: %d files, %d chunks, %d blobs parsed, %.1fs %s",
+            snapshot_id,
+            stats.files,
+            stats.chunks,
+            stats.parsed_blobs,
+            time.monotonic() - started,
+            stats.timings,
+        )
+
+    async def _failed(
+        self,
+        ctx: HandlerContext,
+        event: IndexRequested,
+        snapshot_id: UUID,
+        commit: str,
+        failure: BuildFailed,
+        started: float,
+    ) -> None:
+        duration = round(time.monotonic() - started, 3)
+        async with ctx.transaction() as conn:
+            await conn.execute(
+                "UPDATE code_index_snapshots SET state = 'failed', reason = %s, duration_s = %s WHERE snapshot_id = %s",
+                (failure.reason, duration, snapshot_id),
+            )
+            await emit(
+                conn,
+                _built(
+                    event,
+                    state="failed",
+                    reason=failure.reason,
+                    snapshot_id=snapshot_id,
+                    commit=commit,
+                    duration_s=duration,
+                ),
+            )
+        metrics.INDEX_BUILDS.labels("failed", failure.reason).inc()
+        metrics.INDEX_BUILD_SECONDS.labels("failed").observe(duration)
+        log.warning("snapshot %s failed: %s", snapshot_id, failure)
+
+
+async def installation_auth(ctx: HandlerContext, repo: dict[str, Any]) -> GitAuth | None:
+    """Credentials for cloning ``repo``; local and public repositories need none."""
+    try:
+        from palimpsest.ingest import credentials  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    auth: GitAuth | None = await credentials.git_auth_for(
+        ctx.pool, ctx.event.tenant_id, repo["repository_id"]
+    )
+    return auth
+
+
+async def _ready_for(ctx: HandlerContext, repository_id: UUID, commit: str) -> UUID | None:
+    async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
+        cur = await conn.execute(
+            "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND commit_sha = %s"
+            " AND state = 'ready' ORDER BY created_at DESC LIMIT 1",
+            (repository_id, commit),
+        )
+        row = await cur.fetchone()
+        return row["snapshot_id"] if row else None
+
+
+async def _start_snapshot(ctx: HandlerContext, event: IndexRequested, commit: str) -> UUID:
+    """A committed ``building`` row, visible to progress readers; interrupted builds become failed."""
+    snapshot_id = uuid7()
+    async with tenant_tx(ctx.pool, event.tenant_id) as conn:
+        await conn.execute(
+            "UPDATE code_index_snapshots SET state = 'failed', reason = 'interrupted'"
+            " WHERE repository_id = %s AND state = 'building'",
+            (event.repository_id,),
+        )
+        await conn.execute(
+            "INSERT INTO code_index_snapshots (tenant_id, repository_id, snapshot_id, commit_sha, request_id)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            (event.tenant_id, event.repository_id, snapshot_id, commit, event.request_id),
+        )
+    return snapshot_id
+
+
+async def _progress(ctx: HandlerContext, snapshot_id: UUID, done: int) -> None:
+    async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
+        await conn.execute(
+            "UPDATE code_index_snapshots SET parsed_blobs = %s WHERE snapshot_id = %s", (done, snapshot_id)
+        )
+
+
+def _built(
+    event: IndexRequested,
+    *,
+    state: str,
+    reason: str | None = None,
+    snapshot_id: Any = None,
+    commit: str | None = None,
+    stats: BuildStats | None = None,
+    duration_s: float = 0.0,
+) -> SnapshotBuilt:
+    counts: dict[str, Any] = {}
+    if stats is not None:
+        counts = {
+            "files": stats.files,
+            "chunks": stats.chunks,
+            "symbols": stats.symbols,
+            "bytes": stats.bytes,
+            "parsed_blobs": stats.parsed_blobs,
+            "skipped": dict(stats.skipped),
+        }
+    return SnapshotBuilt(
+        tenant_id=event.tenant_id,
+        repository_id=event.repository_id,
+        request_id=event.request_id,
+        snapshot_id=snapshot_id,
+        commit_sha=commit,
+        state=state,  # type: ignore[arg-type]
+        reason=reason,
+        duration_s=duration_s,
+        **counts,
+    )
 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
-    # No handlers yet: the chunker service does not subscribe until its issue lands.
-    return ServiceDefinition(name="chunker")
+    settings = load(Settings, **_shared(infra))
+    chunker = Chunker(settings)
+    infra.extras["chunker"] = chunker
+    return ServiceDefinition(
+        name="chunker",
+        handlers={"index.requested": chunker.handle},
+        consumer=CONSUMERS["chunker"],
+        on_stop=[chunker.close],
+    )
+
+
+def _shared(infra: Infra) -> dict[str, Any]:
+    """Values the process was started with (e.g. the embedded stack's) win over the environment."""
+    return {
+        k: getattr(infra.settings, k)
+        for k in BaseServiceSettings.model_fields
+        if k in infra.settings.model_fields_set
+    }
+
+
+__all__ = ["Chunker", "Conn", "Settings", "bootstrap"]

@@ -1,0 +1,280 @@
+"""``palimpsest bench index``: ADR-0017's figure, measured through the real pipeline.
+
+A TypeScript repository of ``files`` modules (imports, interfaces, classes, functions, comments,
+a few docs; ``total_bytes`` in all) is written with ``git fast-import`` into a bare repository,
+registered, and indexed through the bus by the in-process services on a scratch embedded stack
+(or the configured servers). Measured: first build, an incremental build after one changed file,
+the index's size in PostgreSQL, lexical search p95 over identifier and phrase queries, the
+repository's cascade delete, and the peak RSS of the process and its parse workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import psutil
+from pydantic import SecretStr
+
+from palimpsest.cli.local import local_tenant, register_path
+from palimpsest.cli.pipeline import index_and_wait
+from palimpsest.cli.runner import running_services
+from palimpsest.cli.stack import open_stack
+from palimpsest.core.db import tenant_tx
+from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.index.search import lexical_search
+from palimpsest.index.snapshots import delete_repository_index
+
+WORDS = ["account", "address", "amount", "audit", "balance", "batch", "billing", "cache", "cart", "catalog", "channel", "charge", "client", "config", "context", "coupon", "currency", "customer", "delivery", "discount", "document", "entry", "event", "feature", "filter", "handler", "history", "inventory", "invoice", "item", "ledger", "limit", "line", "merchant", "message", "metric", "order", "payment", "payout", "plan", "policy", "price", "product", "profile", "queue", "quota", "rate", "receipt", "refund", "region", "report", "request", "route", "schedule", "session", "shipment", "sku", "stock", "subscription", "tax", "tenant", "token", "transfer", "user", "vendor", "wallet", "warehouse", "webhook"]
+INDEX_TABLES = (
+    "code_chunks",
+    "code_symbols",
+    "code_facts",
+    "code_blobs",
+    "code_index_files",
+    "code_index_snapshots",
+)
+
+
+def _pascal(rng: random.Random, n: int = 2) -> str:
+    return "".join(rng.choice(WORDS).capitalize() for _ in range(n))
+
+
+def _module(rng: random.Random, index: int, target: int) -> tuple[str, str, list[str]]:
+    """One TypeScript module of about ``target`` bytes; returns (path, text, identifiers)."""
+    area, sub = rng.choice(WORDS), rng.choice(WORDS)
+    name = _pascal(rng)
+    path = f"src/{area}/{sub}/{name[0].lower()}{name[1:]}{index}.ts"
+    lines = [f"import {{ {_pascal(rng)} }} from '../{rng.choice(WORDS)}/{rng.choice(WORDS)}';"]
+    idents = []
+    kind = rng.random()
+    if kind < 0.4:
+        iface = f"{name}{index}Options"
+        idents.append(iface)
+        lines += [
+            f"/** Options for {name.lower()} {rng.choice(WORDS)} handling. */",
+            f"export interface {iface} {{",
+        ]
+        for _ in range(rng.randint(2, 5)):
+            lines.append(
+                f"  {rng.choice(WORDS)}{_pascal(rng, 1)}: {rng.choice(['string', 'number', 'boolean'])};"
+            )
+        lines.append("}")
+    cls = f"{name}{index}Service"
+    idents.append(cls)
+    lines += [
+        "",
+        f"export class {cls} {{",
+        f"  private readonly {rng.choice(WORDS)}Cache = new Map<string, number>();",
+    ]
+    while sum(len(x) + 1 for x in lines) < target - 60:
+        method = f"{rng.choice(WORDS)}{_pascal(rng, 1)}"
+        idents.append(method)
+        lines += [
+            f"  // {rng.choice(WORDS)} the {rng.choice(WORDS)} before {rng.choice(WORDS)}",
+            f"  {method}(value: number): number {{",
+            f"    return value * {rng.randint(2, 99)} + this.{rng.choice(WORDS)}Cache.size;",
+            "  }",
+        ]
+    lines.append("}")
+    return path, "\n".join(lines) + "\n", idents
+
+
+def generate(files: int, total_bytes: int, seed: int = 17) -> Iterator[tuple[str, str, list[str]]]:
+    rng = random.Random(seed)  # noqa: S311 - a reproducible corpus
+    docs = max(1, files // 2000)
+    avg = total_bytes / files
+    for i in range(files - docs):
+        target = max(120, int(rng.lognormvariate(0, 0.5) * avg * 0.88))
+        yield _module(rng, i, target)
+    for i in range(docs):
+        area = rng.choice(WORDS)
+        text = (
+            f"# The {area} module\n\nGoverns: src/{area}\n\n"
+            + "\n".join(f"- `{_pascal(rng)}` handles {rng.choice(WORDS)}." for _ in range(12))
+            + "\n"
+        )
+        yield f"docs/{area}-{i}.md", text, []
+
+
+def _fast_import(repo: Path, files: list[tuple[str, str]], *, parent: bool, message: str) -> None:
+    chunks: list[bytes] = []
+    for mark, (_, text) in enumerate(files, 1):
+        data = text.encode()
+        chunks.append(b"blob\nmark :%d\ndata %d\n%s\n" % (mark, len(data), data))
+    msg = message.encode()
+    commit = [
+        b"commit refs/heads/main\n",
+        b"committer Bench <bench@example.invalid> 1700000000 +0000\n",
+        b"data %d\n%s\n" % (len(msg), msg),
+    ]
+    if parent:
+        commit.append(b"from refs/heads/main^0\n")
+    for mark, (path, _) in enumerate(files, 1):
+        commit.append(b"M 100644 :%d %s\n" % (mark, path.encode()))
+    stream = b"".join(chunks) + b"".join(commit) + b"done\n"
+    subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet", "--done"], input=stream, check=True)
+
+
+def make_repository(
+    root: Path, files: int, total_bytes: int
+) -> tuple[Path, list[str], list[tuple[str, str]]]:
+    repo = root / "bench.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", "-b", "main", str(repo)], check=True)
+    generated = list(generate(files, total_bytes))
+    _fast_import(repo, [(p, t) for p, t, _ in generated], parent=False, message="initial import")
+    idents = [i for _, _, ids in generated for i in ids]
+    return repo, idents, [(p, t) for p, t, _ in generated]
+
+
+class RssSampler:
+    """Peak resident memory of this process plus its children (the parse workers)."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def sample(self) -> None:
+        me = psutil.Process()
+        total = me.memory_info().rss
+        for child in me.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if child.name().startswith(("postgres", "nats-server", "git")):
+                    continue
+                total += child.memory_info().rss
+        self.peak = max(self.peak, total)
+
+    async def _run(self) -> None:
+        while True:
+            self.sample()
+            await asyncio.sleep(0.1)
+
+    def __enter__(self) -> RssSampler:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def run_bench_index(
+    settings: BaseServiceSettings, *, files: int, total_bytes: int, queries: int
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="palimpsest-bench-index-") as tmp:
+        root = Path(tmp)
+        t0 = time.perf_counter()
+        repo, idents, corpus = make_repository(root, files, total_bytes)
+        generate_s = time.perf_counter() - t0
+        s = settings
+        if not (settings.database_url or settings.migration_database_url):
+            s = settings.model_copy(update={"home": root / "home"})
+        s = s.model_copy(update={"allow_local_sources": True})
+        async with open_stack(s) as stack, running_services(s, stack) as infra:
+            pool, nc = infra.pool, infra.nc
+            tenant = await local_tenant(pool, Path(s.home))
+            repo_id = await register_path(pool, tenant, repo)
+            with RssSampler() as rss:
+                t = time.perf_counter()
+                first = await index_and_wait(pool, nc, tenant, repo_id)
+                first_wall = time.perf_counter() - t
+            built = first["snapshot.built"]
+            if built["state"] != "ready":
+                return {"error": f"first build {built['state']}: {built.get('reason')}"}
+            db_bytes_first = await _db_bytes(infra, tenant)
+            path, text = corpus[len(corpus) // 2]
+            _fast_import(
+                repo,
+                [(path, text + "// changed\nexport const benchChanged = 1;\n")],
+                parent=True,
+                message="one change",
+            )
+            t = time.perf_counter()
+            incr = await index_and_wait(pool, nc, tenant, repo_id)
+            incr_wall = time.perf_counter() - t
+            db_bytes = await _db_bytes(infra, tenant)
+            latencies = await _search(infra, tenant, repo_id, idents, queries)
+            t = time.perf_counter()
+            async with tenant_tx(pool, tenant) as conn:
+                await delete_repository_index(conn, repo_id)
+                await conn.execute("DELETE FROM repositories WHERE repository_id = %s", (repo_id,))
+            delete_s = time.perf_counter() - t
+            leftover = await _rows_left(infra, tenant, repo_id)
+        ib = incr["snapshot.built"]
+        return {
+            "benchmark": "index",
+            "postgres": "embedded" if stack.embedded_db else "external",
+            "files": files,
+            "source_bytes": sum(len(t.encode()) for _, t in corpus),
+            "generate_s": round(generate_s, 2),
+            "first_build_s": built["duration_s"],
+            "first_build_wall_s": round(first_wall, 2),
+            "incremental_s": ib["duration_s"],
+            "incremental_wall_s": round(incr_wall, 2),
+            "incremental_parsed_blobs": ib["parsed_blobs"],
+            "chunks": built["chunks"],
+            "symbols": built["symbols"],
+            "db_bytes_first": db_bytes_first,
+            "db_bytes": db_bytes,
+            "db_mb": round(db_bytes / 1e6, 1),
+            "delete_s": round(delete_s, 3),
+            "rows_left_after_delete": leftover,
+            "peak_rss_mb": round(rss.peak / 1e6, 1),
+            "search_queries": len(latencies),
+            "search_p50_ms": round(_pct(latencies, 0.5), 2),
+            "search_p95_ms": round(_pct(latencies, 0.95), 2),
+        }
+
+
+async def _db_bytes(infra: Any, tenant: UUID) -> int:
+    async with tenant_tx(infra.pool, tenant) as conn:
+        cur = await conn.execute(
+            "SELECT sum(pg_total_relation_size(c.oid))::bigint AS n FROM pg_class c"
+            " WHERE c.relname = ANY(%s) AND c.relkind = 'r'",
+            (list(INDEX_TABLES),),
+        )
+        row = await cur.fetchone()
+        return int(row["n"] or 0) if row else 0
+
+
+async def _rows_left(infra: Any, tenant: UUID, repo_id: UUID) -> int:
+    total = 0
+    async with tenant_tx(infra.pool, tenant) as conn:
+        for table in ("code_chunks", "code_symbols", "code_facts", "code_blobs", "code_index_snapshots"):
+            cur = await conn.execute(
+                f"SELECT count(*) AS n FROM {table} WHERE repository_id = %s", (repo_id,)
+            )
+            row = await cur.fetchone()
+            total += int(row["n"]) if row else 0
+    return total
+
+
+async def _search(infra: Any, tenant: UUID, repo_id: UUID, idents: list[str], n: int) -> list[float]:
+    rng = random.Random(7)  # noqa: S311
+    queries = [rng.choice(idents) for _ in range(n // 2)]
+    queries += [f"{rng.choice(WORDS)} {rng.choice(WORDS)}" for _ in range(n - len(queries))]
+    latencies = []
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await lexical_search(conn, repo_id, "warm up cache", limit=10)
+        for q in queries:
+            t = time.perf_counter()
+            await lexical_search(conn, repo_id, q, limit=10)
+            latencies.append((time.perf_counter() - t) * 1000)
+    return latencies
+
+
+__all__ = ["SecretStr", "generate", "make_repository", "run_bench_index", "statistics"]

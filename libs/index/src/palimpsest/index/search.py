@@ -1,0 +1,156 @@
+"""Lexical search over the code index: code-aware tokens, GIN candidates, ``ts_rank_cd`` ranking.
+
+The query goes through the same tokenizer as the chunks (:func:`palimpsest.index.tokens.query_tokens`).
+Scores are ``ts_rank_cd`` normalised to 0..1, plus 1 for the chunk that defines the identifier
+the query names and a small bonus for definition chunks over plain windows. A first pass asks for
+chunks that contain *every* token (an identifier matches its whole form and
+its parts); if that yields fewer than ``limit`` hits, a second pass accepts *any* token. Each pass
+ranks at most ``candidates`` GIN matches, so the cost stays bounded on huge repositories.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+from uuid import UUID
+
+from palimpsest.core.db import Conn
+from palimpsest.index.errors import IndexNotReady, InvalidQuery
+from palimpsest.index.snapshots import newest_ready
+from palimpsest.index.tokens import query_tokens
+
+DEFAULT_CANDIDATES = 2000
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    name: str | None
+    language: str | None
+    score: float
+    blob_sha: str
+    ordinal: int
+    content: str
+
+    def as_dict(self, *, with_content: bool = True) -> dict[str, Any]:
+        d = asdict(self)
+        if not with_content:
+            d.pop("content")
+        return d
+
+
+def _tsquery(tokens: list[str], op: str) -> str:
+    return f" {op} ".join(f"'{t}'" for t in tokens)
+
+
+async def lexical_search(
+    conn: Conn,
+    repository_id: UUID,
+    query: str,
+    *,
+    snapshot_id: UUID | None = None,
+    limit: int = 10,
+    path_prefix: str | None = None,
+    language: str | None = None,
+    kind: str | None = None,
+    candidates: int = DEFAULT_CANDIDATES,
+) -> list[SearchHit]:
+    tokens = list(dict.fromkeys(query_tokens(query)))
+    if not tokens:
+        raise InvalidQuery("the query has no searchable words")
+    if snapshot_id is None:
+        snap = await newest_ready(conn, repository_id)
+        if snap is None:
+            raise IndexNotReady("the repository has no ready snapshot yet")
+        snapshot_id = snap["snapshot_id"]
+    # a query that is one identifier: its definition (a chunk of that name) ranks first
+    ident = query.strip().lower() if _IDENTIFIER.fullmatch(query.strip()) else None
+    hits: list[SearchHit] = []
+    seen: set[tuple[str, int]] = set()
+    passes = [_tsquery(tokens, "&")] + ([_tsquery(tokens, "|")] if len(tokens) > 1 else [])
+    for tsq in passes:
+        found = await _run(
+            conn, repository_id, snapshot_id, tsq, limit, path_prefix, language, kind, candidates, ident
+        )
+        for hit in found:
+            key = (hit.blob_sha, hit.ordinal)
+            if key not in seen and len(hits) < limit:
+                seen.add(key)
+                hits.append(hit)
+        if len(hits) >= limit:
+            break
+    return hits
+
+
+async def _run(
+    conn: Conn,
+    repository_id: UUID,
+    snapshot_id: UUID,
+    tsq: str,
+    limit: int,
+    path_prefix: str | None,
+    language: str | None,
+    kind: str | None,
+    candidates: int,
+    ident: str | None,
+) -> list[SearchHit]:
+    filters = ""
+    params: dict[str, Any] = {
+        "repo": repository_id,
+        "snap": snapshot_id,
+        "q": tsq,
+        "limit": limit,
+        "cand": candidates,
+        "ident": ident,
+    }
+    if path_prefix:
+        filters += " AND f.path LIKE %(prefix)s"
+        params["prefix"] = path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    if language:
+        filters += " AND f.language = %(language)s"
+        params["language"] = language
+    if kind:
+        filters += " AND c.kind = %(kind)s"
+        params["kind"] = kind
+    cur = await conn.execute(
+        "WITH q AS (SELECT to_tsquery('simple', %(q)s) AS q),"
+        " cand AS (SELECT c.blob_sha, c.ordinal, c.kind, c.name, c.start_line, c.end_line,"
+        "   ts_rank_cd(c.lexical, q.q, 32)"
+        "   + CASE WHEN %(ident)s::text IS NOT NULL AND lower(c.name) = %(ident)s THEN 1.0 ELSE 0 END"
+        "   + CASE WHEN c.kind NOT IN ('window', 'section') THEN 0.05 ELSE 0 END AS score"
+        "   FROM code_chunks c, q"
+        "   WHERE c.repository_id = %(repo)s AND c.lexical @@ q.q"
+        "   AND EXISTS (SELECT 1 FROM code_index_files f WHERE f.snapshot_id = %(snap)s AND f.blob_sha = c.blob_sha)"
+        "   LIMIT %(cand)s),"
+        " top AS (SELECT cand.*, f.path, f.language FROM cand"
+        "   CROSS JOIN LATERAL (SELECT f.path, f.language FROM code_index_files f"
+        "     WHERE f.snapshot_id = %(snap)s AND f.blob_sha = cand.blob_sha"
+        f"    {filters.replace('c.kind', 'cand.kind')} ORDER BY f.path LIMIT 1) f"
+        "   ORDER BY cand.score DESC, f.path, cand.start_line LIMIT %(limit)s)"
+        " SELECT top.path, top.start_line, top.end_line, top.kind, top.name, top.language, top.score,"
+        "   top.blob_sha, top.ordinal, c.content FROM top JOIN code_chunks c ON c.repository_id = %(repo)s"
+        "   AND c.blob_sha = top.blob_sha AND c.ordinal = top.ordinal"
+        " ORDER BY top.score DESC, top.path, top.start_line",
+        params,
+    )
+    rows = await cur.fetchall()
+    return [
+        SearchHit(
+            r["path"],
+            r["start_line"],
+            r["end_line"],
+            r["kind"],
+            r["name"],
+            r["language"],
+            round(float(r["score"]), 6),
+            r["blob_sha"],
+            r["ordinal"],
+            r["content"],
+        )
+        for r in rows
+    ]

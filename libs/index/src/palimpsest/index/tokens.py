@@ -1,0 +1,148 @@
+"""Code-aware lexical tokens for PostgreSQL full-text search.
+
+Chunks are indexed with ``to_tsvector('simple', code_tokens(content))`` and queries are built
+from ``query_tokens(q)``: the same function on both sides, so ``getUserName``, ``get_user_name``
+and ``get-user-name`` all meet in the lexeme ``getusername`` and in the parts ``get``, ``user``,
+``name``. Every token is a run of lower-case letters and digits only, so PostgreSQL's default
+parser keeps it as one lexeme instead of re-splitting it at ``_``, ``.``, ``/`` or ``-``.
+
+A compound such as ``src/billing/invoice_line.py`` or ``crate::net::Client`` yields the whole
+compound joined, each segment joined, and each segment's words (snake_case, kebab-case,
+camelCase, PascalCase, ACRONYMCase and letter/digit boundaries)::
+
+    srcbillinginvoicelinepy src billing invoiceline invoice line py
+
+The output is bounded by construction so one chunk never reaches PostgreSQL's tsvector limits
+(1 MB, 16 383 positions, 2 KB per lexeme): tokens over ``MAX_TOKEN_BYTES`` are dropped and the
+document stops at ``MAX_TOKENS`` tokens or ``MAX_DOCUMENT_BYTES`` bytes, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from itertools import accumulate
+
+__all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "MAX_TOKENS",
+    "MAX_TOKEN_BYTES",
+    "code_tokens",
+    "query_tokens",
+]
+
+MAX_TOKENS = 12_000
+"""Tokens per document; below PostgreSQL's 16 383 positions with room for its own re-parsing."""
+MAX_TOKEN_BYTES = 2_046
+"""Longest token kept (UTF-8 bytes); PostgreSQL refuses lexemes of 2 KB and more."""
+MAX_DOCUMENT_BYTES = 512 * 1024
+"""Bytes of tokens per document; with per-lexeme overhead the tsvector stays well under 1 MB."""
+
+_MIN_TOKEN_CHARS = 2
+# A compound of n characters yields at most 3n characters of tokens (the whole, the segments,
+# the words), each token at least two characters: at most 1.5 tokens and 32 UTF-8 bytes per
+# input character (lower-casing can lengthen a few letters). Texts this short cannot reach either limit, so they skip the counting.
+_ALWAYS_WITHIN_LIMITS = min(MAX_TOKENS * 2 // 3, MAX_DOCUMENT_BYTES // 32)
+
+# A compound: identifier runs joined by path, module or kebab separators.
+_COMPOUND = re.compile(r"[\w$]+(?:(?:::|[./\\-])[\w$]+)*")
+_SEGMENT_SEPARATORS = re.compile(r"::|[./\\-]")
+_WORD_SEPARATORS = re.compile(r"[_$]+")
+_ASCII_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_ASCII_ALNUM = re.compile(r"[A-Za-z0-9]+")
+_PLAIN_WORD = re.compile(f"[a-z]{{{_MIN_TOKEN_CHARS},}}")
+
+
+def _words(part: str) -> list[str]:
+    """Split one underscore-free identifier part at case and digit boundaries."""
+    if _ASCII_ALNUM.fullmatch(part):
+        return _ASCII_WORDS.findall(part)
+    return [part]  # non-ASCII letters: kept whole rather than guessed at
+
+
+def _segment_tokens(segment: str) -> tuple[str, list[str]]:
+    """The joined form of one segment and its words (already lower-cased)."""
+    words = [w for p in _WORD_SEPARATORS.split(segment) if p for w in _words(p)]
+    return "".join(words).lower(), [w.lower() for w in words]
+
+
+def _expand(compound: str) -> tuple[str, int, int]:
+    """Tokens for one compound as ``(space-joined tokens, token count, UTF-8 bytes + spaces)``."""
+    if _PLAIN_WORD.fullmatch(compound):  # the common case: a keyword or a lower-case name
+        return (compound, 1, len(compound) + 1) if len(compound) <= MAX_TOKEN_BYTES else ("", 0, 0)
+    segments = [s for s in _SEGMENT_SEPARATORS.split(compound) if s]
+    out: list[str] = []
+    joined_segments: list[str] = []
+    for segment in segments:
+        joined, words = _segment_tokens(segment)
+        if not joined:
+            continue
+        joined_segments.append(joined)
+        out.append(joined)
+        if len(words) > 1:
+            out.extend(words)
+    if len(joined_segments) > 1:
+        out.insert(0, "".join(joined_segments))
+    kept = [t for t in out if len(t) >= _MIN_TOKEN_CHARS and _fits(t)]
+    text = " ".join(kept)
+    return text, len(kept), len(text.encode()) + 1
+
+
+def _fits(token: str) -> bool:
+    if len(token) * 4 <= MAX_TOKEN_BYTES:
+        return True
+    return len(token.encode()) <= MAX_TOKEN_BYTES
+
+
+class _Expansions:
+    """Compound -> tokens, token count and bytes, kept across calls (identifiers repeat).
+
+    Lookups happen through ``map`` in C; only compounds never seen before are expanded in
+    Python. A full cache is replaced, never cleared in place, so a concurrent caller keeps
+    using the dictionaries it already holds.
+    """
+
+    LIMIT = 200_000
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
+        self.sizes: dict[str, int] = {}
+
+    def add(self, compounds: set[str]) -> None:
+        for compound in compounds:
+            text, count, size = _expand(compound)
+            self.tokens[compound], self.counts[compound], self.sizes[compound] = text, count, size
+
+
+_expansions = _Expansions()
+
+
+def _learn(compounds: list[str]) -> _Expansions:
+    """The cache, holding every compound in ``compounds``."""
+    global _expansions
+    known = _expansions
+    if len(known.tokens) > _Expansions.LIMIT:
+        known = _expansions = _Expansions()
+    known.add(set(compounds).difference(known.tokens))
+    return known
+
+
+def code_tokens(text: str) -> str:
+    """The lexical document for ``to_tsvector('simple', ...)``: bounded, lower-case tokens."""
+    compounds = _COMPOUND.findall(text)
+    if not compounds:
+        return ""
+    known = _learn(compounds)
+    if len(text) > _ALWAYS_WITHIN_LIMITS:
+        keep = min(
+            bisect_right(list(accumulate(map(known.counts.__getitem__, compounds))), MAX_TOKENS),
+            bisect_right(list(accumulate(map(known.sizes.__getitem__, compounds))), MAX_DOCUMENT_BYTES),
+        )
+        compounds = compounds[:keep]
+    return " ".join(filter(None, map(known.tokens.__getitem__, compounds)))
+
+
+def query_tokens(q: str) -> list[str]:
+    """The distinct tokens of a search query, in first-seen order (same rules as documents)."""
+    return list(dict.fromkeys(code_tokens(q).split()))

@@ -1,0 +1,382 @@
+"""One snapshot build: list the tree, parse only unseen blobs, write with COPY, keep two ready.
+
+The build runs inside the handler's tenant transaction (``ctx.transaction()``), serialised per
+repository by an advisory lock, so everything it writes — blobs, chunks, symbols, facts, files, the
+snapshot's ``ready`` state, superseding, garbage collection and the ``snapshot.built`` event —
+commits together or not at all. Parsing happens in worker processes while the previous batch is
+written, so the CPU and the database work at the same time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from palimpsest.chunker.errors import BuildFailed
+from palimpsest.chunker.parsing import ANALYSIS_VERSION, detect_language, is_doc
+from palimpsest.chunker.source import Source
+from palimpsest.chunker.work import BlobResult, analyze_batch
+from palimpsest.core.db import Conn
+from palimpsest.core.git import TreeEntry, ls_tree, read_blobs
+
+log = logging.getLogger(__name__)
+
+REGULAR_MODES = frozenset({"100644", "100755"})
+SYMLINK_MODE = "120000"
+GITLINK_MODE = "160000"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_file_bytes: int = 256 * 1024
+    max_files: int = 50_000
+    tenant_bytes: int = 2 * 1024**3
+    time_budget_s: float = 600.0
+    keep_ready: int = 2
+    batch_bytes: int = 2 * 1024 * 1024
+    workers: int = 2
+
+
+@dataclass(slots=True)
+class FileRow:
+    path: str
+    sha: str
+    language: str | None
+    kind: str
+    size: int
+    skip_reason: str | None = None
+
+
+@dataclass(slots=True)
+class BuildStats:
+    files: int = 0
+    chunks: int = 0
+    symbols: int = 0
+    bytes: int = 0
+    parsed_blobs: int = 0
+    reused_blobs: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+Progress = Callable[[int, int], Awaitable[None]]
+
+
+def classify(entries: list[TreeEntry], limits: Limits, stats: BuildStats) -> list[FileRow]:
+    """Tree entries → file rows; symlinks, submodules and oversized files are counted, not read."""
+    rows: list[FileRow] = []
+    for e in entries:
+        if e.mode == GITLINK_MODE or e.type == "commit":
+            stats.skipped["submodule"] += 1
+            continue
+        if e.mode == SYMLINK_MODE:
+            stats.skipped["symlink"] += 1
+            continue
+        if e.type != "blob" or e.mode not in REGULAR_MODES:
+            stats.skipped["unsupported_mode"] += 1
+            continue
+        size = e.size or 0
+        row = FileRow(e.path, e.sha, detect_language(e.path), "doc" if is_doc(e.path) else "code", size)
+        if size > limits.max_file_bytes:
+            row.skip_reason = "too_large"
+        rows.append(row)
+    return rows
+
+
+async def known_blobs(conn: Conn, repository_id: UUID, shas: list[str]) -> dict[str, dict[str, Any]]:
+    cur = await conn.execute(
+        "SELECT blob_sha, language, analysis_version, skip_reason FROM code_blobs"
+        " WHERE repository_id = %s AND blob_sha = ANY(%s)",
+        (repository_id, shas),
+    )
+    return {r["blob_sha"]: r for r in await cur.fetchall()}
+
+
+def needs_parse(row: FileRow, known: dict[str, Any] | None) -> bool:
+    if known is None:
+        return True
+    if known["skip_reason"] == "too_large" and row.skip_reason is None:
+        return True  # the limit was raised since
+    # a blob whose language changed (new grammar, new mapping) or an older analysis is re-chunked
+    return bool(known["language"] != row.language or known["analysis_version"] != ANALYSIS_VERSION)
+
+
+async def build(
+    conn: Conn,
+    *,
+    tenant_id: UUID,
+    repository_id: UUID,
+    snapshot_id: UUID,
+    source: Source,
+    limits: Limits,
+    executor: Executor | None,
+    progress: Progress | None = None,
+    heartbeat: Callable[[], Awaitable[None]] | None = None,
+) -> BuildStats:
+    """Fill the index for ``source.commit`` inside ``conn``'s transaction; raises BuildFailed."""
+    started = time.monotonic()
+    stats = BuildStats()
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
+    await create_staging(conn)
+    t = time.monotonic()
+    entries = await ls_tree(source.git_dir, source.commit, with_sizes=True, timeout_s=limits.time_budget_s)
+    rows = classify(entries, limits, stats)
+    stats.timings["ls_tree_s"] = round(time.monotonic() - t, 3)
+    if len(rows) > limits.max_files:
+        raise BuildFailed("file_cap", f"{len(rows)} files > limit {limits.max_files}")
+    by_sha: dict[str, FileRow] = {}
+    for row in rows:
+        by_sha.setdefault(row.sha, row)
+    known = await known_blobs(conn, repository_id, list(by_sha))
+    todo = [r for sha, r in by_sha.items() if needs_parse(r, known.get(sha))]
+    stale = [r.sha for r in todo if r.sha in known]
+    if stale:  # re-chunked blobs: drop the old rows (cascades to chunks, symbols, facts)
+        await conn.execute(
+            "DELETE FROM code_blobs WHERE repository_id = %s AND blob_sha = ANY(%s)", (repository_id, stale)
+        )
+    stats.reused_blobs = len(by_sha) - len(todo)
+    new_bytes = sum(r.size for r in todo if r.skip_reason is None)
+    await _check_storage(conn, limits, new_bytes)
+    t = time.monotonic()
+    results = _parse(source, todo, limits, executor, started)
+    async for batch in results:
+        await _write_batch(conn, tenant_id, repository_id, batch)
+        stats.parsed_blobs += len(batch)
+        if progress is not None:
+            await progress(stats.parsed_blobs, len(todo))
+        if heartbeat is not None:
+            await heartbeat()
+    stats.timings["parse_write_s"] = round(time.monotonic() - t, 3)
+    t = time.monotonic()
+    await _write_files(conn, tenant_id, snapshot_id, rows)
+    await _collect_stats(conn, repository_id, snapshot_id, stats)
+    stats.timings["files_s"] = round(time.monotonic() - t, 3)
+    return stats
+
+
+async def _check_storage(conn: Conn, limits: Limits, new_bytes: int) -> None:
+    cur = await conn.execute("SELECT coalesce(sum(size), 0) AS n FROM code_blobs WHERE skip_reason IS NULL")
+    row = await cur.fetchone()
+    used = int(row["n"]) if row else 0
+    if used + new_bytes > limits.tenant_bytes:
+        raise BuildFailed(
+            "storage_cap",
+            f"tenant would hold {used + new_bytes} bytes of source > limit {limits.tenant_bytes}",
+        )
+
+
+async def _parse(
+    source: Source, todo: list[FileRow], limits: Limits, executor: Executor | None, started: float
+) -> AsyncIterator[list[BlobResult]]:
+    """Yield analysed batches; reading, parsing (in workers) and the caller's writes overlap."""
+    too_large = [r for r in todo if r.skip_reason is not None]
+    if too_large:
+        yield [BlobResult(r.sha, r.language, r.size, r.skip_reason, 0, [], [], []) for r in too_large]
+    wanted = {r.sha: r for r in todo if r.skip_reason is None}
+    if not wanted:
+        return
+    loop = asyncio.get_running_loop()
+    inflight: list[asyncio.Future[list[BlobResult]]] = []
+    max_inflight = max(2, limits.workers * 2)
+    batch: list[tuple[str, str, bytes]] = []
+    batch_bytes = 0
+
+    def submit(items: list[tuple[str, str, bytes]]) -> asyncio.Future[list[BlobResult]]:
+        if executor is None:
+            fut: asyncio.Future[list[BlobResult]] = loop.create_future()
+            fut.set_result(analyze_batch(items, limits.max_file_bytes))
+            return fut
+        return asyncio.wrap_future(executor.submit(analyze_batch, items, limits.max_file_bytes))
+
+    def over_budget() -> None:
+        if time.monotonic() - started > limits.time_budget_s:
+            raise BuildFailed("time_budget", f"reading and chunking exceeded {limits.time_budget_s:.0f}s")
+
+    blobs = read_blobs(source.git_dir, list(wanted), timeout_s=limits.time_budget_s)
+    async with contextlib.aclosing(blobs) as stream:
+        async for sha, data in stream:
+            batch.append((wanted[sha].path, sha, data))
+            batch_bytes += len(data)
+            if batch_bytes >= limits.batch_bytes:
+                inflight.append(submit(batch))
+                batch, batch_bytes = [], 0
+                while len(inflight) >= max_inflight:
+                    yield await inflight.pop(0)
+                    over_budget()
+    if batch:
+        inflight.append(submit(batch))
+    while inflight:
+        yield await inflight.pop(0)
+        over_budget()
+
+
+# PostgreSQL refuses COPY FROM into a table under row-level security, so rows are copied into
+# session-private staging tables (no RLS) and moved with INSERT … SELECT, which the tenant policy's
+# WITH CHECK still guards.
+_STAGED = {
+    "code_blobs": "tenant_id, repository_id, blob_sha, language, size, analysis_version, skip_reason,"
+    " parse_errors, chunk_count, symbol_count",
+    "code_chunks": "tenant_id, repository_id, blob_sha, ordinal, kind, name, start_line, end_line, content, lexical",
+    "code_symbols": "tenant_id, repository_id, blob_sha, ordinal, name, kind, start_line, end_line, parent",
+    "code_facts": "tenant_id, repository_id, blob_sha, ordinal, kind, name, line, target, detail",
+    "code_index_files": "tenant_id, snapshot_id, path, blob_sha, language, kind, size, skip_reason",
+}
+
+
+async def create_staging(conn: Conn) -> None:
+    for table in _STAGED:
+        await conn.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS stage_{table} (LIKE {table} INCLUDING DEFAULTS) ON COMMIT DROP"
+        )
+
+
+async def _flush(conn: Conn, table: str) -> None:
+    cols = _STAGED[table]
+    await conn.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM stage_{table}")
+    await conn.execute(f"TRUNCATE stage_{table}")
+
+
+async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: list[BlobResult]) -> None:
+    async with conn.cursor() as cur:
+        async with cur.copy(f"COPY stage_code_blobs ({_STAGED['code_blobs']}) FROM STDIN") as copy:
+            for b in batch:
+                await copy.write_row(
+                    (
+                        tenant_id,
+                        repository_id,
+                        b.sha,
+                        b.language,
+                        b.size,
+                        ANALYSIS_VERSION,
+                        b.skip_reason,
+                        b.parse_errors,
+                        len(b.chunks),
+                        len(b.symbols),
+                    )
+                )
+        await _flush(conn, "code_blobs")
+        if any(b.chunks for b in batch):
+            async with cur.copy(f"COPY stage_code_chunks ({_STAGED['code_chunks']}) FROM STDIN") as copy:
+                for b in batch:
+                    for c in b.chunks:
+                        await copy.write_row((tenant_id, repository_id, b.sha, *c))
+            await _flush(conn, "code_chunks")
+        if any(b.symbols for b in batch):
+            async with cur.copy(f"COPY stage_code_symbols ({_STAGED['code_symbols']}) FROM STDIN") as copy:
+                for b in batch:
+                    for s in b.symbols:
+                        await copy.write_row((tenant_id, repository_id, b.sha, *s))
+            await _flush(conn, "code_symbols")
+        if any(b.facts for b in batch):
+            async with cur.copy(f"COPY stage_code_facts ({_STAGED['code_facts']}) FROM STDIN") as copy:
+                for b in batch:
+                    for f in b.facts:
+                        await copy.write_row((tenant_id, repository_id, b.sha, *f))
+            await _flush(conn, "code_facts")
+
+
+async def _write_files(conn: Conn, tenant_id: UUID, snapshot_id: UUID, rows: list[FileRow]) -> None:
+    async with (
+        conn.cursor() as cur,
+        cur.copy(f"COPY stage_code_index_files ({_STAGED['code_index_files']}) FROM STDIN") as copy,
+    ):
+        for r in rows:
+            await copy.write_row((tenant_id, snapshot_id, r.path, r.sha, r.language, r.kind, r.size, None))
+    await _flush(conn, "code_index_files")
+    # a file's skip reason is its blob's (too_large, binary, minified, …), recorded per path too
+    await conn.execute(
+        "UPDATE code_index_files f SET skip_reason = b.skip_reason, language = coalesce(b.language, f.language)"
+        " FROM code_blobs b WHERE f.snapshot_id = %s AND b.repository_id = ("
+        "   SELECT repository_id FROM code_index_snapshots WHERE snapshot_id = %s)"
+        " AND b.blob_sha = f.blob_sha AND (b.skip_reason IS NOT NULL OR b.language IS DISTINCT FROM f.language)",
+        (snapshot_id, snapshot_id),
+    )
+
+
+async def _collect_stats(conn: Conn, repository_id: UUID, snapshot_id: UUID, stats: BuildStats) -> None:
+    cur = await conn.execute(
+        "SELECT count(*) AS files, coalesce(sum(b.chunk_count), 0) AS chunks,"
+        " coalesce(sum(b.symbol_count), 0) AS symbols,"
+        " coalesce(sum(f.size) FILTER (WHERE b.skip_reason IS NULL), 0) AS bytes"
+        " FROM code_index_files f JOIN code_blobs b ON b.repository_id = %s AND b.blob_sha = f.blob_sha"
+        " WHERE f.snapshot_id = %s",
+        (repository_id, snapshot_id),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    stats.files, stats.chunks, stats.symbols, stats.bytes = (
+        int(row["files"]),
+        int(row["chunks"]),
+        int(row["symbols"]),
+        int(row["bytes"]),
+    )
+    cur = await conn.execute(
+        "SELECT skip_reason, count(*) AS n FROM code_index_files WHERE snapshot_id = %s"
+        " AND skip_reason IS NOT NULL GROUP BY 1",
+        (snapshot_id,),
+    )
+    for r in await cur.fetchall():
+        stats.skipped[str(r["skip_reason"])] += int(r["n"])
+
+
+async def finish(
+    conn: Conn, repository_id: UUID, snapshot_id: UUID, stats: BuildStats, duration_s: float, keep_ready: int
+) -> None:
+    """Mark ready, supersede the previous ready snapshot, delete beyond ``keep_ready``, collect blobs."""
+    await conn.execute(
+        "UPDATE code_index_snapshots SET state = 'ready', reason = NULL, ready_at = now(), files = %s,"
+        " chunks = %s, symbols = %s, bytes = %s, parsed_blobs = %s, skipped = %s, duration_s = %s"
+        " WHERE snapshot_id = %s",
+        (
+            stats.files,
+            stats.chunks,
+            stats.symbols,
+            stats.bytes,
+            stats.parsed_blobs,
+            Jsonb(dict(stats.skipped)),
+            duration_s,
+            snapshot_id,
+        ),
+    )
+    await conn.execute(
+        "UPDATE code_index_snapshots SET state = 'superseded' WHERE repository_id = %s AND state = 'ready'"
+        " AND snapshot_id <> %s",
+        (repository_id, snapshot_id),
+    )
+    await conn.execute(
+        "DELETE FROM code_index_snapshots WHERE repository_id = %s AND state IN ('ready', 'superseded')"
+        " AND snapshot_id NOT IN (SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s"
+        "   AND state IN ('ready', 'superseded') ORDER BY created_at DESC LIMIT %s)",
+        (repository_id, repository_id, keep_ready),
+    )
+    await conn.execute(
+        "DELETE FROM code_index_snapshots WHERE repository_id = %s AND state = 'failed'"
+        " AND snapshot_id NOT IN (SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s"
+        "   AND state = 'failed' ORDER BY created_at DESC LIMIT 5)",
+        (repository_id, repository_id),
+    )
+    await collect_garbage(conn, repository_id)
+    await conn.execute(
+        "UPDATE repositories SET index_updated_at = now() WHERE repository_id = %s", (repository_id,)
+    )
+
+
+async def collect_garbage(conn: Conn, repository_id: UUID) -> int:
+    """Delete blobs (and their chunks, symbols, facts) that no remaining snapshot references."""
+    cur = await conn.execute(
+        "DELETE FROM code_blobs b WHERE b.repository_id = %s AND NOT EXISTS ("
+        " SELECT 1 FROM code_index_files f JOIN code_index_snapshots s ON s.snapshot_id = f.snapshot_id"
+        " WHERE s.repository_id = %s AND f.blob_sha = b.blob_sha)",
+        (repository_id, repository_id),
+    )
+    return cur.rowcount

@@ -1,0 +1,287 @@
+"""Documentation files: section chunks and the facts that tie documents to code.
+
+Markdown and reStructuredText are cut at their headings (fenced code and front matter are not
+headings); a section longer than one window becomes 60/10 windows that keep the heading as
+their name. Plain text has no headings and is windowed whole.
+
+Facts:
+
+* ``governs`` / ``supersedes`` -- ``Governs: <path>`` and ``Supersedes: <id>`` lines in the
+  first ``HEADER_LINES`` lines (the same window every reader of them uses; plain, bold, list
+  and field-list spellings are accepted);
+* ``mention`` -- what a document names as code: inline code spans, code-like identifiers in
+  fenced blocks, relative link targets. ``target`` says ``identifier`` or ``path`` and
+  ``detail`` where it was found (``code``, ``fence``, ``link``). The analyzer's mechanical
+  documentation check compares them with the index.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from palimpsest.chunker.parsing.languages import KNOWN_EXTENSIONS
+from palimpsest.chunker.parsing.lines import window_chunks
+from palimpsest.chunker.parsing.model import SECTION, Chunk, Fact
+
+__all__ = ["HEADER_LINES", "MAX_MENTIONS", "analyze_doc", "header_facts", "section_starts"]
+
+HEADER_LINES = 60
+"""``Governs:`` and ``Supersedes:`` count only within a document's first 60 lines."""
+MAX_MENTIONS = 2_000
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
+_NOT_PARAGRAPH = re.compile(r"^\s*(?:$|#|>|[-*+]\s|\d+[.)]\s|\||<|```|~~~)")
+_RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.!$%&(),/;?@\[\\\]{|}])\1{2,}\s*$")
+_FRONT_MATTER = re.compile(r"^(?:---|\+\+\+)\s*$")
+
+_HEADER_FACT = re.compile(
+    r"^\s*(?:[-*+>|]\s*)*(?:\*\*|__|\*|_)?(governs|supersedes)(?:\*\*|__|\*|_)?\s*:"
+    r"(?:\*\*|__|\*|_)?\s*(.+?)\s*$"
+    r"|^\s*:(governs|supersedes):\s*(.+?)\s*$",
+    re.IGNORECASE,
+)
+_VALUE_TRIM = "`'\"[](){}*_<>.,;: "
+
+_INLINE_CODE = re.compile(r"(`+)([^`\n]+?)\1(?!`)")
+_QUALIFIED = re.compile(r"^([A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*)(\(.*\))?;?$")
+_CALLEE = re.compile(r"^([A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*)\(")
+_SLASHED_PATH = re.compile(r"^(?:\.{1,2}/|/)?[\w@.+~-]+(?:/[\w@.+~-]*)+$")
+_FILE_NAME = re.compile(r"^[\w@+~-][\w@.+~-]*\.([A-Za-z]\w{0,9})$")
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+_COMPOUND_NAME = re.compile(r"[a-z0-9][A-Z]|[A-Za-z0-9]_[A-Za-z0-9]")
+_CAPITALISED = re.compile(r"^[A-Z][a-z]")
+_MD_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"']*[\"'])?\s*\)")
+_MD_REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
+_RST_LINK = re.compile(r"`[^`<]*<([^>`]+)>`__?")
+_RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:include|literalinclude|image|figure)::\s*(\S+)")
+_SEPARATOR = re.compile(r"\.|::|#|->")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_PROSE_FENCES = frozenset({"text", "txt", "console", "output", "log", "diff", "plain"})
+_NOT_SYMBOLS = frozenset(
+    {
+        "True", "False", "None", "Null", "Exception", "Error", "Object", "String", "Number",
+        "Boolean", "Array", "Promise", "Map", "Set", "List", "Dict", "Optional", "Any", "Self",
+        "This", "Math", "JSON", "Date", "Note", "Warning", "Example", "Usage", "TODO", "FIXME",
+    }
+)  # fmt: skip
+
+
+def analyze_doc(lines: list[str], language: str | None) -> tuple[list[Chunk], list[Fact]]:
+    """Section chunks and doc facts of a markdown, rst or text document."""
+    chunks = _section_chunks(lines, section_starts(lines, language))
+    facts = header_facts(lines) + _mentions(lines, language)
+    facts.sort(key=lambda f: (f.line, f.kind, f.name))
+    return chunks, facts
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+def section_starts(lines: list[str], language: str | None) -> list[tuple[int, str]]:
+    """``(first line, heading)`` of every section, in order."""
+    if language == "markdown":
+        return _markdown_headings(lines)
+    if language == "rst":
+        return _rst_headings(lines)
+    return []
+
+
+def _section_chunks(lines: list[str], starts: list[tuple[int, str]]) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    bounds: list[tuple[int, str | None]] = [(1, None), *starts]
+    if len(bounds) > 1 and bounds[1][0] == 1:
+        bounds.pop(0)
+    for index, (first, title) in enumerate(bounds):
+        last = bounds[index + 1][0] - 1 if index + 1 < len(bounds) else len(lines)
+        if first <= last:
+            chunks.extend(window_chunks(lines, first, last, SECTION, title))
+    return chunks
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """Index of the line after a leading ``---``/``+++`` block (0 when there is none)."""
+    if not lines or not _FRONT_MATTER.match(lines[0]):
+        return 0
+    for index in range(1, min(len(lines), HEADER_LINES)):
+        if lines[index].strip() in {"---", "...", "+++"}:
+            return index + 1
+    return 0
+
+
+def _markdown_headings(lines: list[str]) -> list[tuple[int, str]]:
+    headings: list[tuple[int, str]] = []
+    fence: str | None = None
+    index = _front_matter_end(lines)
+    paragraph = False
+    while index < len(lines):
+        line = lines[index]
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+        elif opened:
+            fence = opened.group(1)
+        elif atx := _ATX.match(line):
+            headings.append((index + 1, (atx.group(2) or "").strip() or atx.group(1)))
+        elif paragraph and _SETEXT.match(line):
+            headings.append((index, lines[index - 1].strip()))
+        paragraph = fence is None and not opened and not _NOT_PARAGRAPH.match(line)
+        index += 1
+    return headings
+
+
+def _rst_headings(lines: list[str]) -> list[tuple[int, str]]:
+    headings: list[tuple[int, str]] = []
+    index = 0
+    while index + 1 < len(lines):
+        line, below = lines[index], lines[index + 1]
+        above = _RST_ADORNMENT.match(line)
+        if above and index + 2 < len(lines) and _is_rst_title(below, lines[index + 2]):
+            headings.append((index + 1, below.strip()))
+            index += 3
+        elif not above and _is_rst_title(line, below):
+            headings.append((index + 1, line.strip()))
+            index += 2
+        else:
+            index += 1
+    return headings
+
+
+def _is_rst_title(title: str, underline: str) -> bool:
+    text = title.rstrip()
+    return (
+        bool(text)
+        and not title[0].isspace()
+        and not _RST_ADORNMENT.match(title)
+        and bool(_RST_ADORNMENT.match(underline))
+        and len(underline.rstrip()) >= len(text)
+    )
+
+
+# -------------------------------------------------------------------------------- facts
+
+
+def header_facts(lines: list[str]) -> list[Fact]:
+    """``governs`` and ``supersedes`` facts from the first ``HEADER_LINES`` lines."""
+    facts: list[Fact] = []
+    for number, line in enumerate(lines[:HEADER_LINES], start=1):
+        found = _HEADER_FACT.match(line)
+        if found is None:
+            continue
+        keyword = (found.group(1) or found.group(3)).lower()
+        value = found.group(2) or found.group(4)
+        if keyword == "governs":
+            facts.extend(Fact("governs", path, number) for path in _governed_paths(value))
+        else:
+            facts.extend(Fact("supersedes", ident, number) for ident in _superseded_ids(value))
+    return facts
+
+
+def _governed_paths(value: str) -> list[str]:
+    """Paths as written, with ``./`` and a trailing ``/`` removed (they change nothing)."""
+    paths: list[str] = []
+    for part in re.split(r"[,\s]+", value):
+        path = part.strip(_VALUE_TRIM.replace(".", "")).rstrip(".,;")
+        path = path.removeprefix("./").rstrip("/")
+        if path and not _SCHEME.match(path):
+            paths.append(path)
+    return paths
+
+
+def _superseded_ids(value: str) -> list[str]:
+    """The first word of each comma-separated item: ``0004``, ``ADR-0011``, a doc path."""
+    ids: list[str] = []
+    for part in value.split(","):
+        words = part.split()
+        ident = words[0].strip(_VALUE_TRIM) if words else ""
+        if ident:
+            ids.append(ident)
+    return ids
+
+
+@dataclass(slots=True)
+class _Mentions:
+    seen: dict[tuple[str, str], Fact] = field(default_factory=dict)
+
+    def add(self, name: str, line: int, category: str, source: str) -> None:
+        if len(self.seen) < MAX_MENTIONS:
+            self.seen.setdefault((name, source), Fact("mention", name, line, category, source))
+
+
+def _mentions(lines: list[str], language: str | None) -> list[Fact]:
+    found = _Mentions()
+    fence: str | None = None
+    fence_is_code = False
+    for number, line in enumerate(lines, start=1):
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            elif fence_is_code:
+                _fenced_mentions(found, line, number)
+            continue
+        if opened and language != "rst":
+            fence = opened.group(1)
+            fence_is_code = opened.group(2).lower() not in _PROSE_FENCES
+            continue
+        _inline_mentions(found, line, number)
+        _link_mentions(found, line, number)
+    return list(found.seen.values())
+
+
+def _inline_mentions(found: _Mentions, line: str, number: int) -> None:
+    if "`" not in line:
+        return
+    for span in _INLINE_CODE.finditer(line):
+        code = span.group(2).strip()
+        if _is_path(code):
+            found.add(code.removeprefix("./").rstrip("/"), number, "path", "code")
+        elif qualified := _QUALIFIED.match(code):
+            name = qualified.group(1)
+            if (
+                qualified.group(2)
+                or _is_compound_name(name)
+                or _is_type_name(name)
+                or _SEPARATOR.search(name)
+            ):
+                found.add(name, number, "identifier", "code")
+        elif callee := _CALLEE.match(code):
+            found.add(callee.group(1), number, "identifier", "code")
+
+
+def _fenced_mentions(found: _Mentions, line: str, number: int) -> None:
+    for name in _IDENTIFIER.findall(line):
+        if _is_compound_name(name):
+            found.add(name, number, "identifier", "fence")
+
+
+def _link_mentions(found: _Mentions, line: str, number: int) -> None:
+    targets = [m.group(1) for m in _MD_LINK.finditer(line)] + [m.group(1) for m in _RST_LINK.finditer(line)]
+    for pattern in (_MD_REFERENCE, _RST_DIRECTIVE):
+        if matched := pattern.match(line):
+            targets.append(matched.group(1))
+    for target in targets:
+        path = target.split("#", 1)[0].split("?", 1)[0].removeprefix("./")
+        if path and not _SCHEME.match(path) and not path.startswith("//"):
+            found.add(path.rstrip("/") or path, number, "path", "link")
+
+
+def _is_path(code: str) -> bool:
+    """``src/x/``, ``./run.sh`` or a file name with a known extension (not ``pkg.module``)."""
+    if _SLASHED_PATH.match(code):
+        return not _SCHEME.match(code)
+    file_name = _FILE_NAME.match(code)
+    return file_name is not None and f".{file_name.group(1).lower()}" in KNOWN_EXTENSIONS
+
+
+def _is_compound_name(name: str) -> bool:
+    """snake_case or camelCase: an identifier, not a word (fenced code has prose in comments)."""
+    return len(name) >= 3 and name not in _NOT_SYMBOLS and _COMPOUND_NAME.search(name) is not None
+
+
+def _is_type_name(name: str) -> bool:
+    """A PascalCase name, which inside inline code is a type rather than a word."""
+    return len(name) >= 3 and name not in _NOT_SYMBOLS and _CAPITALISED.match(name) is not None

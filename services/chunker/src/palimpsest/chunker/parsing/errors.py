@@ -1,0 +1,17 @@
+"""Exception types of the parsing core.
+
+Bad source never raises (it yields windows and a parse-error count); these are raised only for
+programming or installation errors, such as a grammar missing from the installed language pack.
+"""
+
+from __future__ import annotations
+
+__all__ = ["GrammarUnavailableError", "ParsingError"]
+
+
+class ParsingError(Exception):
+    """Base class of the parsing core's errors."""
+
+
+class GrammarUnavailableError(ParsingError):
+    """A grammar or query could not be loaded from the bundled language pack."""

@@ -1,0 +1,92 @@
+"""CPU work of a build, run in worker processes: screen, parse and tokenise a batch of blobs.
+
+Everything here is a pure function of its arguments so it can run in a process pool; results are
+plain tuples ready to be written with ``COPY``. The lexical vector is produced here as tsvector
+text (``'lexeme':1,4 …``) so PostgreSQL only has to parse it, not run its text parser over the
+tokens — that moves the heaviest per-chunk work off the database and onto the parse workers.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from palimpsest.chunker.parsing import ANALYSIS_VERSION, Screened, analyze_file, detect_language, screen
+from palimpsest.index.tokens import code_tokens
+
+MAX_POSITION = 16_383  # PostgreSQL tsvector position limit
+MAX_POSITIONS_PER_LEXEME = 256
+
+
+class BlobResult(NamedTuple):
+    sha: str
+    language: str | None
+    size: int
+    skip_reason: str | None
+    parse_errors: int
+    # (ordinal, kind, name, start_line, end_line, content, tsvector text)
+    chunks: list[tuple[int, str, str | None, int, int, str, str]]
+    # (ordinal, name, kind, start_line, end_line, parent)
+    symbols: list[tuple[int, str, str, int, int, str | None]]
+    # (ordinal, kind, name, line, target, detail)
+    facts: list[tuple[int, str, str, int, str | None, str | None]]
+
+
+def tsvector_text(tokens: str) -> str:
+    """tsvector input for a space-separated token string; positions capped as PostgreSQL caps them."""
+    positions: dict[str, list[int]] = {}
+    for i, token in enumerate(tokens.split(), 1):
+        found = positions.get(token)
+        if found is None:
+            positions[token] = [min(i, MAX_POSITION)]
+        elif len(found) < MAX_POSITIONS_PER_LEXEME:
+            found.append(min(i, MAX_POSITION))
+    return " ".join(f"'{_quote(t)}':{','.join(map(str, p))}" for t, p in positions.items())
+
+
+def _quote(lexeme: str) -> str:
+    return lexeme.replace("\\", "\\\\").replace("'", "''")
+
+
+def _clean(text: str) -> str:
+    # PostgreSQL text cannot hold NUL; screen() rejects NUL-bearing blobs, this is belt and braces
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def analyze_blob(path: str, sha: str, data: bytes, max_bytes: int) -> BlobResult:
+    """Screen and analyse one blob as seen at ``path``; never raises for bad content."""
+    language = detect_language(path)
+    verdict = screen(path, data, max_bytes)
+    if not isinstance(verdict, Screened):
+        return BlobResult(sha, language, len(data), str(verdict.reason), 0, [], [], [])
+    try:
+        analysis = analyze_file(path, verdict.text, language)
+    except Exception as exc:  # a grammar bug must cost one file, not the build
+        return BlobResult(sha, language, len(data), f"parse_failed:{exc.__class__.__name__}", 0, [], [], [])
+    chunks = [
+        (
+            i,
+            c.kind,
+            c.name,
+            c.start_line,
+            c.end_line,
+            _clean(c.content),
+            tsvector_text(code_tokens(c.content)),
+        )
+        for i, c in enumerate(analysis.chunks)
+    ]
+    symbols = [
+        (i, s.name, s.kind, s.start_line, s.end_line, s.parent) for i, s in enumerate(analysis.symbols)
+    ]
+    facts = [(i, f.kind, f.name, f.line, f.target, f.detail) for i, f in enumerate(analysis.facts)]
+    return BlobResult(sha, analysis.language, len(data), None, analysis.parse_errors, chunks, symbols, facts)
+
+
+def analyze_batch(items: list[tuple[str, str, bytes]], max_bytes: int) -> list[BlobResult]:
+    return [analyze_blob(path, sha, data, max_bytes) for path, sha, data in items]
+
+
+def warm_up() -> int:
+    """Load grammars in a fresh worker before real work arrives."""
+    analyze_file("warm.py", "def f():\n    return 1\n", "python")
+    analyze_file("warm.ts", "export function f(): number { return 1 }\n", "typescript")
+    return ANALYSIS_VERSION

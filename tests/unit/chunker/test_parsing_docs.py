@@ -1,0 +1,155 @@
+"""Documentation: section chunks, Governs/Supersedes in the head, and what a doc mentions."""
+
+from __future__ import annotations
+
+from palimpsest.chunker.parsing import Fact, analyze_file
+
+README = """\
+# Billing
+
+Governs: src/billing/, ./lib/tax
+**Supersedes:** ADR-0011 (partially), 0004
+
+Uses `InvoiceService.create()`, `render()`, `src/billing/invoice.py`, `npm` and `config.yml`.
+See [the guide](docs/guide.md#setup), [the site](https://example.com) and ![x](./img/a.png "t").
+
+```python
+def compute_total(items):
+    # This Comment stays prose
+    return sum_line_items(items)
+```
+
+Setup
+-----
+
+```bash
+# not a heading
+export PALIMPSEST_URL=x
+```
+
+```text
+plain_words_in_text_fences are_ignored
+```
+
+## Reference
+
+[guide]: ../other/README.md
+"""
+
+
+def _kinds(facts: list[Fact], *kinds: str) -> list[Fact]:
+    return [f for f in facts if f.kind in kinds]
+
+
+def test_markdown_sections_split_at_headings_not_at_fenced_hashes() -> None:
+    analysis = analyze_file("README.md", README, "markdown")
+    assert [(c.kind, c.name, c.start_line, c.end_line) for c in analysis.chunks] == [
+        ("section", "Billing", 1, 14),
+        ("section", "Setup", 15, 26),
+        ("section", "Reference", 27, 29),
+    ]
+    assert analysis.symbols == []
+    assert analysis.parse_errors == 0
+
+
+def test_governs_and_supersedes() -> None:
+    facts = analyze_file("README.md", README, "markdown").facts
+    assert _kinds(facts, "governs", "supersedes") == [
+        Fact("governs", "lib/tax", 3),
+        Fact("governs", "src/billing", 3),
+        Fact("supersedes", "0004", 4),
+        Fact("supersedes", "ADR-0011", 4),
+    ]
+
+
+def test_mentions_from_inline_code_fences_and_links() -> None:
+    facts = analyze_file("README.md", README, "markdown").facts
+    mentions = {(f.name, f.target, f.detail, f.line) for f in _kinds(facts, "mention")}
+    assert mentions == {
+        ("InvoiceService.create", "identifier", "code", 6),
+        ("render", "identifier", "code", 6),
+        ("src/billing/invoice.py", "path", "code", 6),
+        ("config.yml", "path", "code", 6),
+        ("docs/guide.md", "path", "link", 7),
+        ("img/a.png", "path", "link", 7),
+        ("compute_total", "identifier", "fence", 10),
+        ("sum_line_items", "identifier", "fence", 12),
+        ("PALIMPSEST_URL", "identifier", "fence", 20),
+        ("../other/README.md", "path", "link", 29),
+    }
+
+
+def test_governs_counts_only_in_the_first_60_lines() -> None:
+    head = ["# Doc", "", "Supersedes: 0001"] + ["text"] * 56 + ["Governs: src/late"]  # line 60
+    text = "\n".join([*head, "Governs: src/too_late", "Supersedes: 0002"]) + "\n"
+    facts = analyze_file("docs/adr/0002.md", text, "markdown").facts
+    assert _kinds(facts, "governs", "supersedes") == [
+        Fact("supersedes", "0001", 3),
+        Fact("governs", "src/late", 60),
+    ]
+
+
+def test_governs_in_front_matter_list_items_and_rst_fields() -> None:
+    text = "---\ngoverns: [src/a, src/b]\n---\n- Governs: `src/c/`\n:supersedes: ADR-7\n"
+    facts = analyze_file("docs/x.md", text, "markdown").facts
+    assert _kinds(facts, "governs", "supersedes") == [
+        Fact("governs", "src/a", 2),
+        Fact("governs", "src/b", 2),
+        Fact("governs", "src/c", 4),
+        Fact("supersedes", "ADR-7", 5),
+    ]
+
+
+def test_front_matter_is_a_section_of_its_own_and_its_dashes_are_not_headings() -> None:
+    text = "---\ntitle: x\n---\nIntro line\n\n# One\nbody\n"
+    chunks = analyze_file("docs/x.md", text, "markdown").chunks
+    assert [(c.name, c.start_line, c.end_line) for c in chunks] == [
+        (None, 1, 5),
+        ("One", 6, 7),
+    ]
+
+
+def test_a_long_section_becomes_windows_named_after_its_heading() -> None:
+    text = "# Intro\nshort\n# Long\n" + "".join(f"line {n}\n" for n in range(130))
+    chunks = analyze_file("docs/long.md", text, "markdown").chunks
+    assert [(c.name, c.start_line, c.end_line) for c in chunks] == [
+        ("Intro", 1, 2),
+        ("Long", 3, 62),
+        ("Long", 53, 112),
+        ("Long", 103, 133),
+    ]
+
+
+def test_rst_sections() -> None:
+    text = (
+        "=====\nTitle\n=====\n\nIntro.\n\nUsage\n-----\n\nRun ``make_report()``.\n\n"
+        "Details\n~~~~~~~\n\n.. include:: ../shared/notes.rst\n"
+    )
+    analysis = analyze_file("docs/index.rst", text, "rst")
+    assert [(c.name, c.start_line, c.end_line) for c in analysis.chunks] == [
+        ("Title", 1, 6),
+        ("Usage", 7, 11),
+        ("Details", 12, 15),
+    ]
+    mentions = {(f.name, f.target) for f in _kinds(analysis.facts, "mention")}
+    assert mentions == {("make_report", "identifier"), ("../shared/notes.rst", "path")}
+
+
+def test_plain_text_is_windowed_and_still_read_for_governs() -> None:
+    text = "Governs: tools/\n" + "".join(f"note {n}\n" for n in range(70))
+    analysis = analyze_file("NOTES.txt", text, "text")
+    assert [(c.kind, c.start_line, c.end_line) for c in analysis.chunks] == [
+        ("section", 1, 60),
+        ("section", 51, 71),
+    ]
+    assert _kinds(analysis.facts, "governs") == [Fact("governs", "tools", 1)]
+
+
+def test_governs_is_a_doc_fact_only() -> None:
+    facts = analyze_file("src/app.py", "# Governs: src/app\nx = 1\n", "python").facts
+    assert _kinds(facts, "governs") == []
+
+
+def test_a_doc_without_language_is_recognised_by_extension() -> None:
+    facts = analyze_file("docs/notes.txt", "Supersedes: 0009\n", None).facts
+    assert facts == [Fact("supersedes", "0009", 1)]

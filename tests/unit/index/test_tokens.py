@@ -1,0 +1,109 @@
+"""Code-aware lexical tokens: identifier splitting, path handling and tsvector limits."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from palimpsest.index.tokens import (
+    MAX_DOCUMENT_BYTES,
+    MAX_TOKEN_BYTES,
+    MAX_TOKENS,
+    code_tokens,
+    query_tokens,
+)
+
+# What PostgreSQL's default parser keeps as one lexeme: no separators, no punctuation.
+_ONE_LEXEME = re.compile(r"[^\W_]+")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("getUserName", "getusername get user name"),
+        ("get_user_name", "getusername get user name"),
+        ("get-user-name", "getusername get user name"),
+        ("GetUserName", "getusername get user name"),
+        ("HTTPServer", "httpserver http server"),
+        ("XMLHttpRequest", "xmlhttprequest xml http request"),
+        ("parseJSON2Yaml", "parsejson2yaml parse json yaml"),
+        ("sha256sum", "sha256sum sha 256 sum"),
+        ("MAX_RETRY_COUNT", "maxretrycount max retry count"),
+        ("__init__", "init"),
+        ("$scope", "scope"),
+        ("return", "return"),
+        ("x", ""),
+    ],
+)
+def test_identifiers_are_kept_whole_and_split(text: str, expected: str) -> None:
+    assert code_tokens(text) == expected
+
+
+def test_paths_are_kept_whole_and_split_into_segments_and_words() -> None:
+    assert code_tokens("src/billing/invoice_line.py") == (
+        "srcbillinginvoicelinepy src billing invoiceline invoice line py"
+    )
+    assert code_tokens("palimpsest.index.tokens") == "palimpsestindextokens palimpsest index tokens"
+    assert code_tokens("crate::net::Client") == "cratenetclient crate net client"
+
+
+def test_every_spelling_of_a_name_shares_its_whole_token() -> None:
+    spellings = ["fetchInvoiceTotal", "fetch_invoice_total", "fetch-invoice-total", "FetchInvoiceTotal"]
+    assert {code_tokens(s).split()[0] for s in spellings} == {"fetchinvoicetotal"}
+
+
+def test_query_tokens_use_the_same_rules_without_duplicates() -> None:
+    assert query_tokens("getUser get_user") == ["getuser", "get", "user"]
+    assert query_tokens("src/bill") == ["srcbill", "src", "bill"]
+    assert query_tokens("  ") == []
+
+
+def test_non_ascii_letters_are_kept() -> None:
+    assert code_tokens("größeZahl café") == "größezahl café"
+
+
+def test_tokens_are_single_postgres_lexemes() -> None:
+    text = "a.b-c::d/e\\f $g_h iJ 12.5e3 'quoted' \"x-y\" ünï_cödé"
+    assert all(_ONE_LEXEME.fullmatch(t) for t in code_tokens(text).split())
+
+
+def test_tokens_longer_than_the_lexeme_limit_are_dropped() -> None:
+    long_word = "a" * (MAX_TOKEN_BYTES + 1)
+    fitting = "b" * MAX_TOKEN_BYTES
+    assert code_tokens(f"{long_word} {fitting} ok") == f"{fitting} ok"
+    assert code_tokens("é" * 1100) == ""  # 2 200 bytes
+
+
+def _within_limits(document: str) -> None:
+    tokens = document.split()
+    assert len(tokens) <= MAX_TOKENS
+    assert len(document.encode()) <= MAX_DOCUMENT_BYTES
+    assert all(len(t.encode()) <= MAX_TOKEN_BYTES for t in tokens)
+
+
+def test_a_5_mb_token_heavy_text_stays_under_the_tsvector_limits() -> None:
+    words = [f"someVeryLongIdentifierName_{n}_withPartsAndMore{n % 97}" for n in range(60_000)]
+    text = " ".join(words)
+    text = (text * (5_000_000 // len(text) + 1))[:5_000_000]
+    document = code_tokens(text)
+    _within_limits(document)
+    assert len(document.split()) > MAX_TOKENS - 20
+
+
+def test_a_few_huge_distinct_tokens_are_bounded_by_bytes() -> None:
+    text = " ".join(f"{n:05d}" + "x" * 2000 for n in range(1000))
+    document = code_tokens(text)
+    _within_limits(document)
+    assert len(document.encode()) > MAX_DOCUMENT_BYTES - 3000
+
+
+@settings(max_examples=50, deadline=None, derandomize=True, database=None)
+@given(st.text(max_size=3000))
+def test_any_text_gives_bounded_single_lexemes(text: str) -> None:
+    document = code_tokens(text)
+    _within_limits(document)
+    assert all(_ONE_LEXEME.fullmatch(t) for t in document.split())
+    assert document == document.lower()
