@@ -36,6 +36,7 @@ def settings_for(servers: ServerSet, **overrides: object) -> BaseServiceSettings
         "retry_delays_s": (0.05, 0.1, 0.2),
         "relay_poll_s": 0.2,
         "log_format": "text",
+        "allow_local_sources": True,
     }
     values.update(overrides)
     return BaseServiceSettings.model_construct(**{**BaseServiceSettings().model_dump(), **values})

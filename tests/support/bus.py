@@ -56,7 +56,7 @@ async def consuming(
     stop = asyncio.Event()
     started = asyncio.Event()
     handlers = dict.fromkeys(event_types, recorder.handle)
-    definition = ServiceDefinition(name, handlers, ConsumerSpec(name, event_types, batch=8))
+    definition = ServiceDefinition(name, handlers, ConsumerSpec(name, event_types, batch=8, deliver_new=True))
     task = asyncio.create_task(run([definition], infra, stop, relay=relay, started=started))
     waiter = asyncio.ensure_future(started.wait())
     await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)

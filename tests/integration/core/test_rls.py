@@ -90,7 +90,7 @@ def _value_for(typ: str, name: str) -> Any:
         return b"x"
     if typ.endswith("[]"):
         return []
-    return f"rls-{name}"
+    return f"rls-{name}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ async def _seed(infra: Infra, owner_url: str, table: str, tenant: uuid.UUID) -> 
         row = _insertable_row(conn, table, tenant)
         fks = conn.execute(
             """
-            SELECT a.attname, cf.relname, af.attname
+            SELECT k.conname, a.attname, cf.relname, af.attname
             FROM pg_constraint k
             JOIN LATERAL unnest(k.conkey, k.confkey) AS u(src, dst) ON true
             JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.src
@@ -135,11 +135,13 @@ async def _seed(infra: Infra, owner_url: str, table: str, tenant: uuid.UUID) -> 
             """,
             (table,),
         ).fetchall()
-    for col, parent, parent_col in fks:
+    parents: dict[str, dict[str, Any]] = {}  # one parent row per foreign key constraint
+    for constraint, col, parent, parent_col in fks:
         if col == "tenant_id":
             continue
-        parent_row = await _seed(infra, owner_url, parent, tenant)
-        row[col] = parent_row[parent_col]
+        if constraint not in parents:
+            parents[constraint] = await _seed(infra, owner_url, parent, tenant)
+        row[col] = parents[constraint][parent_col]
     if table != "tenants":
         await _ensure_tenant(infra, tenant)
     async with tenant_tx(infra.pool, tenant) as conn:

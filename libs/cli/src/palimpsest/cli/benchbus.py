@@ -23,7 +23,7 @@ from palimpsest.core.relay import Relay
 from palimpsest.core.service import ServiceDefinition, close_infra, open_infra, run
 from palimpsest.core.settings import BaseServiceSettings
 
-BENCH_CONSUMER = bus.ConsumerSpec("bench-probe", ("probe",), batch=32)
+BENCH_CONSUMER = bus.ConsumerSpec("bench-probe", ("probe",), batch=32, deliver_new=True)
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -40,6 +40,8 @@ class ConsumerSpec:
     name: str
     event_types: tuple[str, ...]
     batch: int = 8
+    # only events published after the consumer is created (throw-away consumers: tests, benchmarks)
+    deliver_new: bool = False
 
     @property
     def subjects(self) -> list[str]:
@@ -120,7 +122,7 @@ def consumer_config(spec: ConsumerSpec, cfg: BusConfig) -> api.ConsumerConfig:
         name=spec.name,
         durable_name=spec.name,
         description=f"Palimpsest {spec.name}",
-        deliver_policy=api.DeliverPolicy.ALL,
+        deliver_policy=api.DeliverPolicy.NEW if spec.deliver_new else api.DeliverPolicy.ALL,
         ack_policy=api.AckPolicy.EXPLICIT,
         ack_wait=cfg.ack_wait_s,
         max_deliver=cfg.max_deliver,

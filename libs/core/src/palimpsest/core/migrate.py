@@ -7,7 +7,8 @@ recorded in ``schema_migrations`` with its checksum; an applied file whose text 
 optional: managed servers without it still get a working lexical index).
 
 After the files, the application role gets exactly the privileges it needs: DML on tenant and
-infrastructure tables, nothing on ``schema_migrations``, and never ownership or BYPASSRLS.
+infrastructure tables, EXECUTE on the functions a migration comments as ``app-callable:``, nothing on
+``schema_migrations``, and never ownership or BYPASSRLS.
 """
 
 from __future__ import annotations
@@ -181,3 +182,10 @@ async def _grant(conn: psycopg.AsyncConnection[tuple[object, ...]], role: str) -
         sql.SQL("REVOKE ALL ON schema_migrations FROM {}").format(r),
     ):
         await conn.execute(stmt)
+    # Functions a migration marks 'app-callable:' (e.g. SECURITY DEFINER lookups, revoked from PUBLIC).
+    cur = await conn.execute(
+        "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE n.nspname = current_schema() AND obj_description(p.oid, 'pg_proc') LIKE 'app-callable:%'"
+    )
+    for (signature,) in await cur.fetchall():
+        await conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(str(signature)), r))

@@ -107,6 +107,8 @@ async def _run(
         "limit": limit,
         "cand": candidates,
         "ident": ident,
+        # filters apply after ranking, so rank a deeper pool when there are filters
+        "pool": limit * 20 if (path_prefix or language or kind) else limit,
     }
     if path_prefix:
         filters += " AND f.path LIKE %(prefix)s"
@@ -117,25 +119,19 @@ async def _run(
     if kind:
         filters += " AND c.kind = %(kind)s"
         params["kind"] = kind
+    # candidates come from a SECURITY DEFINER function that can use the GIN index under RLS
+    # (migration 0004 explains why); paths and content are then read under the tenant's policy
     cur = await conn.execute(
-        "WITH q AS (SELECT to_tsquery('simple', %(q)s) AS q),"
-        " cand AS (SELECT c.blob_sha, c.ordinal, c.kind, c.name, c.start_line, c.end_line,"
-        "   ts_rank_cd(c.lexical, q.q, 32)"
-        "   + CASE WHEN %(ident)s::text IS NOT NULL AND lower(c.name) = %(ident)s THEN 1.0 ELSE 0 END"
-        "   + CASE WHEN c.kind NOT IN ('window', 'section') THEN 0.05 ELSE 0 END AS score"
-        "   FROM code_chunks c, q"
-        "   WHERE c.repository_id = %(repo)s AND c.lexical @@ q.q"
-        "   AND EXISTS (SELECT 1 FROM code_index_files f WHERE f.snapshot_id = %(snap)s AND f.blob_sha = c.blob_sha)"
-        "   LIMIT %(cand)s),"
-        " top AS (SELECT cand.*, f.path, f.language FROM cand"
-        "   CROSS JOIN LATERAL (SELECT f.path, f.language FROM code_index_files f"
-        "     WHERE f.snapshot_id = %(snap)s AND f.blob_sha = cand.blob_sha"
-        f"    {filters.replace('c.kind', 'cand.kind')} ORDER BY f.path LIMIT 1) f"
-        "   ORDER BY cand.score DESC, f.path, cand.start_line LIMIT %(limit)s)"
-        " SELECT top.path, top.start_line, top.end_line, top.kind, top.name, top.language, top.score,"
-        "   top.blob_sha, top.ordinal, c.content FROM top JOIN code_chunks c ON c.repository_id = %(repo)s"
-        "   AND c.blob_sha = top.blob_sha AND c.ordinal = top.ordinal"
-        " ORDER BY top.score DESC, top.path, top.start_line",
+        "WITH top AS (SELECT * FROM palimpsest_lexical_candidates("
+        "   %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s))"
+        " SELECT f.path, c.start_line, c.end_line, c.kind, c.name, f.language, top.score, top.blob_sha,"
+        "   top.ordinal, c.content"
+        " FROM top JOIN code_chunks c ON c.repository_id = %(repo)s AND c.blob_sha = top.blob_sha"
+        "   AND c.ordinal = top.ordinal"
+        " CROSS JOIN LATERAL (SELECT f.path, f.language FROM code_index_files f"
+        "   WHERE f.snapshot_id = %(snap)s AND f.blob_sha = top.blob_sha"
+        f"  {filters} ORDER BY f.path LIMIT 1) f"
+        " ORDER BY top.score DESC, f.path, c.start_line LIMIT %(limit)s",
         params,
     )
     rows = await cur.fetchall()

@@ -28,9 +28,11 @@ from palimpsest.chunker.source import Source
 from palimpsest.chunker.work import BlobResult, analyze_batch
 from palimpsest.core.db import Conn
 from palimpsest.core.git import TreeEntry, ls_tree, read_blobs
+from palimpsest.core.git_errors import GitError, GitFailure
 
 log = logging.getLogger(__name__)
 
+ANALYZE_AFTER_BLOBS = 500
 REGULAR_MODES = frozenset({"100644", "100755"})
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
@@ -111,7 +113,17 @@ def needs_parse(row: FileRow, known: dict[str, Any] | None) -> bool:
     return bool(known["language"] != row.language or known["analysis_version"] != ANALYSIS_VERSION)
 
 
-async def build(
+async def build(conn: Conn, **kwargs: Any) -> BuildStats:
+    """Fill the index for ``source.commit`` inside ``conn``'s transaction; raises BuildFailed."""
+    try:
+        return await _build(conn, **kwargs)
+    except GitError as exc:  # reading the local tree or its blobs
+        if exc.reason == GitFailure.TIMEOUT:
+            raise BuildFailed("time_budget", str(exc)) from exc
+        raise BuildFailed(f"git_{exc.reason}", str(exc)) from exc
+
+
+async def _build(
     conn: Conn,
     *,
     tenant_id: UUID,
@@ -123,7 +135,6 @@ async def build(
     progress: Progress | None = None,
     heartbeat: Callable[[], Awaitable[None]] | None = None,
 ) -> BuildStats:
-    """Fill the index for ``source.commit`` inside ``conn``'s transaction; raises BuildFailed."""
     started = time.monotonic()
     stats = BuildStats()
     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
@@ -149,16 +160,26 @@ async def build(
     await _check_storage(conn, limits, new_bytes)
     t = time.monotonic()
     results = _parse(source, todo, limits, executor, started)
+    write_s = 0.0
     async for batch in results:
+        tw = time.monotonic()
         await _write_batch(conn, tenant_id, repository_id, batch)
+        write_s += time.monotonic() - tw
         stats.parsed_blobs += len(batch)
         if progress is not None:
             await progress(stats.parsed_blobs, len(todo))
         if heartbeat is not None:
             await heartbeat()
     stats.timings["parse_write_s"] = round(time.monotonic() - t, 3)
+    stats.timings["write_s"] = round(write_s, 3)
     t = time.monotonic()
+    # The planner's statistics predate this load; without them it estimates "1 row" and picks
+    # nested loops that turn the joins below quadratic. Large loads refresh the statistics (as the
+    # owner, through a function of migration 0004); hash joins are right for these set operations.
+    await conn.execute("SET LOCAL enable_nestloop = off")
     await _write_files(conn, tenant_id, snapshot_id, rows)
+    if stats.parsed_blobs >= ANALYZE_AFTER_BLOBS or len(rows) >= ANALYZE_AFTER_BLOBS:
+        await conn.execute("SELECT palimpsest_analyze_code_index()")
     await _collect_stats(conn, repository_id, snapshot_id, stats)
     stats.timings["files_s"] = round(time.monotonic() - t, 3)
     return stats
@@ -226,7 +247,7 @@ async def _parse(
 _STAGED = {
     "code_blobs": "tenant_id, repository_id, blob_sha, language, size, analysis_version, skip_reason,"
     " parse_errors, chunk_count, symbol_count",
-    "code_chunks": "tenant_id, repository_id, blob_sha, ordinal, kind, name, start_line, end_line, content, lexical",
+    "code_chunks": "tenant_id, repository_id, blob_sha, ordinal, kind, name, start_line, end_line, content",
     "code_symbols": "tenant_id, repository_id, blob_sha, ordinal, name, kind, start_line, end_line, parent",
     "code_facts": "tenant_id, repository_id, blob_sha, ordinal, kind, name, line, target, detail",
     "code_index_files": "tenant_id, snapshot_id, path, blob_sha, language, kind, size, skip_reason",
@@ -238,11 +259,18 @@ async def create_staging(conn: Conn) -> None:
         await conn.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS stage_{table} (LIKE {table} INCLUDING DEFAULTS) ON COMMIT DROP"
         )
+    await conn.execute("ALTER TABLE stage_code_chunks ADD COLUMN IF NOT EXISTS tokens text")
 
 
 async def _flush(conn: Conn, table: str) -> None:
     cols = _STAGED[table]
-    await conn.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM stage_{table}")
+    if table == "code_chunks":
+        await conn.execute(
+            f"INSERT INTO code_chunks ({cols}, lexical) SELECT {cols}, to_tsvector('simple', tokens)"
+            " FROM stage_code_chunks"
+        )
+    else:
+        await conn.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM stage_{table}")
     await conn.execute(f"TRUNCATE stage_{table}")
 
 
@@ -266,7 +294,9 @@ async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: 
                 )
         await _flush(conn, "code_blobs")
         if any(b.chunks for b in batch):
-            async with cur.copy(f"COPY stage_code_chunks ({_STAGED['code_chunks']}) FROM STDIN") as copy:
+            async with cur.copy(
+                f"COPY stage_code_chunks ({_STAGED['code_chunks']}, tokens) FROM STDIN"
+            ) as copy:
                 for b in batch:
                     for c in b.chunks:
                         await copy.write_row((tenant_id, repository_id, b.sha, *c))

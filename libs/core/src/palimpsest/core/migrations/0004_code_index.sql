@@ -122,3 +122,51 @@ SELECT palimpsest_tenant_table('code_blobs');
 SELECT palimpsest_tenant_table('code_chunks');
 SELECT palimpsest_tenant_table('code_symbols');
 SELECT palimpsest_tenant_table('code_facts');
+
+-- Full-text matching under row-level security: ts_match_vq (@@) is not LEAKPROOF, so PostgreSQL
+-- will not use it as a GIN index condition on a table with RLS and falls back to scanning every
+-- chunk of the tenant. This function runs as its owner and applies the tenant predicate itself
+-- (the same expression as the policy), so it can use the GIN index; it returns only ids and
+-- scores of the calling transaction's tenant. When the owner is itself subject to RLS (a managed
+-- server without BYPASSRLS for it) the policy still applies inside and the result is the same,
+-- only slower.
+CREATE FUNCTION palimpsest_lexical_candidates(
+    p_repository uuid, p_snapshot uuid, p_query tsquery, p_ident text, p_candidates integer, p_limit integer
+) RETURNS TABLE (blob_sha text, ordinal integer, score real)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+    WITH cand AS (
+        SELECT c.blob_sha, c.ordinal, c.kind, c.name, c.lexical
+        FROM code_chunks c
+        WHERE c.tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid
+          AND c.repository_id = p_repository
+          AND c.lexical @@ p_query
+          AND EXISTS (SELECT 1 FROM code_index_files f
+                      WHERE f.tenant_id = c.tenant_id AND f.snapshot_id = p_snapshot AND f.blob_sha = c.blob_sha)
+        LIMIT p_candidates
+    )
+    SELECT cand.blob_sha, cand.ordinal,
+           (ts_rank_cd(cand.lexical, p_query, 32)
+            + CASE WHEN p_ident IS NOT NULL AND lower(cand.name) = p_ident THEN 1.0 ELSE 0 END
+            + CASE WHEN cand.kind NOT IN ('window', 'section') THEN 0.05 ELSE 0 END)::real AS score
+    FROM cand
+    ORDER BY score DESC
+    LIMIT p_limit
+$$;
+REVOKE ALL ON FUNCTION palimpsest_lexical_candidates(uuid, uuid, tsquery, text, integer, integer) FROM PUBLIC;
+COMMENT ON FUNCTION palimpsest_lexical_candidates(uuid, uuid, tsquery, text, integer, integer)
+    IS 'app-callable: GIN-backed lexical candidates of the current tenant (see migration 0004).';
+
+-- Fresh statistics after a bulk load, so the rest of the build (and the first searches) get hash
+-- joins instead of nested loops over "1 row" estimates. ANALYZE needs the owner (or MAINTAIN).
+CREATE FUNCTION palimpsest_analyze_code_index() RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    ANALYZE code_index_files;
+    ANALYZE code_blobs;
+    ANALYZE code_chunks;
+    ANALYZE code_symbols;
+    ANALYZE code_facts;
+END $$;
+REVOKE ALL ON FUNCTION palimpsest_analyze_code_index() FROM PUBLIC;
+COMMENT ON FUNCTION palimpsest_analyze_code_index()
+    IS 'app-callable: refresh planner statistics of the code index after a bulk load.';

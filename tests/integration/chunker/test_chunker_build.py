@@ -1,0 +1,264 @@
+"""The chunker through the bus: snapshots, blob reuse, GC, skips, limits, search, delete."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palimpsest.chunker.service import Chunker, Settings
+from palimpsest.cli.local import register_path
+from palimpsest.cli.tenants import create_tenant
+from palimpsest.core.bus import CONSUMERS, ConsumerSpec
+from palimpsest.core.db import tenant_tx
+from palimpsest.core.events import IndexRequested
+from palimpsest.core.service import Infra, ServiceDefinition
+from palimpsest.index.search import lexical_search
+from palimpsest.index.snapshots import delete_repository_index, list_snapshots
+from tests.support.gitrepo import commit, git, init_repo
+from tests.support.pipeline import request_and_wait, services
+
+PY = '''"""Billing helpers."""
+
+
+def compute_invoice_total(lines):
+    """Sum the lines."""
+    return sum(line.amount for line in lines)
+
+
+class InvoicePrinter:
+    def render(self, invoice):
+        return f"total={compute_invoice_total(invoice.lines)}"
+'''
+TS = """export interface Ledger {
+  entries: number[];
+}
+
+export function balanceOf(ledger: Ledger): number {
+  return ledger.entries.reduce((a, b) => a + b, 0);
+}
+"""
+MD = "# Billing\n\nGoverns: src/billing\n\nUse `compute_invoice_total` to add up an invoice.\n"
+
+
+def chunker_definition(name: str, **limits: Any) -> tuple[ServiceDefinition, Chunker]:
+    settings = Settings.model_construct(
+        **{**Settings().model_dump(), "allow_local_sources": True, "parse_workers": 1, **limits}
+    )
+    chunker = Chunker(settings)
+    spec = ConsumerSpec(name, CONSUMERS["chunker"].event_types, batch=2, deliver_new=True)
+    return ServiceDefinition(
+        name, {"index.requested": chunker.handle}, spec, on_stop=[chunker.close]
+    ), chunker
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = init_repo(tmp_path / "repo")
+    commit(
+        r,
+        "2024-01-01",
+        {
+            "src/billing/invoice.py": PY,
+            "src/ledger.ts": TS,
+            "docs/billing.md": MD,
+            "assets/logo.png": b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4,
+            "empty.py": "",
+            "data/nul.txt": b"text\x00with nul",
+            "big/huge.py": "x = 1\n" * 60_000,
+            "dist/bundle.min.js": "var a=1;" * 5000,
+            "latin1.txt": "caf\xe9 ".encode("latin-1") * 400,
+            "odd name with spaces ü.py": "def odd():\n    return 'ü'\n",
+            "broken.py": "def broken(:\n    return (\n",
+        },
+    )
+    (r / "link.py").symlink_to("src/billing/invoice.py")
+    commit(r, "2024-01-02", {})
+    # a submodule (gitlink) entry, without a checkout
+    git(r, "update-index", "--add", "--cacheinfo", "160000", "a" * 40, "vendor/lib")
+    git(r, "commit", "-q", "-m", "submodule", date="2024-01-03")
+    return r
+
+
+@pytest.fixture
+async def tenant_repo(infra: Infra, repo: Path) -> tuple[uuid.UUID, uuid.UUID]:
+    tenant = await create_tenant(infra.pool, "chunker")
+    return tenant, await register_path(infra.pool, tenant, repo)
+
+
+@pytest.fixture
+async def chunker(infra: Infra) -> AsyncIterator[None]:
+    definition, _ = chunker_definition(f"t-chunker-{uuid.uuid4().hex[:6]}")
+    async with services(infra, [definition]):
+        yield
+
+
+async def build(infra: Infra, tenant: uuid.UUID, repo_id: uuid.UUID, reason: str = "cli") -> dict[str, Any]:
+    event = IndexRequested(tenant_id=tenant, repository_id=repo_id, reason=reason)  # type: ignore[arg-type]
+    found = await request_and_wait(infra, event, ("snapshot.built",))
+    return found["snapshot.built"]
+
+
+async def test_snapshot_lifecycle_reuse_and_gc(
+    infra: Infra, repo: Path, tenant_repo: tuple[uuid.UUID, uuid.UUID], chunker: None
+) -> None:
+    tenant, repo_id = tenant_repo
+    first = await build(infra, tenant, repo_id)
+    assert first["state"] == "ready", first
+    assert first["skipped"] == {
+        "symlink": 1,
+        "submodule": 1,
+        "too_large": 1,
+        "binary": 2,
+        "empty": 1,
+        "minified": 1,
+        "invalid_utf8": 1,
+    }
+    assert first["files"] == 11  # every regular file is listed, skipped ones with their reason
+    assert first["parsed_blobs"] == 11
+    again = await build(infra, tenant, repo_id)
+    assert again["state"] == "skipped"
+    assert again["reason"] == "up_to_date"
+    # one changed file → one parsed blob
+    commit(repo, "2024-02-01", {"src/ledger.ts": TS + "\nexport const zero = 0;\n"})
+    second = await build(infra, tenant, repo_id)
+    assert second["state"] == "ready"
+    assert second["parsed_blobs"] == 1
+    commit(repo, "2024-03-01", {"src/billing/invoice.py": PY + "\n\ndef refund():\n    return 0\n"})
+    third = await build(infra, tenant, repo_id)
+    async with tenant_tx(infra.pool, tenant) as conn:
+        snaps = await list_snapshots(conn, repo_id)
+        states = [(s["snapshot_id"], s["state"]) for s in snaps]
+        assert states == [
+            (uuid.UUID(third["snapshot_id"]), "ready"),
+            (uuid.UUID(second["snapshot_id"]), "superseded"),
+        ]
+        # the first ledger.ts blob was only referenced by the deleted first snapshot: collected
+        old_blob = git(repo, "rev-parse", "HEAD~3:src/ledger.ts").strip()
+        cur = await conn.execute("SELECT count(*) AS n FROM code_blobs WHERE blob_sha = %s", (old_blob,))
+        assert (await cur.fetchone())["n"] == 0  # type: ignore[index]
+        cur = await conn.execute("SELECT count(*) AS n FROM code_chunks WHERE blob_sha = %s", (old_blob,))
+        assert (await cur.fetchone())["n"] == 0  # type: ignore[index]
+        # a file tree-sitter cannot parse is still indexed, with its errors counted
+        cur = await conn.execute(
+            "SELECT b.parse_errors, b.chunk_count FROM code_index_files f JOIN code_blobs b USING (blob_sha)"
+            " WHERE f.snapshot_id = %s AND f.path = 'broken.py'",
+            (third["snapshot_id"],),
+        )
+        broken = await cur.fetchone()
+        assert broken is not None
+        assert broken["parse_errors"] > 0
+        assert broken["chunk_count"] > 0
+
+
+async def test_renamed_to_another_language_is_rechunked(infra: Infra, tmp_path: Path, chunker: None) -> None:
+    r = init_repo(tmp_path / "lang")
+    commit(r, "2024-01-01", {"util.txt": "def helper():\n    return 42\n"})
+    tenant = await create_tenant(infra.pool, "lang")
+    repo_id = await register_path(infra.pool, tenant, r)
+    first = await build(infra, tenant, repo_id)
+    assert first["symbols"] == 0
+    git(r, "mv", "util.txt", "util.py")
+    git(r, "commit", "-q", "-m", "now python", date="2024-01-02")
+    second = await build(infra, tenant, repo_id)
+    assert second["parsed_blobs"] == 1  # same blob sha, new language: chunked again
+    assert second["symbols"] == 1
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason"),
+    [
+        ({"max_files": 3}, "file_cap"),
+        ({"tenant_storage_bytes": 100}, "storage_cap"),
+        ({"build_time_budget_s": 1e-6}, "time_budget"),
+    ],
+)
+async def test_limits_fail_with_their_reason(
+    infra: Infra, repo: Path, limits: dict[str, Any], reason: str
+) -> None:
+    tenant = await create_tenant(infra.pool, f"limit-{reason}")
+    repo_id = await register_path(infra.pool, tenant, repo)
+    definition, _ = chunker_definition(f"t-limit-{uuid.uuid4().hex[:6]}", **limits)
+    async with services(infra, [definition]):
+        built = await build(infra, tenant, repo_id)
+    assert built["state"] == "failed"
+    assert built["reason"] == reason
+    async with tenant_tx(infra.pool, tenant) as conn:
+        snaps = await list_snapshots(conn, repo_id)
+    assert [(s["state"], s["reason"]) for s in snaps] == [("failed", reason)]
+
+
+async def test_exact_identifier_outranks_substring_mention(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    r = init_repo(tmp_path / "rank")
+    commit(
+        r,
+        "2024-01-01",
+        {
+            "a_mentions.py": "def unrelated():\n    # get the user, then the name\n    return get_user().name\n",
+            "b_defines.py": "def getUserName(user):\n    return user.name\n",
+            "c_calls.py": "def show(u):\n    return getUserName(u)\n",
+        },
+    )
+    tenant = await create_tenant(infra.pool, "rank")
+    repo_id = await register_path(infra.pool, tenant, r)
+    await build(infra, tenant, repo_id)
+    async with tenant_tx(infra.pool, tenant) as conn:
+        hits = await lexical_search(conn, repo_id, "getUserName", limit=5)
+        assert [h.path for h in hits[:2]] == ["b_defines.py", "c_calls.py"]
+        assert hits[0].name == "getUserName"
+        assert all(h.path != "a_mentions.py" for h in hits[:2])
+        phrase = await lexical_search(conn, repo_id, "user name", limit=5)
+        assert {h.path for h in phrase} >= {"a_mentions.py", "b_defines.py"}
+        only_b = await lexical_search(conn, repo_id, "user", path_prefix="b_", limit=5)
+        assert [h.path for h in only_b] == ["b_defines.py"]
+
+
+async def test_delete_and_index_mode_off_leave_no_rows(
+    infra: Infra, repo: Path, tenant_repo: tuple[uuid.UUID, uuid.UUID], chunker: None
+) -> None:
+    tenant, repo_id = tenant_repo
+    assert (await build(infra, tenant, repo_id))["state"] == "ready"
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await conn.execute("UPDATE repositories SET index_mode = 'off' WHERE repository_id = %s", (repo_id,))
+    off = await build(infra, tenant, repo_id)
+    assert (off["state"], off["reason"]) == ("skipped", "index_mode_off")
+    assert await _rows(infra, tenant, repo_id) == 0
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await conn.execute(
+            "UPDATE repositories SET index_mode = 'lexical' WHERE repository_id = %s", (repo_id,)
+        )
+    assert (await build(infra, tenant, repo_id))["state"] == "ready"
+    assert await _rows(infra, tenant, repo_id) > 0
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await delete_repository_index(conn, repo_id)
+        await conn.execute("DELETE FROM repositories WHERE repository_id = %s", (repo_id,))
+    assert await _rows(infra, tenant, repo_id) == 0
+
+
+async def _rows(infra: Infra, tenant: uuid.UUID, repo_id: uuid.UUID) -> int:
+    total = 0
+    async with tenant_tx(infra.pool, tenant) as conn:
+        for table in ("code_chunks", "code_symbols", "code_facts", "code_blobs", "code_index_snapshots"):
+            cur = await conn.execute(
+                f"SELECT count(*) AS n FROM {table} WHERE repository_id = %s", (repo_id,)
+            )
+            total += (await cur.fetchone())["n"]  # type: ignore[index]
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM code_index_files f WHERE NOT EXISTS"
+            " (SELECT 1 FROM code_index_snapshots s WHERE s.snapshot_id = f.snapshot_id)"
+        )
+        total += (await cur.fetchone())["n"]  # type: ignore[index]
+    return total
+
+
+async def test_unknown_repository_is_acknowledged(infra: Infra, chunker: None) -> None:
+    tenant = await create_tenant(infra.pool, "ghost")
+    built = await build(infra, tenant, uuid.uuid4())
+    assert (built["state"], built["reason"]) == ("skipped", "repository_not_found")
+    await asyncio.sleep(0)
