@@ -34,7 +34,76 @@ from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.index.search import lexical_search
 from palimpsest.index.snapshots import delete_repository_index
 
-WORDS = ["account", "address", "amount", "audit", "balance", "batch", "billing", "cache", "cart", "catalog", "channel", "charge", "client", "config", "context", "coupon", "currency", "customer", "delivery", "discount", "document", "entry", "event", "feature", "filter", "handler", "history", "inventory", "invoice", "item", "ledger", "limit", "line", "merchant", "message", "metric", "order", "payment", "payout", "plan", "policy", "price", "product", "profile", "queue", "quota", "rate", "receipt", "refund", "region", "report", "request", "route", "schedule", "session", "shipment", "sku", "stock", "subscription", "tax", "tenant", "token", "transfer", "user", "vendor", "wallet", "warehouse", "webhook"]
+WORDS = [
+    "account",
+    "address",
+    "amount",
+    "audit",
+    "balance",
+    "batch",
+    "billing",
+    "cache",
+    "cart",
+    "catalog",
+    "channel",
+    "charge",
+    "client",
+    "config",
+    "context",
+    "coupon",
+    "currency",
+    "customer",
+    "delivery",
+    "discount",
+    "document",
+    "entry",
+    "event",
+    "feature",
+    "filter",
+    "handler",
+    "history",
+    "inventory",
+    "invoice",
+    "item",
+    "ledger",
+    "limit",
+    "line",
+    "merchant",
+    "message",
+    "metric",
+    "order",
+    "payment",
+    "payout",
+    "plan",
+    "policy",
+    "price",
+    "product",
+    "profile",
+    "queue",
+    "quota",
+    "rate",
+    "receipt",
+    "refund",
+    "region",
+    "report",
+    "request",
+    "route",
+    "schedule",
+    "session",
+    "shipment",
+    "sku",
+    "stock",
+    "subscription",
+    "tax",
+    "tenant",
+    "token",
+    "transfer",
+    "user",
+    "vendor",
+    "wallet",
+    "warehouse",
+    "webhook",
+]
 INDEX_TABLES = (
     "code_chunks",
     "code_symbols",
@@ -207,6 +276,7 @@ async def run_bench_index(
             incr = await index_and_wait(pool, nc, tenant, repo_id)
             incr_wall = time.perf_counter() - t
             db_bytes = await _db_bytes(infra, tenant)
+            tables = await _table_mb(infra, tenant)
             latencies = await _search(infra, tenant, repo_id, idents, queries)
             t = time.perf_counter()
             async with tenant_tx(pool, tenant) as conn:
@@ -231,6 +301,9 @@ async def run_bench_index(
             "db_bytes_first": db_bytes_first,
             "db_bytes": db_bytes,
             "db_mb": round(db_bytes / 1e6, 1),
+            "table_mb": tables,
+            "first_timings": built.get("timings", {}),
+            "incremental_timings": ib.get("timings", {}),
             "delete_s": round(delete_s, 3),
             "rows_left_after_delete": leftover,
             "peak_rss_mb": round(rss.peak / 1e6, 1),
@@ -249,6 +322,20 @@ async def _db_bytes(infra: Any, tenant: UUID) -> int:
         )
         row = await cur.fetchone()
         return int(row["n"] or 0) if row else 0
+
+
+async def _table_mb(infra: Any, tenant: UUID) -> dict[str, float]:
+    async with tenant_tx(infra.pool, tenant) as conn:
+        cur = await conn.execute(
+            "SELECT c.relname, pg_table_size(c.oid) AS t, pg_indexes_size(c.oid) AS i FROM pg_class c"
+            " WHERE c.relname = ANY(%s) AND c.relkind = 'r'",
+            (list(INDEX_TABLES),),
+        )
+        out: dict[str, float] = {}
+        for r in await cur.fetchall():
+            out[f"{r['relname']}"] = round(int(r["t"]) / 1e6, 1)
+            out[f"{r['relname']}_indexes"] = round(int(r["i"]) / 1e6, 1)
+        return out
 
 
 async def _rows_left(infra: Any, tenant: UUID, repo_id: UUID) -> int:

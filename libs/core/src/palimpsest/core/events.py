@@ -98,6 +98,7 @@ class SnapshotBuilt(Event):
     parsed_blobs: int = 0
     skipped: dict[str, int] = Field(default_factory=dict)
     duration_s: float = 0.0
+    timings: dict[str, float] = Field(default_factory=dict)  # phase → seconds, for operators
 
 
 class SnapshotEmbedded(Event):
@@ -108,6 +109,12 @@ class SnapshotEmbedded(Event):
     state: str
     reason: str | None = None
     embedded: int = 0
+    request_id: UUID | None = None  # the index request whose snapshot.built started the run
+    model: str | None = None
+    dimension: int | None = None
+    pending: int = 0  # chunks of the snapshot still without a vector of the model
+    truncated: int = 0
+    tokens: int = 0
 
 
 class AnalysisRequested(Event):
@@ -145,6 +152,8 @@ class ReviewRequested(Event):
     draft: bool = False
     trigger: str = "opened"
     delivery_id: str | None = None
+    comment_id: str | None = None  # the comment that asked for the review (trigger "comment")
+    requested_by: str | None = None  # the provider login that opened, pushed or asked
 
 
 class ReviewCompleted(Event):

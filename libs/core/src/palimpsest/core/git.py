@@ -43,6 +43,7 @@ __all__ = [
     "git_env",
     "is_partial_clone",
     "ls_tree",
+    "object_sizes",
     "read_blobs",
     "resolve_ref",
     "run_git",
@@ -561,6 +562,34 @@ def _tree_entry(record: bytes) -> TreeEntry:
     size = int(fields[3]) if len(fields) == 4 and fields[3] != b"-" else None
     mode, kind, sha = (f.decode("ascii") for f in fields[:3])
     return TreeEntry(decode_path(raw_path), mode, kind, sha, size)
+
+
+async def object_sizes(
+    repo_dir: Path, shas: Iterable[str], *, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> dict[str, int]:
+    """Sizes of objects (``cat-file --batch-check``) without reading them; absent ones are left out.
+
+    Much cheaper than ``ls-tree --long`` when only a few blobs of a large tree are new.
+    """
+    wanted = list(dict.fromkeys(shas))
+    for sha in wanted:
+        if not _HEX_OID.fullmatch(sha.encode()):
+            raise GitError(GitFailure.INVALID_ARGUMENT, "object id is not a hex sha")
+    if not wanted:
+        return {}
+    out = await run_git(
+        ["cat-file", "--batch-check=%(objectname) %(objectsize)"],
+        cwd=repo_dir,
+        timeout_s=timeout_s,
+        stdin="".join(f"{sha}\n" for sha in wanted).encode("ascii"),
+        extra_env=NO_LAZY_FETCH,
+    )
+    sizes: dict[str, int] = {}
+    for line in out.decode("ascii", "replace").splitlines():
+        name, _, size = line.partition(" ")
+        if size.isdigit():
+            sizes[name] = int(size)
+    return sizes
 
 
 async def read_blobs(

@@ -27,7 +27,7 @@ from palimpsest.chunker.parsing import ANALYSIS_VERSION, detect_language, is_doc
 from palimpsest.chunker.source import Source
 from palimpsest.chunker.work import BlobResult, analyze_batch
 from palimpsest.core.db import Conn
-from palimpsest.core.git import TreeEntry, ls_tree, read_blobs
+from palimpsest.core.git import TreeEntry, ls_tree, object_sizes, read_blobs
 from palimpsest.core.git_errors import GitError, GitFailure
 
 log = logging.getLogger(__name__)
@@ -74,8 +74,8 @@ class BuildStats:
 Progress = Callable[[int, int], Awaitable[None]]
 
 
-def classify(entries: list[TreeEntry], limits: Limits, stats: BuildStats) -> list[FileRow]:
-    """Tree entries → file rows; symlinks, submodules and oversized files are counted, not read."""
+def classify(entries: list[TreeEntry], stats: BuildStats) -> list[FileRow]:
+    """Tree entries → file rows; symlinks and submodules are counted, not read."""
     rows: list[FileRow] = []
     for e in entries:
         if e.mode == GITLINK_MODE or e.type == "commit":
@@ -87,27 +87,34 @@ def classify(entries: list[TreeEntry], limits: Limits, stats: BuildStats) -> lis
         if e.type != "blob" or e.mode not in REGULAR_MODES:
             stats.skipped["unsupported_mode"] += 1
             continue
-        size = e.size or 0
-        row = FileRow(e.path, e.sha, detect_language(e.path), "doc" if is_doc(e.path) else "code", size)
-        if size > limits.max_file_bytes:
-            row.skip_reason = "too_large"
-        rows.append(row)
+        rows.append(FileRow(e.path, e.sha, detect_language(e.path), "doc" if is_doc(e.path) else "code", 0))
     return rows
+
+
+@dataclass(slots=True)
+class BlobInfo:
+    """What a file row and the snapshot's totals need to know of a blob."""
+
+    language: str | None
+    size: int
+    skip_reason: str | None
+    chunk_count: int
+    symbol_count: int
 
 
 async def known_blobs(conn: Conn, repository_id: UUID, shas: list[str]) -> dict[str, dict[str, Any]]:
     cur = await conn.execute(
-        "SELECT blob_sha, language, analysis_version, skip_reason FROM code_blobs"
-        " WHERE repository_id = %s AND blob_sha = ANY(%s)",
+        "SELECT blob_sha, language, size, analysis_version, skip_reason, chunk_count, symbol_count"
+        " FROM code_blobs WHERE repository_id = %s AND blob_sha = ANY(%s)",
         (repository_id, shas),
     )
     return {r["blob_sha"]: r for r in await cur.fetchall()}
 
 
-def needs_parse(row: FileRow, known: dict[str, Any] | None) -> bool:
+def needs_parse(row: FileRow, known: dict[str, Any] | None, limits: Limits) -> bool:
     if known is None:
         return True
-    if known["skip_reason"] == "too_large" and row.skip_reason is None:
+    if known["skip_reason"] == "too_large" and int(known["size"]) <= limits.max_file_bytes:
         return True  # the limit was raised since
     # a blob whose language changed (new grammar, new mapping) or an older analysis is re-chunked
     return bool(known["language"] != row.language or known["analysis_version"] != ANALYSIS_VERSION)
@@ -121,6 +128,12 @@ async def build(conn: Conn, **kwargs: Any) -> BuildStats:
         if exc.reason == GitFailure.TIMEOUT:
             raise BuildFailed("time_budget", str(exc)) from exc
         raise BuildFailed(f"git_{exc.reason}", str(exc)) from exc
+
+
+def _timed(stats: BuildStats, name: str, since: float) -> float:
+    now = time.monotonic()
+    stats.timings[name] = round(now - since, 3)
+    return now
 
 
 async def _build(
@@ -139,49 +152,69 @@ async def _build(
     stats = BuildStats()
     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
     await create_staging(conn)
-    t = time.monotonic()
-    entries = await ls_tree(source.git_dir, source.commit, with_sizes=True, timeout_s=limits.time_budget_s)
-    rows = classify(entries, limits, stats)
-    stats.timings["ls_tree_s"] = round(time.monotonic() - t, 3)
+    # bulk-load settings for this transaction only: GIN entries go to a large pending list that is
+    # merged once at the end; losing the last commits of a build on a crash only means a rebuild
+    await conn.execute("SET LOCAL gin_pending_list_limit = '256MB'")
+    await conn.execute("SET LOCAL work_mem = '64MB'")
+    await conn.execute("SET LOCAL synchronous_commit = off")
+    t = _timed(stats, "lock_s", started)
+    budget = limits.time_budget_s
+    rows = classify(await ls_tree(source.git_dir, source.commit, timeout_s=budget), stats)
+    t = _timed(stats, "ls_tree_s", t)
     if len(rows) > limits.max_files:
         raise BuildFailed("file_cap", f"{len(rows)} files > limit {limits.max_files}")
     by_sha: dict[str, FileRow] = {}
     for row in rows:
         by_sha.setdefault(row.sha, row)
     known = await known_blobs(conn, repository_id, list(by_sha))
-    todo = [r for sha, r in by_sha.items() if needs_parse(r, known.get(sha))]
+    todo = [r for sha, r in by_sha.items() if needs_parse(r, known.get(sha), limits)]
+    # sizes only for blobs not seen before (ls-tree --long would stat every blob of the tree)
+    sizes = await object_sizes(source.git_dir, [r.sha for r in todo], timeout_s=budget)
+    for r in todo:
+        r.size = sizes.get(r.sha, 0)
+        if r.size > limits.max_file_bytes:
+            r.skip_reason = "too_large"
+    t = _timed(stats, "known_s", t)
     stale = [r.sha for r in todo if r.sha in known]
     if stale:  # re-chunked blobs: drop the old rows (cascades to chunks, symbols, facts)
         await conn.execute(
             "DELETE FROM code_blobs WHERE repository_id = %s AND blob_sha = ANY(%s)", (repository_id, stale)
         )
     stats.reused_blobs = len(by_sha) - len(todo)
-    new_bytes = sum(r.size for r in todo if r.skip_reason is None)
-    await _check_storage(conn, limits, new_bytes)
-    t = time.monotonic()
-    results = _parse(source, todo, limits, executor, started)
+    await _check_storage(conn, limits, sum(r.size for r in todo if r.skip_reason is None))
+    blobs: dict[str, BlobInfo] = {
+        sha: BlobInfo(
+            k["language"], int(k["size"]), k["skip_reason"], int(k["chunk_count"]), int(k["symbol_count"])
+        )
+        for sha, k in known.items()
+        if sha not in stale
+    }
     write_s = 0.0
-    async for batch in results:
+    async for batch in _parse(source, todo, limits, executor, started):
         tw = time.monotonic()
         await _write_batch(conn, tenant_id, repository_id, batch)
         write_s += time.monotonic() - tw
+        for b in batch:
+            blobs[b.sha] = BlobInfo(b.language, b.size, b.skip_reason, len(b.chunks), len(b.symbols))
         stats.parsed_blobs += len(batch)
         if progress is not None:
             await progress(stats.parsed_blobs, len(todo))
         if heartbeat is not None:
             await heartbeat()
-    stats.timings["parse_write_s"] = round(time.monotonic() - t, 3)
+    t = _timed(stats, "parse_write_s", t)
     stats.timings["write_s"] = round(write_s, 3)
-    t = time.monotonic()
     # The planner's statistics predate this load; without them it estimates "1 row" and picks
-    # nested loops that turn the joins below quadratic. Large loads refresh the statistics (as the
-    # owner, through a function of migration 0004); hash joins are right for these set operations.
+    # nested loops that make the set operations below quadratic. Large loads refresh the statistics
+    # (as the owner, through a function of migration 0004); hash joins suit these statements.
     await conn.execute("SET LOCAL enable_nestloop = off")
-    await _write_files(conn, tenant_id, snapshot_id, rows)
-    if stats.parsed_blobs >= ANALYZE_AFTER_BLOBS or len(rows) >= ANALYZE_AFTER_BLOBS:
+    await _write_files(conn, tenant_id, snapshot_id, rows, blobs, stats)
+    t = _timed(stats, "write_files_s", t)
+    if stats.parsed_blobs:
+        await conn.execute("SELECT palimpsest_merge_lexical_index()")
+        t = _timed(stats, "merge_gin_s", t)
+    if stats.parsed_blobs >= ANALYZE_AFTER_BLOBS:
         await conn.execute("SELECT palimpsest_analyze_code_index()")
-    await _collect_stats(conn, repository_id, snapshot_id, stats)
-    stats.timings["files_s"] = round(time.monotonic() - t, 3)
+        _timed(stats, "analyze_s", t)
     return stats
 
 
@@ -315,54 +348,42 @@ async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: 
             await _flush(conn, "code_facts")
 
 
-async def _write_files(conn: Conn, tenant_id: UUID, snapshot_id: UUID, rows: list[FileRow]) -> None:
+async def _write_files(
+    conn: Conn,
+    tenant_id: UUID,
+    snapshot_id: UUID,
+    rows: list[FileRow],
+    blobs: dict[str, BlobInfo],
+    stats: BuildStats,
+) -> None:
+    """Write the snapshot's files with each blob's language and skip reason; total up the snapshot."""
     async with (
         conn.cursor() as cur,
         cur.copy(f"COPY stage_code_index_files ({_STAGED['code_index_files']}) FROM STDIN") as copy,
     ):
         for r in rows:
-            await copy.write_row((tenant_id, snapshot_id, r.path, r.sha, r.language, r.kind, r.size, None))
+            info = blobs.get(r.sha)
+            if info is None:  # cannot happen: every blob was known or parsed
+                raise BuildFailed("internal", f"no blob record for {r.path}")
+            language = info.language or r.language
+            await copy.write_row(
+                (tenant_id, snapshot_id, r.path, r.sha, language, r.kind, info.size, info.skip_reason)
+            )
+            stats.files += 1
+            if info.skip_reason is None:
+                stats.chunks += info.chunk_count
+                stats.symbols += info.symbol_count
+                stats.bytes += info.size
+            else:
+                stats.skipped[info.skip_reason] += 1
     await _flush(conn, "code_index_files")
-    # a file's skip reason is its blob's (too_large, binary, minified, …), recorded per path too
-    await conn.execute(
-        "UPDATE code_index_files f SET skip_reason = b.skip_reason, language = coalesce(b.language, f.language)"
-        " FROM code_blobs b WHERE f.snapshot_id = %s AND b.repository_id = ("
-        "   SELECT repository_id FROM code_index_snapshots WHERE snapshot_id = %s)"
-        " AND b.blob_sha = f.blob_sha AND (b.skip_reason IS NOT NULL OR b.language IS DISTINCT FROM f.language)",
-        (snapshot_id, snapshot_id),
-    )
-
-
-async def _collect_stats(conn: Conn, repository_id: UUID, snapshot_id: UUID, stats: BuildStats) -> None:
-    cur = await conn.execute(
-        "SELECT count(*) AS files, coalesce(sum(b.chunk_count), 0) AS chunks,"
-        " coalesce(sum(b.symbol_count), 0) AS symbols,"
-        " coalesce(sum(f.size) FILTER (WHERE b.skip_reason IS NULL), 0) AS bytes"
-        " FROM code_index_files f JOIN code_blobs b ON b.repository_id = %s AND b.blob_sha = f.blob_sha"
-        " WHERE f.snapshot_id = %s",
-        (repository_id, snapshot_id),
-    )
-    row = await cur.fetchone()
-    assert row is not None
-    stats.files, stats.chunks, stats.symbols, stats.bytes = (
-        int(row["files"]),
-        int(row["chunks"]),
-        int(row["symbols"]),
-        int(row["bytes"]),
-    )
-    cur = await conn.execute(
-        "SELECT skip_reason, count(*) AS n FROM code_index_files WHERE snapshot_id = %s"
-        " AND skip_reason IS NOT NULL GROUP BY 1",
-        (snapshot_id,),
-    )
-    for r in await cur.fetchall():
-        stats.skipped[str(r["skip_reason"])] += int(r["n"])
 
 
 async def finish(
     conn: Conn, repository_id: UUID, snapshot_id: UUID, stats: BuildStats, duration_s: float, keep_ready: int
 ) -> None:
     """Mark ready, supersede the previous ready snapshot, delete beyond ``keep_ready``, collect blobs."""
+    t = time.monotonic()
     await conn.execute(
         "UPDATE code_index_snapshots SET state = 'ready', reason = NULL, ready_at = now(), files = %s,"
         " chunks = %s, symbols = %s, bytes = %s, parsed_blobs = %s, skipped = %s, duration_s = %s"
@@ -395,7 +416,9 @@ async def finish(
         "   AND state = 'failed' ORDER BY created_at DESC LIMIT 5)",
         (repository_id, repository_id),
     )
+    t = _timed(stats, "supersede_s", t)
     await collect_garbage(conn, repository_id)
+    _timed(stats, "gc_s", t)
     await conn.execute(
         "UPDATE repositories SET index_updated_at = now() WHERE repository_id = %s", (repository_id,)
     )

@@ -276,6 +276,7 @@ def _built(
             "bytes": stats.bytes,
             "parsed_blobs": stats.parsed_blobs,
             "skipped": dict(stats.skipped),
+            "timings": dict(stats.timings),
         }
     return SnapshotBuilt(
         tenant_id=event.tenant_id,

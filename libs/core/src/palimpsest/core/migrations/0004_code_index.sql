@@ -170,3 +170,14 @@ END $$;
 REVOKE ALL ON FUNCTION palimpsest_analyze_code_index() FROM PUBLIC;
 COMMENT ON FUNCTION palimpsest_analyze_code_index()
     IS 'app-callable: refresh planner statistics of the code index after a bulk load.';
+
+-- A build inserts its chunks with a large GIN pending list (set per transaction) and merges the
+-- list once at the end, which is far cheaper than updating the index entry by entry; merging
+-- needs the owner, hence this function.
+CREATE FUNCTION palimpsest_merge_lexical_index() RETURNS bigint
+LANGUAGE sql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+    SELECT gin_clean_pending_list('code_chunks_lexical'::regclass)
+$$;
+REVOKE ALL ON FUNCTION palimpsest_merge_lexical_index() FROM PUBLIC;
+COMMENT ON FUNCTION palimpsest_merge_lexical_index()
+    IS 'app-callable: merge the lexical GIN pending list after a bulk load.';
