@@ -108,7 +108,7 @@ async def _run(
         "cand": candidates,
         "ident": ident,
         # filters apply after ranking, so rank a deeper pool when there are filters
-        "pool": limit * 20 if (path_prefix or language or kind) else limit,
+        "pool": limit * 20 if (path_prefix or language or kind) else limit * 2 + 10,
     }
     if path_prefix:
         filters += " AND f.path LIKE %(prefix)s"

@@ -129,7 +129,8 @@ SELECT palimpsest_tenant_table('code_facts');
 -- (the same expression as the policy), so it can use the GIN index; it returns only ids and
 -- scores of the calling transaction's tenant. When the owner is itself subject to RLS (a managed
 -- server without BYPASSRLS for it) the policy still applies inside and the result is the same,
--- only slower.
+-- only slower. Candidates are the repository's chunks; the caller joins them to the snapshot's
+-- files (blobs of an older kept snapshot drop out there, so it asks for a few more than it shows).
 CREATE FUNCTION palimpsest_lexical_candidates(
     p_repository uuid, p_snapshot uuid, p_query tsquery, p_ident text, p_candidates integer, p_limit integer
 ) RETURNS TABLE (blob_sha text, ordinal integer, score real)
@@ -140,8 +141,6 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
         WHERE c.tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid
           AND c.repository_id = p_repository
           AND c.lexical @@ p_query
-          AND EXISTS (SELECT 1 FROM code_index_files f
-                      WHERE f.tenant_id = c.tenant_id AND f.snapshot_id = p_snapshot AND f.blob_sha = c.blob_sha)
         LIMIT p_candidates
     )
     SELECT cand.blob_sha, cand.ordinal,
