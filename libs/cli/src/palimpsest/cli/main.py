@@ -284,7 +284,7 @@ def _register_commands() -> None:
     """Command modules of each area add their commands to the group (one module per area)."""
     import importlib
 
-    for name in ("commands_index",):
+    for name in ("commands_index", "commands_recency"):
         importlib.import_module(f"palimpsest.cli.{name}").register(cli)
 
 

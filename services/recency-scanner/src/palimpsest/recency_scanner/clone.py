@@ -212,7 +212,7 @@ async def scan_local(
     _check_branch(branch)
     _check_window(window)
     deadline = _Deadline(timeout_s)
-    partial = await is_partial_clone(path, timeout_s=deadline.remaining())
+    partial = await _maybe_partial(path, deadline)
     boundaries = await shallow_commits(path, timeout_s=deadline.remaining())
     return await _parse_history(
         path,
@@ -224,6 +224,17 @@ async def scan_local(
         pair_cap=pair_cap,
         deadline=deadline,
     )
+
+
+async def _maybe_partial(path: Path, deadline: _Deadline) -> bool:
+    """Whether ``path`` may lack blobs; when git cannot say (e.g. a bare repository without a
+    ``config`` file), assume it may, so the log never needs a blob (exact renames only)."""
+    try:
+        return await is_partial_clone(path, timeout_s=deadline.remaining())
+    except GitError as exc:
+        if exc.reason is not GitFailure.FAILED:
+            raise
+        return True
 
 
 async def _parse_history(

@@ -72,6 +72,7 @@ DEFAULT_PAIR_CAP = 50_000
 RenameMode = Literal["exact", "full", "off"]
 _RENAME_FLAGS: dict[str, str] = {"exact": "-M100%", "full": "-M", "off": "--no-renames"}
 
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _OID = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _UPPER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _TWO_PATHS = frozenset(b"RC")
@@ -101,6 +102,7 @@ class RecencyResult:
     oversized_commits: int = 0  # commits over max_files_per_commit: dates kept, no pairs
     pairs_pruned: int = 0  # pair entries dropped to stay within pair_cap
     boundary_commits: int = 0  # shallow boundaries whose file lists were ignored
+    head: str | None = None  # the newest commit the log showed (the scanned branch head)
 
 
 def log_args(rev: str, *, window: str | None = None, renames: RenameMode = "exact") -> list[str]:
@@ -114,8 +116,14 @@ def log_args(rev: str, *, window: str | None = None, renames: RenameMode = "exac
     args = [
         "-c",
         "log.showSignature=false",
+        # newer git reads HEAD:.gitattributes in bare repositories — a blob a blob-less clone
+        # lacks; the empty tree as the attribute source means "no attributes" (older git
+        # ignores the key)
+        "-c",
+        f"attr.tree={_EMPTY_TREE}",
         "log",
         "-z",
+        "--no-use-mailmap",  # log.mailmap reads HEAD:.mailmap, a blob a blob-less clone lacks
         "--no-color",
         "--no-ext-diff",
         "--no-relative",
@@ -160,6 +168,7 @@ class LogParser:
         self._oversized = 0
         self._pruned = 0
         self._boundaries = 0
+        self._head: str | None = None
         # the commit being read
         self._sha: str | None = None
         self._when: datetime | None = None
@@ -202,6 +211,7 @@ class LogParser:
             oversized_commits=self._oversized,
             pairs_pruned=self._pruned,
             boundary_commits=self._boundaries,
+            head=self._head,
         )
 
     def _status_or_header(self, token: bytes) -> None:
@@ -226,6 +236,8 @@ class LogParser:
         except (UnicodeDecodeError, ValueError) as exc:
             raise GitError(GitFailure.PARSE_ERROR, "git log commit date is malformed") from exc
         sha = raw_sha.decode("ascii")
+        if self._head is None:
+            self._head = sha
         if sha != self._sha:
             self._commits += 1  # `-m` output repeats a merge's header once per parent
         self._sha, self._when = sha, when

@@ -1,0 +1,199 @@
+"""Reading recency: when files last changed, what changes with them, and the per-repo listing.
+
+The recency-scanner writes ``file_recency``, ``cochange`` and ``recency_scans`` (migration
+0003); the analyzer, the reviewer, the graph and ``palimpsest recency`` read them through this
+module. Recency is joined to the code index by path at read time — the two are built in
+parallel — and a path without a row, or with a NULL date, has an unknown age: it is reported
+as ``None``, never guessed. Every function runs in the caller's tenant transaction (RLS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, NamedTuple
+from uuid import UUID
+
+from palimpsest.core.db import Conn
+from palimpsest.index.staleness import FileKind, file_kind, is_stale, median_code_date, stale_annotation
+
+__all__ = [
+    "CoChangeNeighbour",
+    "RecencyEntry",
+    "RecencyListing",
+    "cochange_neighbours",
+    "last_modified_at",
+    "last_scan",
+    "list_recency",
+]
+
+
+class CoChangeNeighbour(NamedTuple):
+    """A path that changed together with the one asked about: in ``commits`` commits (the
+    ``count`` column), the last of them at ``last_at``. Unpacks as ``(path, count, last_at)``."""
+
+    path: str
+    commits: int
+    last_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RecencyEntry:
+    path: str
+    kind: FileKind
+    last_commit: str | None
+    last_modified_at: datetime | None  # None: age unknown
+    stale: bool
+    age: str | None = None  # "14 months older than typical code in this repo", stale docs only
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "last_commit": self.last_commit,
+            "last_modified_at": self.last_modified_at.isoformat() if self.last_modified_at else None,
+            "stale": self.stale,
+            "age": self.age,
+        }
+
+
+@dataclass(slots=True)
+class RecencyListing:
+    """Every indexed path of a repository, oldest first, with the shared staleness verdict."""
+
+    repository_id: UUID
+    source: Literal["snapshot", "recency"]  # where the path list came from
+    snapshot_id: UUID | None
+    median_code_date: datetime | None
+    entries: list[RecencyEntry] = field(default_factory=list)
+    scan: dict[str, Any] | None = None  # the repository's last recency scan, if any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "repository_id": str(self.repository_id),
+            "source": self.source,
+            "snapshot_id": str(self.snapshot_id) if self.snapshot_id else None,
+            "median_code_date": self.median_code_date.isoformat() if self.median_code_date else None,
+            "scan": self.scan,
+            "files": [e.as_dict() for e in self.entries],
+        }
+
+
+async def last_modified_at(
+    conn: Conn, repository_id: UUID, paths: Iterable[str]
+) -> dict[str, datetime | None]:
+    """The last-modified date of each of ``paths``; ``None`` where the age is unknown."""
+    wanted = list(dict.fromkeys(paths))
+    if not wanted:
+        return {}
+    cur = await conn.execute(
+        "SELECT path, last_modified_at FROM file_recency WHERE repository_id = %s AND path = ANY(%s::text[])",
+        (repository_id, wanted),
+    )
+    known = {row["path"]: row["last_modified_at"] for row in await cur.fetchall()}
+    return {path: known.get(path) for path in wanted}
+
+
+async def cochange_neighbours(
+    conn: Conn, repository_id: UUID, path: str, limit: int = 10
+) -> list[CoChangeNeighbour]:
+    """The paths most often changed in the same commits as ``path`` (strongest, then latest)."""
+    if limit <= 0:
+        return []
+    cur = await conn.execute(
+        "SELECT path, count, last_at FROM ("
+        "  SELECT path_b AS path, count, last_at FROM cochange WHERE repository_id = %(r)s AND path_a = %(p)s"
+        "  UNION ALL"
+        "  SELECT path_a AS path, count, last_at FROM cochange WHERE repository_id = %(r)s AND path_b = %(p)s"
+        ") AS n ORDER BY count DESC, last_at DESC, path LIMIT %(n)s",
+        {"r": repository_id, "p": path, "n": limit},
+    )
+    return [CoChangeNeighbour(row["path"], row["count"], row["last_at"]) for row in await cur.fetchall()]
+
+
+async def last_scan(conn: Conn, repository_id: UUID) -> dict[str, Any] | None:
+    """The outcome of the repository's last recency scan (status, reason, counts, when)."""
+    cur = await conn.execute(
+        "SELECT status, mode, reason, detail, commit_sha, request_id, files, pairs, commits, stats,"
+        " duration_s, scanned_at FROM recency_scans WHERE repository_id = %s",
+        (repository_id,),
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    out = dict(row)
+    out["request_id"] = str(out["request_id"]) if out["request_id"] else None
+    out["scanned_at"] = out["scanned_at"].isoformat()
+    return out
+
+
+async def list_recency(conn: Conn, repository_id: UUID) -> RecencyListing:
+    """Every indexed path with its kind, last commit, date and staleness, oldest first.
+
+    "Indexed" means the files of the newest ready snapshot when the code index exists and has
+    one; otherwise every path the recency scan recorded. Undated paths come last.
+    """
+    snapshot_id = await _newest_ready_snapshot(conn, repository_id)
+    if snapshot_id is not None:
+        cur = await conn.execute(
+            "SELECT f.path, r.last_commit, r.last_modified_at FROM code_index_files f"
+            ' LEFT JOIN file_recency r ON r.repository_id = %s AND r.path = f.path COLLATE "C"'
+            " WHERE f.snapshot_id = %s",
+            (repository_id, snapshot_id),
+        )
+    else:
+        cur = await conn.execute(
+            "SELECT path, last_commit, last_modified_at FROM file_recency WHERE repository_id = %s",
+            (repository_id,),
+        )
+    rows = await cur.fetchall()
+    median = median_code_date((row["path"], row["last_modified_at"]) for row in rows)
+    entries = [_entry(row, median) for row in rows]
+    entries.sort(key=_oldest_first)
+    return RecencyListing(
+        repository_id=repository_id,
+        source="snapshot" if snapshot_id is not None else "recency",
+        snapshot_id=snapshot_id,
+        median_code_date=median,
+        entries=entries,
+        scan=await last_scan(conn, repository_id),
+    )
+
+
+def _entry(row: dict[str, Any], median: datetime | None) -> RecencyEntry:
+    path, when = row["path"], row["last_modified_at"]
+    return RecencyEntry(
+        path=path,
+        kind=file_kind(path),
+        last_commit=row["last_commit"],
+        last_modified_at=when,
+        stale=is_stale(path, when, median),
+        age=stale_annotation(path, when, median),
+    )
+
+
+_UNDATED = datetime.min.replace(tzinfo=UTC)
+
+
+def _oldest_first(entry: RecencyEntry) -> tuple[bool, datetime, str]:
+    when = entry.last_modified_at
+    return (when is None, when or _UNDATED, entry.path)
+
+
+async def _newest_ready_snapshot(conn: Conn, repository_id: UUID) -> UUID | None:
+    """The newest ready snapshot's id, or None (no code index tables yet, or nothing ready)."""
+    cur = await conn.execute(
+        "SELECT to_regclass('code_index_snapshots') IS NOT NULL"
+        " AND to_regclass('code_index_files') IS NOT NULL AS present"
+    )
+    row = await cur.fetchone()
+    if row is None or not row["present"]:
+        return None
+    cur = await conn.execute(
+        "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND state = 'ready'"
+        " ORDER BY created_at DESC LIMIT 1",
+        (repository_id,),
+    )
+    found = await cur.fetchone()
+    return UUID(str(found["snapshot_id"])) if found is not None else None

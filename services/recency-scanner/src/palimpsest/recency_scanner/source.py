@@ -1,0 +1,103 @@
+"""Where a scan reads history from, and with which credentials.
+
+A repository is either *local* (a path or ``file://`` URL, read in place; only when the
+deployment allows local sources — the embedded default does) or *remote* (cloned blob-less over
+https, or http). Credentials come from the repository's installation and travel as a header in
+git's environment (see :mod:`palimpsest.core.git`); they are never sent over plain http to a
+host other than loopback.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+from uuid import UUID
+
+from palimpsest.core.db import Conn
+from palimpsest.core.git import GitAuth
+from palimpsest.recency_scanner.errors import ScanFailed
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Repository", "check_transport", "installation_auth", "load_repository", "local_path"]
+
+
+@dataclass(frozen=True, slots=True)
+class Repository:
+    """The fields of a ``repositories`` row a scan needs."""
+
+    repository_id: UUID
+    provider: str
+    full_name: str
+    clone_url: str
+    default_branch: str
+    installation_id: UUID | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Repository:
+        return cls(
+            repository_id=row["repository_id"],
+            provider=row["provider"],
+            full_name=row["full_name"],
+            clone_url=row["clone_url"],
+            default_branch=row["default_branch"],
+            installation_id=row["installation_id"],
+        )
+
+
+async def load_repository(conn: Conn, repository_id: UUID) -> Repository | None:
+    """The repository row (RLS: only the transaction's tenant's), or None when it is gone."""
+    cur = await conn.execute(
+        "SELECT repository_id, provider, full_name, clone_url, default_branch, installation_id"
+        " FROM repositories WHERE repository_id = %s",
+        (repository_id,),
+    )
+    row = await cur.fetchone()
+    return Repository.from_row(row) if row is not None else None
+
+
+async def installation_auth(conn: Conn, repository: Repository) -> GitAuth | None:
+    """The git credential of ``repository``'s installation; None when it has no installation.
+
+    The ingest service stores installation credentials encrypted (issue 3). Until it exposes a
+    way to decrypt them, a repository with an installation is cloned without credentials too —
+    which works for public repositories and fails with reason ``auth`` for private ones.
+    Wire the decryption here, in this one function.
+    """
+    del conn  # used once the ingest service exposes installation credentials
+    if repository.installation_id is None:
+        return None
+    log.debug(
+        "repository %s: installation credentials are not readable by the recency scanner yet",
+        repository.repository_id,
+    )
+    return None
+
+
+def local_path(clone_url: str) -> Path | None:
+    """The filesystem path a clone URL names (a path or ``file://`` URL), or None if remote."""
+    if clone_url.startswith("file://"):
+        return Path(unquote(urlsplit(clone_url).path))
+    if "://" in clone_url or clone_url.startswith("git@"):
+        return None
+    return Path(clone_url)
+
+
+def check_transport(url: str, auth: GitAuth | None) -> None:
+    """Refuse to send a credential in clear text: plain http with auth only to loopback."""
+    parts = urlsplit(url)
+    if auth is None or parts.scheme.lower() != "http":
+        return
+    host = (parts.hostname or "").lower()
+    if host == "localhost":
+        return
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise ScanFailed("insecure_transport", "refusing to send credentials over plain http")
