@@ -21,6 +21,7 @@ def _env(servers: ServerSet, home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
     env["PALIMPSEST_HOME"] = str(home)
     env["PALIMPSEST_OPS_PORT"] = "0"
+    env["PALIMPSEST_INGEST_PORT"] = "0"
     env["PALIMPSEST_LOG_FORMAT"] = "text"
     if servers.db_mode == "external":
         env["PALIMPSEST_MIGRATION_DATABASE_URL"] = servers.owner_url

@@ -29,7 +29,7 @@ from palimpsest.core.outbox import emit
 from palimpsest.core.service import Infra, ServiceDefinition, run
 from palimpsest.recency_scanner.scanner import AuthProvider
 from palimpsest.recency_scanner.service import Settings, definition
-from palimpsest.recency_scanner.source import installation_auth
+from palimpsest.recency_scanner.source import no_auth
 
 
 def scanner_settings(**overrides: Any) -> Settings:
@@ -44,7 +44,7 @@ async def running_scanner(
     settings: Settings,
     tenants: set[UUID],
     *,
-    auth_provider: AuthProvider = installation_auth,
+    auth_provider: AuthProvider = no_auth,
 ) -> AsyncIterator[None]:
     service = definition(settings, auth_provider=auth_provider)
     handler = service.handlers["index.requested"]

@@ -73,8 +73,9 @@ async def up(as_json: bool) -> None:
     progress("starting the stack…")
     async with open_stack(s) as stack:
         ops = OpsServer("127.0.0.1", s.ops_port if s.ops_port else 0)
-        async with running_services(s, stack, ops=ops):
+        async with running_services(s, stack, ops=ops) as infra:
             stack.ops_url = f"http://127.0.0.1:{ops.bound_port}" if ops.bound_port else None
+            stack.ingest_url = infra.extras.get("ingest_url")
             write_state(stack)
             try:
                 emit(stack.public(), as_json=as_json, text=_describe_stack(stack))
@@ -91,6 +92,8 @@ def _describe_stack(stack: Any) -> str:
         f"NATS        {'embedded' if stack.embedded_nats else 'external'}  {stack.nats_url}",
         f"home        {stack.home}",
     ]
+    if stack.ingest_url:
+        lines.append(f"ingest      {stack.ingest_url}  (webhooks, /v1 API, /openapi.json)")
     if stack.ops_url:
         lines.append(f"ops         {stack.ops_url}/healthz  /readyz  /metrics")
     if stack.timings_s:
@@ -284,7 +287,7 @@ def _register_commands() -> None:
     """Command modules of each area add their commands to the group (one module per area)."""
     import importlib
 
-    for name in ("commands_index", "commands_recency"):
+    for name in ("commands_index", "commands_recency", "commands_ingest"):
         importlib.import_module(f"palimpsest.cli.{name}").register(cli)
 
 

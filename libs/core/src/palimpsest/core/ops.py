@@ -77,7 +77,7 @@ class OpsServer:
         """Bind the listening socket now (port 0 picks a free one); returns the bound port."""
         if self._socket is None:
             family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio sets TCP_NODELAY
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self.host, self.port))
             sock.set_inheritable(True)

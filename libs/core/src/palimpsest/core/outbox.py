@@ -8,6 +8,9 @@ the relay wakes at once instead of waiting for its poll.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from psycopg.types.json import Jsonb
 
 from palimpsest.core.db import Conn
@@ -29,3 +32,39 @@ async def emit(conn: Conn, *events: Event) -> None:
                 for ev in events
             ],
         )
+
+
+_GUARDED: dict[tuple[str, int], str] = {}
+
+
+def _guarded_sql(guard: str, count: int) -> str:
+    key = (guard, count)
+    found = _GUARDED.get(key)
+    if found is None:
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * count)
+        found = (
+            f"WITH guard AS ({guard}) INSERT INTO outbox (id, tenant_id, subject, type, payload, headers)"
+            f" SELECT v.* FROM (VALUES {values}) AS v(id, tenant_id, subject, type, payload, headers)"
+            " WHERE EXISTS (SELECT 1 FROM guard) RETURNING id"
+        )
+        if len(_GUARDED) < 256:
+            _GUARDED[key] = found
+    return found
+
+
+async def emit_guarded(conn: Conn, guard: str, guard_params: Sequence[Any], *events: Event) -> bool:
+    """Claim-then-emit in one statement: queue ``events`` only if ``guard`` returns a row.
+
+    ``guard`` is a constant data-modifying statement with ``RETURNING`` (for example an
+    ``INSERT ... ON CONFLICT DO NOTHING RETURNING id`` that claims an idempotency key); it runs
+    once, and the events are written only when it returned something. Returns whether it did.
+    One round trip instead of two on hot paths (the ingest webhook endpoint).
+    """
+    if not events:
+        raise ValueError("emit_guarded needs at least one event")
+    headers = Jsonb(current_trace_headers())
+    params: list[Any] = list(guard_params)
+    for ev in events:
+        params += [ev.id, ev.tenant_id, ev.subject, ev.TYPE, Jsonb(ev.model_dump(mode="json")), headers]
+    cur = await conn.execute(_guarded_sql(guard, len(events)), params)
+    return await cur.fetchone() is not None

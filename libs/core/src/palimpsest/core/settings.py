@@ -62,12 +62,16 @@ class BaseServiceSettings(BaseSettings):
     retry_delays_s: tuple[float, ...] = (1.0, 5.0, 30.0, 120.0)
     stream_max_age_days: float = Field(default=7.0, gt=0)
     duplicate_window_s: float = Field(default=3600.0, gt=0)
+    encryption_key: SecretStr | None = Field(
+        default=None, description="Fernet key(s), comma-separated, first encrypts; required in production."
+    )
     allow_local_sources: bool = Field(
         default=False, description="Index file:// URLs and local paths (the embedded default turns it on)."
     )
 
 
 _S = TypeVar("_S", bound=BaseSettings)
+_SENSITIVE = ("secret", "url", "key", "token", "password", "api_base")  # values never echoed in errors
 
 
 def load(cls: type[_S], **overrides: Any) -> _S:
@@ -83,7 +87,7 @@ def load(cls: type[_S], **overrides: Any) -> _S:
             value = os.environ.get(var)
             shown = (
                 ""
-                if value is None or "secret" in var.lower() or "url" in var.lower()
+                if value is None or any(word in var.lower() for word in _SENSITIVE)
                 else f" (got {value!r})"
             )
             problems.append(f"{var}: {err.get('msg', 'invalid')}{shown}")

@@ -24,11 +24,13 @@ from palimpsest.chunker.work import warm_up
 from palimpsest.core import metrics
 from palimpsest.core.bus import CONSUMERS
 from palimpsest.core.consumer import HandlerContext
+from palimpsest.core.credentials import box_for, git_auth_for
 from palimpsest.core.db import Conn, tenant_tx
 from palimpsest.core.events import IndexRequested, SnapshotBuilt
 from palimpsest.core.git import GitAuth
 from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
+from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.core.settings import BaseServiceSettings, load
 
@@ -64,9 +66,15 @@ class Settings(BaseServiceSettings):
 class Chunker:
     """Handler state: settings and a lazily started pool of parse workers."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, box: SecretBox | None = None) -> None:
         self.settings = settings
+        self.box = box
         self._executor: Executor | None = None
+
+    async def _auth(self, ctx: HandlerContext, repo: dict[str, Any]) -> GitAuth | None:
+        """The repository's installation token (decrypted here, handed to git as a header)."""
+        async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
+            return await git_auth_for(conn, repo["repository_id"], self.box)
 
     def executor(self) -> Executor | None:
         if self.settings.workers <= 1:
@@ -126,7 +134,7 @@ class Chunker:
         async with open_source(
             repo["clone_url"],
             branch,
-            auth=await installation_auth(ctx, repo),
+            auth=await self._auth(ctx, repo),
             allow_local=s.allow_local_sources,
             timeout_s=s.clone_timeout_s,
         ) as source:
@@ -210,18 +218,6 @@ class Chunker:
         log.warning("snapshot %s failed: %s", snapshot_id, failure)
 
 
-async def installation_auth(ctx: HandlerContext, repo: dict[str, Any]) -> GitAuth | None:
-    """Credentials for cloning ``repo``; local and public repositories need none."""
-    try:
-        from palimpsest.ingest import credentials  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    auth: GitAuth | None = await credentials.git_auth_for(
-        ctx.pool, ctx.event.tenant_id, repo["repository_id"]
-    )
-    return auth
-
-
 async def _ready_for(ctx: HandlerContext, repository_id: UUID, commit: str) -> UUID | None:
     async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
         cur = await conn.execute(
@@ -293,7 +289,7 @@ def _built(
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
     settings = load(Settings, **_shared(infra))
-    chunker = Chunker(settings)
+    chunker = Chunker(settings, box_for(settings, embedded=bool(infra.extras.get("embedded"))))
     infra.extras["chunker"] = chunker
     return ServiceDefinition(
         name="chunker",

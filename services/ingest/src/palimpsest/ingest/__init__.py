@@ -1,1 +1,7 @@
-"""ingest"""
+"""The ingest service: Palimpsest's only door — provider webhooks and the admin/read API.
+
+Layers, outside in: `api` (FastAPI app, uvicorn server), `intake` and `admin` (what a delivery or
+an API call means), `decisions` (which events a verified delivery causes), `store` (SQL, one
+module per table), `webhooks` (pure verification and parsing). It does no slow work itself: it
+validates, records and emits events through the outbox.
+"""

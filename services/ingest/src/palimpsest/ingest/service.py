@@ -1,15 +1,51 @@
-"""The ingest service's bootstrap: its settings, handlers and consumer."""
+"""The ingest service's bootstrap: its settings, its HTTP server and its background tasks.
+
+Ingest consumes no events: it is the door into Palimpsest (webhooks and the /v1 API) and emits
+through the outbox. `bootstrap` loads the keys and binds the listening socket at once, so a
+missing encryption key or a busy port stops the start-up with one clear line, and records the
+API's URL in ``infra.extras["ingest_url"]`` for the CLI.
+"""
 
 from __future__ import annotations
 
+import asyncio
+
 from palimpsest.core.service import Infra, ServiceDefinition
-from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.ingest.api.app import create_app
+from palimpsest.ingest.api.server import IngestServer
+from palimpsest.ingest.context import build_context
+from palimpsest.ingest.retention import prune_forever
+from palimpsest.ingest.settings import Settings, ingest_settings
+
+__all__ = ["Settings", "bootstrap", "is_embedded"]
 
 
-class Settings(BaseServiceSettings):
-    """Settings of the ingest service (PALIMPSEST_* variables)."""
+def is_embedded(infra: Infra) -> bool:
+    """True under the CLI's runner; `python -m palimpsest.ingest` (main_for) records its settings class."""
+    return "settings_cls" not in infra.extras
 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
-    # No handlers yet: the ingest service does not subscribe until its issue lands.
-    return ServiceDefinition(name="ingest")
+    embedded = is_embedded(infra)
+    settings = ingest_settings(infra.settings)
+    ctx = build_context(settings, infra.pool, embedded=embedded)
+    server = IngestServer.bind(
+        create_app(ctx),
+        settings.ingest_host,
+        settings.ingest_port,
+        fallback_to_free_port=embedded and "ingest_port" not in settings.model_fields_set,
+        reuse_port=settings.ingest_reuse_port,
+    )
+    infra.extras["ingest_url"] = server.url
+    infra.extras["ingest_server"] = server
+    infra.extras["ingest_context"] = ctx
+
+    async def serve(_: Infra, stop: asyncio.Event) -> None:
+        await server.serve(stop)
+
+    async def retention(_: Infra, stop: asyncio.Event) -> None:
+        await prune_forever(ctx.pool, settings.delivery_retention_days, stop)
+
+    return ServiceDefinition(
+        name="ingest", background=[serve, retention], ready_checks={"ingest_http": server.ready}
+    )

@@ -38,9 +38,9 @@ from palimpsest.recency_scanner.logparse import RecencyResult
 from palimpsest.recency_scanner.source import (
     Repository,
     check_transport,
-    installation_auth,
     load_repository,
     local_path,
+    no_auth,
 )
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class _Outcome:
 class RecencyScanner:
     """Handler state: the options and where credentials come from (a function, fakeable)."""
 
-    def __init__(self, options: ScanOptions, *, auth_provider: AuthProvider = installation_auth) -> None:
+    def __init__(self, options: ScanOptions, *, auth_provider: AuthProvider = no_auth) -> None:
         self.options = options
         self.auth_provider = auth_provider
 

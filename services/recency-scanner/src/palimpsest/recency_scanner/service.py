@@ -23,11 +23,12 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from palimpsest.core.bus import CONSUMERS
+from palimpsest.core.credentials import box_for
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.core.settings import BaseServiceSettings, load
 from palimpsest.recency_scanner.logparse import DEFAULT_MAX_FILES_PER_COMMIT, DEFAULT_PAIR_CAP
 from palimpsest.recency_scanner.scanner import AuthProvider, RecencyScanner, ScanOptions
-from palimpsest.recency_scanner.source import installation_auth
+from palimpsest.recency_scanner.source import installation_auth, no_auth
 
 __all__ = ["Settings", "bootstrap", "definition"]
 
@@ -62,7 +63,7 @@ class Settings(BaseServiceSettings):
         )
 
 
-def definition(settings: Settings, *, auth_provider: AuthProvider = installation_auth) -> ServiceDefinition:
+def definition(settings: Settings, *, auth_provider: AuthProvider = no_auth) -> ServiceDefinition:
     """The service with explicit settings (and, for tests, another credential source)."""
     scanner = RecencyScanner(settings.scan_options(), auth_provider=auth_provider)
     return ServiceDefinition(
@@ -74,7 +75,8 @@ def definition(settings: Settings, *, auth_provider: AuthProvider = installation
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
     settings = infra.settings if isinstance(infra.settings, Settings) else load(Settings, **_shared(infra))
-    return definition(settings)
+    box = box_for(settings, embedded=bool(infra.extras.get("embedded")))
+    return definition(settings, auth_provider=installation_auth(box))
 
 
 def _shared(infra: Infra) -> dict[str, Any]:

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 from uuid import UUID
 
+from palimpsest.core.credentials import git_auth_for
 from palimpsest.core.db import Conn
 from palimpsest.core.git import GitAuth
+from palimpsest.core.secretbox import SecretBox
 from palimpsest.recency_scanner.errors import ScanFailed
 
 log = logging.getLogger(__name__)
@@ -60,21 +63,20 @@ async def load_repository(conn: Conn, repository_id: UUID) -> Repository | None:
     return Repository.from_row(row) if row is not None else None
 
 
-async def installation_auth(conn: Conn, repository: Repository) -> GitAuth | None:
-    """The git credential of ``repository``'s installation; None when it has no installation.
+def installation_auth(box: SecretBox | None) -> Callable[[Conn, Repository], Awaitable[GitAuth | None]]:
+    """The credential source of the service: the repository's installation token, decrypted."""
 
-    The ingest service stores installation credentials encrypted (issue 3). Until it exposes a
-    way to decrypt them, a repository with an installation is cloned without credentials too —
-    which works for public repositories and fails with reason ``auth`` for private ones.
-    Wire the decryption here, in this one function.
-    """
-    del conn  # used once the ingest service exposes installation credentials
-    if repository.installation_id is None:
-        return None
-    log.debug(
-        "repository %s: installation credentials are not readable by the recency scanner yet",
-        repository.repository_id,
-    )
+    async def auth(conn: Conn, repository: Repository) -> GitAuth | None:
+        if repository.installation_id is None:
+            return None
+        return await git_auth_for(conn, repository.repository_id, box)
+
+    return auth
+
+
+async def no_auth(conn: Conn, repository: Repository) -> GitAuth | None:
+    """Anonymous clones (public repositories, local sources, tests)."""
+    del conn, repository
     return None
 
 

@@ -95,16 +95,13 @@ def _storable(text: str) -> str:
     return clean.replace("\x00", "\ufffd")
 
 
-def _is_plain_char(ch: str) -> bool:
-    code = ord(ch)
-    return code >= 0x20 and not 0x7F <= code <= 0x9F and not 0xD800 <= code <= 0xDFFF
+# No C0/C1 control characters, no lone surrogates (one regex: this runs for every path of a push).
+_PLAIN_TEXT = re.compile("[^\x00-\x1f\x7f-\x9f\ud800-\udfff]+")
 
 
 def _is_identifier(text: str) -> bool:
     """Non-empty, bounded, and free of control characters and lone surrogates."""
-    if not text or len(text) > _MAX_ID_CHARS:
-        return False
-    return all(_is_plain_char(ch) for ch in text)
+    return 0 < len(text) <= _MAX_ID_CHARS and _PLAIN_TEXT.fullmatch(text) is not None
 
 
 def _is_http_url(text: str) -> bool:

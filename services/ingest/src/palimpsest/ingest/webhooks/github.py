@@ -100,10 +100,12 @@ def verify(secret: str | bytes, headers: Mapping[str, str], body: bytes) -> None
         raise WebhookError(401, f"{SIGNATURE_HEADER} does not match the body")
 
 
-def parse(headers: Mapping[str, str], body: bytes, *, bot_name: str) -> ParsedDelivery:
+def parse(
+    headers: Mapping[str, str], body: bytes, *, bot_name: str, decoded: dict[str, object] | None = None
+) -> ParsedDelivery:
     """Normalise one (already verified) delivery; WebhookError(400) when it is malformed."""
     delivery, event = delivery_id(headers), event_name(headers)
-    payload = Node(decode_payload(body))
+    payload = Node(decoded if decoded is not None else decode_payload(body))
     handler = _HANDLERS.get(event)
     repo: RepoRef | None
     intent: Intent

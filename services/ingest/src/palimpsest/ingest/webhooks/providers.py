@@ -17,7 +17,14 @@ from palimpsest.ingest.webhooks.models import InstallationKey, ParsedDelivery, P
 
 
 class _Parse(Protocol):
-    def __call__(self, headers: Mapping[str, str], body: bytes, *, bot_name: str) -> ParsedDelivery: ...
+    def __call__(
+        self,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        bot_name: str,
+        decoded: dict[str, object] | None = None,
+    ) -> ParsedDelivery: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +39,22 @@ class WebhookProvider:
     parse: _Parse
 
     def receive(
-        self, secret: str | bytes, headers: Mapping[str, str], body: bytes, *, bot_name: str
+        self,
+        secret: str | bytes,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        bot_name: str,
+        decoded: dict[str, object] | None = None,
     ) -> ParsedDelivery:
-        """Verify, then parse: an unverified delivery never yields an intent."""
+        """Verify, then parse: an unverified delivery never yields an intent.
+
+        `decoded` is `decode_payload(body)` when the caller already has it (it decoded the body
+        to find the secret), so the body is not parsed twice; the signature is always checked
+        over the raw `body`.
+        """
         self.verify(secret, headers, body)
-        return self.parse(headers, body, bot_name=bot_name)
+        return self.parse(headers, body, bot_name=bot_name, decoded=decoded)
 
 
 PROVIDERS: Final[Mapping[str, WebhookProvider]] = {

@@ -1,0 +1,70 @@
+"""Git credentials of a repository, decrypted from its installation for the services that clone.
+
+Ingest stores an installation's access token sealed with the deployment's Fernet key; the chunker
+and the recency scanner open it here, just before a clone, and hand git only a header (see
+:mod:`palimpsest.core.git`). The plaintext never leaves this process's memory. GitHub App private
+keys (``credentials_kind = 'app'``) would need an installation token minted through GitHub's API,
+which is not implemented: such repositories clone anonymously (public ones work).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from uuid import UUID
+
+from palimpsest.core.db import Conn
+from palimpsest.core.git import GitAuth
+from palimpsest.core.secretbox import SecretBox, load_box
+from palimpsest.core.settings import BaseServiceSettings
+
+log = logging.getLogger(__name__)
+
+
+def box_for(settings: BaseServiceSettings, *, embedded: bool) -> SecretBox | None:
+    """The deployment's box; None when no key is configured outside embedded mode."""
+    key = settings.encryption_key.get_secret_value() if settings.encryption_key else None
+    if key is None and not embedded:
+        return None
+    return load_box(key, home=settings.home, generate=embedded)
+
+
+def auth_for(provider: str, token: str) -> GitAuth:
+    """The header each provider's git endpoint accepts for an access token."""
+    if provider == "github":
+        return GitAuth.github_app(token)  # Basic x-access-token:<token>: PATs and installation tokens
+    if provider == "gitlab":
+        return GitAuth.gitlab(token)
+    if provider == "bitbucket":
+        return GitAuth.bitbucket(token)
+    return GitAuth.bearer(token)
+
+
+async def git_auth_for(conn: Conn, repository_id: UUID, box: SecretBox | None) -> GitAuth | None:
+    """Credentials for cloning ``repository_id`` (in the caller's tenant transaction), or None."""
+    if await _installations_table(conn) is False:
+        return None
+    cur = await conn.execute(
+        "SELECT r.provider, i.credentials, i.credentials_kind FROM repositories r"
+        " JOIN installations i ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
+        " WHERE r.repository_id = %s",
+        (repository_id,),
+    )
+    row: dict[str, Any] | None = await cur.fetchone()
+    if row is None or row["credentials"] is None:
+        return None
+    if row["credentials_kind"] != "token":
+        log.warning(
+            "repository %s: app credentials cannot be used for git yet; cloning without", repository_id
+        )
+        return None
+    if box is None:
+        log.warning("repository %s has credentials but PALIMPSEST_ENCRYPTION_KEY is not set", repository_id)
+        return None
+    return auth_for(str(row["provider"]), box.open(bytes(row["credentials"])))
+
+
+async def _installations_table(conn: Conn) -> bool:
+    cur = await conn.execute("SELECT to_regclass('installations') IS NOT NULL AS ok")
+    found = await cur.fetchone()
+    return bool(found and found["ok"])

@@ -1,0 +1,132 @@
+"""Repositories: register (→ index.requested), change the index mode, rebuild, remove.
+
+The URL is validated (see `palimpsest.ingest.sources`) before anything is stored, outside the
+transaction because it may resolve a host name. Every event is written to the outbox in the
+same transaction as the change that causes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from palimpsest.core.events import IndexRequested
+from palimpsest.core.ids import uuid7
+from palimpsest.core.outbox import emit
+from palimpsest.ingest.admin.access import Scope, scoped_tx
+from palimpsest.ingest.context import IngestContext
+from palimpsest.ingest.errors import Conflict, InvalidRequest, NotFound
+from palimpsest.ingest.schemas import RepositoryCreate, RepositoryUpdate
+from palimpsest.ingest.sources import Source, check_source
+from palimpsest.ingest.store import installations, repositories
+from palimpsest.ingest.store.repositories import NewRepository
+
+
+def _provider(body: RepositoryCreate, installation: dict[str, Any] | None, source: Source) -> str:
+    implied = source.provider if installation is None else str(installation["provider"])
+    if implied is None:
+        if body.provider is None or body.provider == "local":
+            raise InvalidRequest(f"say which provider (github, gitlab, bitbucket) serves '{source.host}'")
+        return body.provider
+    if body.provider is not None and body.provider != implied:
+        raise InvalidRequest(f"provider '{body.provider}' does not match the URL's provider '{implied}'")
+    return implied
+
+
+async def register_repository(ctx: IngestContext, scope: Scope, body: RepositoryCreate) -> dict[str, Any]:
+    installation = None
+    if body.installation_id is not None:
+        async with scoped_tx(ctx, scope) as conn:
+            installation = await installations.get_installation(conn, body.installation_id)
+        if installation is None:
+            raise NotFound("no such installation")
+    host = str(installation["host"]) if installation is not None else None
+    source = await check_source(body.url, ctx.policy, installation_host=host)
+    provider = _provider(body, installation, source)
+    if provider == "local" and body.external_id is not None:
+        raise InvalidRequest("a local repository has no provider id")
+    new = NewRepository(
+        repository_id=uuid7(),
+        provider=provider,
+        external_id=body.external_id,
+        full_name=body.full_name or source.full_name,
+        clone_url=source.clone_url,
+        default_branch=body.default_branch,
+        visibility=body.visibility,
+        index_mode=body.index_mode,
+        installation_id=body.installation_id,
+    )
+    async with scoped_tx(ctx, scope) as conn:
+        stored = await repositories.insert_repository(conn, scope.tenant_id, new)
+        event = None
+        if stored["index_mode"] != "off":
+            event = IndexRequested(
+                tenant_id=scope.tenant_id,
+                repository_id=new.repository_id,
+                reason="register",
+                branch=new.default_branch,
+            )
+            await emit(conn, event)
+    return {**stored, "index_event_id": event.id if event is not None else None}
+
+
+async def list_repositories(
+    ctx: IngestContext, scope: Scope, *, provider: str | None, installation_id: UUID | None
+) -> list[dict[str, Any]]:
+    async with scoped_tx(ctx, scope) as conn:
+        return await repositories.list_repositories(conn, provider=provider, installation_id=installation_id)
+
+
+async def get_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> dict[str, Any]:
+    async with scoped_tx(ctx, scope) as conn:
+        found = await repositories.get_repository(conn, repository_id)
+    if found is None:
+        raise NotFound("no such repository")
+    return found
+
+
+async def update_repository(
+    ctx: IngestContext, scope: Scope, repository_id: UUID, body: RepositoryUpdate
+) -> dict[str, Any]:
+    changes = body.model_dump(exclude_none=True)
+    async with scoped_tx(ctx, scope) as conn:
+        before = await repositories.get_repository(conn, repository_id)
+        if before is None:
+            raise NotFound("no such repository")
+        if not changes:
+            return before
+        after = await repositories.update_repository(conn, repository_id, changes)
+        assert after is not None
+        if after["index_mode"] != before["index_mode"] and after["index_mode"] != "off":
+            event = IndexRequested(
+                tenant_id=scope.tenant_id,
+                repository_id=repository_id,
+                reason="mode",
+                branch=after["default_branch"],
+            )
+            await emit(conn, event)
+    return after
+
+
+async def rebuild_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> dict[str, Any]:
+    async with scoped_tx(ctx, scope) as conn:
+        found = await repositories.get_repository(conn, repository_id)
+        if found is None:
+            raise NotFound("no such repository")
+        if found["index_mode"] == "off":
+            raise Conflict("indexing is off for this repository; set index_mode first")
+        event = IndexRequested(
+            tenant_id=scope.tenant_id,
+            repository_id=repository_id,
+            reason="rebuild",
+            branch=found["default_branch"],
+        )
+        await emit(conn, event)
+    return {"repository_id": repository_id, "event_id": event.id, "request_id": event.request_id}
+
+
+async def remove_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> None:
+    async with scoped_tx(ctx, scope) as conn:
+        deleted = await repositories.delete_repository(conn, repository_id)
+    if not deleted:
+        raise NotFound("no such repository")

@@ -1,0 +1,91 @@
+"""The ASGI application: webhook endpoints, the /v1 API, error mapping and the OpenAPI document.
+
+Errors are answered as ``{"detail": "<one line>"}`` with the status of the `IngestError`;
+validation errors list where and what, never the offending input (it may be a secret); an
+unavailable database is a 503; anything else is a 500 without details (and a logged traceback).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+import psycopg_pool
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp
+
+from palimpsest.core.errors import DatabaseError
+from palimpsest.ingest.api import v1_repositories, v1_tenants, webhooks
+from palimpsest.ingest.api.fastpath import WebhookFastPath
+from palimpsest.ingest.api.middleware import RequestMetrics
+from palimpsest.ingest.context import IngestContext
+from palimpsest.ingest.errors import IngestError, Unauthorized
+from palimpsest.ingest.intake import Intake
+
+log = logging.getLogger(__name__)
+
+VERSION = "1"
+
+
+def create_app(ctx: IngestContext) -> ASGIApp:
+    """The served application: the webhook fast path in front of the FastAPI app."""
+    api = create_api(ctx)
+    return WebhookFastPath(api, ctx, api.state.intake)
+
+
+def create_api(ctx: IngestContext) -> FastAPI:
+    """The FastAPI app: every route (webhooks included, for the OpenAPI document)."""
+    app = FastAPI(
+        title="Palimpsest ingest",
+        version=VERSION,
+        description="Provider webhooks and the admin/read API of Palimpsest.",
+        openapi_url="/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+        # one span per request (its trace context travels with the events it emits); no spans
+        # for dependency resolution and serialization, which would triple the tracing cost
+        telemetry={"operation_spans": False},
+    )
+    app.state.ctx = ctx
+    app.state.intake = Intake(ctx)
+    app.include_router(webhooks.router)
+    app.include_router(v1_tenants.router, max_body_size=ctx.settings.api_max_bytes)
+    app.include_router(v1_repositories.router, max_body_size=ctx.settings.api_max_bytes)
+    app.add_exception_handler(IngestError, _ingest_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    for unavailable in (DatabaseError, psycopg.OperationalError, psycopg_pool.PoolTimeout):
+        app.add_exception_handler(unavailable, _unavailable)
+    app.add_exception_handler(Exception, _unexpected)
+    app.add_middleware(RequestMetrics)
+    return app
+
+
+async def _ingest_error(_: Request, exc: IngestError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
+    if exc.status >= 500:
+        log.error("request failed: %s", exc.message)
+    return JSONResponse({"detail": exc.message}, status_code=exc.status, headers=headers)
+
+
+async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = [
+        {
+            "loc": list(err.get("loc", ())),
+            "msg": str(err.get("msg", "invalid")),
+            "type": str(err.get("type", "")),
+        }
+        for err in exc.errors()
+    ]
+    return JSONResponse({"detail": errors}, status_code=422)
+
+
+async def _unavailable(_: Request, exc: Exception) -> JSONResponse:
+    log.warning("database unavailable: %s", exc.__class__.__name__)
+    return JSONResponse({"detail": "temporarily unavailable; try again"}, status_code=503)
+
+
+async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    log.error("unexpected error: %s", exc.__class__.__name__, exc_info=exc)
+    return JSONResponse({"detail": "internal error"}, status_code=500)

@@ -1,0 +1,218 @@
+"""What a verified webhook delivery means for its tenant: which event(s) to emit, or why none.
+
+`decide` runs inside the tenant's transaction, after the signature was verified. It reads the
+repository the delivery is about, keeps the stored facts the provider is authoritative on
+(provider id, default branch, visibility) current, and returns a `Decision`. Writes that must
+happen only once — repositories added or removed by installation events — are deferred to
+`Decision.apply`, which the caller runs only after it has claimed the delivery id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from uuid import UUID
+
+from palimpsest.core.db import Conn, fetch_one
+from palimpsest.core.events import Event, IndexRequested, ReviewRequested
+from palimpsest.core.ids import uuid7
+from palimpsest.ingest.context import Route
+from palimpsest.ingest.errors import Conflict, SourceRefused
+from palimpsest.ingest.sources import SourcePolicy, check_source
+from palimpsest.ingest.store import repositories
+from palimpsest.ingest.webhooks import (
+    Ignored,
+    IndexCandidates,
+    IndexIntent,
+    ParsedDelivery,
+    Ping,
+    RepoRef,
+    ReposChanged,
+    ReviewIntent,
+)
+from palimpsest.ingest.webhooks._payload import clip
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    events: list[Event]
+    reason: str
+
+
+@dataclass(slots=True)
+class Decision:
+    outcome: Literal["accepted", "ignored"]
+    http_status: int
+    reason: str | None
+    repository_id: UUID | None = None
+    events: list[Event] = field(default_factory=list)
+    apply: Callable[[Conn], Awaitable[Applied]] | None = None
+
+
+def _ignored(reason: str, repository_id: UUID | None = None) -> Decision:
+    return Decision("ignored", 202, reason, repository_id)
+
+
+async def decide(conn: Conn, route: Route, parsed: ParsedDelivery, policy: SourcePolicy) -> Decision:
+    intent = parsed.intent
+    if isinstance(intent, Ping):
+        return Decision("accepted", 200, "ping")
+    if isinstance(intent, Ignored):
+        repo = await _known_repo(conn, parsed.repo)
+        return _ignored(intent.reason, repo["repository_id"] if repo else None)
+    if isinstance(intent, IndexIntent | IndexCandidates):
+        return await _push(conn, route, intent)
+    if isinstance(intent, ReviewIntent):
+        return await _review(conn, route, parsed, intent)
+    return await _repos_changed(conn, route, parsed.provider, intent, policy)
+
+
+async def _known_repo(conn: Conn, ref: RepoRef | None) -> dict[str, Any] | None:
+    if ref is None:
+        return None
+    return await repositories.find_repository(conn, ref.provider, ref.external_id, ref.full_name)
+
+
+async def _registered(conn: Conn, route: Route, ref: RepoRef) -> dict[str, Any] | None:
+    """The stored repository, brought up to date with what the (verified) provider says."""
+    repo = await _known_repo(conn, ref)
+    if repo is None:
+        return None
+    changes: dict[str, Any] = {}
+    if repo["external_id"] is None:
+        changes["external_id"] = ref.external_id
+    if repo["installation_id"] is None:
+        changes["installation_id"] = route.installation_id
+    if ref.default_branch is not None and ref.default_branch != repo["default_branch"]:
+        changes["default_branch"] = ref.default_branch
+    if ref.visibility != repo["visibility"]:
+        changes["visibility"] = ref.visibility
+    if changes:
+        repo = await repositories.update_repository(conn, repo["repository_id"], changes) or repo
+    return repo
+
+
+def _not_registered(ref: RepoRef) -> Decision:
+    return _ignored(f"repository '{clip(ref.full_name)}' is not registered")
+
+
+async def _push(conn: Conn, route: Route, intent: IndexIntent | IndexCandidates) -> Decision:
+    intents = intent.intents if isinstance(intent, IndexCandidates) else (intent,)
+    ref = intents[0].repo
+    repo = await _registered(conn, route, ref)
+    if repo is None:
+        return _not_registered(ref)
+    repository_id: UUID = repo["repository_id"]
+    default = str(repo["default_branch"])
+    chosen = [
+        i for i in intents if i.is_default_branch or (i.is_default_branch is None and i.branch == default)
+    ]
+    if not chosen:
+        branches = ", ".join(f"'{clip(i.branch)}'" for i in intents[:3])
+        return _ignored(f"push to {branches}, not the default branch '{clip(default)}'", repository_id)
+    if repo["index_mode"] == "off":
+        return _ignored("indexing is off for this repository", repository_id)
+    push = chosen[0]
+    event = IndexRequested(
+        tenant_id=route.tenant_id,
+        repository_id=repository_id,
+        reason="push",
+        branch=push.branch,
+        commit_sha=push.head_sha,
+        head_commit_at=push.head_commit_at,
+        changed_paths=list(push.changed_paths) if push.changed_paths or push.paths_complete else None,
+        paths_complete=push.paths_complete,
+    )
+    return Decision("accepted", 202, None, repository_id, [event])
+
+
+async def _review(conn: Conn, route: Route, parsed: ParsedDelivery, intent: ReviewIntent) -> Decision:
+    repo = await _registered(conn, route, intent.repo)
+    if repo is None:
+        return _not_registered(intent.repo)
+    event = ReviewRequested(
+        tenant_id=route.tenant_id,
+        repository_id=repo["repository_id"],
+        provider=parsed.provider,
+        number=intent.number,
+        base_sha=intent.base_sha,
+        head_sha=intent.head_sha,
+        base_ref=intent.base_ref,
+        head_ref=intent.head_ref,
+        title=intent.title,
+        body=intent.body,
+        draft=intent.draft,
+        trigger=intent.trigger,
+        delivery_id=parsed.delivery_id,
+        comment_id=intent.comment_id,
+        requested_by=intent.requested_by,
+    )
+    return Decision("accepted", 202, None, repo["repository_id"], [event])
+
+
+async def _repos_changed(
+    conn: Conn, route: Route, provider: str, intent: ReposChanged, policy: SourcePolicy
+) -> Decision:
+    row = await fetch_one(
+        conn, "SELECT host FROM installations WHERE installation_id = %s", (route.installation_id,)
+    )
+    if row is None:  # deleted between the lookup and now
+        return _ignored("installation no longer registered")
+    host = str(row["host"])
+
+    async def apply(tx: Conn) -> Applied:
+        events: list[Event] = []
+        known = 0
+        refused: list[str] = []
+        for ref in intent.added:
+            outcome = await _add_installed(tx, route, ref, host, policy)
+            if isinstance(outcome, str):
+                refused.append(f"{clip(ref.full_name)}: {outcome}")
+            elif outcome is None:
+                known += 1
+            else:
+                events.extend(outcome)
+        removed = await repositories.delete_installed(
+            tx, route.installation_id, provider, [r.external_id for r in intent.removed]
+        )
+        reason = (
+            f"repositories: {len(intent.added) - known - len(refused)} added, {known} already registered,"
+            f" {len(removed)} removed"
+        )
+        if refused:
+            reason += "; refused " + "; ".join(refused[:5])
+        return Applied(events, reason)
+
+    return Decision("accepted", 202, None, apply=apply)
+
+
+async def _add_installed(
+    conn: Conn, route: Route, ref: RepoRef, host: str, policy: SourcePolicy
+) -> list[Event] | str | None:
+    """Register one repository an installation gained: its index request, None if known, or why not."""
+    if await _registered(conn, route, ref) is not None:
+        return None
+    try:
+        source = await check_source(ref.clone_url, policy, installation_host=host)
+    except SourceRefused as exc:
+        return exc.message
+    new = repositories.NewRepository(
+        repository_id=uuid7(),
+        provider=ref.provider,
+        external_id=ref.external_id,
+        full_name=ref.full_name,
+        clone_url=source.clone_url,
+        default_branch=ref.default_branch or "main",
+        visibility=ref.visibility,
+        index_mode="lexical",
+        installation_id=route.installation_id,
+    )
+    try:
+        async with conn.transaction():  # a savepoint: the URL may be registered under another name
+            stored = await repositories.insert_repository(conn, route.tenant_id, new)
+    except Conflict as exc:
+        return exc.message
+    return [
+        IndexRequested(tenant_id=route.tenant_id, repository_id=stored["repository_id"], reason="register")
+    ]

@@ -1,0 +1,48 @@
+"""Delivery retention: a background task deleting delivery records older than the retention period.
+
+Deletes in bounded batches through the migration's SECURITY DEFINER function (the application
+role cannot see other tenants' rows), hourly, starting a minute after start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import UTC, datetime, timedelta
+
+from palimpsest.core.db import Pool
+from palimpsest.ingest.store import lookups
+
+log = logging.getLogger(__name__)
+
+BATCH = 5000
+
+
+async def prune_once(pool: Pool, retention_days: float, *, now: datetime | None = None) -> int:
+    before = (now or datetime.now(UTC)) - timedelta(days=retention_days)
+    total = 0
+    while True:
+        deleted = await lookups.prune_deliveries(pool, before, BATCH)
+        total += deleted
+        if deleted < BATCH:
+            return total
+
+
+async def prune_forever(
+    pool: Pool, retention_days: float, stop: asyncio.Event, *, first_s: float = 60.0, every_s: float = 3600.0
+) -> None:
+    delay = first_s
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        if stop.is_set():
+            return
+        delay = every_s
+        try:
+            deleted = await prune_once(pool, retention_days)
+        except Exception as exc:  # the next pass tries again
+            log.warning("delivery retention failed: %s", exc.__class__.__name__)
+            continue
+        if deleted:
+            log.info("deleted %d delivery records older than %.0f days", deleted, retention_days)

@@ -1,0 +1,213 @@
+"""Request and response bodies of the /v1 API (they make up the OpenAPI document).
+
+Secrets arrive as `SecretStr` (never echoed, never in a repr) and no response model has a field
+that could carry one: installations report only whether a webhook secret and which kind of
+credentials are stored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, StringConstraints
+
+ProviderName = Literal["github", "gitlab", "bitbucket"]
+RepoProvider = Literal["github", "gitlab", "bitbucket", "local"]
+Kind = Literal[
+    "installation", "app", "repository", "organization", "business", "project", "group", "workspace"
+]
+Visibility = Literal["public", "private", "internal"]
+IndexMode = Literal["off", "lexical", "hybrid"]
+Outcome = Literal["accepted", "duplicate", "ignored", "rejected"]
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Label = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
+ExternalId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1024)]
+
+
+def _branch(name: str) -> str:
+    """A plausible git branch name (the subset of git-check-ref-format providers allow)."""
+    if (
+        name.startswith(("/", "-", "."))
+        or name.endswith(("/", ".", ".lock"))
+        or ".." in name
+        or "//" in name
+        or "@{" in name
+    ):
+        raise ValueError("not a valid branch name")
+    return name
+
+
+Branch = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9._/+-]+$"),
+    AfterValidator(_branch),
+]
+Secret = Annotated[SecretStr, Field(min_length=1, max_length=8192)]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class TenantCreate(_In):
+    name: Name
+
+
+class Tenant(_Out):
+    tenant_id: UUID
+    name: str
+    created_at: datetime
+
+
+class TenantCreated(Tenant):
+    token_id: UUID
+    api_token: str = Field(description="Shown once; only its sha256 is stored.")
+
+
+class TokenCreate(_In):
+    name: Label = ""
+
+
+class Token(_Out):
+    token_id: UUID
+    name: str
+    created_at: datetime
+
+
+class TokenCreated(Token):
+    api_token: str = Field(description="Shown once; only its sha256 is stored.")
+
+
+class AppCredentials(_In):
+    app_id: ExternalId
+    private_key: Secret
+
+
+class InstallationCreate(_In):
+    provider: ProviderName
+    external_id: ExternalId = Field(description="App installation id, project/group id or workspace UUID.")
+    kind: Kind | None = Field(
+        default=None, description="Default: installation (github), project (gitlab), workspace (bitbucket)."
+    )
+    host: str | None = Field(default=None, max_length=253, description="Default: the provider's SaaS host.")
+    namespace: str | None = Field(
+        default=None, min_length=1, max_length=1024, description="GitLab group installations: the group path."
+    )
+    display_name: Label = ""
+    webhook_secret: Secret | None = None
+    access_token: Secret | None = None
+    app_credentials: AppCredentials | None = None
+
+
+class InstallationUpdate(_In):
+    display_name: Label | None = None
+    webhook_secret: Secret | None = None
+    access_token: Secret | None = None
+    app_credentials: AppCredentials | None = None
+    clear_credentials: bool = False
+
+
+class Installation(_Out):
+    installation_id: UUID
+    provider: ProviderName
+    kind: Kind
+    external_id: str
+    host: str
+    namespace: str | None
+    display_name: str
+    has_webhook_secret: bool
+    credentials_kind: Literal["none", "token", "app"]
+    created_at: datetime
+    updated_at: datetime
+
+
+class RepositoryCreate(_In):
+    url: str = Field(
+        min_length=1, max_length=2048, description="https clone URL, or a local path if allowed."
+    )
+    installation_id: UUID | None = None
+    provider: RepoProvider | None = None
+    full_name: Name | None = None
+    external_id: ExternalId | None = None
+    default_branch: Branch = "main"
+    visibility: Visibility = "private"
+    index_mode: IndexMode = "lexical"
+
+
+class RepositoryUpdate(_In):
+    index_mode: IndexMode | None = None
+    default_branch: Branch | None = None
+    visibility: Visibility | None = None
+
+
+class Repository(_Out):
+    repository_id: UUID
+    provider: RepoProvider
+    external_id: str | None
+    full_name: str
+    clone_url: str
+    default_branch: str
+    visibility: Visibility
+    index_mode: IndexMode
+    installation_id: UUID | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class RepositoryRegistered(Repository):
+    index_event_id: UUID | None = Field(description="The index.requested event, unless index_mode is off.")
+
+
+class IndexRequest(_Out):
+    repository_id: UUID
+    event_id: UUID
+    request_id: UUID
+
+
+class Delivery(_Out):
+    id: UUID
+    provider: ProviderName
+    installation_id: UUID | None
+    delivery_id: str
+    event: str
+    action: str | None
+    outcome: Outcome
+    http_status: int
+    reason: str | None
+    repository_id: UUID | None
+    event_ids: list[UUID]
+    received_at: datetime
+
+
+class Page(_Out):
+    next_before: UUID | None = Field(default=None, description="Pass as ?before= for the next page.")
+
+
+class DeliveryPage(Page):
+    items: list[Delivery]
+
+
+class TokenList(_Out):
+    items: list[Token]
+
+
+class InstallationList(_Out):
+    items: list[Installation]
+
+
+class RepositoryList(_Out):
+    items: list[Repository]
+
+
+class WebhookAnswer(_Out):
+    outcome: Outcome
+    reason: str | None
+    delivery_id: str | None
+    events: list[UUID]

@@ -1,0 +1,101 @@
+"""Installations: a tenant's webhook senders and provider credentials (sealed, never returned)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+from uuid import UUID
+
+import psycopg
+from psycopg import sql
+
+from palimpsest.core.db import Conn, fetch_all, fetch_one
+from palimpsest.ingest.errors import Conflict
+
+COLUMNS: Final = sql.SQL(
+    "installation_id, provider, kind, external_id, host, namespace, display_name,"
+    " webhook_secret IS NOT NULL AS has_webhook_secret, credentials_kind, created_at, updated_at"
+)
+_UPDATABLE: Final = frozenset({"display_name", "webhook_secret", "credentials", "credentials_kind"})
+
+
+@dataclass(frozen=True, slots=True)
+class NewInstallation:
+    installation_id: UUID
+    provider: str
+    kind: str
+    external_id: str
+    host: str
+    namespace: str | None
+    display_name: str
+    webhook_secret: bytes | None  # sealed
+    credentials: bytes | None  # sealed
+    credentials_kind: str
+
+
+def _taken(exc: psycopg.errors.UniqueViolation) -> Conflict:
+    del exc
+    return Conflict(
+        "an installation with this provider, kind and external id (or namespace) is already registered"
+    )
+
+
+async def insert_installation(conn: Conn, tenant_id: UUID, new: NewInstallation) -> dict[str, Any]:
+    query = sql.SQL(
+        "INSERT INTO installations (tenant_id, installation_id, provider, kind, external_id, host, namespace,"
+        " display_name, webhook_secret, credentials, credentials_kind)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {}"
+    ).format(COLUMNS)
+    params = (
+        tenant_id,
+        new.installation_id,
+        new.provider,
+        new.kind,
+        new.external_id,
+        new.host,
+        new.namespace,
+        new.display_name,
+        new.webhook_secret,
+        new.credentials,
+        new.credentials_kind,
+    )
+    try:
+        row = await fetch_one(conn, query, params)
+    except psycopg.errors.UniqueViolation as exc:
+        raise _taken(exc) from exc
+    assert row is not None
+    return dict(row)
+
+
+async def list_installations(conn: Conn) -> list[dict[str, Any]]:
+    query = sql.SQL("SELECT {} FROM installations ORDER BY created_at, installation_id").format(COLUMNS)
+    return [dict(r) for r in await fetch_all(conn, query)]
+
+
+async def get_installation(conn: Conn, installation_id: UUID) -> dict[str, Any] | None:
+    query = sql.SQL("SELECT {} FROM installations WHERE installation_id = %s").format(COLUMNS)
+    row = await fetch_one(conn, query, (installation_id,))
+    return None if row is None else dict(row)
+
+
+async def update_installation(
+    conn: Conn, installation_id: UUID, changes: dict[str, Any]
+) -> dict[str, Any] | None:
+    unknown = set(changes) - _UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    assignments: list[sql.Composable] = [sql.SQL("{} = %s").format(sql.Identifier(name)) for name in changes]
+    assignments.append(sql.SQL("updated_at = now()"))
+    query = sql.SQL("UPDATE installations SET {} WHERE installation_id = %s RETURNING {}").format(
+        sql.SQL(", ").join(assignments), COLUMNS
+    )
+    try:
+        row = await fetch_one(conn, query, (*changes.values(), installation_id))
+    except psycopg.errors.UniqueViolation as exc:
+        raise _taken(exc) from exc
+    return None if row is None else dict(row)
+
+
+async def delete_installation(conn: Conn, installation_id: UUID) -> bool:
+    cur = await conn.execute("DELETE FROM installations WHERE installation_id = %s", (installation_id,))
+    return cur.rowcount > 0

@@ -1,0 +1,138 @@
+"""Repositories of a tenant: registration, lookup by provider id or name, updates and deletion.
+
+Deleting a repository cascades (through foreign keys declared by later migrations) to everything
+indexed for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+from uuid import UUID
+
+import psycopg
+from psycopg import sql
+
+from palimpsest.core.db import Conn, fetch_all, fetch_one
+from palimpsest.ingest.errors import Conflict
+
+COLUMNS: Final = sql.SQL(
+    "repository_id, provider, external_id, full_name, clone_url, default_branch, visibility, index_mode,"
+    " installation_id, created_at, updated_at"
+)
+# The webhook hot path: a plain string, rendered once (composing SQL costs on every call).
+_FIND: Final = (
+    "SELECT repository_id, provider, external_id, full_name, clone_url, default_branch, visibility,"
+    " index_mode, installation_id, created_at, updated_at FROM repositories WHERE provider = %(p)s"
+    " AND (external_id = %(e)s OR (external_id IS NULL AND lower(full_name) = lower(%(n)s)))"
+    " ORDER BY external_id IS NULL LIMIT 1"
+)
+_UPDATABLE: Final = frozenset(
+    {"index_mode", "default_branch", "visibility", "external_id", "installation_id", "full_name"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewRepository:
+    repository_id: UUID
+    provider: str
+    external_id: str | None
+    full_name: str
+    clone_url: str
+    default_branch: str
+    visibility: str
+    index_mode: str
+    installation_id: UUID | None
+
+
+def _taken(exc: psycopg.errors.UniqueViolation) -> Conflict:
+    del exc
+    return Conflict("a repository with this clone URL or provider id is already registered")
+
+
+async def insert_repository(conn: Conn, tenant_id: UUID, new: NewRepository) -> dict[str, Any]:
+    query = sql.SQL(
+        "INSERT INTO repositories (tenant_id, repository_id, provider, external_id, full_name, clone_url,"
+        " default_branch, visibility, index_mode, installation_id)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {}"
+    ).format(COLUMNS)
+    params = (
+        tenant_id,
+        new.repository_id,
+        new.provider,
+        new.external_id,
+        new.full_name,
+        new.clone_url,
+        new.default_branch,
+        new.visibility,
+        new.index_mode,
+        new.installation_id,
+    )
+    try:
+        row = await fetch_one(conn, query, params)
+    except psycopg.errors.UniqueViolation as exc:
+        raise _taken(exc) from exc
+    assert row is not None
+    return dict(row)
+
+
+async def list_repositories(
+    conn: Conn, *, provider: str | None = None, installation_id: UUID | None = None
+) -> list[dict[str, Any]]:
+    query = sql.SQL(
+        "SELECT {} FROM repositories WHERE (%(p)s::text IS NULL OR provider = %(p)s)"
+        " AND (%(i)s::uuid IS NULL OR installation_id = %(i)s) ORDER BY created_at, repository_id"
+    ).format(COLUMNS)
+    return [dict(r) for r in await fetch_all(conn, query, {"p": provider, "i": installation_id})]
+
+
+async def get_repository(conn: Conn, repository_id: UUID) -> dict[str, Any] | None:
+    query = sql.SQL("SELECT {} FROM repositories WHERE repository_id = %s").format(COLUMNS)
+    row = await fetch_one(conn, query, (repository_id,))
+    return None if row is None else dict(row)
+
+
+async def update_repository(
+    conn: Conn, repository_id: UUID, changes: dict[str, Any]
+) -> dict[str, Any] | None:
+    unknown = set(changes) - _UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    assignments: list[sql.Composable] = [sql.SQL("{} = %s").format(sql.Identifier(name)) for name in changes]
+    assignments.append(sql.SQL("updated_at = now()"))
+    query = sql.SQL("UPDATE repositories SET {} WHERE repository_id = %s RETURNING {}").format(
+        sql.SQL(", ").join(assignments), COLUMNS
+    )
+    try:
+        row = await fetch_one(conn, query, (*changes.values(), repository_id))
+    except psycopg.errors.UniqueViolation as exc:
+        raise _taken(exc) from exc
+    return None if row is None else dict(row)
+
+
+async def delete_repository(conn: Conn, repository_id: UUID) -> bool:
+    cur = await conn.execute("DELETE FROM repositories WHERE repository_id = %s", (repository_id,))
+    return cur.rowcount > 0
+
+
+async def find_repository(
+    conn: Conn, provider: str, external_id: str, full_name: str
+) -> dict[str, Any] | None:
+    """The repository a delivery is about: by the provider's id, else by name if it has no id yet."""
+    row = await fetch_one(conn, _FIND, {"p": provider, "e": external_id, "n": full_name})
+    return None if row is None else dict(row)
+
+
+async def delete_installed(
+    conn: Conn, installation_id: UUID, provider: str, external_ids: list[str]
+) -> list[UUID]:
+    """Delete the installation's repositories with these provider ids; returns their ids."""
+    if not external_ids:
+        return []
+    rows = await fetch_all(
+        conn,
+        "DELETE FROM repositories WHERE installation_id = %s AND provider = %s AND external_id = ANY(%s)"
+        " RETURNING repository_id",
+        (installation_id, provider, external_ids),
+    )
+    return [r["repository_id"] for r in rows]
