@@ -287,7 +287,13 @@ def _register_commands() -> None:
     """Command modules of each area add their commands to the group (one module per area)."""
     import importlib
 
-    for name in ("commands_index", "commands_recency", "commands_ingest"):
+    for name in (
+        "commands_index",
+        "commands_recency",
+        "commands_ingest",
+        "commands_review",
+        "commands_analyze",
+    ):
         importlib.import_module(f"palimpsest.cli.{name}").register(cli)
 
 

@@ -1,15 +1,156 @@
-"""The analyzer service's bootstrap: its settings, handlers and consumer."""
+"""The analyzer service: settings, handlers and bootstrap.
+
+* ``analysis.requested`` (the API, the CLI): analyse now — the requested snapshot, or the newest
+  ready one — and store the analysis with ``analysis.completed`` in the inbox transaction.
+* ``snapshot.built`` (ready) / ``snapshot.embedded``: mark the repository due for a debounced
+  automatic analysis (see :mod:`palimpsest.analyzer.schedule`); the scheduler, a background task,
+  runs it.
+
+Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALIMPSEST_LLM_*``:
+
+==========================================  =====================================================
+``PALIMPSEST_ANALYSIS_AUTO``                analyse new snapshots automatically (default on)
+``PALIMPSEST_ANALYSIS_INTERVAL_S``          at most one automatic analysis per repository per
+                                            interval (3600)
+``PALIMPSEST_ANALYSIS_DEBOUNCE_S``          wait this long after a snapshot for newer ones (30)
+``PALIMPSEST_ANALYSIS_CHUNKS``              chunks the analysis reads (80); the summary reads
+                                            ``PALIMPSEST_SUMMARY_CHUNKS`` (40)
+``PALIMPSEST_ANALYSIS_MAX_TOKENS``          the analysis's output token limit (5120); the
+                                            summary's is ``PALIMPSEST_SUMMARY_MAX_TOKENS`` (1024)
+==========================================  =====================================================
+"""
 
 from __future__ import annotations
 
-from palimpsest.core.service import Infra, ServiceDefinition
-from palimpsest.core.settings import BaseServiceSettings
+import asyncio
+import logging
+from typing import Any
+
+from pydantic import Field
+
+from palimpsest.analyzer.analysis import Analyzer, AnalyzerConfig, Job, completed_event
+from palimpsest.analyzer.schedule import ScheduleConfig, mark_due, run_scheduler
+from palimpsest.analyzer.store import save_analysis
+from palimpsest.core.bus import CONSUMERS, ConsumerSpec
+from palimpsest.core.consumer import HandlerContext
+from palimpsest.core.events import AnalysisRequested, SnapshotBuilt, SnapshotEmbedded
+from palimpsest.core.llm import Gateway, LLMSettings
+from palimpsest.core.outbox import emit
+from palimpsest.core.service import Background, Infra, ServiceDefinition
+from palimpsest.core.settings import BaseServiceSettings, load
+
+__all__ = ["AnalyzerService", "Settings", "bootstrap", "definition"]
+
+log = logging.getLogger(__name__)
 
 
-class Settings(BaseServiceSettings):
+class Settings(BaseServiceSettings, LLMSettings):
     """Settings of the analyzer service (PALIMPSEST_* variables)."""
+
+    analysis_auto: bool = True
+    analysis_interval_s: float = Field(default=3600.0, ge=0)
+    analysis_debounce_s: float = Field(default=30.0, ge=0)
+    analysis_poll_s: float = Field(default=5.0, gt=0)
+    analysis_lease_s: float = Field(default=1800.0, gt=0)
+    analysis_chunks: int = Field(default=80, ge=1, le=1000)
+    summary_chunks: int = Field(default=40, ge=1, le=1000)
+    analysis_max_tokens: int = Field(default=5120, ge=256, le=200_000)
+    summary_max_tokens: int = Field(default=1024, ge=64, le=200_000)
+
+    def analyzer_config(self) -> AnalyzerConfig:
+        return AnalyzerConfig(
+            analysis_chunks=self.analysis_chunks,
+            summary_chunks=self.summary_chunks,
+            analysis_max_tokens=self.analysis_max_tokens,
+            summary_max_tokens=self.summary_max_tokens,
+            heartbeat_s=max(0.5, min(20.0, self.ack_wait_s / 3)),
+        )
+
+    def schedule_config(self) -> ScheduleConfig:
+        return ScheduleConfig(
+            debounce_s=self.analysis_debounce_s,
+            interval_s=self.analysis_interval_s,
+            poll_s=self.analysis_poll_s,
+            lease_s=self.analysis_lease_s,
+        )
+
+
+class AnalyzerService:
+    """The handlers, over one analyzer and its gateway."""
+
+    def __init__(self, analyzer: Analyzer, settings: Settings) -> None:
+        self.analyzer = analyzer
+        self.settings = settings
+        self.schedule = settings.schedule_config()
+
+    async def on_requested(self, event: AnalysisRequested, ctx: HandlerContext) -> None:
+        job = Job(event.tenant_id, event.repository_id, event.snapshot_id, event.request_id, "request")
+        record = await self.analyzer.run(job, heartbeat=ctx.heartbeat)
+        if record is None:
+            log.info("analysis request %s: repository %s is gone", event.request_id, event.repository_id)
+            return
+        async with ctx.transaction() as conn:
+            await save_analysis(conn, event.tenant_id, record)
+            await emit(conn, completed_event(event.tenant_id, record))
+        log.info(
+            "analysis %s of repository %s: %s (%s)%s",
+            record.analysis_id,
+            event.repository_id,
+            record.state,
+            record.mode,
+            f": {record.reason}" if record.reason else "",
+        )
+
+    async def on_snapshot(self, event: SnapshotBuilt | SnapshotEmbedded, ctx: HandlerContext) -> None:
+        if not self.settings.analysis_auto or event.snapshot_id is None:
+            return
+        if isinstance(event, SnapshotBuilt) and event.state != "ready":
+            return
+        async with ctx.transaction() as conn:
+            await mark_due(conn, event.tenant_id, event.repository_id, event.snapshot_id, self.schedule)
+
+    def background(self, gateway: Gateway) -> list[Background]:
+        async def scheduler(infra: Infra, stop: asyncio.Event) -> None:
+            if self.settings.analysis_auto:
+                await run_scheduler(infra.pool, self.analyzer, self.schedule, stop)
+
+        async def close_gateway(infra: Infra, stop: asyncio.Event) -> None:
+            try:
+                await stop.wait()
+            finally:
+                await asyncio.shield(gateway.aclose())
+
+        return [scheduler, close_gateway]
+
+
+def definition(
+    infra: Infra, settings: Settings, *, consumer: ConsumerSpec | None = None, gateway: Gateway | None = None
+) -> ServiceDefinition:
+    """The service with explicit settings (tests pass their own consumer and gateway)."""
+    gateway = gateway or Gateway(infra.pool, settings)
+    service = AnalyzerService(Analyzer(infra.pool, gateway, settings.analyzer_config()), settings)
+    infra.extras["analyzer"] = service
+    return ServiceDefinition(
+        name="analyzer",
+        handlers={
+            "analysis.requested": service.on_requested,
+            "snapshot.built": service.on_snapshot,
+            "snapshot.embedded": service.on_snapshot,
+        },
+        consumer=consumer or CONSUMERS["analyzer"],
+        background=service.background(gateway),
+    )
 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
-    # No handlers yet: the analyzer service does not subscribe until its issue lands.
-    return ServiceDefinition(name="analyzer")
+    settings = infra.settings if isinstance(infra.settings, Settings) else load(Settings, **_shared(infra))
+    return definition(infra, settings)
+
+
+def _shared(infra: Infra) -> dict[str, Any]:
+    """Values the process was started with (e.g. the embedded stack's) win over the environment."""
+    return {
+        k: getattr(infra.settings, k)
+        for k in BaseServiceSettings.model_fields
+        if k in infra.settings.model_fields_set
+    }

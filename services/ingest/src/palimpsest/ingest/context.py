@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 from palimpsest.core.db import Pool
-from palimpsest.ingest.cache import TtlCache
 from palimpsest.core.secretbox import SecretBox, load_box
+from palimpsest.ingest.cache import TtlCache
 from palimpsest.ingest.settings import Settings
 from palimpsest.ingest.sources import Resolver, SourcePolicy, system_resolver
 from palimpsest.ingest.tokens import load_admin_token

@@ -1,0 +1,217 @@
+"""CLI: ``palimpsest analyze PATH_OR_URL [--json]`` — Palimpsest's main job from the command line.
+
+It takes the path a webhook takes: the repository is indexed through the bus when its head has no
+ready snapshot yet (``index.requested`` → ``snapshot.built``), then the analysis is requested
+through the bus (``analysis.requested`` with a request id) and the command waits for the matching
+``analysis.completed``. It prints the analysis Markdown, or with ``--json`` at least
+``analysis``, ``summary``, ``selection``, ``median_code`` and ``doc_findings``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+from uuid import UUID
+
+import click
+
+from palimpsest.cli.output import emit, progress
+from palimpsest.cli.session import Session
+from palimpsest.core.db import Pool, tenant_tx
+from palimpsest.core.errors import PalimpsestError
+from palimpsest.core.ids import uuid7
+from palimpsest.core.settings import BaseServiceSettings
+
+__all__ = ["AnalyzeFailed", "register", "render_text", "run_analysis"]
+
+DEFAULT_TIMEOUT_S = 3600.0
+
+
+class AnalyzeFailed(PalimpsestError):
+    """The repository could not be indexed, so there is nothing to analyse."""
+
+
+def register(cli: click.Group) -> None:
+    from palimpsest.cli.main import run_async, settings
+
+    @cli.command("analyze")
+    @click.argument("target", metavar="PATH_OR_URL")
+    @click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
+    @click.option("--reindex", is_flag=True, help="Index again even if the head already has a snapshot.")
+    @click.option("--timeout", "timeout_s", default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds.")
+    @click.option("--json", "as_json", is_flag=True)
+    @run_async
+    async def analyze_cmd(
+        target: str, tenant: str | None, reindex: bool, timeout_s: float, as_json: bool
+    ) -> None:
+        """Analyse a repository (a local path or a clone URL): index it if needed, then analyse it."""
+        from palimpsest.cli.session import session
+
+        s = settings()
+        async with session(s) as sess:
+            view = await run_analysis(
+                sess, s, target, tenant=UUID(tenant) if tenant else None, reindex=reindex, timeout_s=timeout_s
+            )
+        emit(view, as_json=as_json, text=render_text(view))
+        if view["state"] == "failed":
+            raise SystemExit(1)
+
+
+def render_text(view: dict[str, Any]) -> str:
+    """The analysis Markdown, then the summary (and the failure reason, if any)."""
+    parts = [view["analysis"].rstrip()]
+    if view.get("summary"):
+        parts.append(f"## Summary\n\n{view['summary'].strip()}")
+    if view["state"] == "failed":
+        parts.append(f"_Analysis stored as failed: {view['reason']}_")
+    return "\n\n".join(parts) + "\n"
+
+
+async def run_analysis(
+    sess: Session,
+    settings: BaseServiceSettings,
+    target: str,
+    *,
+    tenant: UUID | None = None,
+    reindex: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> dict[str, Any]:
+    """Index ``target`` if needed, analyse it through the bus, and return the stored analysis."""
+    from palimpsest.analyzer.store import load_analysis
+    from palimpsest.cli.local import local_tenant
+
+    pool = sess.infra.pool
+    tid = tenant or await local_tenant(pool, settings.home)
+    repo_id, local = await _repository(pool, tid, target)
+    snapshot_id = await _ensure_snapshot(sess, tid, repo_id, local, reindex=reindex, timeout_s=timeout_s)
+    completed = await _request_analysis(sess, tid, repo_id, snapshot_id, timeout_s=timeout_s)
+    async with tenant_tx(pool, tid) as conn:
+        return await load_analysis(conn, UUID(completed["analysis_id"]))
+
+
+# ----------------------------------------------------------------------------- the repository
+
+
+async def _repository(pool: Pool, tenant: UUID, target: str) -> tuple[UUID, Path | None]:
+    """The repository's id, and its local path when it is one."""
+    from palimpsest.cli.local import RepositoryNotFound, find_repository, register_path
+
+    path = _local_path(target)
+    if path is not None and path.exists():
+        return await register_path(pool, tenant, path), path.resolve()
+    try:
+        return await find_repository(pool, tenant, target), None
+    except RepositoryNotFound:
+        if not _is_url(target):
+            raise
+    return await _register_url(pool, tenant, target), None
+
+
+def _is_url(target: str) -> bool:
+    return "://" in target or target.startswith("git@")
+
+
+def _local_path(target: str) -> Path | None:
+    if target.startswith("file://"):
+        return Path(unquote(urlsplit(target).path))
+    return None if _is_url(target) else Path(target).expanduser()
+
+
+async def _register_url(pool: Pool, tenant: UUID, url: str) -> UUID:
+    """Register a remote repository by its clone URL (public, or reachable with installation auth)."""
+    parts = urlsplit(url) if "://" in url else urlsplit("ssh://" + url.replace(":", "/", 1))
+    if parts.username or parts.password:
+        raise AnalyzeFailed("put credentials in an installation, not in the URL")
+    host = (parts.hostname or "").lower()
+    provider = next((p for p in ("github", "gitlab", "bitbucket") if p in host), "local")
+    full_name = parts.path.strip("/").removesuffix(".git") or host
+    branch = _remote_default_branch(url)
+    repository_id = uuid7()
+    async with tenant_tx(pool, tenant) as conn:
+        await conn.execute(
+            "INSERT INTO repositories (tenant_id, repository_id, provider, full_name, clone_url, default_branch)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            (tenant, repository_id, provider, full_name, url, branch),
+        )
+    progress(f"registered {full_name} ({provider}, branch {branch})")
+    return repository_id
+
+
+def _remote_default_branch(url: str) -> str:
+    """The remote's HEAD branch (``git ls-remote --symref``), ``main`` when it cannot be read."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-remote", "--symref", "--", url, "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "main"
+    for line in out.stdout.splitlines():
+        if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
+            return line.removeprefix("ref: refs/heads/").split("\t", 1)[0]
+    return "main"
+
+
+def _local_head(path: Path) -> str | None:
+    out = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--verify", "--quiet", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    return out.stdout.strip() or None
+
+
+# ----------------------------------------------------------------------------- through the bus
+
+
+async def _ensure_snapshot(
+    sess: Session, tenant: UUID, repo_id: UUID, local: Path | None, *, reindex: bool, timeout_s: float
+) -> UUID:
+    """A ready snapshot of the head: the existing one, or a new build through the bus."""
+    from palimpsest.cli.commands_index import index_result
+    from palimpsest.cli.pipeline import index_and_wait
+    from palimpsest.index.snapshots import newest_ready
+
+    pool = sess.infra.pool
+    async with tenant_tx(pool, tenant) as conn:
+        snap = await newest_ready(conn, repo_id)
+    head = _local_head(local) if local is not None else None
+    if snap is not None and not reindex and head is not None and snap["commit_sha"] == head:
+        progress(f"using snapshot {snap['snapshot_id']} of {head[:12]}")
+        return UUID(str(snap["snapshot_id"]))
+    progress("indexing through the bus (index.requested → snapshot.built)…")
+    found = await index_and_wait(
+        pool, sess.infra.nc, tenant, repo_id, reason="rebuild" if reindex else "cli", timeout_s=timeout_s
+    )
+    built = index_result(repo_id, found)
+    if built["state"] == "failed" or built["snapshot_id"] is None:
+        raise AnalyzeFailed(f"indexing failed: {built['reason'] or built['state']}")
+    progress(
+        f"snapshot {built['snapshot_id']} {built['state']}"
+        + (f" ({built['reason']})" if built["reason"] else "")
+        + f": {built['files']} files, {built['chunks']} chunks; recency {built['recency']['status']}"
+    )
+    return UUID(str(built["snapshot_id"]))
+
+
+async def _request_analysis(
+    sess: Session, tenant: UUID, repo_id: UUID, snapshot_id: UUID, *, timeout_s: float
+) -> dict[str, Any]:
+    from palimpsest.cli.pipeline import request, wait_for, watching
+    from palimpsest.core.events import AnalysisRequested
+
+    event = AnalysisRequested(tenant_id=tenant, repository_id=repo_id, snapshot_id=snapshot_id)
+    progress("analysing through the bus (analysis.requested → analysis.completed)…")
+    async with watching(sess.infra.nc, event.request_id, ("analysis.completed",)) as waiter:
+        await request(sess.infra.pool, event)
+        found = await wait_for(waiter, ("analysis.completed",), timeout_s=timeout_s)
+    return found["analysis.completed"]

@@ -1,0 +1,211 @@
+"""Markdown the analyzer stores: the mechanical report, the model's sections with their evidence.
+
+With no model (or when the model failed) the analysis is still useful: the selection facts
+(languages, the top-ranked files, a doc freshness table) and the mechanical documentation check,
+with a plain statement of which sections need a model. With a model, its seven sections come
+first and the mechanical check follows as an appendix, so every claim in Documentation Accuracy
+can be traced to evidence that did not come from the model.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from palimpsest.analyzer.doccheck import DocFinding
+from palimpsest.analyzer.prompts import SECTION_TITLES, RepositoryFacts
+from palimpsest.analyzer.selection import Selection
+from palimpsest.analyzer.snapshot import SnapshotIndex
+from palimpsest.index.staleness import is_stale, stale_annotation
+
+MAX_TABLE_ROWS = 40
+NARRATIVE = SECTION_TITLES[:-1]
+MODEL_SETTINGS = "PALIMPSEST_LLM_MODEL (with PALIMPSEST_LLM_API_BASE and PALIMPSEST_LLM_API_KEY)"
+
+
+def _day(when: datetime | None) -> str:
+    return when.date().isoformat() if when is not None else "unknown"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+# ----------------------------------------------------------------------------- facts
+
+
+def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any]:
+    """Languages, top-ranked files and doc freshness: JSON for ``analyses.facts`` and the report."""
+    median = index.median_code
+    languages = Counter(f.language or "other" for f in index.files if f.skip_reason is None)
+    ranked: dict[str, dict[str, Any]] = {}
+    for chunk in selection.chunks:
+        entry = ranked.setdefault(
+            chunk.path,
+            {
+                "path": chunk.path,
+                "kind": chunk.kind,
+                "last_modified_at": chunk.last_modified_at.isoformat() if chunk.last_modified_at else None,
+                "stale": chunk.stale,
+                "chunks": 0,
+            },
+        )
+        entry["chunks"] += 1
+    docs = sorted(
+        (f for f in index.files if f.kind == "doc"),
+        key=lambda f: (
+            not is_stale(f.path, f.last_modified_at, median),  # stale first
+            f.last_modified_at is None,  # then oldest first, unknown last
+            f.last_modified_at.timestamp() if f.last_modified_at else 0.0,
+            f.path,
+        ),
+    )
+    return {
+        "files": len(index.files),
+        "code_files": sum(1 for f in index.files if f.kind == "code"),
+        "doc_files": sum(1 for f in index.files if f.kind == "doc"),
+        "chunks": len(index.chunks),
+        "dated_files": sum(1 for f in index.files if f.last_modified_at is not None),
+        "median_code": median.isoformat() if median else None,
+        "languages": [{"language": lang, "files": n} for lang, n in languages.most_common()],
+        "top_files": list(ranked.values()),
+        "doc_freshness": [
+            {
+                "path": f.path,
+                "last_modified_at": f.last_modified_at.isoformat() if f.last_modified_at else None,
+                "stale": is_stale(f.path, f.last_modified_at, median),
+                "age": stale_annotation(f.path, f.last_modified_at, median),
+            }
+            for f in docs
+        ],
+    }
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+def _header(repo: RepositoryFacts, mode: str) -> list[str]:
+    return [f"# Repository analysis: {repo.name}", "", f"_Commit `{repo.commit_sha[:12]}` · {mode}_", ""]
+
+
+def _facts_section(facts: dict[str, Any]) -> list[str]:
+    median = facts.get("median_code")
+    langs = ", ".join(f"{x['language']} ({x['files']})" for x in facts["languages"][:12]) or "none"
+    lines = [
+        "## Selection facts",
+        "",
+        f"- {facts['files']} files ({facts['code_files']} code, {facts['doc_files']} docs), {facts['chunks']} chunks;"
+        f" {facts['dated_files']} files with a known last-modified date.",
+        f"- Median code-file date: {median[:10] if median else 'unknown (no recency data)'}.",
+        f"- Languages (files): {langs}.",
+        "",
+        "### Top-ranked files",
+        "",
+        "| # | file | kind | last modified | chunks |",
+        "|---|---|---|---|---|",
+    ]
+    for number, entry in enumerate(facts["top_files"][:MAX_TABLE_ROWS], start=1):
+        when = entry["last_modified_at"][:10] if entry["last_modified_at"] else "unknown"
+        stale = " (stale)" if entry["stale"] else ""
+        lines.append(
+            f"| {number} | `{_cell(entry['path'])}` | {entry['kind']}{stale} | {when} | {entry['chunks']} |"
+        )
+    if len(facts["top_files"]) > MAX_TABLE_ROWS:
+        lines.append(f"| … | {len(facts['top_files']) - MAX_TABLE_ROWS} more | | | |")
+    lines += ["", "### Documentation freshness", ""]
+    docs = facts["doc_freshness"]
+    if not docs:
+        lines.append("The snapshot has no documentation files.")
+        return lines
+    lines += ["| doc | last modified | status |", "|---|---|---|"]
+    for doc in docs[:MAX_TABLE_ROWS]:
+        when = doc["last_modified_at"][:10] if doc["last_modified_at"] else "unknown"
+        if doc["stale"]:
+            status = f"stale — {doc['age']}"
+        elif doc["last_modified_at"] is None:
+            status = "age unknown"
+        else:
+            status = "current"
+        lines.append(f"| `{_cell(doc['path'])}` | {when} | {status} |")
+    if len(docs) > MAX_TABLE_ROWS:
+        lines.append(f"| … {len(docs) - MAX_TABLE_ROWS} more | | |")
+    return lines
+
+
+def findings_section(findings: Sequence[DocFinding], title: str) -> list[str]:
+    lines = [title, ""]
+    if not findings:
+        lines.append(
+            "No drift found: every identifier, path and `Governs:` target the documentation names exists "
+            "in this snapshot, and no doc is stale by the rule."
+        )
+        return lines
+    counts = Counter(f.kind for f in findings)
+    lines.append(
+        f"{len(findings)} finding(s): "
+        + ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(counts.items()))
+        + ". Computed from the index, without a model."
+    )
+    lines += ["", "| doc | line | kind | claim | nearest current match |", "|---|---|---|---|---|"]
+    for f in findings[: MAX_TABLE_ROWS * 3]:
+        claim = _cell(f.claim + (f" — {f.detail}" if f.detail and f.kind == "stale_doc" else ""))
+        nearest = f"`{_cell(f.nearest)}`" if f.nearest else ""
+        lines.append(f"| `{_cell(f.doc)}` | {f.line} | {f.kind.replace('_', ' ')} | {claim} | {nearest} |")
+    if len(findings) > MAX_TABLE_ROWS * 3:
+        lines.append(f"| … | | | {len(findings) - MAX_TABLE_ROWS * 3} more | |")
+    return lines
+
+
+# ----------------------------------------------------------------------------- whole reports
+
+
+def mechanical_report(
+    repo: RepositoryFacts,
+    facts: dict[str, Any],
+    findings: Sequence[DocFinding],
+    *,
+    model_error: str | None = None,
+) -> str:
+    """The analysis without a model: facts, the doc check, and what needs a model."""
+    if model_error is None:
+        mode = "mechanical report (no model configured)"
+        notice = (
+            "> **No model is configured**, so this report holds only what Palimpsest establishes without one: "
+            "the selection facts and the mechanical documentation check. The narrative sections — "
+            + ", ".join(NARRATIVE)
+            + " — and the written assessment in Documentation Accuracy need a model: set "
+            + MODEL_SETTINGS
+            + " for the analyzer, or add a route for the tenant's `analysis` feature."
+        )
+    else:
+        mode = "mechanical report (the model call failed)"
+        notice = (
+            f"> **The model call failed** ({model_error}); the narrative sections — "
+            + ", ".join(NARRATIVE)
+            + " — were not written. Below is the mechanical report; nothing else was lost."
+        )
+    lines = [*_header(repo, mode), notice, "", *_facts_section(facts), ""]
+    lines += findings_section(findings, "## Documentation Accuracy (mechanical check)")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def model_report(repo: RepositoryFacts, text: str, findings: Sequence[DocFinding], *, model: str) -> str:
+    """The model's seven sections, then the mechanical check they were given as evidence."""
+    lines = [*_header(repo, f"analysed by {model}"), text.strip(), ""]
+    lines += findings_section(findings, "## Appendix: mechanical documentation check")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def mechanical_summary(repo: RepositoryFacts, facts: dict[str, Any], findings: Sequence[DocFinding]) -> str:
+    """A one-paragraph summary made of facts (the model-written one needs a model)."""
+    langs = ", ".join(x["language"] for x in facts["languages"][:3]) or "no recognised language"
+    stale = sum(1 for d in facts["doc_freshness"] if d["stale"])
+    drift = sum(1 for f in findings if f.kind != "stale_doc")
+    median = facts.get("median_code")
+    return (
+        f"{repo.name}: {facts['files']} files, mostly {langs}; {facts['doc_files']} docs, {stale} of them stale; "
+        f"{drift} documentation claim(s) the code no longer supports"
+        + (f"; typical code last modified {median[:10]}." if median else "; file ages unknown.")
+    )

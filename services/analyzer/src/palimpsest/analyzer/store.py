@@ -1,0 +1,195 @@
+"""Writing and reading analyses: ``analyses``, ``analysis_summaries`` and ``doc_findings``.
+
+One analysis is written in one transaction (the caller's: the handler's inbox transaction or the
+scheduler's), together with its ``analysis.completed`` event, so it exists exactly when the event
+does. Readers (the CLI, the API) get the JSON view :func:`load_analysis` builds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from palimpsest.analyzer.doccheck import DocFinding
+from palimpsest.analyzer.errors import AnalysisNotFound
+from palimpsest.core.db import Conn
+
+Trigger = Literal["request", "snapshot"]
+State = Literal["completed", "failed"]
+Mode = Literal["mechanical", "model"]
+
+
+@dataclass(slots=True)
+class AnalysisRecord:
+    analysis_id: UUID
+    repository_id: UUID
+    snapshot_id: UUID | None
+    commit_sha: str | None
+    request_id: UUID | None
+    trigger: Trigger
+    state: State
+    mode: Mode
+    reason: str | None
+    model: str | None
+    markdown: str
+    summary: str
+    summary_mode: Mode
+    summary_model: str | None = None
+    selection: list[dict[str, Any]] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    median_code: datetime | None = None
+    findings: list[DocFinding] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    duration_s: float = 0.0
+
+
+async def save_analysis(conn: Conn, tenant_id: UUID, record: AnalysisRecord) -> None:
+    await conn.execute(
+        "INSERT INTO analyses (tenant_id, analysis_id, repository_id, snapshot_id, commit_sha, request_id, trigger,"
+        " state, mode, reason, model, markdown, selection, facts, median_code, prompt_tokens, completion_tokens,"
+        " cost_usd, duration_s) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            tenant_id,
+            record.analysis_id,
+            record.repository_id,
+            record.snapshot_id,
+            record.commit_sha,
+            record.request_id,
+            record.trigger,
+            record.state,
+            record.mode,
+            record.reason[:1000] if record.reason else None,
+            record.model,
+            record.markdown,
+            Jsonb(record.selection),
+            Jsonb(record.facts),
+            record.median_code,
+            record.prompt_tokens,
+            record.completion_tokens,
+            Decimal(str(round(record.cost_usd, 6))) if record.cost_usd is not None else None,
+            round(record.duration_s, 3),
+        ),
+    )
+    await conn.execute(
+        "INSERT INTO analysis_summaries (tenant_id, analysis_id, repository_id, snapshot_id, mode, model, summary)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        (
+            tenant_id,
+            record.analysis_id,
+            record.repository_id,
+            record.snapshot_id,
+            record.summary_mode,
+            record.summary_model,
+            record.summary,
+        ),
+    )
+    if record.findings:
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO doc_findings (tenant_id, analysis_id, ordinal, repository_id, snapshot_id, doc_path,"
+                " line, kind, claim, nearest, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [
+                    (
+                        tenant_id,
+                        record.analysis_id,
+                        ordinal,
+                        record.repository_id,
+                        record.snapshot_id,
+                        f.doc,
+                        max(f.line, 0),
+                        f.kind,
+                        f.claim[:1000],
+                        f.nearest,
+                        f.detail,
+                    )
+                    for ordinal, f in enumerate(record.findings)
+                ],
+            )
+
+
+async def snapshot_analysed(conn: Conn, repository_id: UUID, snapshot_id: UUID) -> bool:
+    """Whether an analysis of this snapshot exists (the one-analysis-per-snapshot rule)."""
+    cur = await conn.execute(
+        "SELECT 1 FROM analyses WHERE repository_id = %s AND snapshot_id = %s LIMIT 1",
+        (repository_id, snapshot_id),
+    )
+    return await cur.fetchone() is not None
+
+
+async def last_analysis_at(conn: Conn, repository_id: UUID) -> datetime | None:
+    cur = await conn.execute(
+        "SELECT max(created_at) AS at FROM analyses WHERE repository_id = %s", (repository_id,)
+    )
+    row = await cur.fetchone()
+    return row["at"] if row is not None else None
+
+
+async def load_analysis(conn: Conn, analysis_id: UUID) -> dict[str, Any]:
+    """The JSON view of one analysis (the CLI's ``--json``): Markdown, summary, selection, findings."""
+    cur = await conn.execute(
+        "SELECT a.*, s.summary, s.mode AS summary_mode, r.full_name FROM analyses a"
+        " LEFT JOIN analysis_summaries s ON s.analysis_id = a.analysis_id"
+        " JOIN repositories r ON r.repository_id = a.repository_id"
+        " WHERE a.analysis_id = %s",
+        (analysis_id,),
+    )
+    row = await cur.fetchone()
+    if row is None:
+        raise AnalysisNotFound(f"no analysis {analysis_id}")
+    cur = await conn.execute(
+        "SELECT doc_path, line, claim, kind, nearest, detail FROM doc_findings WHERE analysis_id = %s ORDER BY ordinal",
+        (analysis_id,),
+    )
+    findings = [
+        {
+            "doc": f["doc_path"],
+            "line": f["line"],
+            "claim": f["claim"],
+            "kind": f["kind"],
+            "nearest": f["nearest"],
+            "detail": f["detail"],
+        }
+        for f in await cur.fetchall()
+    ]
+    return {
+        "analysis_id": str(row["analysis_id"]),
+        "repository_id": str(row["repository_id"]),
+        "repository": row["full_name"],
+        "snapshot_id": str(row["snapshot_id"]) if row["snapshot_id"] else None,
+        "commit": row["commit_sha"],
+        "request_id": str(row["request_id"]) if row["request_id"] else None,
+        "trigger": row["trigger"],
+        "state": row["state"],
+        "mode": row["mode"],
+        "reason": row["reason"],
+        "model": row["model"],
+        "analysis": row["markdown"],
+        "summary": row["summary"] or "",
+        "selection": row["selection"],
+        "median_code": row["median_code"].isoformat() if row["median_code"] else None,
+        "doc_findings": findings,
+        "facts": row["facts"],
+        "usage": {
+            "prompt_tokens": row["prompt_tokens"],
+            "completion_tokens": row["completion_tokens"],
+            "cost_usd": float(row["cost_usd"]) if row["cost_usd"] is not None else None,
+        },
+        "duration_s": row["duration_s"],
+        "created_at": row["created_at"].isoformat(),
+    }
+
+
+async def latest_analysis_id(conn: Conn, repository_id: UUID) -> UUID | None:
+    cur = await conn.execute(
+        "SELECT analysis_id FROM analyses WHERE repository_id = %s ORDER BY created_at DESC LIMIT 1",
+        (repository_id,),
+    )
+    row = await cur.fetchone()
+    return UUID(str(row["analysis_id"])) if row is not None else None

@@ -1,0 +1,89 @@
+"""``palimpsest analyze``'s core (``run_analysis``) against the test stack, through the bus.
+
+The CLI's session is replaced by the test's infrastructure; the services are the real chunker,
+recency-scanner and analyzer on throw-away consumers. ``make demo`` itself runs in
+tests/e2e/test_analyzer_demo.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from palimpsest.cli.commands_analyze import register, render_text, run_analysis
+from palimpsest.cli.session import Session
+from palimpsest.cli.stack import StackInfo
+from palimpsest.cli.tenants import create_tenant
+from palimpsest.core.service import Infra
+from tests.conftest import settings_for
+from tests.integration.analyzer.support import (
+    analyzer_for,
+    analyzer_settings,
+    indexer_definitions,
+    query,
+    running,
+)
+from tests.support.gitrepo import commit, init_repo
+from tests.support.servers import ServerSet
+
+
+def session_for(infra: Infra, servers: ServerSet) -> Session:
+    stack = StackInfo(servers.owner_url, servers.app_url, servers.nats_url, False, False, str(servers.home))
+    return Session(stack, infra, started_here=False)
+
+
+async def test_analyze_indexes_when_needed_and_returns_the_json_view(
+    infra: Infra, stack: ServerSet, tmp_path: Path
+) -> None:
+    repo = init_repo(tmp_path / "cli-repo")
+    commit(
+        repo,
+        "2023-01-01T00:00:00+00:00",
+        {
+            "README.md": "# CLI\n\nRun `serve_forever()`.\n",
+            "app/main.py": "def serve(port):\n    return port\n",
+        },
+    )
+    commit(repo, "2024-01-01T00:00:00+00:00", {"app/db.py": "def connect(url):\n    return url\n"})
+    tenant = await create_tenant(infra.pool, "cli")
+    sess, settings = session_for(infra, stack), settings_for(stack)
+    definitions = [
+        *indexer_definitions({tenant}),
+        analyzer_for(infra, {tenant}, analyzer_settings(analysis_auto=False)),
+    ]
+    async with running(infra, definitions):
+        view = await run_analysis(sess, settings, str(repo), tenant=tenant, timeout_s=120)
+        again = await run_analysis(sess, settings, str(repo), tenant=tenant, timeout_s=120)
+        snapshots = await query(infra, tenant, "SELECT count(*) AS n FROM code_index_snapshots")
+        assert snapshots[0]["n"] == 1  # the head was indexed already: no second build
+        commit(repo, "2024-02-01T00:00:00+00:00", {"app/cache.py": "def get(key):\n    return key\n"})
+        third = await run_analysis(sess, settings, f"file://{repo}", tenant=tenant, timeout_s=120)
+    assert view["state"] == "completed" and view["mode"] == "mechanical"
+    assert view["analysis"].startswith("# Repository analysis: cli-repo")
+    assert view["summary"]
+    assert view["median_code"] is not None
+    assert {s["path"] for s in view["selection"]} == {"README.md", "app/main.py", "app/db.py"}
+    for entry in view["selection"]:
+        assert {"path", "kind", "last_modified_at", "stale"} <= set(entry)
+    finding = next(f for f in view["doc_findings"] if f["kind"] == "missing_identifier")
+    assert finding == {
+        "doc": "README.md",
+        "line": 3,
+        "claim": "`serve_forever`",
+        "kind": "missing_identifier",
+        "nearest": None,
+        "detail": "no definition or use of this identifier in the code",
+    }
+    assert again["analysis_id"] != view["analysis_id"] and again["snapshot_id"] == view["snapshot_id"]
+    assert third["snapshot_id"] != view["snapshot_id"]
+    assert "app/cache.py" in {s["path"] for s in third["selection"]}
+    text = render_text(view)
+    assert text.startswith("# Repository analysis") and "## Summary" in text
+
+
+def test_register_adds_the_analyze_command() -> None:
+    group = click.Group("palimpsest")
+    register(group)
+    command = group.commands["analyze"]
+    assert [p.name for p in command.params] == ["target", "tenant", "reindex", "timeout_s", "as_json"]
