@@ -291,7 +291,6 @@ def _register_commands() -> None:
         "commands_index",
         "commands_recency",
         "commands_ingest",
-        "commands_review",
         "commands_analyze",
     ):
         importlib.import_module(f"palimpsest.cli.{name}").register(cli)
