@@ -66,6 +66,13 @@ def register(cli: click.Group) -> None:
     @click.option("--path-prefix", default=None)
     @click.option("--language", default=None)
     @click.option("--kind", default=None, help="Chunk kind: function, class, method, window, section, …")
+    @click.option(
+        "--mode",
+        type=click.Choice(["lexical", "hybrid"]),
+        default="lexical",
+        show_default=True,
+        help="hybrid: lexical + semantic (the snapshot's embeddings model), fused by RRF.",
+    )
     @click.option("--json", "as_json", is_flag=True)
     @run_async
     async def search_cmd(
@@ -76,9 +83,10 @@ def register(cli: click.Group) -> None:
         path_prefix: str | None,
         language: str | None,
         kind: str | None,
+        mode: str,
         as_json: bool,
     ) -> None:
-        """Lexical search over the newest ready snapshot of a repository."""
+        """Search the newest ready snapshot of a repository (lexical, or hybrid with --mode hybrid)."""
         from palimpsest.cli.local import find_repository, local_tenant
         from palimpsest.cli.session import session
         from palimpsest.core.db import tenant_tx
@@ -88,6 +96,22 @@ def register(cli: click.Group) -> None:
         async with session(s, services=False) as sess:
             tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
             repo_id = await find_repository(sess.infra.pool, tid, repo)
+            if mode == "hybrid":  # issue 7: palimpsest.cli.commands_embed
+                from palimpsest.cli.commands_embed import hybrid_cli_search
+
+                data, text = await hybrid_cli_search(
+                    sess.infra.pool,
+                    tid,
+                    repo_id,
+                    query,
+                    limit=limit,
+                    as_json=as_json,
+                    path_prefix=path_prefix,
+                    language=language,
+                    kind=kind,
+                )
+                emit(data, as_json=as_json, text=text)
+                return
             async with tenant_tx(sess.infra.pool, tid) as conn:
                 hits = await lexical_search(
                     conn, repo_id, query, limit=limit, path_prefix=path_prefix, language=language, kind=kind
@@ -123,6 +147,7 @@ def register(cli: click.Group) -> None:
             "\n".join(
                 f"{r['snapshot_id']}  {r['commit_sha'][:12]}  {r['state']:<10} {r['reason'] or ''}"
                 f"  files={r['files']} chunks={r['chunks']} embedding={r['embedding_state']}"
+                + (f" ({r['embedding_reason']})" if r.get("embedding_reason") else "")
                 for r in rows
             )
             or "no snapshots"

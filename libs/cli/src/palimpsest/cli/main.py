@@ -292,6 +292,7 @@ def _register_commands() -> None:
         "commands_recency",
         "commands_ingest",
         "commands_analyze",
+        "commands_embed",
     ):
         importlib.import_module(f"palimpsest.cli.{name}").register(cli)
 

@@ -19,3 +19,12 @@ class IndexNotReady(IndexError_):
 
 class UnknownSeed(IndexError_):
     """A graph seed matched no file or symbol (never silently ignored)."""
+
+
+class SemanticUnavailable(IndexError_):
+    """Semantic search cannot run here; ``reason`` says why (lexical search still works)."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"semantic search unavailable: {reason}" + (f" ({detail})" if detail else ""))
+        self.reason = reason
+        self.detail = detail

@@ -41,7 +41,8 @@ async def by_request(conn: Conn, request_id: UUID) -> dict[str, Any] | None:
 async def list_snapshots(conn: Conn, repository_id: UUID) -> list[dict[str, Any]]:
     cur = await conn.execute(
         "SELECT snapshot_id, commit_sha, state, reason, files, chunks, symbols, bytes, parsed_blobs, skipped,"
-        " duration_s, embedding_state, embedding_reason, created_at, ready_at FROM code_index_snapshots"
+        " duration_s, embedding_state, embedding_reason, embedding_model, embedding_dimension, embedded_chunks,"
+        " embedding_pending, embedding_truncated, embedding_updated_at, created_at, ready_at FROM code_index_snapshots"
         " WHERE repository_id = %s ORDER BY created_at DESC",
         (repository_id,),
     )
@@ -50,7 +51,7 @@ async def list_snapshots(conn: Conn, repository_id: UUID) -> list[dict[str, Any]
 
 async def delete_repository_index(conn: Conn, repository_id: UUID) -> None:
     """Bulk-delete a repository's index bottom-up (fast), before the repository row cascades."""
-    for table in ("code_facts", "code_symbols", "code_chunks"):
+    for table in ("code_chunk_embeddings", "code_facts", "code_symbols", "code_chunks"):
         await conn.execute(f"DELETE FROM {table} WHERE repository_id = %s", (repository_id,))
     await conn.execute(
         "DELETE FROM code_index_files f USING code_index_snapshots s"

@@ -1,0 +1,213 @@
+"""One embedding run: the snapshot's pending chunks, in pages, through the engine, into the table.
+
+The run embeds at most ``max_chunks`` chunks (DESIGN §4: 20 000 per run); a snapshot with more
+pending ends ``budget_exceeded`` with what it managed stored, and the next run (the next build of
+the repository) carries on where this one stopped. When the model's dimension is not yet known for
+the tenant, the first request carries a single input, so a model of an unsupported dimension costs
+one input, not a batch. Every stop is an :class:`~palimpsest.embedder.store.Outcome`; the snapshot
+itself is never touched beyond its embedding columns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from palimpsest.core.db import Pool, tenant_tx
+from palimpsest.embedder import store
+from palimpsest.embedder.batching import BatchLimits, Item, embedding_text, make_item, plan_batches
+from palimpsest.embedder.engine import BatchEmbedder, Provider, RetryPolicy, Sleep
+from palimpsest.embedder.errors import ProviderError, RunStopped, SpendBudgetExceeded
+from palimpsest.embedder.store import Outcome
+from palimpsest.index.semantic import SUPPORTED_DIMENSIONS
+
+log = logging.getLogger(__name__)
+
+ANALYZE_AFTER = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class RunLimits:
+    max_chunks: int = 20_000
+    page: int = 1000
+    write_every: int = 512
+
+
+@dataclass(slots=True)
+class Run:
+    """The state of one run over one snapshot (one tenant, one model)."""
+
+    pool: Pool
+    tenant_id: UUID
+    repository_id: UUID
+    snapshot_id: UUID
+    engine: BatchEmbedder
+    limits: RunLimits = field(default_factory=RunLimits)
+    known_dimension: int | None = None
+    sent: int = 0
+    written: int = 0
+    buffer: list[tuple[str, int, list[float], bool]] = field(default_factory=list)
+    writing: asyncio.Task[int] | None = None  # the previous flush, written while we keep embedding
+
+    @property
+    def model(self) -> str:
+        return self.engine.provider.model
+
+    async def execute(self) -> Outcome:
+        async with tenant_tx(self.pool, self.tenant_id) as conn:
+            self.known_dimension = await store.known_dimension(conn, self.model)
+        state, reason = "ready", None
+        try:
+            try:
+                await self._embed_pending()
+            except RunStopped as stop:
+                state, reason = stop.state, stop.reason
+            except SpendBudgetExceeded as exc:
+                state, reason = "budget_exceeded", f"spend_budget: {exc}"
+            except ProviderError as exc:
+                state, reason = "embedding_failed", f"{exc.__class__.__name__}: {exc}"[:500]
+            await self._flush(wait=True)
+        except BaseException:  # infrastructure trouble: no write left running behind the retry
+            if self.writing is not None:
+                self.writing.cancel()
+                with contextlib.suppress(BaseException):
+                    await self.writing
+            raise
+        return await self._outcome(state, reason)
+
+    async def _embed_pending(self) -> None:
+        after: tuple[str, int] | None = None
+        while self.sent < self.limits.max_chunks:
+            async with tenant_tx(self.pool, self.tenant_id) as conn:
+                page = await store.pending_page(
+                    conn,
+                    self.repository_id,
+                    self.snapshot_id,
+                    self.model,
+                    after=after,
+                    limit=min(self.limits.page, self.limits.max_chunks - self.sent),
+                )
+            if not page:
+                return
+            after = (page[-1].blob_sha, page[-1].ordinal)
+            items = [
+                make_item(
+                    c.blob_sha, c.ordinal, embedding_text(c.name, c.kind, c.content), self.engine.limits
+                )
+                for c in page
+            ]
+            for batch in self._batches(items):
+                await self._send(batch)
+
+    def _batches(self, items: list[Item]) -> list[list[Item]]:
+        if self.engine.dimension is None and self.known_dimension is None and items:
+            # probe: learn the model's dimension with one input before paying for a batch
+            return [items[:1], *plan_batches(items[1:], self.engine.limits)]
+        return list(plan_batches(items, self.engine.limits))
+
+    async def _send(self, batch: list[Item]) -> None:
+        pairs = await self.engine.embed(batch)
+        self._check_dimension()
+        self.sent += len(batch)
+        self.buffer.extend((item.blob_sha, item.ordinal, vector, item.truncated) for item, vector in pairs)
+        if len(self.buffer) >= self.limits.write_every:
+            await self._flush()
+        await self.engine.beat()
+
+    def _check_dimension(self) -> None:
+        dim = self.engine.dimension
+        if dim is None:
+            return
+        if dim not in SUPPORTED_DIMENSIONS:
+            self.buffer.clear()
+            raise RunStopped(
+                "unsupported_dimensions",
+                f"model {self.model} returns {dim} dimensions; supported: "
+                + ", ".join(map(str, SUPPORTED_DIMENSIONS)),
+            )
+        if self.known_dimension is not None and dim != self.known_dimension:
+            raise ProviderError(
+                f"model {self.model} now returns {dim} dimensions; its stored vectors have {self.known_dimension}"
+            )
+
+    async def _flush(self, *, wait: bool = False) -> None:
+        """Write the buffer in the background (one write at a time) while requests go on."""
+        if self.writing is not None:
+            task, self.writing = self.writing, None
+            self.written += await task
+        if self.buffer:
+            rows, self.buffer = self.buffer, []
+            self.writing = asyncio.create_task(self._write(rows))
+        if wait and self.writing is not None:
+            task, self.writing = self.writing, None
+            self.written += await task
+
+    async def _write(self, rows: list[tuple[str, int, list[float], bool]]) -> int:
+        async with tenant_tx(self.pool, self.tenant_id) as conn:
+            return await store.write_vectors(conn, self.tenant_id, self.repository_id, self.model, rows)
+
+    async def _outcome(self, state: str, reason: str | None) -> Outcome:
+        async with tenant_tx(self.pool, self.tenant_id) as conn:
+            if self.written >= ANALYZE_AFTER:
+                await conn.execute("SELECT palimpsest_analyze_embeddings()")
+            cov = await store.coverage(conn, self.repository_id, self.snapshot_id, self.model)
+        if state == "ready" and cov.pending and self.sent >= self.limits.max_chunks:
+            state = "budget_exceeded"
+            reason = (
+                f"chunk_cap: {self.limits.max_chunks} chunks embedded per run; {cov.pending} of the"
+                " snapshot's chunks wait for the next run"
+            )
+        stats = self.engine.stats
+        return Outcome(
+            state=state,
+            reason=reason,
+            model=self.model,
+            dimension=self.engine.dimension or self.known_dimension,
+            embedded=self.written,
+            covered=cov.embedded,
+            pending=cov.pending,
+            truncated=stats.truncated,
+            tokens=stats.tokens,
+        )
+
+
+async def embed_snapshot(
+    pool: Pool,
+    tenant_id: UUID,
+    repository_id: UUID,
+    snapshot_id: UUID,
+    provider: Provider,
+    *,
+    limits: RunLimits | None = None,
+    batch_limits: BatchLimits | None = None,
+    policy: RetryPolicy | None = None,
+    beat: Callable[[], Awaitable[None]] | None = None,
+    sleep: Sleep | None = None,
+) -> Outcome:
+    """Embed the snapshot's pending chunks with ``provider``; never raises for provider trouble."""
+    engine = BatchEmbedder(provider, batch_limits or BatchLimits(), policy or RetryPolicy())
+    if beat is not None:
+        engine.beat = beat
+    if sleep is not None:
+        engine.sleep = sleep
+    run = Run(pool, tenant_id, repository_id, snapshot_id, engine, limits or RunLimits())
+    outcome = await run.execute()
+    log.info(
+        "snapshot %s embedding %s%s: %d new vectors (%s), %d pending, %d truncated, %d requests,"
+        " %d retries, %d splits",
+        snapshot_id,
+        outcome.state,
+        f" ({outcome.reason})" if outcome.reason else "",
+        outcome.embedded,
+        provider.model,
+        outcome.pending,
+        outcome.truncated,
+        engine.stats.requests,
+        engine.stats.retries,
+        engine.stats.splits,
+    )
+    return outcome

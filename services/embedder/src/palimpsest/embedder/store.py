@@ -1,0 +1,190 @@
+"""The embedder's reads and writes: pending chunks, vectors, and the snapshot's embedding state.
+
+"Pending" means a chunk of a blob the snapshot references that has no vector of the model yet —
+vectors are keyed by repository, blob and ordinal (content addressed), so a re-index pays only for
+new blobs. Vectors are written as they arrive, batch by batch, each in its own short transaction,
+so a run that stops half-way keeps what it paid for and the next run continues from there.
+COPY is refused on tables under row-level security, so rows go through a session-private staging
+table and an ``INSERT … SELECT`` that the tenant policy still checks; chunks that disappeared
+meanwhile (a concurrent build's garbage collection) are skipped rather than failing the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from palimpsest.core.db import Conn
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChunk:
+    blob_sha: str
+    ordinal: int
+    kind: str
+    name: str | None
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    embedded: int
+    pending: int
+
+
+async def repository(conn: Conn, repository_id: UUID) -> dict[str, Any] | None:
+    cur = await conn.execute(
+        "SELECT repository_id, index_mode FROM repositories WHERE repository_id = %s", (repository_id,)
+    )
+    row = await cur.fetchone()
+    return dict(row) if row else None
+
+
+async def snapshot(conn: Conn, snapshot_id: UUID) -> dict[str, Any] | None:
+    cur = await conn.execute(
+        "SELECT snapshot_id, repository_id, state, embedding_state, embedding_model FROM code_index_snapshots"
+        " WHERE snapshot_id = %s",
+        (snapshot_id,),
+    )
+    row = await cur.fetchone()
+    return dict(row) if row else None
+
+
+_PENDING = (
+    " FROM code_chunks c"
+    " WHERE c.repository_id = %(repo)s"
+    "   AND c.blob_sha IN (SELECT f.blob_sha FROM code_index_files f WHERE f.snapshot_id = %(snap)s)"
+    "   AND NOT EXISTS (SELECT 1 FROM code_chunk_embeddings e WHERE e.repository_id = c.repository_id"
+    "                   AND e.blob_sha = c.blob_sha AND e.ordinal = c.ordinal AND e.model = %(model)s)"
+)
+
+
+async def coverage(conn: Conn, repository_id: UUID, snapshot_id: UUID, model: str) -> Coverage:
+    """How many of the snapshot's chunks have a vector of ``model``, and how many do not."""
+    params = {"repo": repository_id, "snap": snapshot_id, "model": model}
+    cur = await conn.execute("SELECT count(*) AS n" + _PENDING, params)
+    row = await cur.fetchone()
+    pending = int(row["n"]) if row else 0
+    cur = await conn.execute(
+        "SELECT count(*) AS n FROM code_chunks c WHERE c.repository_id = %(repo)s"
+        " AND c.blob_sha IN (SELECT f.blob_sha FROM code_index_files f WHERE f.snapshot_id = %(snap)s)",
+        params,
+    )
+    row = await cur.fetchone()
+    total = int(row["n"]) if row else 0
+    return Coverage(embedded=total - pending, pending=pending)
+
+
+async def pending_page(
+    conn: Conn,
+    repository_id: UUID,
+    snapshot_id: UUID,
+    model: str,
+    *,
+    after: tuple[str, int] | None,
+    limit: int,
+) -> list[PendingChunk]:
+    """The next ``limit`` pending chunks in (blob, ordinal) order, after the key ``after``."""
+    params: dict[str, Any] = {"repo": repository_id, "snap": snapshot_id, "model": model, "limit": limit}
+    keyset = ""
+    if after is not None:
+        keyset = " AND (c.blob_sha, c.ordinal) > (%(sha)s, %(ord)s)"
+        params["sha"], params["ord"] = after
+    cur = await conn.execute(
+        "SELECT c.blob_sha, c.ordinal, c.kind, c.name, c.content"
+        + _PENDING
+        + keyset
+        + " ORDER BY c.blob_sha, c.ordinal LIMIT %(limit)s",
+        params,
+    )
+    return [
+        PendingChunk(r["blob_sha"], r["ordinal"], r["kind"], r["name"], r["content"])
+        for r in await cur.fetchall()
+    ]
+
+
+async def known_dimension(conn: Conn, model: str) -> int | None:
+    """The dimension this tenant's vectors of ``model`` already have (None when there are none)."""
+    cur = await conn.execute("SELECT dimension FROM code_chunk_embeddings WHERE model = %s LIMIT 1", (model,))
+    row = await cur.fetchone()
+    return int(row["dimension"]) if row else None
+
+
+async def write_vectors(
+    conn: Conn,
+    tenant_id: UUID,
+    repository_id: UUID,
+    model: str,
+    rows: Sequence[tuple[str, int, Sequence[float], bool]],
+) -> int:
+    """Store (blob, ordinal, vector, truncated) rows; returns how many were new."""
+    if not rows:
+        return 0
+    await conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS stage_embeddings"
+        " (blob_sha text, ordinal integer, embedding real[], truncated boolean) ON COMMIT DROP"
+    )
+    async with conn.cursor() as cur:
+        # binary COPY: psycopg's text dumper of float lists costs ~2 ms per 384-float vector
+        async with cur.copy(
+            "COPY stage_embeddings (blob_sha, ordinal, embedding, truncated) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "int4", "float4[]", "bool"])
+            for blob_sha, ordinal, vector, truncated in rows:
+                await copy.write_row((blob_sha, ordinal, list(vector), truncated))
+        await cur.execute(
+            "INSERT INTO code_chunk_embeddings"
+            " (tenant_id, repository_id, blob_sha, ordinal, model, embedding, truncated)"
+            " SELECT %(tenant)s, %(repo)s, s.blob_sha, s.ordinal, %(model)s, s.embedding, s.truncated"
+            " FROM stage_embeddings s"
+            " WHERE EXISTS (SELECT 1 FROM code_chunks c WHERE c.repository_id = %(repo)s"
+            "               AND c.blob_sha = s.blob_sha AND c.ordinal = s.ordinal)"
+            " ON CONFLICT DO NOTHING",
+            {"tenant": tenant_id, "repo": repository_id, "model": model},
+        )
+        inserted = cur.rowcount
+        await cur.execute("TRUNCATE stage_embeddings")
+    return max(inserted, 0)
+
+
+async def mark_started(conn: Conn, snapshot_id: UUID, model: str | None) -> None:
+    await conn.execute(
+        "UPDATE code_index_snapshots SET embedding_state = 'embedding', embedding_reason = NULL,"
+        " embedding_model = %s, embedding_updated_at = now() WHERE snapshot_id = %s",
+        (model, snapshot_id),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a run ends with; stored on the snapshot and sent in ``snapshot.embedded``."""
+
+    state: str  # ready | skipped | budget_exceeded | embedding_failed | unsupported_dimensions
+    reason: str | None = None
+    model: str | None = None
+    dimension: int | None = None
+    embedded: int = 0  # vectors written by this run
+    covered: int = 0  # the snapshot's chunks that have a vector of the model
+    pending: int = 0  # the snapshot's chunks that still do not
+    truncated: int = 0
+    tokens: int = 0
+
+
+async def record_outcome(conn: Conn, snapshot_id: UUID, outcome: Outcome) -> None:
+    await conn.execute(
+        "UPDATE code_index_snapshots SET embedding_state = %s, embedding_reason = %s, embedding_model = %s,"
+        " embedding_dimension = %s, embedded_chunks = %s, embedding_pending = %s, embedding_truncated = %s,"
+        " embedding_updated_at = now() WHERE snapshot_id = %s",
+        (
+            outcome.state,
+            outcome.reason,
+            outcome.model,
+            outcome.dimension,
+            outcome.covered,
+            outcome.pending,
+            outcome.truncated,
+            snapshot_id,
+        ),
+    )

@@ -1,0 +1,1 @@
+"""Embedder and hybrid search tests (issue 7)."""
