@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 from palimpsest.chunker.errors import BuildFailed
 from palimpsest.chunker.parsing import ANALYSIS_VERSION, detect_language, is_doc
 from palimpsest.chunker.source import Source
-from palimpsest.chunker.work import BlobResult, analyze_batch
+from palimpsest.chunker.work import BatchResult, BlobSummary, analyze_batch
 from palimpsest.core.db import Conn
 from palimpsest.core.git import TreeEntry, ls_tree, object_sizes, read_blobs
 from palimpsest.core.git_errors import GitError, GitFailure
@@ -152,9 +152,8 @@ async def _build(
     stats = BuildStats()
     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
     await create_staging(conn)
-    # bulk-load settings for this transaction only: GIN entries go to a large pending list that is
-    # merged once at the end; losing the last commits of a build on a crash only means a rebuild
-    await conn.execute("SET LOCAL gin_pending_list_limit = '256MB'")
+    # bulk-load settings for this transaction only; losing the last commits of a build on a crash
+    # only means a rebuild
     await conn.execute("SET LOCAL work_mem = '64MB'")
     await conn.execute("SET LOCAL synchronous_commit = off")
     t = _timed(stats, "lock_s", started)
@@ -194,9 +193,9 @@ async def _build(
         tw = time.monotonic()
         await _write_batch(conn, tenant_id, repository_id, batch)
         write_s += time.monotonic() - tw
-        for b in batch:
-            blobs[b.sha] = BlobInfo(b.language, b.size, b.skip_reason, len(b.chunks), len(b.symbols))
-        stats.parsed_blobs += len(batch)
+        for b in batch.blobs:
+            blobs[b.sha] = BlobInfo(b.language, b.size, b.skip_reason, b.chunk_count, b.symbol_count)
+        stats.parsed_blobs += len(batch.blobs)
         if progress is not None:
             await progress(stats.parsed_blobs, len(todo))
         if heartbeat is not None:
@@ -209,7 +208,7 @@ async def _build(
     await conn.execute("SET LOCAL enable_nestloop = off")
     await _write_files(conn, tenant_id, snapshot_id, rows, blobs, stats)
     t = _timed(stats, "write_files_s", t)
-    if stats.parsed_blobs:
+    if stats.parsed_blobs:  # searches should not have to scan the GIN pending list this load left
         await conn.execute("SELECT palimpsest_merge_lexical_index()")
         t = _timed(stats, "merge_gin_s", t)
     if stats.parsed_blobs >= ANALYZE_AFTER_BLOBS:
@@ -231,23 +230,25 @@ async def _check_storage(conn: Conn, limits: Limits, new_bytes: int) -> None:
 
 async def _parse(
     source: Source, todo: list[FileRow], limits: Limits, executor: Executor | None, started: float
-) -> AsyncIterator[list[BlobResult]]:
+) -> AsyncIterator[BatchResult]:
     """Yield analysed batches; reading, parsing (in workers) and the caller's writes overlap."""
     too_large = [r for r in todo if r.skip_reason is not None]
     if too_large:
-        yield [BlobResult(r.sha, r.language, r.size, r.skip_reason, 0, [], [], []) for r in too_large]
+        yield BatchResult(
+            [BlobSummary(r.sha, r.language, r.size, r.skip_reason, 0, 0, 0) for r in too_large], b"", b"", b""
+        )
     wanted = {r.sha: r for r in todo if r.skip_reason is None}
     if not wanted:
         return
     loop = asyncio.get_running_loop()
-    inflight: list[asyncio.Future[list[BlobResult]]] = []
+    inflight: list[asyncio.Future[BatchResult]] = []
     max_inflight = max(2, limits.workers * 2)
     batch: list[tuple[str, str, bytes]] = []
     batch_bytes = 0
 
-    def submit(items: list[tuple[str, str, bytes]]) -> asyncio.Future[list[BlobResult]]:
+    def submit(items: list[tuple[str, str, bytes]]) -> asyncio.Future[BatchResult]:
         if executor is None:
-            fut: asyncio.Future[list[BlobResult]] = loop.create_future()
+            fut: asyncio.Future[BatchResult] = loop.create_future()
             fut.set_result(analyze_batch(items, limits.max_file_bytes))
             return fut
         return asyncio.wrap_future(executor.submit(analyze_batch, items, limits.max_file_bytes))
@@ -277,75 +278,73 @@ async def _parse(
 # PostgreSQL refuses COPY FROM into a table under row-level security, so rows are copied into
 # session-private staging tables (no RLS) and moved with INSERT … SELECT, which the tenant policy's
 # WITH CHECK still guards.
+# PostgreSQL refuses COPY FROM into a table under row-level security, so rows are copied into
+# session-private staging tables (no RLS) and moved with INSERT … SELECT, which the tenant policy's
+# WITH CHECK still guards. Staged rows carry no tenant or repository: the move adds them.
 _STAGED = {
-    "code_blobs": "tenant_id, repository_id, blob_sha, language, size, analysis_version, skip_reason,"
-    " parse_errors, chunk_count, symbol_count",
-    "code_chunks": "tenant_id, repository_id, blob_sha, ordinal, kind, name, start_line, end_line, content",
-    "code_symbols": "tenant_id, repository_id, blob_sha, ordinal, name, kind, start_line, end_line, parent",
-    "code_facts": "tenant_id, repository_id, blob_sha, ordinal, kind, name, line, target, detail",
-    "code_index_files": "tenant_id, snapshot_id, path, blob_sha, language, kind, size, skip_reason",
+    "code_chunks": "blob_sha, ordinal, kind, name, start_line, end_line, content",
+    "code_symbols": "blob_sha, ordinal, name, kind, start_line, end_line, parent",
+    "code_facts": "blob_sha, ordinal, kind, name, line, target, detail",
+    "code_blobs": "blob_sha, language, size, analysis_version, skip_reason, parse_errors, chunk_count, symbol_count",
 }
+_FILES = "tenant_id, snapshot_id, path, blob_sha, language, kind, size, skip_reason"
 
 
 async def create_staging(conn: Conn) -> None:
-    for table in _STAGED:
+    for table, cols in _STAGED.items():
         await conn.execute(
-            f"CREATE TEMP TABLE IF NOT EXISTS stage_{table} (LIKE {table} INCLUDING DEFAULTS) ON COMMIT DROP"
+            f"CREATE TEMP TABLE IF NOT EXISTS stage_{table} ON COMMIT DROP AS"
+            f" SELECT {cols} FROM {table} WITH NO DATA"
         )
     await conn.execute("ALTER TABLE stage_code_chunks ADD COLUMN IF NOT EXISTS tokens text")
+    await conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS stage_code_index_files ON COMMIT DROP AS"
+        f" SELECT {_FILES} FROM code_index_files WITH NO DATA"
+    )
 
 
-async def _flush(conn: Conn, table: str) -> None:
+async def _flush(conn: Conn, table: str, tenant_id: UUID, repository_id: UUID) -> None:
     cols = _STAGED[table]
     if table == "code_chunks":
         await conn.execute(
-            f"INSERT INTO code_chunks ({cols}, lexical) SELECT {cols}, to_tsvector('simple', tokens)"
-            " FROM stage_code_chunks"
+            f"INSERT INTO code_chunks (tenant_id, repository_id, {cols}, lexical)"
+            f" SELECT %s, %s, {cols}, to_tsvector('simple', tokens) FROM stage_code_chunks",
+            (tenant_id, repository_id),
         )
     else:
-        await conn.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM stage_{table}")
+        await conn.execute(
+            f"INSERT INTO {table} (tenant_id, repository_id, {cols}) SELECT %s, %s, {cols} FROM stage_{table}",
+            (tenant_id, repository_id),
+        )
     await conn.execute(f"TRUNCATE stage_{table}")
 
 
-async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: list[BlobResult]) -> None:
+async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: BatchResult) -> None:
     async with conn.cursor() as cur:
         async with cur.copy(f"COPY stage_code_blobs ({_STAGED['code_blobs']}) FROM STDIN") as copy:
-            for b in batch:
+            for b in batch.blobs:
                 await copy.write_row(
                     (
-                        tenant_id,
-                        repository_id,
                         b.sha,
                         b.language,
                         b.size,
                         ANALYSIS_VERSION,
                         b.skip_reason,
                         b.parse_errors,
-                        len(b.chunks),
-                        len(b.symbols),
+                        b.chunk_count,
+                        b.symbol_count,
                     )
                 )
-        await _flush(conn, "code_blobs")
-        if any(b.chunks for b in batch):
-            async with cur.copy(
-                f"COPY stage_code_chunks ({_STAGED['code_chunks']}, tokens) FROM STDIN"
-            ) as copy:
-                for b in batch:
-                    for c in b.chunks:
-                        await copy.write_row((tenant_id, repository_id, b.sha, *c))
-            await _flush(conn, "code_chunks")
-        if any(b.symbols for b in batch):
-            async with cur.copy(f"COPY stage_code_symbols ({_STAGED['code_symbols']}) FROM STDIN") as copy:
-                for b in batch:
-                    for s in b.symbols:
-                        await copy.write_row((tenant_id, repository_id, b.sha, *s))
-            await _flush(conn, "code_symbols")
-        if any(b.facts for b in batch):
-            async with cur.copy(f"COPY stage_code_facts ({_STAGED['code_facts']}) FROM STDIN") as copy:
-                for b in batch:
-                    for f in b.facts:
-                        await copy.write_row((tenant_id, repository_id, b.sha, *f))
-            await _flush(conn, "code_facts")
+        await _flush(conn, "code_blobs", tenant_id, repository_id)
+        for table, payload, extra in (
+            ("code_chunks", batch.chunks, ", tokens"),
+            ("code_symbols", batch.symbols, ""),
+            ("code_facts", batch.facts, ""),
+        ):
+            if payload:
+                async with cur.copy(f"COPY stage_{table} ({_STAGED[table]}{extra}) FROM STDIN") as copy:
+                    await copy.write(payload)
+                await _flush(conn, table, tenant_id, repository_id)
 
 
 async def _write_files(
@@ -359,7 +358,7 @@ async def _write_files(
     """Write the snapshot's files with each blob's language and skip reason; total up the snapshot."""
     async with (
         conn.cursor() as cur,
-        cur.copy(f"COPY stage_code_index_files ({_STAGED['code_index_files']}) FROM STDIN") as copy,
+        cur.copy(f"COPY stage_code_index_files ({_FILES}) FROM STDIN") as copy,
     ):
         for r in rows:
             info = blobs.get(r.sha)
@@ -376,7 +375,8 @@ async def _write_files(
                 stats.bytes += info.size
             else:
                 stats.skipped[info.skip_reason] += 1
-    await _flush(conn, "code_index_files")
+    await conn.execute(f"INSERT INTO code_index_files ({_FILES}) SELECT {_FILES} FROM stage_code_index_files")
+    await conn.execute("TRUNCATE stage_code_index_files")
 
 
 async def finish(
