@@ -293,6 +293,8 @@ def _register_commands() -> None:
         "commands_ingest",
         "commands_analyze",
         "commands_embed",
+        "commands_graph",
+        "commands_review",
     ):
         importlib.import_module(f"palimpsest.cli.{name}").register(cli)
 

@@ -1,1 +1,5 @@
-"""reviewer"""
+"""The reviewer: recency-aware, doc-skeptical pull-request reviews (DESIGN §5 "Reviewer").
+
+:func:`palimpsest.reviewer.context.assemble_context` is the one core both callers share; the
+service (:mod:`palimpsest.reviewer.service`) runs it for every ``review.requested``.
+"""

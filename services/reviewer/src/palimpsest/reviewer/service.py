@@ -1,15 +1,374 @@
-"""The reviewer service's bootstrap: its settings, handlers and consumer."""
+"""The reviewer service: ``review.requested`` → a stored review and ``review.completed``.
+
+Both callers — the webhook flow (GitHub, GitLab, Bitbucket pull/merge requests through ingest) and
+the local flow (``palimpsest review``) — arrive here as the same event and go through the same
+core (:func:`palimpsest.reviewer.context.assemble_context`). Slow work (git, the index, the model)
+runs first; the review and its event are written in the inbox transaction. Idempotent per
+(repository, head sha): a redelivered or repeated request answers with the stored review.
+
+Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALIMPSEST_LLM_*``:
+
+=====================================  ===========================================================
+``PALIMPSEST_REVIEW_BUDGET_TOKENS``    context budget in tokens, split across the sources (8000)
+``PALIMPSEST_REVIEW_MAX_FINDINGS``     findings kept per review (20)
+``PALIMPSEST_REVIEW_MAX_DIFF_CHARS``   larger diffs are shown to the model in part (120000)
+``PALIMPSEST_REVIEW_MAX_TOKENS``       the model's output token limit (2048)
+=====================================  ===========================================================
+"""
 
 from __future__ import annotations
 
-from palimpsest.core.service import Infra, ServiceDefinition
-from palimpsest.core.settings import BaseServiceSettings
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from pydantic import Field
+
+from palimpsest.core import metrics
+from palimpsest.core.bus import CONSUMERS, ConsumerSpec
+from palimpsest.core.consumer import HandlerContext
+from palimpsest.core.credentials import git_auth_for
+from palimpsest.core.db import Pool, tenant_tx
+from palimpsest.core.errors import LLMError
+from palimpsest.core.events import ReviewCompleted, ReviewRequested
+from palimpsest.core.git import GitAuth
+from palimpsest.core.ids import uuid7
+from palimpsest.core.llm import Gateway, LLMSettings
+from palimpsest.core.outbox import emit
+from palimpsest.core.secretbox import KEY_FILE, SecretBox, load_box
+from palimpsest.core.service import Background, Infra, ServiceDefinition
+from palimpsest.core.settings import BaseServiceSettings, load
+from palimpsest.index.errors import IndexNotReady
+from palimpsest.reviewer.candidates import QueryEmbedder
+from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
+from palimpsest.reviewer.errors import ReviewFailed
+from palimpsest.reviewer.posting import installation_target, open_token, post_review
+from palimpsest.reviewer.review import Outcome, brief, diff_for_model, messages, read_reply
+from palimpsest.reviewer.source import GitHead, PullRequestDiff, open_repository, pull_request_diff, rev_parse
+from palimpsest.reviewer.store import ReviewRecord, existing_review, mark_posted, save_review, stored_record
+
+__all__ = ["ReviewerService", "Settings", "bootstrap", "definition"]
+
+log = logging.getLogger(__name__)
 
 
-class Settings(BaseServiceSettings):
+class Settings(BaseServiceSettings, LLMSettings):
     """Settings of the reviewer service (PALIMPSEST_* variables)."""
+
+    review_budget_tokens: int = Field(default=8000, ge=100, le=1_000_000)
+    review_max_findings: int = Field(default=20, ge=0, le=500)
+    review_max_diff_chars: int = Field(default=120_000, ge=1000)
+    review_max_tokens: int = Field(default=2048, ge=64, le=200_000)
+    review_per_source: int = Field(default=12, ge=1, le=200)
+    review_post: bool = True  # post reviews of provider pull requests back to the provider
+    review_github_api_url: str | None = None  # default: https://api.github.com (or the GHES host's /api/v3)
+    review_gitlab_api_url: str | None = None  # default: https://<host>/api/v4
+    review_bitbucket_api_url: str | None = None  # default: https://api.bitbucket.org/2.0
+
+
+class ReviewerService:
+    def __init__(self, pool: Pool, gateway: Gateway, settings: Settings) -> None:
+        self.pool = pool
+        self.gateway = gateway
+        self.settings = settings
+
+    async def on_requested(self, event: ReviewRequested, ctx: HandlerContext) -> None:
+        started = time.monotonic()
+        repo = await self._repository(event)
+        if repo is None:
+            log.info("review request %s: repository %s is gone", event.request_id, event.repository_id)
+            return
+        if event.head_sha:
+            async with tenant_tx(self.pool, event.tenant_id) as conn:
+                found = await existing_review(conn, event.repository_id, event.head_sha)
+            if found is not None:
+                await self._answer_existing(event, ctx, found)
+                return
+        record = await self.review(event, repo, heartbeat=ctx.heartbeat)
+        await self._post(event, record)
+        record.duration_s = round(time.monotonic() - started, 3)
+        async with ctx.transaction() as conn:
+            if record.head_sha:
+                record.review_id = await save_review(conn, event.tenant_id, record)
+            await emit(
+                conn, _completed(event, record.review_id, record.state, record.reason, posted=record.posted)
+            )
+        metrics.REVIEW_SECONDS.labels(record.state).observe(record.duration_s)
+        log.info(
+            "review %s of %s@%s: %s (%s)",
+            record.review_id,
+            event.repository_id,
+            record.head_sha[:12],
+            record.state,
+            record.mode,
+        )
+
+    async def _post(self, event: ReviewRequested, record: ReviewRecord) -> None:
+        """Post a completed review of a provider pull request (at most once per head, see posting)."""
+        s = self.settings
+        if not s.review_post or record.state != "completed" or event.provider == "local" or not event.number:
+            return
+        urls = {
+            "github": s.review_github_api_url,
+            "gitlab": s.review_gitlab_api_url,
+            "bitbucket": s.review_bitbucket_api_url,
+        }
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            found = await installation_target(conn, event.repository_id, event.number, record.head_sha, urls)
+        box = self._box()
+        if found is None or box is None:
+            metrics.REVIEWS_POSTED.labels(event.provider, "no_credentials").inc()
+            return
+        target, sealed = found
+        try:
+            fresh = await post_review(target, open_token(box, sealed), record.summary, record.findings)
+        except ReviewFailed as exc:
+            metrics.REVIEWS_POSTED.labels(event.provider, "failed").inc()
+            record.reason = str(exc)
+            log.warning("review %s not posted: %s", record.review_id, exc)
+            return
+        record.posted = True
+        metrics.REVIEWS_POSTED.labels(event.provider, "posted" if fresh else "already_posted").inc()
+
+    def _box(self) -> SecretBox | None:
+        key = self.settings.encryption_key
+        if key is not None:
+            return load_box(key.get_secret_value(), home=self.settings.home, generate=False)
+        if (self.settings.home / KEY_FILE).exists():  # embedded: the key ingest generated
+            return load_box(None, home=self.settings.home, generate=True)
+        return None
+
+    async def _answer_existing(
+        self, event: ReviewRequested, ctx: HandlerContext, found: dict[str, Any]
+    ) -> None:
+        if not found["posted"] and found["state"] == "completed":  # an earlier post failed: try again
+            async with tenant_tx(self.pool, event.tenant_id) as conn:
+                record = await stored_record(conn, UUID(str(found["review_id"])))
+            if record is not None:
+                await self._post(event, record)
+                if record.posted:
+                    async with tenant_tx(self.pool, event.tenant_id) as conn:
+                        await mark_posted(conn, record.review_id)
+                    found = {**found, "posted": True}
+        async with ctx.transaction() as conn:
+            await emit(
+                conn,
+                _completed(
+                    event,
+                    UUID(str(found["review_id"])),
+                    found["state"],
+                    found["reason"],
+                    posted=bool(found["posted"]),
+                ),
+            )
+        log.info("review request %s: head %s was reviewed before", event.request_id, event.head_sha)
+
+    async def _repository(self, event: ReviewRequested) -> dict[str, Any] | None:
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            cur = await conn.execute(
+                "SELECT repository_id, clone_url, default_branch, index_mode, provider FROM repositories"
+                " WHERE repository_id = %s",
+                (event.repository_id,),
+            )
+            row = await cur.fetchone()
+        return dict(row) if row else None
+
+    async def review(
+        self, event: ReviewRequested, repo: dict[str, Any], *, heartbeat: Any = None
+    ) -> ReviewRecord:
+        """The whole review of one request (no writes): git, the index, the model."""
+        record = ReviewRecord(
+            uuid7(),
+            event.repository_id,
+            event.request_id,
+            event.provider,
+            event.head_sha or "",
+            event.base_sha,
+            event.number,
+        )
+        try:
+            base = event.base_sha or event.base_ref or repo["default_branch"]
+            head = event.head_sha or event.head_ref
+            if not head:
+                raise ReviewFailed("missing_head", "the request names no head commit")
+            commits = [c for c in (event.base_sha, event.head_sha) if c]
+            async with open_repository(
+                repo["clone_url"],
+                commits,
+                auth=await self._auth(event, repo),
+                allow_local=self.settings.allow_local_sources,
+            ) as git_dir:
+                record.base_sha = await rev_parse(git_dir, base)
+                record.head_sha = await rev_parse(git_dir, head)
+                pr = await pull_request_diff(git_dir, record.base_sha, record.head_sha)
+                if heartbeat is not None:
+                    await heartbeat()
+                context = await self._context(
+                    event, repo, pr, GitHead(git_dir, record.head_sha), record.base_sha
+                )
+            _fill_context(record, context)
+            outcome, usage = await self._findings(event, context, pr)
+            record.summary, record.findings = outcome.summary, outcome.findings
+            record.findings_dropped = outcome.findings_dropped
+            record.mode, record.model = usage.get("mode", "brief"), usage.get("model")
+            record.reason = usage.get("reason")
+            record.prompt_tokens = usage.get("prompt_tokens", 0)
+            record.completion_tokens = usage.get("completion_tokens", 0)
+            record.cost_usd = usage.get("cost_usd")
+        except ReviewFailed as exc:
+            record.state, record.reason = "failed", str(exc)
+        except IndexNotReady as exc:
+            record.state, record.reason = "failed", f"index_not_ready: {exc}"
+        if not _valid_sha(record.head_sha):
+            record.head_sha = ""
+        return record
+
+    async def _auth(self, event: ReviewRequested, repo: dict[str, Any]) -> GitAuth | None:
+        """The installation's token for fetching the PR's head (decrypted in core)."""
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            return await git_auth_for(conn, repo["repository_id"], self._box())
+
+    async def _context(
+        self, event: ReviewRequested, repo: dict[str, Any], pr: PullRequestDiff, head: GitHead, base: str
+    ) -> ReviewContext:
+        s = self.settings
+        rerank = await self._reranker(event.tenant_id)
+        embed = await self._query_embedder(event.tenant_id) if repo["index_mode"] == "hybrid" else None
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            return await assemble_context(
+                conn,
+                event.repository_id,
+                pr.files,
+                pr.at_head,
+                s.review_budget_tokens,
+                base_sha=base,
+                head=head,
+                rerank=rerank,
+                embed_query=embed,
+                options=ContextOptions(per_source=s.review_per_source),
+            )
+
+    async def _reranker(self, tenant_id: UUID) -> Reranker | None:
+        route = await self.gateway.route(tenant_id, "rerank")
+        if route is None:
+            return None
+
+        async def rerank(query: str, documents: Sequence[str]) -> list[float]:
+            result = await self.gateway.rerank(tenant_id, query, documents, route=route, reference="review")
+            scores = [0.0] * len(documents)
+            for index, score in result.ranking:
+                if 0 <= index < len(scores):
+                    scores[index] = score
+            return scores
+
+        return rerank
+
+    async def _query_embedder(self, tenant_id: UUID) -> QueryEmbedder | None:
+        async def embed(model: str, text: str) -> Sequence[float]:
+            route = await self.gateway.embeddings_route(tenant_id, model)
+            result = await self.gateway.embed(tenant_id, [text], route=route, reference="review")
+            return result.vectors[0]
+
+        return embed
+
+    async def _findings(
+        self, event: ReviewRequested, context: ReviewContext, pr: PullRequestDiff
+    ) -> tuple[Outcome, dict[str, Any]]:
+        s = self.settings
+        route = await self.gateway.route(event.tenant_id, "review")
+        if route is None:
+            return Outcome(brief(context, pr.files)), {"mode": "brief"}
+        diff, left_out = diff_for_model(pr.text, pr.files, s.review_max_diff_chars)
+        try:
+            result = await self.gateway.chat(
+                event.tenant_id,
+                "review",
+                messages(context, diff, event.title, event.body),
+                max_tokens=s.review_max_tokens,
+                route=route,
+                reference=str(event.request_id),
+            )
+        except LLMError as exc:
+            summary = brief(context, pr.files) + f"\n\nThe model call failed ({exc}); no findings."
+            return Outcome(summary), {"mode": "brief", "reason": f"model_failed: {exc}"}
+        outcome = read_reply(result.text, pr.files, max_findings=s.review_max_findings, left_out=left_out)
+        return outcome, {
+            "mode": "model",
+            "model": result.model,
+            "prompt_tokens": result.usage.prompt_tokens,
+            "completion_tokens": result.usage.completion_tokens,
+            "cost_usd": result.usage.cost_usd,
+            "reason": "diff_reviewed_in_part" if left_out else None,
+        }
+
+    def background(self) -> list[Background]:
+        async def close_gateway(infra: Infra, stop: asyncio.Event) -> None:
+            try:
+                await stop.wait()
+            finally:
+                await asyncio.shield(self.gateway.aclose())
+
+        return [close_gateway]
+
+
+def _fill_context(record: ReviewRecord, context: ReviewContext) -> None:
+    record.snapshot_id = context.snapshot_id
+    record.context = context.context_dicts()
+    record.dropped = context.dropped
+    record.cochange_missing = context.cochange_missing
+    record.sources = {
+        **context.sources(),
+        "ranking": context.ranking,
+        "budget": context.budget,
+        "snapshot_on_base": context.on_base,
+    }
+
+
+def _valid_sha(sha: str) -> bool:
+    return 7 <= len(sha) <= 64 and all(ch in "0123456789abcdef" for ch in sha)
+
+
+def _completed(
+    event: ReviewRequested, review_id: UUID, state: str, reason: str | None, *, posted: bool = False
+) -> ReviewCompleted:
+    return ReviewCompleted(
+        tenant_id=event.tenant_id,
+        repository_id=event.repository_id,
+        request_id=event.request_id,
+        review_id=review_id,
+        state=state,  # type: ignore[arg-type]
+        reason=reason,
+        posted=posted,
+    )
+
+
+def definition(
+    infra: Infra, settings: Settings, *, consumer: ConsumerSpec | None = None, gateway: Gateway | None = None
+) -> ServiceDefinition:
+    """The service with explicit settings (tests pass their own consumer and gateway)."""
+    gateway = gateway or Gateway(infra.pool, settings)
+    service = ReviewerService(infra.pool, gateway, settings)
+    infra.extras["reviewer"] = service
+    return ServiceDefinition(
+        name="reviewer",
+        handlers={"review.requested": service.on_requested},
+        consumer=consumer or CONSUMERS["reviewer"],
+        background=service.background(),
+    )
 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
-    # No handlers yet: the reviewer service does not subscribe until its issue lands.
-    return ServiceDefinition(name="reviewer")
+    settings = infra.settings if isinstance(infra.settings, Settings) else load(Settings, **_shared(infra))
+    return definition(infra, settings)
+
+
+def _shared(infra: Infra) -> dict[str, Any]:
+    """Values the process was started with (e.g. the embedded stack's) win over the environment."""
+    return {
+        k: getattr(infra.settings, k)
+        for k in BaseServiceSettings.model_fields
+        if k in infra.settings.model_fields_set
+    }

@@ -1,0 +1,329 @@
+"""The review core: the context a pull request is reviewed with, the same for every caller.
+
+:func:`assemble_context` is called by the webhook flow and the local/API flow alike. The diff
+and the files at head come from the caller (the provider or the local repository); the index
+supplies candidates only — from the ready snapshot of the base commit, else the newest ready one:
+
+1. gather the five sources (:mod:`palimpsest.reviewer.candidates`);
+2. drop candidates whose content no longer matches head (``stale``);
+3. rank: the tenant's rerank model when one is routed, else the sources' reciprocal rank fusion
+   normalised to 0..1;
+4. :func:`apply_recency` — THE shared rule (:mod:`palimpsest.index.staleness`) with the median
+   taken from the retrieved code chunks: stale docs dropped unless their score is ≥ 0.6
+   (``stale_doc``), surviving docs headed ``(documentation — verify against code)``, dated chunks
+   ``last modified <date>``; unknown dates change nothing;
+5. split the token budget across the sources; what does not fit is reported (``budget``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+from uuid import UUID
+
+from palimpsest.core.db import Conn
+from palimpsest.core.errors import PalimpsestError
+from palimpsest.index.errors import IndexNotReady
+from palimpsest.index.recency import last_modified_at
+from palimpsest.index.snapshots import for_commit, newest_ready
+from palimpsest.index.staleness import is_doc, is_stale, median_code_date
+from palimpsest.reviewer import candidates as sources
+from palimpsest.reviewer.candidates import SOURCES, Candidate, QueryEmbedder, Source
+from palimpsest.reviewer.diff import ChangedFile, DiffNames, changed_paths, diff_names, parse_diff
+
+log = logging.getLogger(__name__)
+
+DOC_ANNOTATION = "(documentation — verify against code)"
+KEEP_STALE_DOC_SCORE = 0.6
+RRF_K = 60
+
+# (query, documents) → one 0..1 relevance score per document, in document order
+Reranker = Callable[[str, Sequence[str]], Awaitable[Sequence[float]]]
+
+
+class HeadReader(Protocol):
+    """The repository at the pull request's head, for candidates of an older snapshot."""
+
+    async def changed_since(self, commit: str) -> Mapping[str, str | None]:
+        """Every path whose content differs between ``commit`` and head → its head text (None: gone)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ContextOptions:
+    shares: Mapping[Source, float] = field(
+        default_factory=lambda: {
+            "definitions": 0.3,
+            "usage": 0.2,
+            "related": 0.2,
+            "neighbourhood": 0.15,
+            "cochange": 0.15,
+        }
+    )
+    per_source: int = 12  # candidates asked of each source
+    max_chunk_tokens: int = 1500  # a longer chunk is cut (and says so)
+
+
+@dataclass(slots=True)
+class ReviewContext:
+    repository_id: UUID
+    snapshot_id: UUID
+    snapshot_commit: str
+    base_sha: str | None
+    budget: int
+    changed: list[str]
+    names: DiffNames
+    items: list[Candidate] = field(default_factory=list)  # in prompt order
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    cochange_missing: list[str] = field(default_factory=list)
+    median_code_date: datetime | None = None
+    ranking: str = "fused"  # fused | rerank
+    timings: dict[str, float] = field(default_factory=dict)  # phase → milliseconds, for operators
+
+    @property
+    def on_base(self) -> bool:
+        return self.base_sha is not None and self.snapshot_commit == self.base_sha
+
+    def sources(self) -> dict[str, dict[str, int]]:
+        """Per source: the chunks used and their tokens."""
+        out: dict[str, dict[str, int]] = {s: {"items": 0, "tokens": 0} for s in SOURCES}
+        for item in self.items:
+            out[item.source]["items"] += 1
+            out[item.source]["tokens"] += item.tokens
+        return out
+
+    def context_dicts(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "source": c.source,
+                "path": c.path,
+                "start_line": c.start_line,
+                "end_line": c.end_line,
+                "last_modified_at": c.last_modified_at.isoformat() if c.last_modified_at else None,
+                "annotation": c.annotation,
+                "score": round(c.score, 4),
+                "reason": c.reason,
+                "tokens": c.tokens,
+            }
+            for c in self.items
+        ]
+
+
+async def pick_snapshot(conn: Conn, repository_id: UUID, base_sha: str | None) -> dict[str, Any]:
+    """The ready snapshot of the base commit, else the newest ready one."""
+    snap = await for_commit(conn, repository_id, base_sha) if base_sha else None
+    if snap is None:  # a kept (ready or superseded) snapshot of exactly the base, else the newest
+        snap = await newest_ready(conn, repository_id)
+    if snap is None:
+        raise IndexNotReady("the repository has no ready snapshot yet (index it first)")
+    return snap
+
+
+async def assemble_context(
+    conn: Conn,
+    repository_id: UUID,
+    diff: str | Sequence[ChangedFile],
+    changed_files_at_head: Mapping[str, str | None],
+    budget: int,
+    *,
+    base_sha: str | None = None,
+    head: HeadReader | None = None,
+    rerank: Reranker | None = None,
+    embed_query: QueryEmbedder | None = None,
+    options: ContextOptions | None = None,
+) -> ReviewContext:
+    """The review context of a diff (see the module docstring); runs in a tenant transaction."""
+    options = options or ContextOptions()
+    files = parse_diff(diff) if isinstance(diff, str) else list(diff)
+    snap = await pick_snapshot(conn, repository_id, base_sha)
+    sid = UUID(str(snap["snapshot_id"]))
+    ctx = ReviewContext(
+        repository_id=repository_id,
+        snapshot_id=sid,
+        snapshot_commit=str(snap["commit_sha"]),
+        base_sha=base_sha,
+        budget=budget,
+        changed=changed_paths(files),
+        names=diff_names(files),
+    )
+    at_head = dict(changed_files_at_head)
+    if head is not None and not ctx.on_base:
+        at_head = {**(await head.changed_since(ctx.snapshot_commit)), **at_head}
+    found, ctx.cochange_missing = await _gather(conn, ctx, options, embed_query)
+    fresh = _fresh_only(found, at_head, ctx.dropped)
+    ctx.ranking = await _score(fresh, ctx, rerank)
+    await _dates(conn, repository_id, fresh)
+    ctx.median_code_date, kept = apply_recency(fresh, ctx.dropped)
+    ctx.items = _within_budget(kept, budget, options, ctx.dropped)
+    return ctx
+
+
+async def _gather(
+    conn: Conn, ctx: ReviewContext, options: ContextOptions, embed_query: QueryEmbedder | None
+) -> tuple[list[Candidate], list[str]]:
+    n, rid, sid = options.per_source, ctx.repository_id, ctx.snapshot_id
+    changed = frozenset(ctx.changed)
+    names = ctx.names
+    clock = _Clock(ctx.timings)
+    found = await sources.definitions(conn, rid, sid, [*names.defined, *names.called], n)
+    clock("definitions")
+    found += await sources.usages(conn, rid, sid, names.defined, changed, n)
+    clock("usage")
+    words = list(dict.fromkeys([*names.defined[:3], *names.called[:3], *names.mentioned]))[:6]
+    found += await sources.related(conn, rid, sid, words, changed, n, embed_query=embed_query)
+    clock("related")
+    found += await sources.neighbourhood(conn, rid, sid, changed, n)
+    clock("neighbourhood")
+    partners, missing = await sources.cochange(conn, rid, sid, ctx.changed, n)
+    clock("cochange")
+    return found + partners, missing
+
+
+class _Clock:
+    def __init__(self, into: dict[str, float]) -> None:
+        self.into = into
+        self.last = time.perf_counter()
+
+    def __call__(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.into[phase] = round((now - self.last) * 1000, 2)
+        self.last = now
+
+
+def _fresh_only(
+    found: Sequence[Candidate], at_head: Mapping[str, str | None], dropped: list[dict[str, Any]]
+) -> list[Candidate]:
+    """Candidates whose text is still in the file at head (lines re-pointed); the rest ``stale``."""
+    out: list[Candidate] = []
+    for cand in found:
+        if cand.path not in at_head:
+            out.append(cand)
+            continue
+        text = at_head[cand.path]
+        index = text.find(cand.content) if text is not None and cand.content else -1
+        if index < 0:
+            dropped.append(_drop(cand, "stale"))
+            continue
+        start = text.count("\n", 0, index) + 1 if text is not None else cand.start_line
+        cand.end_line = start + (cand.end_line - cand.start_line)
+        cand.start_line = start
+        out.append(cand)
+    return out
+
+
+async def _score(found: list[Candidate], ctx: ReviewContext, rerank: Reranker | None) -> str:
+    """Deduplicate (a chunk keeps its first source) and give every candidate a 0..1 score."""
+    fused: dict[tuple[str, int], float] = {}
+    rank_in: dict[str, int] = {}
+    for cand in found:
+        rank_in[cand.source] = rank_in.get(cand.source, 0) + 1
+        fused[cand.key] = fused.get(cand.key, 0.0) + 1.0 / (RRF_K + rank_in[cand.source])
+    seen: set[tuple[str, int]] = set()
+    unique = []
+    for cand in found:
+        if cand.key not in seen:
+            seen.add(cand.key)
+            unique.append(cand)
+    found[:] = unique
+    top = max(fused.values(), default=1.0)
+    for cand in found:
+        cand.score = fused[cand.key] / top
+    if rerank is None or not found:
+        return "fused"
+    query = " ".join([*ctx.changed[:10], *ctx.names.defined[:10], *ctx.names.called[:10]])
+    try:
+        scores = await rerank(query, [c.content[:4000] for c in found])
+    except PalimpsestError as exc:  # the model failing must not fail the review: fused scores stand
+        log.warning("rerank failed, using fused scores: %s", exc)
+        return "fused (rerank failed)"
+    if len(scores) != len(found):
+        return "fused (rerank failed)"
+    for cand, score in zip(found, scores, strict=True):
+        cand.score = min(1.0, max(0.0, float(score)))
+    return "rerank"
+
+
+async def _dates(conn: Conn, repository_id: UUID, found: Sequence[Candidate]) -> None:
+    dates = await last_modified_at(conn, repository_id, [c.path for c in found])
+    for cand in found:
+        cand.last_modified_at = dates.get(cand.path)
+
+
+def apply_recency(
+    ranked: Sequence[Candidate], dropped: list[dict[str, Any]]
+) -> tuple[datetime | None, list[Candidate]]:
+    """Stale-doc demotion and annotation, after ranking (the seed's shared helper).
+
+    The median is the median date of the retrieved *code* chunks' files; a doc stale by the
+    shared rule is dropped unless its score is ≥ 0.6. Kept docs are headed
+    ``(documentation — verify against code)``; every chunk with a known date carries
+    ``last modified <date>``. Missing dates → no demotion, no annotation.
+    """
+    median = median_code_date((c.path, c.last_modified_at) for c in ranked)
+    kept: list[Candidate] = []
+    for cand in ranked:
+        if is_stale(cand.path, cand.last_modified_at, median) and cand.score < KEEP_STALE_DOC_SCORE:
+            dropped.append(_drop(cand, "stale_doc"))
+            continue
+        notes = [DOC_ANNOTATION] if is_doc(cand.path) else []
+        if cand.last_modified_at is not None:
+            notes.append(f"last modified {cand.last_modified_at.date().isoformat()}")
+        cand.annotation = ", ".join(notes) or None
+        kept.append(cand)
+    return median, kept
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token (no tokenizer is needed to split a budget)."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def _within_budget(
+    kept: Sequence[Candidate], budget: int, options: ContextOptions, dropped: list[dict[str, Any]]
+) -> list[Candidate]:
+    """Each source gets its share of the budget; unused shares go to the best remaining chunks."""
+    by_source: dict[Source, list[Candidate]] = {s: [] for s in SOURCES}
+    for cand in kept:
+        cap = options.max_chunk_tokens * 4
+        if len(cand.content) > cap:
+            cand.content = cand.content[:cap] + "\n… (cut to fit the context budget)"
+        cand.tokens = estimate_tokens(cand.content) + estimate_tokens(cand.path) + 8
+        by_source[cand.source].append(cand)
+    total = sum(options.shares.get(s, 0.0) for s in SOURCES) or 1.0
+    chosen: set[tuple[str, int]] = set()
+    used = 0
+    for source in SOURCES:
+        allowance = budget * options.shares.get(source, 0.0) / total
+        spent = 0
+        for cand in sorted(by_source[source], key=lambda c: -c.score):
+            if spent + cand.tokens <= allowance:
+                spent += cand.tokens
+                chosen.add(cand.key)
+        used += spent
+    for cand in sorted(kept, key=lambda c: -c.score):
+        if cand.key not in chosen and used + cand.tokens <= budget:
+            used += cand.tokens
+            chosen.add(cand.key)
+    out: list[Candidate] = []
+    for source in SOURCES:
+        for cand in sorted(by_source[source], key=lambda c: -c.score):
+            if cand.key in chosen:
+                out.append(cand)
+            else:
+                dropped.append(_drop(cand, "budget"))
+    return out
+
+
+def _drop(cand: Candidate, reason: str) -> dict[str, Any]:
+    return {
+        "path": cand.path,
+        "reason": reason,
+        "source": cand.source,
+        "start_line": cand.start_line,
+        "end_line": cand.end_line,
+    }

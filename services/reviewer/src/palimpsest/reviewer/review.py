@@ -1,0 +1,216 @@
+"""The review itself: the prompt, the model's structured findings, or the brief without a model.
+
+With a model routed for ``review``, the diff and the labelled context go through the LLM gateway
+and the reply is read as JSON (findings and a summary). Findings that do not point at changed
+lines (new side) are dropped and counted; at most ``max_findings`` are kept. A diff larger than
+``max_diff_chars`` is shown to the model in part, and the summary says so. Without a model the
+review is the context brief — what changed, what uses it, what usually changes with it, stale
+docs in play — and says that findings need a model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from palimpsest.reviewer.context import DOC_ANNOTATION, ReviewContext
+from palimpsest.reviewer.diff import ChangedFile
+
+CODE_IS_AUTHORITATIVE = "Where documentation and code conflict, the code is authoritative."
+NEEDS_MODEL = (
+    "No model is configured for reviews, so this review is the context brief only; findings need a"
+    " model (set PALIMPSEST_LLM_REVIEW_MODEL or PALIMPSEST_LLM_MODEL, or route 'review' for the tenant)."
+)
+SEVERITIES = ("info", "minor", "major", "critical")
+_SEVERITY_ALIASES = {"low": "minor", "medium": "major", "high": "major", "warning": "minor", "error": "major"}
+SOURCE_TITLES = {
+    "definitions": "Definitions of symbols the diff changes and calls",
+    "usage": "Usage: places that use a changed definition",
+    "related": "Related code (similarity search — a hint, not ground truth)",
+    "neighbourhood": "Neighbourhood: files the code graph ranks around the changed files",
+    "cochange": "Co-change partners: files that usually change with the changed files but are not in this PR",
+}
+SYSTEM = (
+    "You review pull requests. Report only real problems in the changed lines: bugs, security issues,"
+    " broken contracts with the code that uses them, missing companion changes. "
+    + CODE_IS_AUTHORITATIVE
+    + " Answer with one JSON object and nothing else:"
+    ' {"summary": "...", "findings": [{"path": "...", "start_line": 1, "end_line": 1,'
+    ' "severity": "info|minor|major|critical", "category": "...", "message": "...",'
+    ' "suggested_change": "... or null"}]}. Line numbers are new-side lines of the diff.'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    path: str
+    start_line: int
+    end_line: int
+    severity: str
+    category: str
+    message: str
+    suggested_change: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "severity": self.severity,
+            "category": self.category,
+            "message": self.message,
+            "suggested_change": self.suggested_change,
+        }
+
+
+@dataclass(slots=True)
+class Outcome:
+    summary: str
+    findings: list[Finding] = field(default_factory=list)
+    findings_dropped: int = 0
+    partial_diff: bool = False
+
+
+def render_context(ctx: ReviewContext) -> str:
+    """The labelled context block of the prompt, in prompt order."""
+    lines = [
+        f"Context from the code index at commit {ctx.snapshot_commit[:12]}"
+        + ("" if ctx.on_base else " (not the PR's base: the newest indexed commit)")
+        + ". "
+        + CODE_IS_AUTHORITATIVE,
+    ]
+    current = None
+    for item in ctx.items:
+        if item.source != current:
+            current = item.source
+            lines += ["", f"### {SOURCE_TITLES[item.source]}"]
+        note = f" {item.annotation}" if item.annotation else ""
+        lines += [f"// {item.path}:L{item.start_line}-L{item.end_line}{note}", item.content.rstrip(), ""]
+    if ctx.cochange_missing:
+        lines += ["", "These usually change together with the changed files and are not in this PR:"]
+        lines += [f"- {p}" for p in ctx.cochange_missing]
+    return "\n".join(lines)
+
+
+def diff_for_model(text: str, files: Sequence[ChangedFile], max_chars: int) -> tuple[str, int]:
+    """The diff, cut at file boundaries to ``max_chars``; returns it and how many files were left out."""
+    if len(text) <= max_chars:
+        return text, 0
+    parts = re.split(r"(?m)^(?=diff --git )", text)
+    kept: list[str] = []
+    used = 0
+    for part in parts:
+        if used + len(part) > max_chars and kept:
+            break
+        kept.append(part[:max_chars])
+        used += len(part)
+    shown = sum(1 for p in kept if p.startswith("diff --git "))
+    return "".join(kept), max(0, len(files) - shown)
+
+
+def messages(ctx: ReviewContext, diff: str, title: str, body: str) -> list[dict[str, str]]:
+    user = "\n".join(
+        [
+            f"## Pull request: {title}".rstrip(),
+            body.strip(),
+            "",
+            "## Diff",
+            "```diff",
+            diff.rstrip(),
+            "```",
+            "",
+            "## Codebase context",
+            render_context(ctx),
+        ]
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def read_reply(text: str, files: Sequence[ChangedFile], *, max_findings: int, left_out: int) -> Outcome:
+    """The model's JSON reply → findings on changed lines (the rest dropped and counted)."""
+    data = _json_object(text)
+    raw = data.get("findings") if isinstance(data.get("findings"), list) else []
+    by_path = {f.path: f for f in files}
+    kept: list[Finding] = []
+    dropped = 0
+    for entry in raw or []:
+        finding = _finding(entry)
+        target = by_path.get(finding.path) if finding is not None else None
+        if finding is None or target is None or not target.touches(finding.start_line, finding.end_line):
+            dropped += 1
+            continue
+        if len(kept) >= max_findings:
+            dropped += 1
+            continue
+        kept.append(finding)
+    summary = str(data.get("summary") or "").strip() or (text.strip() if not data else "")
+    if left_out:
+        summary += (
+            f"\n\n(The diff was too large to review whole: {left_out} changed file(s) were not shown to"
+            " the model; this review covers the rest.)"
+        )
+    return Outcome(summary.strip(), kept, dropped, partial_diff=bool(left_out))
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    cleaned = re.sub(r"^```(?:json)?\s*|\s*```\s*$", "", text.strip())
+    start, end = cleaned.find("{"), cleaned.rfind("}")
+    if start < 0 or end <= start:
+        return {}
+    try:
+        data = json.loads(cleaned[start : end + 1])
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _finding(entry: Any) -> Finding | None:
+    if not isinstance(entry, dict):
+        return None
+    try:
+        start = int(entry.get("start_line") or entry.get("line") or 0)
+        end = int(entry.get("end_line") or start)
+    except (TypeError, ValueError):
+        return None
+    path, message = str(entry.get("path") or ""), str(entry.get("message") or "").strip()
+    if not path or not message or start < 1:
+        return None
+    severity = str(entry.get("severity") or "info").lower()
+    severity = _SEVERITY_ALIASES.get(severity, severity)
+    suggestion = entry.get("suggested_change")
+    return Finding(
+        path=path,
+        start_line=start,
+        end_line=max(start, end),
+        severity=severity if severity in SEVERITIES else "info",
+        category=(str(entry.get("category") or "other").strip() or "other")[:100],
+        message=message[:10000],
+        suggested_change=str(suggestion)[:20000] if suggestion else None,
+    )
+
+
+def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
+    """The review without a model: what changed, what uses it, what usually changes with it."""
+    lines = [f"What changed: {len(files)} file(s)."]
+    lines += [f"- {f.path} ({f.status}, +{len(f.added)} -{len(f.removed)})" for f in files[:50]]
+    users = sorted({i.path for i in ctx.items if i.source == "usage"})
+    lines.append(
+        "What uses it: " + (", ".join(users) if users else "no indexed usages of the changed definitions.")
+    )
+    lines.append(
+        "What usually changes with it (not in this PR): "
+        + (", ".join(ctx.cochange_missing) if ctx.cochange_missing else "nothing recorded.")
+    )
+    docs = [i for i in ctx.items if i.annotation and DOC_ANNOTATION in i.annotation]
+    stale = [d["path"] for d in ctx.dropped if d["reason"] == "stale_doc"]
+    lines.append(
+        "Documentation in play: "
+        + (", ".join(f"{d.path} ({d.annotation})" for d in docs) if docs else "none")
+        + (f"; stale docs left out: {', '.join(stale)}" if stale else "")
+        + "."
+    )
+    lines += ["", NEEDS_MODEL]
+    return "\n".join(lines)

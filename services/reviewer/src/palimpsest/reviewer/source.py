@@ -1,0 +1,145 @@
+"""Where the diff and the files at head come from: the repository itself, never the index.
+
+A local repository (a path or ``file://`` URL, when the deployment allows local sources) is read
+in place; a remote one is fetched — only the two commits — into a temporary bare repository that
+is removed however the review ends. Credentials travel in the environment (see
+:mod:`palimpsest.core.git`), never in a URL or an argument list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from palimpsest.core.git import GitAuth, decode_path, read_blobs, run_git, temporary_clone_dir
+from palimpsest.core.git_errors import GitError
+from palimpsest.reviewer.diff import ChangedFile, parse_diff
+from palimpsest.reviewer.errors import ReviewFailed
+
+TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequestDiff:
+    text: str
+    files: list[ChangedFile]
+    at_head: dict[str, str | None]  # every changed path → its text at head (None: deleted)
+
+
+def local_path(clone_url: str) -> Path | None:
+    if clone_url.startswith("file://"):
+        return Path(unquote(urlparse(clone_url).path))
+    if "://" in clone_url or clone_url.startswith("git@"):
+        return None
+    return Path(clone_url)
+
+
+@contextlib.asynccontextmanager
+async def open_repository(
+    clone_url: str,
+    commits: Sequence[str],
+    *,
+    auth: GitAuth | None,
+    allow_local: bool,
+    timeout_s: float = TIMEOUT_S,
+) -> AsyncIterator[Path]:
+    """A git directory that has ``commits`` (the base and head of the pull request)."""
+    path = local_path(clone_url)
+    try:
+        if path is not None:
+            if not allow_local:
+                raise ReviewFailed("source_refused", "local sources are not allowed in this deployment")
+            if not path.is_dir():
+                raise ReviewFailed("source_unavailable", "the local repository path does not exist")
+            yield path
+            return
+        async with temporary_clone_dir() as tmp:
+            repo = tmp / "repo.git"
+            await run_git(["init", "--quiet", "--bare", str(repo)], timeout_s=timeout_s)
+            await run_git(
+                ["fetch", "--quiet", "--no-tags", "--depth", "200", "--", clone_url, *commits],
+                cwd=repo,
+                auth=auth,
+                timeout_s=timeout_s,
+                allowed_protocols=("https", "http"),
+            )
+            yield repo
+    except GitError as exc:
+        raise ReviewFailed(f"source_{exc.reason}", str(exc)) from exc
+
+
+async def rev_parse(git_dir: Path, rev: str) -> str:
+    try:
+        out = await run_git(["rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}"], cwd=git_dir)
+    except GitError as exc:
+        raise ReviewFailed("unknown_revision", f"{rev!r} names no commit") from exc
+    return out.decode().strip()
+
+
+async def pull_request_diff(git_dir: Path, base: str, head: str) -> PullRequestDiff:
+    """The pull request's diff (from the merge base, as providers show it) and its files at head."""
+    try:
+        start = await _merge_base(git_dir, base, head) or base
+        raw = await run_git(
+            ["diff", "--no-color", "--no-ext-diff", "-M", "--end-of-options", start, head], cwd=git_dir
+        )
+    except GitError as exc:
+        raise ReviewFailed(f"diff_{exc.reason}", str(exc)) from exc
+    text = raw.decode("utf-8", "replace")
+    files = parse_diff(text)
+    try:
+        at_head = await files_at(git_dir, head, [f.path for f in files])
+    except GitError as exc:
+        raise ReviewFailed(f"diff_{exc.reason}", str(exc)) from exc
+    for f in files:
+        if f.old_path:
+            at_head.setdefault(f.old_path, None)
+    return PullRequestDiff(text, files, at_head)
+
+
+async def _merge_base(git_dir: Path, base: str, head: str) -> str | None:
+    try:
+        out = await run_git(["merge-base", "--end-of-options", base, head], cwd=git_dir)
+    except GitError:
+        return None  # unrelated or shallow history: diff against the base itself
+    return out.decode().strip() or None
+
+
+async def files_at(git_dir: Path, rev: str, paths: Sequence[str]) -> dict[str, str | None]:
+    """The text of ``paths`` at ``rev`` (None: not there)."""
+    if not paths:
+        return {}
+    out = await run_git(["ls-tree", "-z", "--end-of-options", rev, "--", *paths], cwd=git_dir)
+    shas: dict[str, str] = {}
+    for record in out.split(b"\0"):
+        meta, sep, raw_path = record.partition(b"\t")
+        fields = meta.split()
+        if sep and len(fields) == 3 and fields[1] == b"blob":
+            shas[decode_path(raw_path)] = fields[2].decode()
+    texts = {sha: data async for sha, data in read_blobs(git_dir, shas.values(), missing_ok=True)}
+    return {
+        p: (texts[shas[p]].decode("utf-8", "replace") if p in shas and shas[p] in texts else None)
+        for p in paths
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class GitHead:
+    """:class:`~palimpsest.reviewer.context.HeadReader` over a git directory."""
+
+    git_dir: Path
+    head: str
+
+    async def changed_since(self, commit: str) -> Mapping[str, str | None]:
+        try:
+            out = await run_git(
+                ["diff", "--name-only", "-z", "--no-renames", "--end-of-options", commit, self.head],
+                cwd=self.git_dir,
+            )
+            paths = [decode_path(p) for p in out.split(b"\0") if p]
+            return await files_at(self.git_dir, self.head, paths)
+        except GitError:
+            return {}  # the snapshot's commit is not here (shallow fetch): only the PR's files are checked

@@ -1,0 +1,1 @@
+"""Reviewer tests (issue 9)."""

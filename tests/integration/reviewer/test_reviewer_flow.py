@@ -1,0 +1,229 @@
+"""The reviewer through the bus: ``review.requested`` → stored review + ``review.completed``.
+
+A real git repository with controlled dates is indexed by the real chunker and recency-scanner;
+the reviewer service runs on a test consumer of its own. The model, when there is one, is the
+local OpenAI-compatible fake (real HTTP on 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from uuid import UUID
+
+import pytest
+from pydantic import SecretStr
+
+from palimpsest.cli.commands_review import review_local
+from palimpsest.core.db import tenant_tx
+from palimpsest.core.events import ReviewRequested
+from palimpsest.core.llm import Gateway
+from palimpsest.core.service import Infra, ServiceDefinition
+from palimpsest.reviewer.context import DOC_ANNOTATION
+from palimpsest.reviewer.review import CODE_IS_AUTHORITATIVE, NEEDS_MODEL
+from palimpsest.reviewer.service import Settings
+from palimpsest.reviewer.service import definition as reviewer_definition
+from palimpsest.reviewer.store import load_review
+from tests.integration.analyzer.support import _scoped, index, indexer_definitions, new_repository, running
+from tests.support.fake_llm import FakeLLM
+from tests.support.pipeline import request_and_wait
+
+KEY = "sk-reviewer-test-41b7"
+
+
+@pytest.fixture(scope="module")
+async def indexed(infra: Infra, repo: dict[str, Any]) -> tuple[UUID, UUID]:
+    tenant, repo_id = await new_repository(infra, repo["path"], "reviewer")
+    async with running(infra, indexer_definitions({tenant})):
+        await index(infra, tenant, repo_id)
+    return tenant, repo_id
+
+
+def settings(**overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "allow_local_sources": True,
+        "ack_wait_s": 5.0,
+        "llm_model": None,
+        "llm_api_base": None,
+        "llm_api_key": None,
+        "llm_timeout_s": 5.0,
+        "llm_retry_base_s": 0.01,
+        "llm_retry_max_s": 0.05,
+    }
+    values.update(overrides)
+    return Settings.model_construct(**{**Settings().model_dump(), **values})
+
+
+def reviewer_for(infra: Infra, tenants: set[UUID], s: Settings, gateway: Gateway) -> ServiceDefinition:
+    return _scoped(reviewer_definition(infra, s, gateway=gateway), tenants, "reviewer")
+
+
+async def review(infra: Infra, tenant: UUID, event: ReviewRequested, s: Settings) -> dict[str, Any]:
+    gateway = Gateway(infra.pool, s)
+    try:
+        async with running(infra, [reviewer_for(infra, {tenant}, s, gateway)]):
+            found = await request_and_wait(infra, event, ("review.completed",), timeout_s=90)
+    finally:
+        await gateway.aclose()
+    done = found["review.completed"]
+    assert done["state"] == "completed", done
+    async with tenant_tx(infra.pool, tenant) as conn:
+        stored = await load_review(conn, UUID(done["review_id"]))
+    assert stored is not None
+    return stored
+
+
+def pr(tenant: UUID, repo_id: UUID, repo: dict[str, Any], branch: str, **kw: Any) -> ReviewRequested:
+    return ReviewRequested(
+        tenant_id=tenant, repository_id=repo_id, base_sha=repo["base"], head_sha=repo[branch], **kw
+    )
+
+
+def comparable(stored: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [
+        (c["source"], c["path"], c["start_line"], c["end_line"], c["last_modified_at"], c["annotation"])
+        for c in stored["context"]
+    ]
+
+
+async def test_without_a_model_the_review_is_the_context_brief(
+    infra: Infra, indexed: tuple[UUID, UUID], repo: dict[str, Any]
+) -> None:
+    tenant, repo_id = indexed
+    stored = await review(
+        infra, tenant, pr(tenant, repo_id, repo, "feature", provider="github", number=7), settings()
+    )
+    assert stored["mode"] == "brief" and stored["findings"] == []
+    assert NEEDS_MODEL in stored["summary"]
+    assert "src/billing.py" in stored["summary"]
+    # co-change partner missing from the PR, reported
+    assert stored["cochange_missing"] == ["src/tax.py"]
+    # the base snapshot's compute_total no longer matches head: dropped as stale, not shown
+    assert {"path": "src/billing.py", "reason": "stale"} in [
+        {"path": d["path"], "reason": d["reason"]} for d in stored["dropped"]
+    ]
+    shown = comparable(stored)
+    assert all(not (p == "src/billing.py" and s == "definitions") for s, p, *_ in shown)
+    # the usage of the changed definition is in the context, dated
+    usage = [c for c in stored["context"] if c["source"] == "usage"]
+    assert [c["path"] for c in usage] == ["src/invoice.py"]
+    assert usage[0]["annotation"] == "last modified 2024-03-01"
+    # docs: the current guide is headed as documentation; the 2022 design doc is stale by the rule
+    docs = {c["path"]: c for c in stored["context"] if c["path"].startswith("docs/")}
+    if "docs/guide.md" in docs:
+        assert docs["docs/guide.md"]["annotation"].startswith(DOC_ANNOTATION)
+    design = [d for d in stored["dropped"] if d["path"] == "docs/design.md"]
+    assert "docs/design.md" in docs or design == [] or design[0]["reason"] == "stale_doc"
+    if "docs/design.md" in docs:  # kept only with a score of at least 0.6
+        assert next(c for c in stored["context"] if c["path"] == "docs/design.md")["score"] >= 0.6
+
+
+async def test_cochange_partners_in_the_pr_are_not_reported(
+    infra: Infra, indexed: tuple[UUID, UUID], repo: dict[str, Any]
+) -> None:
+    tenant, repo_id = indexed
+    stored = await review(infra, tenant, pr(tenant, repo_id, repo, "both", provider="local"), settings())
+    assert "src/tax.py" not in stored["cochange_missing"]
+    assert all(c["source"] != "cochange" or c["path"] != "src/tax.py" for c in stored["context"])
+
+
+async def test_the_same_head_is_reviewed_once(
+    infra: Infra, indexed: tuple[UUID, UUID], repo: dict[str, Any]
+) -> None:
+    tenant, repo_id = indexed
+    first = await review(
+        infra, tenant, pr(tenant, repo_id, repo, "feature", provider="github", number=7), settings()
+    )
+    again = await review(
+        infra, tenant, pr(tenant, repo_id, repo, "feature", provider="github", number=7), settings()
+    )
+    assert again["review_id"] == first["review_id"]
+    async with tenant_tx(infra.pool, tenant) as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM reviews WHERE head_sha = %s", (repo["feature"],))
+        row = await cur.fetchone()
+    assert row is not None and row["n"] == 1
+
+
+async def test_the_webhook_flow_and_the_local_flow_yield_the_same_context(
+    infra: Infra, repo: dict[str, Any]
+) -> None:
+    s = settings()
+    hook_tenant, hook_repo = await new_repository(infra, repo["path"], "reviewer-hook")
+    local_tenant, local_repo = await new_repository(infra, repo["path"], "reviewer-local")
+    tenants = {hook_tenant, local_tenant}
+    async with running(infra, indexer_definitions(tenants)):
+        await index(infra, hook_tenant, hook_repo)
+        await index(infra, local_tenant, local_repo)
+    hook = await review(
+        infra, hook_tenant, pr(hook_tenant, hook_repo, repo, "feature", provider="github", number=3), s
+    )
+    gateway = Gateway(infra.pool, s)
+    try:
+        async with running(infra, [reviewer_for(infra, {local_tenant}, s, gateway)]):
+            local = await review_local(
+                infra.pool,
+                infra.nc,
+                local_tenant,
+                repo["path"],
+                "main",
+                "feature",
+                timeout_s=90,
+                say=lambda _: None,
+            )
+    finally:
+        await gateway.aclose()
+    assert local["state"] == "completed"
+    assert comparable(local) == comparable(hook) and comparable(hook)
+    assert local["dropped"] == hook["dropped"]
+    assert local["cochange_missing"] == hook["cochange_missing"] == ["src/tax.py"]
+    for key in ("snapshot_id", "context", "dropped", "cochange_missing", "findings", "summary"):
+        assert key in local
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    reply = (
+        '{"summary": "discount() can return None.", "findings": ['
+        '{"path": "src/billing.py", "start_line": 2, "end_line": 2, "severity": "major", "category": "bug",'
+        ' "message": "discount() may return None", "suggested_change": "total = discount(items) or 0"},'
+        '{"path": "src/billing.py", "start_line": 9, "end_line": 9, "severity": "minor", "category": "style",'
+        ' "message": "not a changed line"}]}'
+    )
+    with FakeLLM(reply=reply, api_key=KEY) as server:
+        yield server
+
+
+async def test_with_a_model_findings_on_changed_lines_are_stored(
+    infra: Infra, repo: dict[str, Any], fake: FakeLLM
+) -> None:
+    tenant, repo_id = await new_repository(infra, repo["path"], "reviewer-model")
+    async with running(infra, indexer_definitions({tenant})):
+        await index(infra, tenant, repo_id)
+    s = settings(llm_model="openai/fake-model", llm_api_base=fake.base_url, llm_api_key=SecretStr(KEY))
+    stored = await review(infra, tenant, pr(tenant, repo_id, repo, "feature", provider="gitlab", number=5), s)
+    assert stored["mode"] == "model"
+    assert [(f["path"], f["start_line"], f["severity"]) for f in stored["findings"]] == [
+        ("src/billing.py", 2, "major")
+    ]
+    assert stored["findings"][0]["suggested_change"] == "total = discount(items) or 0"
+    assert stored["findings_dropped"] == 1
+    assert stored["summary"] == "discount() can return None."
+    assert stored["tokens"]["prompt"] > 0
+    prompt = fake.requests("chat")[0].text()
+    assert CODE_IS_AUTHORITATIVE in prompt
+    assert "src/invoice.py" in prompt and "usually change" in prompt
+
+
+async def test_a_routed_rerank_model_scores_the_context(infra: Infra, repo: dict[str, Any]) -> None:
+    with FakeLLM(api_key=KEY) as server:
+        tenant, repo_id = await new_repository(infra, repo["path"], "reviewer-rerank")
+        async with running(infra, indexer_definitions({tenant})):
+            await index(infra, tenant, repo_id)
+        s = settings(
+            llm_rerank_model="cohere/fake-rerank", llm_api_base=server.url, llm_api_key=SecretStr(KEY)
+        )
+        stored = await review(infra, tenant, pr(tenant, repo_id, repo, "feature", provider="bitbucket"), s)
+        assert server.requests("rerank"), "the rerank model was not asked"
+    assert stored["sources"]["ranking"] == "rerank"
+    assert stored["mode"] == "brief"  # rerank alone is no chat model
+    assert all(0.0 <= c["score"] <= 1.0 for c in stored["context"])

@@ -1,0 +1,109 @@
+"""Posting reviews back to providers (fake GitHub/GitLab/Bitbucket APIs on 127.0.0.1), once per head."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import pytest
+from cryptography.fernet import Fernet
+from pydantic import SecretStr
+
+from palimpsest.core.db import tenant_tx
+from palimpsest.core.ids import uuid7
+from palimpsest.core.secretbox import SecretBox
+from palimpsest.core.service import Infra
+from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
+from tests.integration.reviewer.test_reviewer_flow import KEY, pr, review, settings
+from tests.support.fake_llm import FakeLLM
+from tests.support.fake_providers import FakeProviders
+
+TOKEN = "ghs_provider-token-5d1e"
+ENCRYPTION_KEY = Fernet.generate_key().decode()
+REPLY = (
+    '{"summary": "discount() can return None.", "findings": [{"path": "src/billing.py", "start_line": 2,'
+    ' "end_line": 2, "severity": "major", "category": "bug", "message": "discount() may return None",'
+    ' "suggested_change": "total = discount(items) or 0"}]}'
+)
+
+
+async def provider_repository(infra: Infra, repo: dict[str, Any], provider: str) -> tuple[UUID, UUID]:
+    """The test repository, indexed, as a ``provider`` repository of a token installation."""
+    tenant, repo_id = await new_repository(infra, repo["path"], f"reviewer-post-{provider}")
+    async with running(infra, indexer_definitions({tenant})):
+        await index(infra, tenant, repo_id)
+    installation = uuid7()
+    sealed = SecretBox([ENCRYPTION_KEY.encode()]).seal(TOKEN)
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await conn.execute(
+            "INSERT INTO installations (tenant_id, installation_id, provider, kind, external_id, host, credentials,"
+            " credentials_kind) VALUES (%s, %s, %s, 'repository', '42', 'example.test', %s, 'token')",
+            (tenant, installation, provider, sealed),
+        )
+        await conn.execute(
+            "UPDATE repositories SET provider = %s, full_name = 'acme/shop', installation_id = %s"
+            " WHERE repository_id = %s",
+            (provider, installation, repo_id),
+        )
+    return tenant, repo_id
+
+
+@pytest.mark.parametrize("provider", ["github", "gitlab", "bitbucket"])
+async def test_a_review_is_posted_once_per_head(infra: Infra, repo: dict[str, Any], provider: str) -> None:
+    tenant, repo_id = await provider_repository(infra, repo, provider)
+    with FakeProviders(token=TOKEN) as api, FakeLLM(reply=REPLY, api_key=KEY) as model:
+        s = settings(
+            llm_model="openai/fake-model",
+            llm_api_base=model.base_url,
+            llm_api_key=SecretStr(KEY),
+            encryption_key=SecretStr(ENCRYPTION_KEY),
+            **{f"review_{provider}_api_url": api.url},
+        )
+        event = pr(tenant, repo_id, repo, "feature", provider=provider, number=9)
+        first = await review(infra, tenant, event, s)
+        assert api.rejected == []
+        assert first["posted"] is True
+        [posted] = api.posted[provider]
+        text = posted.get("body") or posted["content"]["raw"]
+        assert "discount() can return None." in text
+        assert f"head={repo['feature']}" in text
+        if provider == "github":
+            assert posted["commit_id"] == repo["feature"] and posted["event"] == "COMMENT"
+            assert [(c["path"], c["line"], c["side"]) for c in posted["comments"]] == [
+                ("src/billing.py", 2, "RIGHT")
+            ]
+        else:
+            assert "src/billing.py:2-2" in text
+        # a redelivered / repeated request for the same head posts nothing
+        again = await review(
+            infra, tenant, pr(tenant, repo_id, repo, "feature", provider=provider, number=9), s
+        )
+        assert again["review_id"] == first["review_id"]
+        # even when the stored review is gone (a crash after posting): the provider's marker is found
+        async with tenant_tx(infra.pool, tenant) as conn:
+            await conn.execute("DELETE FROM reviews WHERE repository_id = %s", (repo_id,))
+        third = await review(
+            infra, tenant, pr(tenant, repo_id, repo, "feature", provider=provider, number=9), s
+        )
+        assert third["posted"] is True
+        assert len(api.posted[provider]) == 1
+        assert all(m == "GET" or p == provider for m, p, _ in api.requests)
+    assert TOKEN not in repr(first) + repr(third)
+
+
+async def test_a_failed_post_is_retried_by_the_next_request(infra: Infra, repo: dict[str, Any]) -> None:
+    tenant, repo_id = await provider_repository(infra, repo, "github")
+    with FakeProviders(token=TOKEN, fail_posts=1) as api:
+        s = settings(encryption_key=SecretStr(ENCRYPTION_KEY), review_github_api_url=api.url)
+        first = await review(
+            infra, tenant, pr(tenant, repo_id, repo, "feature", provider="github", number=4), s
+        )
+        assert first["posted"] is False and "post_failed" in (first["reason"] or "")
+        assert TOKEN not in (first["reason"] or "")
+        again = await review(
+            infra, tenant, pr(tenant, repo_id, repo, "feature", provider="github", number=4), s
+        )
+        assert again["review_id"] == first["review_id"] and again["posted"] is True
+        [posted] = api.posted["github"]
+        assert posted["comments"] == []  # the brief (no model) has no findings
+        assert "findings need a model" in posted["body"]
