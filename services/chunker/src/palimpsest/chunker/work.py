@@ -102,7 +102,9 @@ def copy_text(rows: list[tuple[object, ...]]) -> bytes:
     """Rows in PostgreSQL's COPY text format (tab-separated, backslash escapes, \\N for NULL)."""
     if not rows:
         return b""
-    return ("\n".join("\t".join(_copy_field(v) for v in row) for row in rows) + "\n").encode("utf-8", "replace")
+    return ("\n".join("\t".join(_copy_field(v) for v in row) for row in rows) + "\n").encode(
+        "utf-8", "replace"
+    )
 
 
 def analyze_batch(items: list[tuple[str, str, bytes]], max_bytes: int) -> BatchResult:
