@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import signal
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -25,6 +26,9 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R | None]:
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | None:
+        # SIGTERM (a supervisor, `timeout`) unwinds like Ctrl-C, so embedded servers this command
+        # started are stopped instead of being orphaned
+        signal.signal(signal.SIGTERM, _interrupt)
         try:
             return asyncio.run(fn(*args, **kwargs))
         except PalimpsestError as exc:
@@ -34,6 +38,11 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R | None]:
         return None
 
     return wrapper
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    # asyncio.run treats SIGINT by cancelling the main task, which unwinds every context manager
+    signal.raise_signal(signal.SIGINT)
 
 
 def settings() -> BaseServiceSettings:
