@@ -6,6 +6,7 @@ import asyncio
 import functools
 import json
 import signal
+import threading
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -28,7 +29,8 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R | None]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | None:
         # SIGTERM (a supervisor, `timeout`) unwinds like Ctrl-C, so embedded servers this command
         # started are stopped instead of being orphaned
-        signal.signal(signal.SIGTERM, _interrupt)
+        if threading.current_thread() is threading.main_thread():  # tests drive commands from threads
+            signal.signal(signal.SIGTERM, _interrupt)
         try:
             return asyncio.run(fn(*args, **kwargs))
         except PalimpsestError as exc:
