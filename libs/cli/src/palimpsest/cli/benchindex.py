@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import statistics
 import subprocess
 import tempfile
 import time
@@ -23,7 +22,6 @@ from typing import Any
 from uuid import UUID
 
 import psutil
-from pydantic import SecretStr
 
 from palimpsest.cli.local import local_tenant, register_path
 from palimpsest.cli.pipeline import index_and_wait
@@ -364,4 +362,4 @@ async def _search(infra: Any, tenant: UUID, repo_id: UUID, idents: list[str], n:
     return latencies
 
 
-__all__ = ["SecretStr", "generate", "make_repository", "run_bench_index", "statistics"]
+__all__ = ["generate", "make_repository", "run_bench_index"]

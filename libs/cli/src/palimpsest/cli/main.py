@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import signal
 import threading
-import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -315,9 +313,6 @@ _register_commands()
 
 def main() -> None:
     cli(prog_name="palimpsest")
-
-
-__all__ = ["cli", "json", "main", "time"]
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from palimpsest.core import metrics
 from palimpsest.core.bus import CONSUMERS
 from palimpsest.core.consumer import HandlerContext
 from palimpsest.core.credentials import box_for, git_auth_for
-from palimpsest.core.db import Conn, tenant_tx
+from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import IndexRequested, SnapshotBuilt
 from palimpsest.core.git import GitAuth
 from palimpsest.core.ids import uuid7
@@ -308,4 +308,4 @@ def _shared(infra: Infra) -> dict[str, Any]:
     }
 
 
-__all__ = ["Chunker", "Conn", "Settings", "bootstrap"]
+__all__ = ["Chunker", "Settings", "bootstrap"]
