@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from palimpsest.cli import commands_embed, commands_index
+from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
 from tests.integration.embedder.bus import KEY, MODEL, pipeline
 from tests.integration.embedder.corpus import FILES
@@ -73,6 +74,9 @@ async def test_search_mode_hybrid_and_snapshots(
         assert (data["mode"], data["semantic"], data["model"]) == ("hybrid", "ok", MODEL)
         assert data["hits"][0]["name"] == "hash_password"
         assert fake.requests("embeddings")[-1].body["input"] == ["hashing passwords"]
+        async with tenant_tx(infra.pool, tenant) as conn:
+            cur = await conn.execute("SELECT feature FROM llm_usage WHERE reference = 'search'")
+            assert [r["feature"] for r in await cur.fetchall()] == ["search"]  # not `index`
     else:
         assert (data["mode"], data["semantic"]) == ("lexical", "unavailable")
         assert data["reason"].startswith("pgvector_missing")

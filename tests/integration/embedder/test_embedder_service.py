@@ -95,7 +95,7 @@ async def test_a_hybrid_repository_is_embedded_through_the_bus(
                 (f"index snapshot {r['built']['snapshot_id']}",),
             )
             usage = await cur.fetchall()
-        assert [(u["feature"], u["outcome"], u["n"]) for u in usage] == [("embeddings", "ok", len(requests))]
+        assert [(u["feature"], u["outcome"], u["n"]) for u in usage] == [("index", "ok", len(requests))]
         assert usage[0]["tokens"] > 0
     await lexical_works(infra, r)
 

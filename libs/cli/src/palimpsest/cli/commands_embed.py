@@ -37,7 +37,7 @@ async def hybrid_cli_search(
     gateway = Gateway(pool, load(LLMSettings))
 
     async def embed_query(model: str, text: str) -> list[float]:
-        route = await gateway.embeddings_route(tenant, model)
+        route = await gateway.embeddings_route(tenant, model, accounted_as="search")
         assert route is not None  # embeddings_route with a model always gives one
         return (await gateway.embed(tenant, [text], route=route, reference="search")).vectors[0]
 

@@ -50,7 +50,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from types import ModuleType
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, TypeVar, cast, get_args
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -82,6 +82,9 @@ log = logging.getLogger(__name__)
 
 Feature = Literal["analysis", "summary", "review", "embeddings", "rerank"]
 FEATURES: tuple[Feature, ...] = get_args(Feature)
+# The feature a call's usage is recorded under (llm_usage.feature; migration 0012 adds `index` and
+# `search`): routing says which model embeds, accounting says what the tokens were spent on.
+UsageFeature = Literal["analysis", "summary", "review", "index", "search", "rerank"]
 CHAT_FEATURES: frozenset[str] = frozenset({"analysis", "summary", "review"})
 Message = dict[str, str]
 
@@ -175,6 +178,15 @@ class Route:
     input_usd_per_mtok: float | None = None
     output_usd_per_mtok: float | None = None
     send_key: bool = True  # False when a tenant route points away from the configured API base
+    # What usage is accounted to: embedding a repository's chunks is `index` work, a query embedded
+    # for a review is `review` work, and so on; None → the feature itself (embeddings → `index`).
+    usage_feature: UsageFeature | None = None
+
+    @property
+    def accounted_as(self) -> UsageFeature:
+        if self.usage_feature is not None:
+            return self.usage_feature
+        return "index" if self.feature == "embeddings" else cast(UsageFeature, self.feature)
 
     def describe(self) -> str:
         return f"{self.model} ({self.source} route)"
@@ -249,7 +261,7 @@ async def record_usage(
     conn: Conn,
     tenant_id: UUID,
     *,
-    feature: str,
+    feature: UsageFeature,
     model: str,
     outcome: str,
     usage: Usage,
@@ -573,7 +585,9 @@ class Gateway:
     # ------------------------------------------------------------------------ embeddings
     # (issue 7: the embedder's entry point; this section is the embedder's, see EmbedResult)
 
-    async def embeddings_route(self, tenant_id: UUID, model: str | None = None) -> Route | None:
+    async def embeddings_route(
+        self, tenant_id: UUID, model: str | None = None, *, accounted_as: UsageFeature | None = None
+    ) -> Route | None:
         """The tenant's embeddings route; with ``model``, a route that uses exactly that model.
 
         A query must be embedded with the model of the snapshot it searches, even when the
@@ -581,13 +595,15 @@ class Gateway:
         only the model replaced; with no route at all, the settings' API base is used.
         """
         route = await self.route(tenant_id, "embeddings")
-        if model is None or (route is not None and route.model == model):
-            return route
-        if route is not None:
-            return dataclasses.replace(route, model=model)
-        return Route(
-            feature="embeddings", model=model, api_base=self.settings.llm_api_base, source="settings"
-        )
+        if route is not None and model is not None and route.model != model:
+            route = dataclasses.replace(route, model=model)
+        elif route is None and model is not None:
+            route = Route(
+                feature="embeddings", model=model, api_base=self.settings.llm_api_base, source="settings"
+            )
+        if route is not None and accounted_as is not None:
+            route = dataclasses.replace(route, usage_feature=accounted_as)
+        return route
 
     async def embed(
         self,
@@ -741,7 +757,7 @@ class Gateway:
             await record_usage(
                 conn,
                 tenant_id,
-                feature=route.feature,
+                feature=route.accounted_as,
                 model=route.model,
                 outcome="budget_exceeded",
                 usage=Usage(),
@@ -812,11 +828,11 @@ class Gateway:
         tenant = str(tenant_id)
         metrics.LLM_REQUESTS.labels(route.feature, outcome).inc()
         if usage.prompt_tokens:
-            metrics.LLM_TOKENS.labels(route.feature, tenant, "input").inc(usage.prompt_tokens)
+            metrics.LLM_TOKENS.labels(route.accounted_as, tenant, "input").inc(usage.prompt_tokens)
         if usage.completion_tokens:
-            metrics.LLM_TOKENS.labels(route.feature, tenant, "output").inc(usage.completion_tokens)
+            metrics.LLM_TOKENS.labels(route.accounted_as, tenant, "output").inc(usage.completion_tokens)
         if usage.cost_usd:
-            metrics.LLM_COST_USD.labels(route.feature, tenant).inc(usage.cost_usd)
+            metrics.LLM_COST_USD.labels(route.accounted_as, tenant).inc(usage.cost_usd)
         error = None
         if failure is not None:
             error = failure.reason + (f" (HTTP {failure.status})" if failure.status else "")
@@ -825,7 +841,7 @@ class Gateway:
             await record_usage(
                 conn,
                 tenant_id,
-                feature=route.feature,
+                feature=route.accounted_as,
                 model=route.model,
                 outcome=outcome,
                 usage=usage,
