@@ -1,9 +1,11 @@
 """Tenant isolation is enforced by PostgreSQL, tried on every tenant table found in the catalog.
 
 Tables are discovered, not listed: every table in the schema with a ``tenant_id`` column must have
-row-level security enabled and forced, unless its comment declares it infrastructure. For each one
-the test, connected as the application role, writes a row for tenant A and then, as tenant B and
-as nobody, tries to read, update, delete and insert A's rows.
+row-level security enabled and forced. For each one the test, connected as the application role,
+writes a row for tenant A and then, as tenant B, tries to read, update, delete and insert A's rows;
+with no tenant set a tenant table shows nothing, while an infrastructure table (outbox, inbox, …,
+commented ``infrastructure:``) shows everything — the relay and the schedulers work across tenants
+in such system transactions (migration 0014; before it, tenant A could read B's outbox events).
 """
 
 from __future__ import annotations
@@ -23,17 +25,22 @@ from tests.support.servers import ServerSet
 
 def _tenant_tables(owner_url: str) -> list[dict[str, Any]]:
     with psycopg.connect(owner_url) as conn:
-        rows = conn.execute(
-            """
-            SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,
-                   coalesce(obj_description(c.oid, 'pg_class'), '') AS comment
-            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema()
-              AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
-                          AND a.attname = 'tenant_id' AND NOT a.attisdropped)
-            ORDER BY 1
-            """
-        ).fetchall()
+        return _catalog(conn)
+
+
+def _catalog(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """Every table with a tenant_id column, as ``conn`` sees the catalog (its own DDL included)."""
+    rows = conn.execute(
+        """
+        SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,
+               coalesce(obj_description(c.oid, 'pg_class'), '') AS comment
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema()
+          AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
+                      AND a.attname = 'tenant_id' AND NOT a.attisdropped)
+        ORDER BY 1
+        """
+    ).fetchall()
     return [
         {"table": r[0], "rls": r[1], "force": r[2], "infra": r[3].startswith("infrastructure:")} for r in rows
     ]
@@ -101,8 +108,21 @@ def tables(stack: ServerSet) -> list[dict[str, Any]]:
 
 
 def test_every_tenant_table_forces_rls(tables: list[dict[str, Any]]) -> None:
-    unprotected = [t["table"] for t in tables if not t["infra"] and not (t["rls"] and t["force"])]
+    unprotected = [t["table"] for t in tables if not (t["rls"] and t["force"])]
     assert unprotected == []
+    assert {"outbox", "inbox", "dead_letters"} <= {t["table"] for t in tables if t["infra"]}
+
+
+def test_a_table_a_later_migration_adds_is_caught_until_it_is_made_a_tenant_table(stack: ServerSet) -> None:
+    """The check above reads the live catalog: a new table with tenant_id fails it by itself."""
+    with psycopg.connect(stack.owner_url) as conn:  # one transaction, rolled back: nobody else sees it
+        conn.execute("CREATE TABLE rls_probe_later (tenant_id uuid NOT NULL, note text)")
+        found = {t["table"]: t for t in _catalog(conn)}
+        assert not (found["rls_probe_later"]["rls"] or found["rls_probe_later"]["force"])
+        conn.execute("SELECT palimpsest_tenant_table('rls_probe_later')")
+        found = {t["table"]: t for t in _catalog(conn)}
+        assert found["rls_probe_later"]["rls"] and found["rls_probe_later"]["force"]
+        conn.rollback()
 
 
 def test_app_role_cannot_bypass(stack: ServerSet) -> None:
@@ -168,8 +188,6 @@ async def test_tenants_cannot_touch_each_other(
     await _ensure_tenant(infra, tenant_b)
     checked = []
     for t in tables:
-        if t["infra"]:
-            continue
         table = t["table"]
         await _seed(infra, stack.owner_url, table, tenant_a)
         ident = sql.Identifier(table)
@@ -204,10 +222,12 @@ async def test_tenants_cannot_touch_each_other(
                     ),
                     list(forged.values()),
                 )
-        # with no tenant set: nothing visible at all
+        # with no tenant set: nothing visible at all — except to the system, in infrastructure tables
         async with infra.pool.connection() as conn:
-            cur = await conn.execute(sql.SQL("SELECT count(*) AS n FROM {}").format(ident))
-            assert (await cur.fetchone())["n"] == 0, table  # type: ignore[index]
+            cur = await conn.execute(
+                sql.SQL("SELECT count(*) AS n FROM {} WHERE tenant_id = %s").format(ident), (tenant_a,)
+            )
+            assert ((await cur.fetchone())["n"] >= 1) == t["infra"], table  # type: ignore[index]
             await conn.rollback()
         checked.append(table)
     assert "tenants" in checked and "repositories" in checked

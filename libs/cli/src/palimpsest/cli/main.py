@@ -63,8 +63,13 @@ def cli() -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the stack description as JSON once ready.")
+@click.option(
+    "--processes",
+    is_flag=True,
+    help="Run each service as its own OS process (as in a cluster), restarted when it dies.",
+)
 @run_async
-async def up(as_json: bool) -> None:
+async def up(as_json: bool, processes: bool) -> None:
     """Start the stack (embedded PostgreSQL + NATS unless URLs are set) and run every service."""
     from palimpsest.cli.runner import running_services
     from palimpsest.cli.stack import clear_state, open_stack, read_running, write_state
@@ -80,6 +85,10 @@ async def up(as_json: bool) -> None:
     stop = asyncio.Event()
     install_signal_handlers(stop)
     progress("starting the stack…")
+    if processes:
+        await _up_processes(s, stop, as_json)
+        progress("stopped")
+        return
     async with open_stack(s) as stack:
         ops = OpsServer("127.0.0.1", s.ops_port if s.ops_port else 0)
         async with running_services(s, stack, ops=ops) as infra:
@@ -95,6 +104,22 @@ async def up(as_json: bool) -> None:
     progress("stopped")
 
 
+async def _up_processes(s: Any, stop: asyncio.Event, as_json: bool) -> None:
+    from palimpsest.cli.processes import supervised
+    from palimpsest.cli.stack import clear_state, open_stack, write_state
+
+    async with open_stack(s) as stack, supervised(s, stack) as sup:
+        stack.ingest_url = sup.ingest_url
+        stack.processes = sup.describe()
+        write_state(stack)
+        try:
+            emit(stack.public(), as_json=as_json, text=_describe_stack(stack))
+            progress("running; Ctrl-C stops every service process and the embedded servers")
+            await stop.wait()
+        finally:
+            clear_state(stack)
+
+
 def _describe_stack(stack: Any) -> str:
     lines = [
         f"PostgreSQL  {'embedded' if stack.embedded_db else 'external'}  {stack.public()['app_url']}",
@@ -105,6 +130,8 @@ def _describe_stack(stack: Any) -> str:
         lines.append(f"ingest      {stack.ingest_url}  (webhooks, /v1 API, /openapi.json)")
     if stack.ops_url:
         lines.append(f"ops         {stack.ops_url}/healthz  /readyz  /metrics")
+    for name, proc in stack.processes.items():
+        lines.append(f"process     {name:<16} pid {proc['pid']}  ops :{proc['ops_port']}  log {proc['log']}")
     if stack.timings_s:
         lines.append("start       " + "  ".join(f"{k}={v}" for k, v in stack.timings_s.items()))
     return "\n".join(lines)
@@ -304,6 +331,7 @@ def _register_commands() -> None:
         "commands_embed",
         "commands_graph",
         "commands_review",
+        "commands_chaos",
     ):
         importlib.import_module(f"palimpsest.cli.{name}").register(cli)
 

@@ -38,6 +38,7 @@ class StackInfo:
     ops_url: str | None = None
     timings_s: dict[str, float] = field(default_factory=dict)
     extensions: list[str] = field(default_factory=list)
+    processes: dict[str, Any] = field(default_factory=dict)  # `up --processes`: name → pid, ops port, log
 
     def public(self) -> dict[str, Any]:
         d = asdict(self)
@@ -98,9 +99,14 @@ class Servers:
 
 
 @asynccontextmanager
-async def open_stack(settings: BaseServiceSettings, *, durable: bool = True) -> AsyncIterator[StackInfo]:
-    """Servers for this command: configured ones, or embedded ones stopped again on exit."""
-    servers = Servers()
+async def open_stack(
+    settings: BaseServiceSettings, *, durable: bool = True, servers: Servers | None = None
+) -> AsyncIterator[StackInfo]:
+    """Servers for this command: configured ones, or embedded ones stopped again on exit.
+
+    ``servers`` (optional) receives the embedded servers, for a caller that restarts them (chaos).
+    """
+    servers = servers if servers is not None else Servers()
     timings: dict[str, float] = {}
     home = settings.home
     try:

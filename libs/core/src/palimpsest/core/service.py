@@ -228,6 +228,27 @@ def _register_checks(
             ops.add_check(f"{d.name}.{name}", check)
 
 
+def install_relay_signals(infra: Infra) -> None:
+    """``SIGUSR1`` pauses this process's outbox relay, ``SIGUSR2`` resumes it (operators, the soak).
+
+    While paused, events stay in the outbox (nothing is lost); webhooks are still accepted.
+    """
+    loop = asyncio.get_running_loop()
+
+    def toggle(paused: bool) -> None:
+        relay: Relay | None = infra.extras.get("relay")
+        if relay is None:
+            return
+        if paused:
+            relay.paused.set()
+        else:
+            relay.paused.clear()
+        log.warning("outbox relay %s", "paused" if paused else "resumed")
+
+    loop.add_signal_handler(signal.SIGUSR1, toggle, True)
+    loop.add_signal_handler(signal.SIGUSR2, toggle, False)
+
+
 def install_signal_handlers(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -241,6 +262,8 @@ def main_for(
     from palimpsest.core import telemetry
     from palimpsest.core.settings import load
 
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):  # relay pause/resume: never fatal while starting
+        signal.signal(sig, signal.SIG_IGN)
     settings = load(settings_cls)
 
     async def amain() -> None:
@@ -250,6 +273,7 @@ def main_for(
         install_signal_handlers(stop)
         infra = await open_infra(settings, probe)
         infra.extras["settings_cls"] = settings_cls
+        install_relay_signals(infra)
         try:
             definition = bootstrap(infra)
             await run([definition], infra, stop, ops=OpsServer(settings.ops_host, settings.ops_port))

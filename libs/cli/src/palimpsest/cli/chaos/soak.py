@@ -1,0 +1,461 @@
+"""The soak: two tenants, generated repositories, signed deliveries, and faults while they flow.
+
+Plan (deterministic for a seed): each repository gets a share of the deliveries — pushes to
+``main`` (a new commit each), pull requests opened and updated (``synchronize``), redeliveries of
+earlier deliveries (same ``X-GitHub-Delivery``), and pushes held back and sent after newer ones
+(out of order). Senders behave like a provider that redelivers: a connection error, a timeout or
+a 5xx is retried with the same delivery id until it is answered.
+
+Faults, spread over the sending phase by progress: the outbox relays of every service process
+are paused (SIGUSR1) and resumed (SIGUSR2); random service processes are killed with SIGKILL (the
+supervisor restarts them); the embedded NATS server is killed and restarted once; the embedded
+PostgreSQL is restarted once. With configured (external) servers the server restarts are skipped
+and reported so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import secrets
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from palimpsest.cli.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
+from palimpsest.cli.chaos.repos import ChaosRepo
+from palimpsest.cli.chaos.verify import Expectations, Tenant, verify
+from palimpsest.cli.output import progress
+from palimpsest.cli.processes import Supervisor, supervised
+from palimpsest.cli.stack import Servers, StackInfo, open_stack
+from palimpsest.core.settings import BaseServiceSettings
+
+log = logging.getLogger(__name__)
+
+KILLABLE = ("ingest", "recency-scanner", "chunker", "analyzer", "reviewer", "embedder")
+SEND_GIVE_UP_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosConfig:
+    repos: int = 20
+    deliveries: int = 2000
+    seed: int = 1
+    kills: int | None = None  # default: one per 150 deliveries, at least 3
+    concurrency: int = 6
+    quiescence_timeout_s: float = 1200.0
+    relay_pause_s: float = 5.0
+    home: Path | None = None
+    keep: bool = False
+
+
+@dataclass(slots=True)
+class Delivery:
+    delivery_id: str
+    event: str
+    tenant: str
+    body: bytes
+    repo: ChaosRepo
+    kind: str  # push | pr_open | pr_sync | redelivery | late_push
+    status: int | None = None
+    outcome: str | None = None
+    event_ids: list[str] = field(default_factory=list)
+    attempts: int = 0
+
+
+@dataclass(slots=True)
+class Run:
+    cfg: ChaosConfig
+    sup: Supervisor
+    servers: Servers
+    stack: StackInfo
+    tenants: dict[str, Tenant]
+    repos: list[ChaosRepo]
+    api: FakeGitHubAPI
+    http: httpx.AsyncClient
+    rng: random.Random
+    sent: list[Delivery] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    kills: int = 0
+    restarts: dict[str, int] = field(default_factory=lambda: {"nats": 0, "postgres": 0})
+    started: float = field(default_factory=time.monotonic)
+
+
+async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str, Any]:
+    home = cfg.home or Path(tempfile.mkdtemp(prefix="palimpsest-chaos-"))
+    settings = settings.model_copy(update={"home": home})
+    rng = random.Random(cfg.seed)  # noqa: S311 - a reproducible schedule, not security
+    api = FakeGitHubAPI()
+    servers = Servers()
+    progress(f"chaos: home {home}")
+    with serving(api) as api_url:
+        env = {
+            "PALIMPSEST_REVIEW_GITHUB_API_URL": api_url,
+            "PALIMPSEST_RETRY_DELAYS_S": "[0.5, 1, 2, 4]",
+        }
+        async with (
+            open_stack(settings, servers=servers) as stack,
+            supervised(settings, stack, extra_env=env) as sup,
+            httpx.AsyncClient(timeout=30.0) as http,
+        ):
+            tenants = await _tenants(sup, http, rng)
+            repos = await _repositories(cfg, home, tenants, sup, http, api, stack.owner_url)
+            run = Run(cfg, sup, servers, stack, tenants, repos, api, http, rng)
+            await _wait_first_snapshots(run)
+            progress(f"chaos: {len(repos)} repositories indexed; sending {cfg.deliveries} deliveries")
+            await _send_all(run)
+            sup.pause_relays(False)
+            sending_s = round(time.monotonic() - run.started, 1)
+            progress("chaos: deliveries sent; waiting for quiescence")
+            expectations = _expectations(run)
+            report = await verify(run.stack, run.sup, run.tenants, run.repos, run.api, expectations, cfg)
+        for name, p in sup.processes.items():
+            report.setdefault("process_starts", {})[name] = p.starts
+    report.update(
+        {
+            "repos": cfg.repos,
+            "deliveries": len(run.sent),
+            "delivery_kinds": dict(run.counts),
+            "kills": run.kills,
+            "restarts": {**run.restarts, "processes": sup.restarts},
+            "faults": run.faults,
+            "send_s": sending_s,
+            "seed": cfg.seed,
+            "home": str(home),
+        }
+    )
+    return report
+
+
+# ------------------------------------------------------------------------------------ setup
+
+
+async def _call(http: httpx.AsyncClient, method: str, url: str, token: str, body: Any = None) -> Any:
+    r = await http.request(method, url, headers={"Authorization": f"Bearer {token}"}, json=body)
+    if r.status_code >= 300:
+        raise RuntimeError(f"{method} {url.split('/v1', 1)[-1]} answered {r.status_code}: {r.text[:200]}")
+    return r.json() if r.content else None
+
+
+async def _tenants(sup: Supervisor, http: httpx.AsyncClient, rng: random.Random) -> dict[str, Tenant]:
+    admin = sup.processes["ingest"].env.get("PALIMPSEST_ADMIN_TOKEN")
+    if not admin:
+        raise RuntimeError(
+            "chaos needs the operator admin token (PALIMPSEST_ADMIN_TOKEN or the embedded home)"
+        )
+    tenants: dict[str, Tenant] = {}
+    for key in ("a", "b"):
+        made = await _call(
+            http,
+            "POST",
+            f"{sup.ingest_url}/v1/tenants",
+            admin,
+            {"name": f"chaos-{key}-{uuid.uuid4().hex[:6]}"},
+        )
+        tenant = Tenant(
+            key=key,
+            tenant_id=made["tenant_id"],
+            api_token=made["api_token"],
+            installation_external_id=rng.randrange(10_000_000, 99_999_999),
+            login=f"chaos-{key}",
+            webhook_secret=secrets.token_urlsafe(24),
+            access_token="ghs_" + secrets.token_urlsafe(27),
+        )
+        inst = await _call(
+            http,
+            "POST",
+            f"{sup.ingest_url}/v1/tenants/{tenant.tenant_id}/installations",
+            tenant.api_token,
+            {
+                "provider": "github",
+                "external_id": str(tenant.installation_external_id),
+                "webhook_secret": tenant.webhook_secret,
+                "access_token": tenant.access_token,
+            },
+        )
+        tenant.installation_id = inst["installation_id"]
+        tenants[key] = tenant
+    return tenants
+
+
+async def _repositories(
+    cfg: ChaosConfig,
+    home: Path,
+    tenants: dict[str, Tenant],
+    sup: Supervisor,
+    http: httpx.AsyncClient,
+    api: FakeGitHubAPI,
+    owner_url: str,
+) -> list[ChaosRepo]:
+    repos: list[ChaosRepo] = []
+    for i in range(cfg.repos):
+        tenant = tenants["a" if i % 2 == 0 else "b"]
+        repo = ChaosRepo(
+            tenant.key,
+            f"svc{i:02d}",
+            home / "repos" / tenant.key / f"svc{i:02d}",
+            500_000 + i,
+            cfg.seed * 100 + i,
+        )
+        await asyncio.to_thread(repo.create)
+        made = await _call(
+            http,
+            "POST",
+            f"{sup.ingest_url}/v1/tenants/{tenant.tenant_id}/repositories",
+            tenant.api_token,
+            {
+                "url": str(repo.path),
+                "default_branch": "main",
+                "visibility": "private",
+                "index_mode": "lexical",
+            },
+        )
+        repo.repository_id = made["repository_id"]
+        api.tokens[repo.full_name] = tenant.access_token
+        repos.append(repo)
+    await _link_installations(owner_url, repos, tenants)
+    return repos
+
+
+async def _link_installations(owner_url: str, repos: list[ChaosRepo], tenants: dict[str, Tenant]) -> None:
+    """Make each local repository its tenant's GitHub repository (the harness's one shortcut).
+
+    The API links only https repositories on the installation's host to a GitHub installation; the
+    soak's repositories are local paths (read in place, as the embedded default allows). So the
+    GitHub identity — provider, repository id, full name and installation, which route webhooks and
+    let the reviewer post with the installation's token — is set here, as the database owner.
+    """
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(owner_url, autocommit=True) as conn:
+        for repo in repos:
+            await conn.execute(
+                "UPDATE repositories SET installation_id = %s, provider = 'github', external_id = %s,"
+                " full_name = %s WHERE repository_id = %s",
+                (tenants[repo.tenant].installation_id, str(repo.external_id), repo.full_name, repo.repository_id),
+            )
+
+
+async def _wait_first_snapshots(run: Run, timeout_s: float = 600.0) -> None:
+    import psycopg
+
+    deadline = time.monotonic() + timeout_s
+    ids = [r.repository_id for r in run.repos]
+    async with await psycopg.AsyncConnection.connect(run.stack.owner_url, autocommit=True) as conn:
+        while True:
+            cur = await conn.execute(
+                "SELECT count(DISTINCT repository_id) FROM code_index_snapshots WHERE state = 'ready'"
+                " AND repository_id = ANY(%s::uuid[])",
+                (ids,),
+            )
+            row = await cur.fetchone()
+            if row is not None and row[0] == len(ids):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"only {row[0] if row else 0} of {len(ids)} repositories indexed in {timeout_s:.0f}s"
+                )
+            await asyncio.sleep(0.5)
+
+
+# ------------------------------------------------------------------------------------ sending
+
+
+def _plan(cfg: ChaosConfig, repos: list[ChaosRepo], rng: random.Random) -> list[tuple[str, ChaosRepo]]:
+    """The kind of each delivery, in sending order (redeliveries and late pushes included)."""
+    kinds = ["push"] * 40 + ["pr_open"] * 14 + ["pr_sync"] * 20 + ["redelivery"] * 16 + ["late_push"] * 10
+    plan: list[tuple[str, ChaosRepo]] = []
+    opened: set[str] = set()
+    for _ in range(cfg.deliveries):
+        repo = rng.choice(repos)
+        kind = rng.choice(kinds)
+        if kind == "pr_sync" and repo.name not in opened:
+            kind = "pr_open"
+        if kind == "pr_open":
+            opened.add(repo.name)
+        plan.append((kind, repo))
+    return plan
+
+
+async def _send_all(run: Run) -> None:
+    cfg = run.cfg
+    plan = _plan(cfg, run.repos, run.rng)
+    total = len(plan)
+    faults = _fault_schedule(run, total)
+    queue: asyncio.Queue[tuple[int, str, ChaosRepo] | None] = asyncio.Queue()
+    for i, (kind, repo) in enumerate(plan):
+        queue.put_nowait((i, kind, repo))
+    for _ in range(cfg.concurrency):
+        queue.put_nowait(None)
+    held: dict[str, list[Delivery]] = {}
+    pr_numbers: dict[str, int] = {}
+    done = 0
+    fault_tasks: list[asyncio.Task[None]] = []
+
+    async def worker() -> None:
+        nonlocal done
+        while (item := await queue.get()) is not None:
+            i, kind, repo = item
+            while faults and faults[0][0] <= i:
+                _, name = faults.pop(0)
+                fault_tasks.append(asyncio.create_task(_fault(run, name)))
+            for delivery in await _make(run, kind, repo, held, pr_numbers):
+                await _send(run, delivery)
+            done += 1
+            if done % max(1, total // 10) == 0:
+                progress(f"chaos: {done}/{total} deliveries sent")
+
+    await asyncio.gather(*(worker() for _ in range(cfg.concurrency)))
+    for late in [d for ds in held.values() for d in ds]:  # anything still held goes out last
+        await _send(run, late)
+    await asyncio.gather(*fault_tasks)
+
+
+async def _make(
+    run: Run, kind: str, repo: ChaosRepo, held: dict[str, list[Delivery]], pr_numbers: dict[str, int]
+) -> list[Delivery]:
+    """The deliveries to send now, in order (a push releases the older pushes held before it)."""
+    tenant = run.tenants[repo.tenant]
+    if kind == "redelivery":
+        earlier = [d for d in run.sent if d.kind != "redelivery"]
+        if not earlier:
+            kind = "push"
+        else:
+            original = run.rng.choice(earlier)
+            run.counts["redelivery"] += 1
+            d = original
+            return [Delivery(d.delivery_id, d.event, d.tenant, d.body, d.repo, "redelivery")]
+    async with repo.lock:
+        if kind in ("push", "late_push"):
+            commit = await asyncio.to_thread(repo.push_commit)
+            payload = push_payload(repo, tenant.installation_external_id, tenant.login, commit)
+            delivery = _new(tenant.key, "push", payload, repo, kind)
+            if kind == "late_push":  # sent after the next push of this repository: out of order
+                held.setdefault(repo.name, []).append(delivery)
+                run.counts["late_push"] += 1
+                return []
+            run.counts["push"] += 1
+            return [delivery, *held.pop(repo.name, [])]
+        if kind == "pr_sync" and repo.prs:
+            number = run.rng.choice(sorted(repo.prs))
+            base, head = await asyncio.to_thread(repo.update_pr, number)
+            action = "synchronize"
+        else:
+            number = pr_numbers.get(repo.name, 0) + 1
+            pr_numbers[repo.name] = number
+            base, head = await asyncio.to_thread(repo.open_pr, number)
+            action, kind = "opened", "pr_open"
+        payload = pull_request_payload(
+            repo, tenant.installation_external_id, tenant.login, action, number, base, head
+        )
+        run.counts[kind] += 1
+        return [_new(tenant.key, "pull_request", payload, repo, kind)]
+
+
+def _new(tenant: str, event: str, payload: dict[str, Any], repo: ChaosRepo, kind: str) -> Delivery:
+    body = json.dumps(payload).encode()
+    return Delivery(str(uuid.uuid4()), event, tenant, body, repo, kind)
+
+
+async def _send(run: Run, d: Delivery) -> None:
+    """POST one delivery, redelivering (same id) on connection errors, timeouts and 5xx."""
+    run.sent.append(d)
+    tenant = run.tenants[d.tenant]
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "GitHub-Hookshot/chaos",
+        "X-GitHub-Event": d.event,
+        "X-GitHub-Delivery": d.delivery_id,
+        "X-GitHub-Hook-ID": "1",
+        "X-GitHub-Hook-Installation-Target-Type": "integration",
+        "X-GitHub-Hook-Installation-Target-ID": "1",
+        "X-Hub-Signature-256": sign(tenant.webhook_secret, d.body),
+    }
+    deadline = time.monotonic() + SEND_GIVE_UP_S
+    delay = 0.25
+    while True:
+        d.attempts += 1
+        try:
+            r = await run.http.post(
+                f"{run.sup.ingest_url}/webhooks/github", content=d.body, headers=headers, timeout=15.0
+            )
+            if r.status_code < 500:
+                d.status = r.status_code
+                with contextlib.suppress(ValueError):
+                    answer = r.json()
+                    d.outcome = answer.get("outcome")
+                    d.event_ids = list(answer.get("events") or [])
+                return
+            d.status = r.status_code
+        except httpx.HTTPError:
+            d.status = None
+        if time.monotonic() > deadline:
+            return
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 3.0)
+
+
+# ------------------------------------------------------------------------------------ faults
+
+
+def _fault_schedule(run: Run, total: int) -> list[tuple[int, str]]:
+    kills = run.cfg.kills if run.cfg.kills is not None else max(3, total // 150)
+    schedule = [
+        (int(total * 0.15), "pause_relays"),
+        (int(total * 0.35), "restart_nats"),
+        (int(total * 0.6), "restart_postgres"),
+    ]
+    for k in range(kills):
+        schedule.append((int(total * (0.1 + 0.8 * (k + 0.5) / kills)), "kill"))
+    return sorted(schedule)
+
+
+async def _fault(run: Run, name: str) -> None:
+    at = round(time.monotonic() - run.started, 1)
+    if name == "kill":
+        victim = run.rng.choice(KILLABLE)
+        if run.sup.kill(victim):
+            run.kills += 1
+            run.faults.append({"at_s": at, "fault": "kill -9", "service": victim})
+        return
+    if name == "pause_relays":
+        run.sup.pause_relays(True)
+        run.faults.append({"at_s": at, "fault": "relays paused", "for_s": run.cfg.relay_pause_s})
+        await asyncio.sleep(run.cfg.relay_pause_s)
+        run.sup.pause_relays(False)
+        return
+    if name == "restart_nats":
+        nats = run.servers.nats
+        if nats is None:
+            run.faults.append({"at_s": at, "fault": "nats restart skipped (configured server)"})
+            return
+        await asyncio.to_thread(nats.kill)
+        await asyncio.sleep(2.0)
+        await asyncio.to_thread(nats.start)
+        run.restarts["nats"] += 1
+        run.faults.append({"at_s": at, "fault": "nats kill -9 + restart"})
+        return
+    if name == "restart_postgres":
+        pg = run.servers.pg
+        if pg is None:
+            run.faults.append({"at_s": at, "fault": "postgres restart skipped (configured server)"})
+            return
+        await asyncio.to_thread(pg.stop)
+        await asyncio.sleep(2.0)
+        await asyncio.to_thread(pg.start)
+        run.restarts["postgres"] += 1
+        run.faults.append({"at_s": at, "fault": "postgres restart (fast shutdown)"})
+
+
+def _expectations(run: Run) -> Expectations:
+    return Expectations(deliveries=run.sent)

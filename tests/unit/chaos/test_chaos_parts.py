@@ -1,0 +1,115 @@
+"""The soak's parts on their own: the checks catch what they must, the fakes behave like GitHub.
+
+Each check is shown to fire on a planted fault (a duplicate event, a lost event, a leaked secret),
+so an empty discrepancy list from ``palimpsest chaos`` means something.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from pathlib import Path
+
+import httpx
+
+from palimpsest.cli.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
+from palimpsest.cli.chaos.repos import ChaosRepo
+from palimpsest.cli.chaos.soak import ChaosConfig, _fault_schedule, _plan
+from palimpsest.cli.chaos.verify import _check_events, secret_leaks
+
+
+def test_a_duplicate_and_a_lost_event_are_reported() -> None:
+    problems: list[str] = []
+    events = [{"id": "e1"}, {"id": "e1"}, {"id": "e2"}]
+    _check_events({"d1": ["e1"], "d2": ["e2"], "d3": ["e3"]}, events, problems)
+    assert problems == [
+        "event e1 is on the stream 2 times",
+        "event e3 of delivery d3 never reached the stream",
+    ]
+    clean: list[str] = []
+    _check_events({"d1": ["e1"]}, [{"id": "e1"}], clean)
+    assert clean == []
+
+
+def test_a_leaked_secret_is_found_wherever_it_is() -> None:
+    secrets = {"tenant a access token": "ghs_s3cret", "admin token": "adm_x"}
+    places = {"ingest.log": "cloning with header ***", "argv": "python -m palimpsest.chunker ghs_s3cret"}
+    assert secret_leaks(secrets, places) == ["tenant a access token appears in argv"]
+    assert secret_leaks(secrets, {"ingest.log": "nothing here"}) == []
+
+
+def _repo(tmp_path: Path) -> ChaosRepo:
+    repo = ChaosRepo("a", "svc00", tmp_path / "svc00", 500_000, 7)
+    repo.create()
+    return repo
+
+
+def test_the_plan_is_reproducible_and_never_updates_an_unopened_pull_request(tmp_path: Path) -> None:
+    repos = [ChaosRepo("a", f"svc{i}", tmp_path / f"r{i}", i, i) for i in range(3)]
+    cfg = ChaosConfig(repos=3, deliveries=300, seed=5)
+    first = [(k, r.name) for k, r in _plan(cfg, repos, random.Random(5))]
+    again = [(k, r.name) for k, r in _plan(cfg, repos, random.Random(5))]
+    assert first == again and len(first) == 300
+    assert {k for k, _ in first} == {"push", "pr_open", "pr_sync", "redelivery", "late_push"}
+    opened: set[str] = set()
+    for kind, name in first:
+        assert kind != "pr_sync" or name in opened
+        if kind == "pr_open":
+            opened.add(name)
+
+
+def test_faults_are_spread_over_the_run() -> None:
+    class _Run:
+        cfg = ChaosConfig(deliveries=2000)
+
+    schedule = _fault_schedule(_Run(), 2000)  # type: ignore[arg-type]
+    names = [n for _, n in schedule]
+    assert names.count("kill") == 13 and names.count("restart_nats") == names.count("restart_postgres") == 1
+    assert all(0 < at < 2000 for at, _ in schedule)
+
+
+def test_generated_repositories_change_like_real_ones(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    first = repo.head()
+    commit = repo.push_commit()
+    assert commit.parent == first and repo.head() == commit.sha
+    assert commit.modified or commit.added or commit.removed
+    base, head = repo.open_pr(1)
+    assert base == commit.sha and repo.head() == commit.sha  # the PR lives on its branch only
+    base2, head2 = repo.update_pr(1)
+    assert base2 == base and head2 != head
+    tree = repo.tree(repo.head())
+    listed = subprocess.run(
+        ["git", "-C", str(repo.path), "ls-files", "-s"], capture_output=True, check=True, text=True
+    ).stdout.split("\n")
+    assert {line.split("\t")[1]: line.split()[1] for line in listed if line} == tree
+
+
+def test_the_fake_github_api_demands_the_token_and_records_each_post(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    api = FakeGitHubAPI(tokens={repo.full_name: "ghs_token"})
+    head = "a" * 40
+    body = {"commit_id": head, "event": "COMMENT", "body": f"ok\n<!-- palimpsest-review head={head} -->"}
+    with serving(api) as url, httpx.Client() as http:
+        reviews = f"{url}/repos/{repo.full_name}/pulls/3/reviews"
+        assert http.post(reviews, json=body).status_code == 401
+        assert http.post(reviews, json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        good = {"Authorization": "Bearer ghs_token"}
+        assert http.post(reviews, json={**body, "body": "no marker"}, headers=good).status_code == 422
+        assert http.post(reviews, json=body, headers=good).status_code == 200
+        listed = http.get(reviews + "?per_page=100", headers=good).json()
+    assert [r["body"] for r in listed] == [body["body"]]
+    assert api.posts == {(repo.full_name, 3, head): 1} and api.unauthorized == 2
+
+
+def test_payloads_are_signed_github_shapes(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    commit = repo.push_commit()
+    push = push_payload(repo, 42, "chaos-a", commit)
+    assert (push["after"], push["before"], push["installation"]["id"]) == (commit.sha, commit.parent, 42)
+    assert push["head_commit"]["timestamp"] == commit.timestamp
+    pr = pull_request_payload(repo, 42, "chaos-a", "opened", 1, commit.parent or "", commit.sha)
+    assert pr["pull_request"]["head"]["sha"] == commit.sha and pr["repository"]["id"] == repo.external_id
+    raw = json.dumps(push).encode()
+    assert sign("s", raw).startswith("sha256=") and sign("s", raw) != sign("t", raw)
