@@ -10,7 +10,7 @@ LOCAL_PKGS := libs/core libs/index services/ingest services/recency-scanner serv
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: help setup lock lint typecheck check test test-external demo bench chart clean
+.PHONY: help setup lock lint typecheck check test test-external demo bench chart chaos clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -42,6 +42,10 @@ test: $(STAMP) ## run the whole test suite (embedded PostgreSQL + NATS unless PA
 
 demo: $(STAMP) ## the main job on the embedded stack: index and analyse this repository (or REPO=path)
 	$(BIN)/palimpsest demo $(if $(REPO),--repo $(REPO),)
+
+CHAOS_ARGS ?= --repos 20 --deliveries 2000
+chaos: $(STAMP) ## soak with faults (kill -9, NATS/PostgreSQL restarts, relay pause); exits 1 on any discrepancy
+	$(BIN)/palimpsest chaos $(CHAOS_ARGS) --json
 
 chart: $(STAMP) ## lint, render and validate the Helm chart offline (Helm's engine via helm-python-sdk)
 	$(BIN)/pytest -q -p no:cacheprovider tests/deploy

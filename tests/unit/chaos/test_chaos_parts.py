@@ -51,7 +51,7 @@ def test_the_plan_is_reproducible_and_never_updates_an_unopened_pull_request(tmp
     first = [(k, r.name) for k, r in _plan(cfg, repos, random.Random(5))]
     again = [(k, r.name) for k, r in _plan(cfg, repos, random.Random(5))]
     assert first == again and len(first) == 300
-    assert {k for k, _ in first} == {"push", "pr_open", "pr_sync", "redelivery", "late_push"}
+    assert {k for k, _ in first} == {"push", "pr_open", "pr_sync", "redelivery", "late_push", "hostile"}
     opened: set[str] = set()
     for kind, name in first:
         assert kind != "pr_sync" or name in opened

@@ -35,6 +35,7 @@ def register(cli: click.Group) -> None:
         default=None,
         help="Scratch home (default: a new temp dir).",
     )
+    @click.option("--keep", is_flag=True, help="Keep the scratch home even when every check passed.")
     @click.option("--json", "as_json", is_flag=True)
     @run_async
     async def chaos_cmd(
@@ -45,6 +46,7 @@ def register(cli: click.Group) -> None:
         concurrency: int,
         timeout_s: float,
         home: Path | None,
+        keep: bool,
         as_json: bool,
     ) -> None:
         """A bounded soak with faults on loopback; exits 1 when any promise did not hold.
@@ -67,6 +69,7 @@ def register(cli: click.Group) -> None:
             concurrency=concurrency,
             quiescence_timeout_s=timeout_s,
             home=home,
+            keep=keep,
         )
         report = await run_chaos(cfg, settings())
         emit(report, as_json=as_json, text=chaos_text(report))

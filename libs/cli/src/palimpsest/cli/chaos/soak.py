@@ -21,6 +21,7 @@ import json
 import logging
 import random
 import secrets
+import shutil
 import tempfile
 import time
 import uuid
@@ -65,7 +66,9 @@ class Delivery:
     tenant: str
     body: bytes
     repo: ChaosRepo
-    kind: str  # push | pr_open | pr_sync | redelivery | late_push
+    kind: str  # push | pr_open | pr_sync | redelivery | late_push | hostile:<what>
+    expect: int | None = None  # hostile deliveries: the status they must get (and no event)
+    secret: str | None = None  # hostile deliveries: signed with this instead of the tenant's secret
     status: int | None = None
     outcome: str | None = None
     event_ids: list[str] = field(default_factory=list)
@@ -131,9 +134,12 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
             "faults": run.faults,
             "send_s": sending_s,
             "seed": cfg.seed,
-            "home": str(home),
         }
     )
+    if report["discrepancies"] or cfg.home is not None or cfg.keep:
+        report["home"] = str(home)  # kept: the logs, repositories and database to look into
+    else:
+        shutil.rmtree(home, ignore_errors=True)
     return report
 
 
@@ -242,7 +248,12 @@ async def _link_installations(owner_url: str, repos: list[ChaosRepo], tenants: d
             await conn.execute(
                 "UPDATE repositories SET installation_id = %s, provider = 'github', external_id = %s,"
                 " full_name = %s WHERE repository_id = %s",
-                (tenants[repo.tenant].installation_id, str(repo.external_id), repo.full_name, repo.repository_id),
+                (
+                    tenants[repo.tenant].installation_id,
+                    str(repo.external_id),
+                    repo.full_name,
+                    repo.repository_id,
+                ),
             )
 
 
@@ -274,6 +285,7 @@ async def _wait_first_snapshots(run: Run, timeout_s: float = 600.0) -> None:
 def _plan(cfg: ChaosConfig, repos: list[ChaosRepo], rng: random.Random) -> list[tuple[str, ChaosRepo]]:
     """The kind of each delivery, in sending order (redeliveries and late pushes included)."""
     kinds = ["push"] * 40 + ["pr_open"] * 14 + ["pr_sync"] * 20 + ["redelivery"] * 16 + ["late_push"] * 10
+    kinds += ["hostile"] * 5
     plan: list[tuple[str, ChaosRepo]] = []
     opened: set[str] = set()
     for _ in range(cfg.deliveries):
@@ -326,8 +338,10 @@ async def _make(
 ) -> list[Delivery]:
     """The deliveries to send now, in order (a push releases the older pushes held before it)."""
     tenant = run.tenants[repo.tenant]
+    if kind == "hostile":
+        return [_hostile(run, repo)]
     if kind == "redelivery":
-        earlier = [d for d in run.sent if d.kind != "redelivery"]
+        earlier = [d for d in run.sent if d.kind != "redelivery" and d.expect is None]
         if not earlier:
             kind = "push"
         else:
@@ -362,6 +376,32 @@ async def _make(
         return [_new(tenant.key, "pull_request", payload, repo, kind)]
 
 
+def _hostile(run: Run, repo: ChaosRepo) -> Delivery:
+    """A delivery that must be refused or ignored and must emit nothing: a wrong signature, the
+    other tenant's secret, a malformed body, an unknown installation."""
+    tenant = run.tenants[repo.tenant]
+    other = run.tenants["b" if repo.tenant == "a" else "a"]
+    commit_sha = repo.prs[max(repo.prs)][1] if repo.prs else "0" * 40
+    base = pull_request_payload(
+        repo, tenant.installation_external_id, tenant.login, "opened", 9999, commit_sha, commit_sha
+    )
+    what = run.rng.choice(("bad_signature", "other_tenant_secret", "malformed", "unknown_installation"))
+    run.counts[f"hostile:{what}"] += 1
+    body = json.dumps(base).encode()
+    d = _new(tenant.key, "pull_request", {}, repo, f"hostile:{what}")
+    d.body = body
+    if what == "bad_signature":
+        d.secret, d.expect = secrets.token_urlsafe(24), 401
+    elif what == "other_tenant_secret":
+        d.secret, d.expect = other.webhook_secret, 401
+    elif what == "malformed":
+        d.body, d.expect = body[: len(body) // 2], 400
+    else:
+        base["installation"]["id"] = 1 + other.installation_external_id + tenant.installation_external_id
+        d.body, d.expect = json.dumps(base).encode(), 202
+    return d
+
+
 def _new(tenant: str, event: str, payload: dict[str, Any], repo: ChaosRepo, kind: str) -> Delivery:
     body = json.dumps(payload).encode()
     return Delivery(str(uuid.uuid4()), event, tenant, body, repo, kind)
@@ -379,7 +419,7 @@ async def _send(run: Run, d: Delivery) -> None:
         "X-GitHub-Hook-ID": "1",
         "X-GitHub-Hook-Installation-Target-Type": "integration",
         "X-GitHub-Hook-Installation-Target-ID": "1",
-        "X-Hub-Signature-256": sign(tenant.webhook_secret, d.body),
+        "X-Hub-Signature-256": sign(d.secret or tenant.webhook_secret, d.body),
     }
     deadline = time.monotonic() + SEND_GIVE_UP_S
     delay = 0.25

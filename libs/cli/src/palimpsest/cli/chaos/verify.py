@@ -148,7 +148,12 @@ async def _check_deliveries(
 ) -> dict[str, list[str]]:
     """delivery id → the event ids of its one accepted record."""
     for d in expected.deliveries:
-        if d.status is None or d.status >= 500:
+        if d.expect is not None:  # hostile: exactly the expected answer, and never an event
+            if d.status != d.expect or d.event_ids or d.outcome == "accepted":
+                problems.append(
+                    f"{d.kind} delivery {d.delivery_id}: HTTP {d.status} ({d.outcome}), expected {d.expect}"
+                )
+        elif d.status is None or d.status >= 500:
             problems.append(f"delivery {d.delivery_id} ({d.kind}) never answered (last status {d.status})")
         elif d.status >= 300:
             problems.append(f"delivery {d.delivery_id} ({d.kind}) answered {d.status} ({d.outcome})")
@@ -164,7 +169,10 @@ async def _check_deliveries(
                 problems.append(f"delivery {r['delivery_id']} accepted twice")
             accepted[r["delivery_id"]] = [str(e) for e in r["event_ids"]]
     for d in {d.delivery_id: d for d in expected.deliveries}.values():
-        if d.delivery_id not in accepted:
+        if d.expect is not None:
+            if d.delivery_id in accepted:
+                problems.append(f"{d.kind} delivery {d.delivery_id} was accepted")
+        elif d.delivery_id not in accepted:
             problems.append(f"delivery {d.delivery_id} ({d.kind}) has no accepted record")
         elif len(accepted[d.delivery_id]) != 1:
             problems.append(f"delivery {d.delivery_id} emitted {len(accepted[d.delivery_id])} events, not 1")
@@ -330,7 +338,7 @@ async def _check_dead_letters(
     db: psycopg.AsyncConnection[dict[str, Any]], tenant_ids: list[str], problems: list[str]
 ) -> None:
     cur = await db.execute(
-        "SELECT consumer, event_type, last_error FROM dead_letters WHERE tenant_id = ANY(%s::uuid[]) OR tenant_id IS NULL",
+        "SELECT consumer, event_type, last_error FROM dead_letters WHERE tenant_id = ANY(%s::uuid[])",
         (tenant_ids,),
     )
     for r in await cur.fetchall():
