@@ -128,7 +128,13 @@ async def run_bench_recency(
                             (tenant, repository_id, info["url"], info["branch"]),
                         )
                     options = Settings.model_construct(
-                        **{**Settings().model_dump(), "recency_scan": True, "recency_tmp_dir": root}
+                        **{
+                            **Settings().model_dump(),
+                            "recency_scan": True,
+                            "recency_tmp_dir": root,
+                            # the bench's own git server on loopback: an explicit allowance
+                            "private_provider_hosts": ("127.0.0.1",),
+                        }
                     ).scan_options()
                     progress("scanning: clone + log + parse + write…")
                     t0 = time.perf_counter()

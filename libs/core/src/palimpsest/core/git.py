@@ -4,7 +4,11 @@ Both the recency scanner (history) and the chunker (trees and blobs) shell out t
 module is the one place that knows how: credentials travel as an ``http.extraHeader`` set
 through ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` in the child's
 environment — never in a URL, an argument list, a directory name, a log line or an exception
-message. Every git process runs in its own process group with a deadline, and the whole group
+message. Redirects are never followed (``http.followRedirects=false``) and the transports git may
+use are always restricted (``GIT_ALLOW_PROTOCOL``; never ``ext::`` or ``fd::``). A remote URL is
+checked against the deployment's source policy by :func:`check_remote` *before* git runs, and
+the addresses that passed are pinned (``http.curloptResolve``) so git connects to exactly those.
+Every git process runs in its own process group with a deadline, and the whole group
 is killed when the deadline passes or the caller is cancelled, so a hung remote (or a helper
 such as ``git-remote-https`` that git started) cannot outlive the call. Failures become one
 :class:`~palimpsest.core.git_errors.GitError` with a short ``reason`` code.
@@ -32,12 +36,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 from palimpsest.core.git_errors import GitError, GitFailure
+from palimpsest.core.sources import CloneTarget, SourcePolicy, SourceRefused, check_clone_url
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "NO_LAZY_FETCH",
     "GitAuth",
     "TreeEntry",
+    "check_remote",
     "classify_git_failure",
     "decode_path",
     "git_env",
@@ -86,6 +92,9 @@ _INHERITED_ENV = (
 # Makes git fail instead of fetching an absent object from a partial clone's promisor remote
 # (honoured by git >= 2.39.4 / 2.45.1 and the security releases between).
 NO_LAZY_FETCH: Mapping[str, str] = {"GIT_NO_LAZY_FETCH": "1"}
+
+# Transports git may use when the caller names none (operations without a checked remote).
+DEFAULT_PROTOCOLS = ("https",)
 
 _HEX_OID = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
@@ -162,12 +171,19 @@ def scrub(text: str, auth: GitAuth | None) -> str:
     return _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{_REDACTED}", text)
 
 
-def git_env(auth: GitAuth | None, *, allowed_protocols: Collection[str] | None = None) -> dict[str, str]:
+def git_env(
+    auth: GitAuth | None,
+    *,
+    allowed_protocols: Collection[str] | None = None,
+    pins: Sequence[str] = (),
+) -> dict[str, str]:
     """The complete environment for a git child process.
 
-    No system or global config, no terminal prompt, no askpass program, no credential helper;
-    ``auth`` (when given) becomes the only ``http.extraHeader``. ``allowed_protocols`` (e.g.
-    ``("https", "http")``) restricts the transports git may use via ``GIT_ALLOW_PROTOCOL``.
+    No system or global config, no terminal prompt, no askpass program, no credential helper,
+    no HTTP redirects; ``auth`` (when given) becomes the only ``http.extraHeader``.
+    ``allowed_protocols`` (e.g. ``("https",)``; :data:`DEFAULT_PROTOCOLS` when None) restricts
+    the transports git may use via ``GIT_ALLOW_PROTOCOL``. ``pins`` are ``host:port:address``
+    entries for ``http.curloptResolve`` (see :func:`check_remote`).
     """
     env = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ}
     env.update(
@@ -181,13 +197,19 @@ def git_env(auth: GitAuth | None, *, allowed_protocols: Collection[str] | None =
             "GIT_PROTOCOL_FROM_USER": "0",
         }
     )
-    if allowed_protocols is not None:
-        env["GIT_ALLOW_PROTOCOL"] = ":".join(allowed_protocols)
+    protocols = DEFAULT_PROTOCOLS if allowed_protocols is None else tuple(allowed_protocols)
+    if any(p in ("ext", "fd") or not p.isalnum() for p in protocols):
+        raise GitError(GitFailure.INVALID_ARGUMENT, "the ext and fd transports are never allowed")
+    env["GIT_ALLOW_PROTOCOL"] = ":".join(protocols)
     config: list[tuple[str, str]] = [
         ("credential.helper", ""),  # an empty value clears any configured helper list
         ("core.askPass", ""),
         ("http.extraHeader", ""),  # likewise clears headers a repository config may set
+        ("http.followRedirects", "false"),  # a redirect could lead past the source policy
+        ("protocol.allow", "never"),  # GIT_ALLOW_PROTOCOL wins; this is the belt to its braces
+        ("http.curloptResolve", ""),  # clears pins a repository config may set
     ]
+    config.extend(("http.curloptResolve", pin) for pin in pins)
     if auth is not None:
         config.append(("http.extraHeader", auth.header))
     env["GIT_CONFIG_COUNT"] = str(len(config))
@@ -207,6 +229,18 @@ def validate_remote_url(url: str) -> None:
             GitFailure.INVALID_ARGUMENT,
             "remote URL carries a password; pass credentials as GitAuth instead",
         )
+
+
+async def check_remote(url: str, policy: SourcePolicy) -> CloneTarget:
+    """The clone-time source check of ``url``: GitError ``source_refused`` before git ever runs.
+
+    Pass the result's ``protocols`` and ``pins`` to :func:`run_git` (``allowed_protocols=``,
+    ``pins=``) for every command that talks to the remote.
+    """
+    try:
+        return await check_clone_url(url, policy)
+    except SourceRefused as exc:
+        raise GitError(GitFailure.SOURCE_REFUSED, str(exc)) from exc
 
 
 # ---------------------------------------------------------------------------------- paths
@@ -279,6 +313,7 @@ _FAILURE_PATTERNS: tuple[tuple[GitFailure, tuple[str, ...]], ...] = (
             "transport '",  # "transport 'ext' not allowed"
         ),
     ),
+    (GitFailure.REDIRECT, ("returned error: 30",)),
     (
         GitFailure.REFUSED,
         (
@@ -418,6 +453,7 @@ async def stream_git(
     stdin: bytes | None = None,
     extra_env: Mapping[str, str] | None = None,
     allowed_protocols: Collection[str] | None = None,
+    pins: Sequence[str] = (),
     git_bin: str = "git",
 ) -> AsyncGenerator[bytes, None]:
     """Run ``git *args`` and yield its stdout in chunks as they arrive.
@@ -427,7 +463,7 @@ async def stream_git(
     killed. A non-zero exit raises :class:`GitError` *after* the last chunk. Consume it with
     ``contextlib.aclosing`` so an early ``break`` releases the process at once.
     """
-    env = git_env(auth, allowed_protocols=allowed_protocols)
+    env = git_env(auth, allowed_protocols=allowed_protocols, pins=pins)
     if extra_env:
         env.update(extra_env)
     logger.debug("running git %s", scrub(" ".join(args), auth))
@@ -473,6 +509,7 @@ async def run_git(
     stdin: bytes | None = None,
     extra_env: Mapping[str, str] | None = None,
     allowed_protocols: Collection[str] | None = None,
+    pins: Sequence[str] = (),
     git_bin: str = "git",
 ) -> bytes:
     """Run ``git *args`` and return all of stdout (for small outputs; see :func:`stream_git`)."""
@@ -485,6 +522,7 @@ async def run_git(
         stdin=stdin,
         extra_env=extra_env,
         allowed_protocols=allowed_protocols,
+        pins=pins,
         git_bin=git_bin,
     )
     async with contextlib.aclosing(stream) as chunks:

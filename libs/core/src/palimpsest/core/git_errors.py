@@ -26,8 +26,24 @@ class GitFailure(StrEnum):
     DISK_FULL = "disk_full"  # no space left for the temporary clone
     PARSE_ERROR = "parse_error"  # git's output did not have the expected shape
     INVALID_ARGUMENT = "invalid_argument"  # a URL, ref or path we refuse to pass to git
+    SOURCE_REFUSED = "source_refused"  # the source policy refuses the URL; git never ran
+    REDIRECT = "redirect"  # the remote answered with an HTTP redirect, which git does not follow
     MISSING_OBJECT = "missing_object"  # cat-file could not find a requested object
     FAILED = "failed"  # anything else git reported
+
+
+def source_reason(reason: GitFailure) -> str:
+    """The reason a service records when it could not get a repository's source.
+
+    ``source_<reason>`` (``source_auth``, ``source_redirect``, …); ``source_refused`` means the
+    source policy said no before git ran, so a remote that refused or broke off the transfer is
+    ``source_remote_refused``.
+    """
+    if reason is GitFailure.SOURCE_REFUSED:
+        return reason.value
+    if reason is GitFailure.REFUSED:
+        return "source_remote_refused"
+    return f"source_{reason.value}"
 
 
 class GitError(PalimpsestError):

@@ -7,14 +7,16 @@ into a one-line :class:`SettingsError` that names the variable, so a typo in a d
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from palimpsest.core.errors import SettingsError
+from palimpsest.core.sources import SourcePolicy, SourceRefused, normalize_hosts
 
 ENV_PREFIX = "PALIMPSEST_"
 SECRETS_DIR = Path("/var/run/secrets/palimpsest")
@@ -68,6 +70,37 @@ class BaseServiceSettings(BaseSettings):
     allow_local_sources: bool = Field(
         default=False, description="Index file:// URLs and local paths (the embedded default turns it on)."
     )
+    provider_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=("github.com", "gitlab.com", "bitbucket.org"),
+        description="Hosts repositories may be fetched from (comma-separated or a JSON list).",
+    )
+    private_provider_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="Provider hosts that may resolve to private addresses (self-hosted); plain http"
+        " is allowed only to these, loopback only to a loopback IP literal listed here.",
+    )
+
+    @field_validator("provider_hosts", "private_provider_hosts", mode="before")
+    @classmethod
+    def _hosts(cls, value: Any) -> tuple[str, ...]:
+        items: Any = value
+        if isinstance(value, str):
+            text = value.strip()
+            items = json.loads(text) if text.startswith("[") else [p for p in text.split(",") if p.strip()]
+        if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+            raise ValueError("expected host names, comma-separated or as a JSON list")
+        try:
+            return normalize_hosts(items)
+        except SourceRefused as exc:
+            raise ValueError(str(exc)) from exc
+
+    def source_policy(self, *, allow_local: bool | None = None) -> SourcePolicy:
+        """The repository source policy these settings describe (clone time and registration)."""
+        return SourcePolicy(
+            provider_hosts=frozenset(self.provider_hosts),
+            private_hosts=frozenset(self.private_provider_hosts),
+            allow_local=self.allow_local_sources if allow_local is None else allow_local,
+        )
 
 
 _S = TypeVar("_S", bound=BaseSettings)

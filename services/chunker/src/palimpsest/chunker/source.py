@@ -1,9 +1,11 @@
 """Where a build reads the tree from: the local repository itself, or a shallow bare clone.
 
-Local sources (a path or ``file://`` URL) are read in place when the deployment allows them (the
-embedded default does); remote ones are cloned ``--bare --depth 1 --single-branch`` into a
-temporary directory that is removed however the build ends. Credentials travel in the environment
-(see :mod:`palimpsest.core.git`), never in the URL or the argument list.
+The stored URL is checked against the deployment's source policy first (``source_refused`` before
+git runs; see :mod:`palimpsest.core.sources`). Local sources (a path or ``file://`` URL) are read
+in place when the deployment allows them (the embedded default does); remote ones are cloned
+``--bare --depth 1 --single-branch`` into a temporary directory that is removed however the build
+ends. Credentials travel in the environment (see :mod:`palimpsest.core.git`), never in the URL or
+the argument list.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from palimpsest.chunker.errors import BuildFailed
-from palimpsest.core.git import GitAuth, resolve_ref, run_git, temporary_clone_dir
-from palimpsest.core.git_errors import GitError, GitFailure
+from palimpsest.core.git import GitAuth, check_remote, resolve_ref, run_git, temporary_clone_dir
+from palimpsest.core.git_errors import GitError, GitFailure, source_reason
+from palimpsest.core.sources import SourcePolicy
 
 # Failures worth another delivery (the network, a timeout); the rest are final for this request.
 TRANSIENT = frozenset({GitFailure.NETWORK, GitFailure.TIMEOUT, GitFailure.DISK_FULL, GitFailure.FAILED})
@@ -29,34 +31,21 @@ class Source:
     local: bool
 
 
-def local_path(clone_url: str) -> Path | None:
-    """The filesystem path a clone URL names, or None for a remote URL."""
-    if clone_url.startswith("file://"):
-        return Path(unquote(urlparse(clone_url).path))
-    if "://" in clone_url or clone_url.startswith("git@"):
-        return None
-    return Path(clone_url)
-
-
 @contextlib.asynccontextmanager
 async def open_source(
     clone_url: str,
     branch: str,
     *,
     auth: GitAuth | None,
-    allow_local: bool,
+    policy: SourcePolicy,
     timeout_s: float,
     tmp_parent: Path | None = None,
 ) -> AsyncIterator[Source]:
-    path = local_path(clone_url)
     try:
-        if path is not None:
-            if not allow_local:
-                raise BuildFailed("source_refused", "local sources are not allowed in this deployment")
-            if not path.is_dir():
-                raise BuildFailed("source_unavailable", "the local repository path does not exist")
-            commit = await resolve_ref(path, branch, timeout_s=timeout_s)
-            yield Source(path, commit, local=True)
+        target = await check_remote(clone_url, policy)
+        if target.local is not None:
+            commit = await resolve_ref(target.local, branch, timeout_s=timeout_s)
+            yield Source(target.local, commit, local=True)
             return
         async with temporary_clone_dir(tmp_parent) as tmp:
             await run_git(
@@ -70,12 +59,13 @@ async def open_source(
                     "--branch",
                     branch,
                     "--",
-                    clone_url,
+                    target.url,
                     str(tmp / "repo.git"),
                 ],
                 auth=auth,
                 timeout_s=timeout_s,
-                allowed_protocols=("https", "http"),
+                allowed_protocols=target.protocols,
+                pins=target.pins,
             )
             repo = tmp / "repo.git"
             commit = await resolve_ref(repo, "HEAD", timeout_s=timeout_s)
@@ -83,4 +73,4 @@ async def open_source(
     except GitError as exc:
         if exc.reason in TRANSIENT:
             raise
-        raise BuildFailed(f"source_{exc.reason}", str(exc)) from exc
+        raise BuildFailed(source_reason(exc.reason), str(exc)) from exc

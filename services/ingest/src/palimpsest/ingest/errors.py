@@ -8,6 +8,7 @@ into these at the boundary where they occur.
 from __future__ import annotations
 
 from palimpsest.core.errors import PalimpsestError
+from palimpsest.core.sources import SourceRefused as PolicyRefused
 
 _MAX_MESSAGE = 300
 
@@ -35,7 +36,7 @@ class InvalidRequest(IngestError):
     status = 400
 
 
-class SourceRefused(InvalidRequest):
+class SourceRefused(InvalidRequest, PolicyRefused):
     """A repository URL is not one Palimpsest may fetch (host, scheme or address not allowed)."""
 
 

@@ -8,15 +8,9 @@ environment and the secrets directory.
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
-
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import NoDecode
+from pydantic import Field, SecretStr
 
 from palimpsest.core.settings import BaseServiceSettings, load
-from palimpsest.ingest.errors import SourceRefused
-from palimpsest.ingest.sources import normalize_host
 
 MIB = 1024 * 1024
 
@@ -37,13 +31,6 @@ class Settings(BaseServiceSettings):
     admin_token: SecretStr | None = Field(
         default=None, description="Operator token for tenant creation and any tenant's resources."
     )
-    provider_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=("github.com", "gitlab.com", "bitbucket.org"),
-        description="Hosts repositories may be fetched from (comma-separated or a JSON list).",
-    )
-    private_provider_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=(), description="Provider hosts that may resolve to private addresses (self-hosted)."
-    )
     bot_name: str = Field(default="palimpsest", min_length=1, max_length=100)
     webhook_max_bytes: int = Field(default=25 * MIB, ge=1024)
     api_max_bytes: int = Field(default=1 * MIB, ge=1024)
@@ -52,20 +39,6 @@ class Settings(BaseServiceSettings):
         default=5.0, ge=0, description="How long route and token lookups are cached."
     )
     delivery_retention_days: float = Field(default=30.0, gt=0)
-
-    @field_validator("provider_hosts", "private_provider_hosts", mode="before")
-    @classmethod
-    def _hosts(cls, value: Any) -> tuple[str, ...]:
-        items: Any = value
-        if isinstance(value, str):
-            text = value.strip()
-            items = json.loads(text) if text.startswith("[") else [p for p in text.split(",") if p.strip()]
-        if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
-            raise ValueError("expected host names, comma-separated or as a JSON list")
-        try:
-            return tuple(dict.fromkeys(normalize_host(i) for i in items))
-        except SourceRefused as exc:
-            raise ValueError(str(exc)) from exc
 
 
 def ingest_settings(base: BaseServiceSettings) -> Settings:

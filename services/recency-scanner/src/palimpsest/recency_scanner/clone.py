@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from palimpsest.core.git import (
     NO_LAZY_FETCH,
@@ -71,6 +72,11 @@ def clone_args(url: str, branch: str | None, target: Path, *, window: str | None
     return [*args, "--", url, str(target)]
 
 
+class _Transport(NamedTuple):
+    protocols: tuple[str, ...]
+    pins: tuple[str, ...]
+
+
 class _Deadline:
     def __init__(self, timeout_s: float) -> None:
         self._timeout_s = timeout_s
@@ -94,6 +100,7 @@ async def scan_remote(
     timeout_s: float = DEFAULT_SCAN_TIMEOUT_S,
     tmp_parent: Path | None = None,
     allowed_protocols: Collection[str] = DEFAULT_PROTOCOLS,
+    pins: Sequence[str] = (),
 ) -> RecencyResult:
     """Recency and co-change of ``branch`` (``None``: the remote's default) of ``url``.
 
@@ -113,6 +120,7 @@ async def scan_remote(
                 auth=auth,
                 timeout_s=deadline.remaining(),
                 allowed_protocols=allowed_protocols,
+                pins=pins,
             )
         except GitError as exc:
             if exc.reason is GitFailure.EMPTY_WINDOW:
@@ -120,7 +128,9 @@ async def scan_remote(
             raise
         boundaries = await shallow_commits(target, timeout_s=deadline.remaining())
         if boundaries:
-            boundaries = await _complete_window_history(target, branch, auth, allowed_protocols, deadline)
+            boundaries = await _complete_window_history(
+                target, branch, auth, _Transport(tuple(allowed_protocols), tuple(pins)), deadline
+            )
         return await _parse_history(
             target,
             "HEAD",
@@ -137,7 +147,7 @@ async def _complete_window_history(
     repo: Path,
     branch: str | None,
     auth: GitAuth | None,
-    allowed_protocols: Collection[str],
+    transport: _Transport,
     deadline: _Deadline,
 ) -> frozenset[str]:
     """Make every in-window commit of a shallow clone show its real diff.
@@ -156,7 +166,8 @@ async def _complete_window_history(
         cwd=repo,
         auth=auth,
         timeout_s=deadline.remaining(),
-        allowed_protocols=allowed_protocols,
+        allowed_protocols=transport.protocols,
+        pins=transport.pins,
     )
     boundaries = await shallow_commits(repo, timeout_s=deadline.remaining())
     parents: dict[str, list[str]] = {}

@@ -28,9 +28,10 @@ from palimpsest.core import metrics
 from palimpsest.core.consumer import HandlerContext
 from palimpsest.core.db import Conn, tenant_tx
 from palimpsest.core.events import IndexRequested, RecencyScanned
-from palimpsest.core.git import GitAuth, scrub
+from palimpsest.core.git import GitAuth, check_remote, scrub
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.outbox import emit
+from palimpsest.core.sources import SourcePolicy
 from palimpsest.recency_scanner import store
 from palimpsest.recency_scanner.clone import scan_local, scan_remote
 from palimpsest.recency_scanner.errors import ScanFailed
@@ -39,7 +40,6 @@ from palimpsest.recency_scanner.source import (
     Repository,
     check_transport,
     load_repository,
-    local_path,
     no_auth,
 )
 
@@ -62,6 +62,7 @@ class ScanOptions:
     pair_cap: int = 50_000
     timeout_s: float = 600.0
     allow_local_sources: bool = False
+    private_hosts: frozenset[str] = frozenset()  # PALIMPSEST_PRIVATE_PROVIDER_HOSTS
     tmp_dir: Path | None = None  # where temporary clones go (None: the system default)
     heartbeat_s: float = 10.0
 
@@ -188,21 +189,20 @@ class RecencyScanner:
 
     async def _scan(self, repository: Repository, branch: str, auth: GitAuth | None) -> RecencyResult:
         o = self.options
-        path = local_path(repository.clone_url)
-        if path is not None:
-            if not o.allow_local_sources:
-                raise ScanFailed("source_refused", "local sources are not allowed in this deployment")
+        policy = SourcePolicy(private_hosts=o.private_hosts, allow_local=o.allow_local_sources)
+        target = await check_remote(repository.clone_url, policy)  # source_refused: git never runs
+        if target.local is not None:
             return await scan_local(
-                path,
+                target.local,
                 branch,
                 window=o.window,
                 max_files_per_commit=o.max_files_per_commit,
                 pair_cap=o.pair_cap,
                 timeout_s=o.timeout_s,
             )
-        check_transport(repository.clone_url, auth)
+        check_transport(target.url, auth)
         return await scan_remote(
-            repository.clone_url,
+            target.url,
             branch,
             auth=auth,
             window=o.window,
@@ -210,6 +210,8 @@ class RecencyScanner:
             pair_cap=o.pair_cap,
             timeout_s=o.timeout_s,
             tmp_parent=o.tmp_dir,
+            allowed_protocols=target.protocols,
+            pins=target.pins,
         )
 
     async def _write(

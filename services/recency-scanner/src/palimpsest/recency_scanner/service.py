@@ -13,6 +13,8 @@ It consumes ``index.requested`` (in parallel with the chunker, never waiting for
 - ``PALIMPSEST_RECENCY_TMP_DIR``: where temporary clones go (default: the system's).
 - ``PALIMPSEST_ALLOW_LOCAL_SOURCES``: read paths and ``file://`` URLs in place (the embedded
   default; off in a cluster).
+- ``PALIMPSEST_PRIVATE_PROVIDER_HOSTS``: hosts that may resolve to private addresses (see
+  :mod:`palimpsest.core.sources`, checked before every clone).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Settings(BaseServiceSettings):
             pair_cap=self.recency_pair_cap,
             timeout_s=self.recency_timeout_s,
             allow_local_sources=self.allow_local_sources,
+            private_hosts=frozenset(self.private_provider_hosts),
             tmp_dir=self.recency_tmp_dir,
             heartbeat_s=max(0.5, min(10.0, self.ack_wait_s / 3)),
         )

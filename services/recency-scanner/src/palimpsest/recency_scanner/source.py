@@ -13,9 +13,8 @@ import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 from uuid import UUID
 
 from palimpsest.core.credentials import git_auth_for
@@ -26,7 +25,7 @@ from palimpsest.recency_scanner.errors import ScanFailed
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Repository", "check_transport", "installation_auth", "load_repository", "local_path"]
+__all__ = ["Repository", "check_transport", "installation_auth", "load_repository"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +77,6 @@ async def no_auth(conn: Conn, repository: Repository) -> GitAuth | None:
     """Anonymous clones (public repositories, local sources, tests)."""
     del conn, repository
     return None
-
-
-def local_path(clone_url: str) -> Path | None:
-    """The filesystem path a clone URL names (a path or ``file://`` URL), or None if remote."""
-    if clone_url.startswith("file://"):
-        return Path(unquote(urlsplit(clone_url).path))
-    if "://" in clone_url or clone_url.startswith("git@"):
-        return None
-    return Path(clone_url)
 
 
 def check_transport(url: str, auth: GitAuth | None) -> None:

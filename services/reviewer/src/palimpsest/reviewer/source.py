@@ -1,7 +1,8 @@
 """Where the diff and the files at head come from: the repository itself, never the index.
 
-A local repository (a path or ``file://`` URL, when the deployment allows local sources) is read
-in place; a remote one is fetched — only the two commits — into a temporary bare repository that
+The stored URL is checked against the deployment's source policy first (``source_refused``
+before git runs; see :mod:`palimpsest.core.sources`). A local repository (a path or ``file://``
+URL, when the deployment allows local sources) is read in place; a remote one is fetched — only the two commits — into a temporary bare repository that
 is removed however the review ends. Credentials travel in the environment (see
 :mod:`palimpsest.core.git`), never in a URL or an argument list.
 """
@@ -12,10 +13,10 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
-from palimpsest.core.git import GitAuth, decode_path, read_blobs, run_git, temporary_clone_dir
-from palimpsest.core.git_errors import GitError
+from palimpsest.core.git import GitAuth, check_remote, decode_path, read_blobs, run_git, temporary_clone_dir
+from palimpsest.core.git_errors import GitError, source_reason
+from palimpsest.core.sources import SourcePolicy
 from palimpsest.reviewer.diff import ChangedFile, parse_diff
 from palimpsest.reviewer.errors import ReviewFailed
 
@@ -29,46 +30,35 @@ class PullRequestDiff:
     at_head: dict[str, str | None]  # every changed path → its text at head (None: deleted)
 
 
-def local_path(clone_url: str) -> Path | None:
-    if clone_url.startswith("file://"):
-        return Path(unquote(urlparse(clone_url).path))
-    if "://" in clone_url or clone_url.startswith("git@"):
-        return None
-    return Path(clone_url)
-
-
 @contextlib.asynccontextmanager
 async def open_repository(
     clone_url: str,
     commits: Sequence[str],
     *,
     auth: GitAuth | None,
-    allow_local: bool,
+    policy: SourcePolicy,
     timeout_s: float = TIMEOUT_S,
 ) -> AsyncIterator[Path]:
     """A git directory that has ``commits`` (the base and head of the pull request)."""
-    path = local_path(clone_url)
     try:
-        if path is not None:
-            if not allow_local:
-                raise ReviewFailed("source_refused", "local sources are not allowed in this deployment")
-            if not path.is_dir():
-                raise ReviewFailed("source_unavailable", "the local repository path does not exist")
-            yield path
+        target = await check_remote(clone_url, policy)
+        if target.local is not None:
+            yield target.local
             return
         async with temporary_clone_dir() as tmp:
             repo = tmp / "repo.git"
             await run_git(["init", "--quiet", "--bare", str(repo)], timeout_s=timeout_s)
             await run_git(
-                ["fetch", "--quiet", "--no-tags", "--depth", "200", "--", clone_url, *commits],
+                ["fetch", "--quiet", "--no-tags", "--depth", "200", "--", target.url, *commits],
                 cwd=repo,
                 auth=auth,
                 timeout_s=timeout_s,
-                allowed_protocols=("https", "http"),
+                allowed_protocols=target.protocols,
+                pins=target.pins,
             )
             yield repo
     except GitError as exc:
-        raise ReviewFailed(f"source_{exc.reason}", str(exc)) from exc
+        raise ReviewFailed(source_reason(exc.reason), str(exc)) from exc
 
 
 async def rev_parse(git_dir: Path, rev: str) -> str:
