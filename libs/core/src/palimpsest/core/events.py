@@ -154,6 +154,7 @@ class ReviewRequested(Event):
     delivery_id: str | None = None
     comment_id: str | None = None  # the comment that asked for the review (trigger "comment")
     requested_by: str | None = None  # the provider login that opened, pushed or asked
+    submission_id: UUID | None = None  # an API submission (review_submissions): its diff, its outcome
 
 
 class ReviewCompleted(Event):

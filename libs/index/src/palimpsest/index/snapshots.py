@@ -38,25 +38,39 @@ async def by_request(conn: Conn, request_id: UUID) -> dict[str, Any] | None:
     return dict(row) if row else None
 
 
-async def list_snapshots(conn: Conn, repository_id: UUID) -> list[dict[str, Any]]:
+_LISTED = (
+    "SELECT snapshot_id, repository_id, commit_sha, request_id, state, reason, files, chunks, symbols, bytes,"
+    " parsed_blobs, skipped, duration_s, embedding_state, embedding_reason, embedding_model, embedding_dimension,"
+    " embedded_chunks, embedding_pending, embedding_truncated, embedding_updated_at, created_at, ready_at"
+    " FROM code_index_snapshots"
+)
+
+
+async def list_snapshots(
+    conn: Conn, repository_id: UUID, *, limit: int | None = None, before: UUID | None = None
+) -> list[dict[str, Any]]:
+    """Newest first (ids are UUIDv7); ``limit`` and ``before`` (the last id of a page) page through."""
     cur = await conn.execute(
-        "SELECT snapshot_id, commit_sha, state, reason, files, chunks, symbols, bytes, parsed_blobs, skipped,"
-        " duration_s, embedding_state, embedding_reason, embedding_model, embedding_dimension, embedded_chunks,"
-        " embedding_pending, embedding_truncated, embedding_updated_at, created_at, ready_at FROM code_index_snapshots"
-        " WHERE repository_id = %s ORDER BY created_at DESC",
-        (repository_id,),
+        _LISTED + " WHERE repository_id = %s AND (%s::uuid IS NULL OR snapshot_id < %s)"
+        " ORDER BY created_at DESC, snapshot_id DESC LIMIT %s",
+        (repository_id, before, before, limit),
     )
     return [dict(r) for r in await cur.fetchall()]
 
 
+async def get_snapshot(conn: Conn, snapshot_id: UUID) -> dict[str, Any] | None:
+    """One snapshot with the columns :func:`list_snapshots` shows."""
+    cur = await conn.execute(_LISTED + " WHERE snapshot_id = %s", (snapshot_id,))
+    row = await cur.fetchone()
+    return dict(row) if row else None
+
+
 async def delete_repository_index(conn: Conn, repository_id: UUID) -> None:
-    """Bulk-delete a repository's index bottom-up (fast), before the repository row cascades."""
-    for table in ("code_chunk_embeddings", "code_facts", "code_symbols", "code_chunks"):
-        await conn.execute(f"DELETE FROM {table} WHERE repository_id = %s", (repository_id,))
-    await conn.execute(
-        "DELETE FROM code_index_files f USING code_index_snapshots s"
-        " WHERE s.snapshot_id = f.snapshot_id AND s.repository_id = %s",
-        (repository_id,),
-    )
+    """Delete a repository's index in a few set-based statements, before the repository row goes.
+
+    Snapshots take their file rows with them (foreign key); deleting the blobs deletes their
+    chunks, symbols, facts and embeddings in one statement-level trigger (migration 0013), by
+    repository when no blob of it is left.
+    """
     await conn.execute("DELETE FROM code_index_snapshots WHERE repository_id = %s", (repository_id,))
     await conn.execute("DELETE FROM code_blobs WHERE repository_id = %s", (repository_id,))

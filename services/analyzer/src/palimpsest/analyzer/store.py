@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 from palimpsest.analyzer.doccheck import DocFinding
 from palimpsest.analyzer.errors import AnalysisNotFound
 from palimpsest.core.db import Conn
+from palimpsest.index.stored import analysis_view
 
 Trigger = Literal["request", "snapshot"]
 State = Literal["completed", "failed"]
@@ -132,58 +133,11 @@ async def last_analysis_at(conn: Conn, repository_id: UUID) -> datetime | None:
 
 
 async def load_analysis(conn: Conn, analysis_id: UUID) -> dict[str, Any]:
-    """The JSON view of one analysis (the CLI's ``--json``): Markdown, summary, selection, findings."""
-    cur = await conn.execute(
-        "SELECT a.*, s.summary, s.mode AS summary_mode, r.full_name FROM analyses a"
-        " LEFT JOIN analysis_summaries s ON s.analysis_id = a.analysis_id"
-        " JOIN repositories r ON r.repository_id = a.repository_id"
-        " WHERE a.analysis_id = %s",
-        (analysis_id,),
-    )
-    row = await cur.fetchone()
-    if row is None:
+    """The JSON view of one analysis (see :func:`palimpsest.index.stored.analysis_view`)."""
+    found = await analysis_view(conn, analysis_id)
+    if found is None:
         raise AnalysisNotFound(f"no analysis {analysis_id}")
-    cur = await conn.execute(
-        "SELECT doc_path, line, claim, kind, nearest, detail FROM doc_findings WHERE analysis_id = %s ORDER BY ordinal",
-        (analysis_id,),
-    )
-    findings = [
-        {
-            "doc": f["doc_path"],
-            "line": f["line"],
-            "claim": f["claim"],
-            "kind": f["kind"],
-            "nearest": f["nearest"],
-            "detail": f["detail"],
-        }
-        for f in await cur.fetchall()
-    ]
-    return {
-        "analysis_id": str(row["analysis_id"]),
-        "repository_id": str(row["repository_id"]),
-        "repository": row["full_name"],
-        "snapshot_id": str(row["snapshot_id"]) if row["snapshot_id"] else None,
-        "commit": row["commit_sha"],
-        "request_id": str(row["request_id"]) if row["request_id"] else None,
-        "trigger": row["trigger"],
-        "state": row["state"],
-        "mode": row["mode"],
-        "reason": row["reason"],
-        "model": row["model"],
-        "analysis": row["markdown"],
-        "summary": row["summary"] or "",
-        "selection": row["selection"],
-        "median_code": row["median_code"].isoformat() if row["median_code"] else None,
-        "doc_findings": findings,
-        "facts": row["facts"],
-        "usage": {
-            "prompt_tokens": row["prompt_tokens"],
-            "completion_tokens": row["completion_tokens"],
-            "cost_usd": float(row["cost_usd"]) if row["cost_usd"] is not None else None,
-        },
-        "duration_s": row["duration_s"],
-        "created_at": row["created_at"].isoformat(),
-    }
+    return found
 
 
 async def latest_analysis_id(conn: Conn, repository_id: UUID) -> UUID | None:

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp
 
 from palimpsest.core.errors import DatabaseError
-from palimpsest.ingest.api import v1_repositories, v1_tenants, webhooks
+from palimpsest.ingest.api import v1_analyses, v1_index, v1_repositories, v1_reviews, v1_tenants, webhooks
 from palimpsest.ingest.api.fastpath import WebhookFastPath
 from palimpsest.ingest.api.middleware import RequestMetrics
 from palimpsest.ingest.context import IngestContext
@@ -27,6 +27,7 @@ from palimpsest.ingest.intake import Intake
 log = logging.getLogger(__name__)
 
 VERSION = "1"
+REVIEW_MAX_BYTES = 12 * 1024 * 1024
 
 
 def create_app(ctx: IngestContext) -> ASGIApp:
@@ -53,6 +54,10 @@ def create_api(ctx: IngestContext) -> FastAPI:
     app.include_router(webhooks.router)
     app.include_router(v1_tenants.router, max_body_size=ctx.settings.api_max_bytes)
     app.include_router(v1_repositories.router, max_body_size=ctx.settings.api_max_bytes)
+    app.include_router(v1_index.router, max_body_size=ctx.settings.api_max_bytes)
+    app.include_router(v1_analyses.router, max_body_size=ctx.settings.api_max_bytes)
+    # a review may carry a diff of up to 5 MiB, JSON-escaped
+    app.include_router(v1_reviews.router, max_body_size=max(ctx.settings.api_max_bytes, REVIEW_MAX_BYTES))
     app.add_exception_handler(IngestError, _ingest_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     for unavailable in (DatabaseError, psycopg.OperationalError, psycopg_pool.PoolTimeout):

@@ -1,0 +1,48 @@
+"""/v1 routes for reviews: list, read (by review id or request id), request."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Query, status
+
+from palimpsest.ingest.admin import reviews
+from palimpsest.ingest.api.deps import Ctx, TenantScope
+from palimpsest.ingest.read_models import Review, ReviewCreate, ReviewItem, ReviewPage, ReviewRequest
+
+router = APIRouter(prefix="/v1/tenants/{tenant_id}", tags=["reviews"])
+
+
+@router.get("/repositories/{repository_id}/reviews")
+async def list_reviews(
+    repository_id: UUID,
+    ctx: Ctx,
+    scope: TenantScope,
+    before: UUID | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> ReviewPage:
+    """Stored reviews of a repository (webhook, CLI and API requests), newest first."""
+    rows = await reviews.reviews(ctx, scope, repository_id, limit=limit, before=before)
+    items = [ReviewItem.model_validate(r) for r in rows]
+    return ReviewPage(items=items, next_before=items[-1].review_id if len(items) == limit else None)
+
+
+@router.get("/reviews/{review_id}")
+async def get_review(review_id: UUID, ctx: Ctx, scope: TenantScope) -> Review:
+    """A review with its findings and context sources, by review id or by the request id a POST
+    returned: ``pending`` until the reviewer is done, then the review (or the failure's reason)."""
+    return Review.model_validate(await reviews.review(ctx, scope, review_id))
+
+
+@router.post(
+    "/repositories/{repository_id}/reviews",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={400: {"description": "The diff is not a unified diff."}},
+)
+async def request_review(
+    repository_id: UUID, body: ReviewCreate, ctx: Ctx, scope: TenantScope
+) -> ReviewRequest:
+    """Request a review of ``{base, head}`` or of ``{base, diff}`` (a unified diff against base, at
+    most 5 MiB); emits review.requested for the reviewer service and answers with the request id."""
+    return ReviewRequest.model_validate(await reviews.request_review(ctx, scope, repository_id, body))

@@ -1,0 +1,290 @@
+"""Request and response bodies of the /v1 read side: snapshots, search, graph context, the index
+report, analyses and reviews (they make up that part of the OpenAPI document).
+
+The fields are what the CLI prints with ``--json`` (``palimpsest snapshots``, ``search``,
+``context``, ``index-report``, ``analyze``, ``review``), built from the same read functions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from palimpsest.index.search import SearchHit
+from palimpsest.ingest.schemas import Page
+
+MAX_DIFF_BYTES = 5 * 1024 * 1024
+
+SnapshotState = Literal["building", "ready", "superseded", "failed"]
+ReviewState = Literal["pending", "completed", "failed", "skipped"]
+Rev = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True,
+        min_length=1,
+        max_length=255,
+        pattern=r"^[A-Za-z0-9._/@{}~^+][A-Za-z0-9._/@{}~^+-]*$",
+    ),
+]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+# ---------------------------------------------------------------------------------- snapshots
+
+
+class Snapshot(_Out):
+    snapshot_id: UUID
+    repository_id: UUID
+    commit_sha: str
+    request_id: UUID | None
+    state: SnapshotState
+    reason: str | None
+    files: int
+    chunks: int
+    symbols: int
+    bytes: int
+    parsed_blobs: int
+    skipped: dict[str, int] = Field(description="Files left out, by reason (limits, binary, …).")
+    duration_s: float | None
+    embedding_state: str
+    embedding_reason: str | None
+    embedding_model: str | None
+    embedding_dimension: int | None
+    embedded_chunks: int
+    embedding_pending: int
+    embedding_truncated: int
+    embedding_updated_at: datetime | None
+    created_at: datetime
+    ready_at: datetime | None
+
+
+class SnapshotPage(Page):
+    items: list[Snapshot]
+
+
+# ------------------------------------------------------------------------------------- search
+
+
+class SearchResult(_Out):
+    mode: Literal["lexical", "hybrid", "semantic"] = Field(description="The rankings that were fused.")
+    semantic: Literal["ok", "unavailable", "not_requested"]
+    reason: str | None = Field(description="Why semantic search was unavailable (hybrid only).")
+    model: str | None
+    snapshot_id: UUID | None
+    embedding_state: str | None
+    counts: dict[str, int]
+    hits: list[SearchHit] = Field(description="Ranked chunks: path, lines, kind, name, score, content.")
+
+
+# ------------------------------------------------------------------------------- graph context
+
+
+class ContextEntry(_Out):
+    path: str
+    kind: str
+    score: float
+    reason: str
+    via: str | None
+    depth: int | None
+    parts: dict[str, float]
+    tokens: int
+
+
+class GraphContext(_Out):
+    repository_id: UUID
+    snapshot_id: UUID
+    commit: str
+    seeds: dict[str, list[str]] = Field(description="Each seed and the graph nodes it matched.")
+    hops: int | None
+    budget: int
+    tokens: int
+    dropped: int = Field(description="Ranked paths that did not fit the budget.")
+    signals: dict[str, int]
+    unmatched_seeds: list[str]
+    results: list[ContextEntry]
+
+
+class IndexReport(_Out):
+    repository_id: UUID
+    snapshot_id: UUID
+    commit: str
+    files: int
+    nodes: int
+    edges: dict[str, int]
+    no_parser: dict[str, int]
+    not_indexed: dict[str, int]
+    dynamic_sites: dict[str, Any]
+    imports: dict[str, Any]
+    ambiguous_names: list[dict[str, Any]]
+    governs_unmatched: list[dict[str, Any]]
+    supersedes_unmatched: list[dict[str, Any]]
+
+
+# ----------------------------------------------------------------------------------- analyses
+
+
+class _AnalysisHead(_Out):
+    analysis_id: UUID
+    repository_id: UUID
+    snapshot_id: UUID | None
+    commit: str | None
+    request_id: UUID | None
+    trigger: Literal["request", "snapshot"]
+    state: Literal["completed", "failed"]
+    mode: Literal["mechanical", "model"]
+    reason: str | None
+    model: str | None
+    duration_s: float
+    created_at: datetime
+
+
+class AnalysisItem(_AnalysisHead):
+    doc_findings: int
+
+
+class AnalysisPage(Page):
+    items: list[AnalysisItem]
+
+
+class DocFinding(_Out):
+    doc: str
+    line: int
+    claim: str
+    kind: str
+    nearest: str | None
+    detail: str | None
+
+
+class Analysis(_AnalysisHead):
+    repository: str
+    analysis: str = Field(description="The analysis as Markdown.")
+    summary: str
+    selection: list[dict[str, Any]]
+    median_code: datetime | None
+    doc_findings: list[DocFinding]
+    facts: dict[str, Any]
+    usage: dict[str, Any]
+
+
+class AnalysisCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    snapshot_id: UUID | None = Field(default=None, description="Default: the newest ready snapshot.")
+
+
+class AnalysisRequest(_Out):
+    repository_id: UUID
+    event_id: UUID
+    request_id: UUID = Field(description="analysis.completed and the stored analysis carry it.")
+
+
+# ------------------------------------------------------------------------------------ reviews
+
+
+class ReviewCreate(BaseModel):
+    """``{base, head}``: two revisions of the registered repository; ``{base, diff}``: a unified
+    diff (at most 5 MiB) to apply to ``base``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base: Rev = Field(description="A branch, tag or commit sha of the registered repository.")
+    head: Rev | None = Field(default=None, description="A branch, tag or commit sha (or give diff).")
+    diff: str | None = Field(
+        default=None, min_length=1, description="A unified diff against base (or give head)."
+    )
+    title: str = Field(default="", max_length=500)
+    body: str = Field(default="", max_length=20_000)
+
+    @model_validator(mode="after")
+    def _head_or_diff(self) -> ReviewCreate:
+        if (self.head is None) == (self.diff is None):
+            raise ValueError("give either head or diff, not both")
+        if self.diff is not None and len(self.diff.encode("utf-8", "surrogatepass")) > MAX_DIFF_BYTES:
+            raise ValueError("the diff is larger than 5 MiB")
+        return self
+
+
+class ReviewRequest(_Out):
+    repository_id: UUID
+    event_id: UUID
+    request_id: UUID = Field(description="GET .../reviews/{request_id} shows the review once it is done.")
+    submission_id: UUID
+
+
+class ReviewItem(_Out):
+    review_id: UUID
+    repository_id: UUID
+    request_id: UUID | None
+    provider: str
+    number: int | None
+    base_sha: str | None
+    head_sha: str
+    snapshot_id: UUID | None
+    state: Literal["completed", "failed", "skipped"]
+    mode: Literal["brief", "model"]
+    reason: str | None
+    model: str | None
+    posted: bool
+    findings: int
+    duration_s: float
+    created_at: datetime
+
+
+class ReviewPage(Page):
+    items: list[ReviewItem]
+
+
+class ReviewFinding(_Out):
+    path: str
+    start_line: int
+    end_line: int
+    severity: str
+    category: str
+    message: str
+    suggested_change: str | None
+
+
+class ReviewContextItem(_Out):
+    source: str = Field(description="definitions, usage, related, neighbourhood or cochange.")
+    path: str
+    start_line: int
+    end_line: int
+    last_modified_at: datetime | None
+    annotation: str | None
+    score: float
+    tokens: int
+
+
+class Review(_Out):
+    """A stored review; or, for an API request not finished (or failed before a head was known),
+    its state and reason with ``review_id`` null."""
+
+    review_id: UUID | None
+    request_id: UUID | None
+    repository_id: UUID
+    state: ReviewState
+    reason: str | None
+    provider: str = "local"
+    number: int | None = None
+    base_sha: str | None = None
+    head_sha: str | None = None
+    snapshot_id: UUID | None = None
+    mode: Literal["brief", "model"] | None = None
+    model: str | None = None
+    summary: str = ""
+    context: list[ReviewContextItem] = Field(default_factory=list, description="In prompt order.")
+    sources: dict[str, Any] = Field(default_factory=dict, description="Per source: what was found and kept.")
+    dropped: list[dict[str, Any]] = Field(default_factory=list)
+    cochange_missing: list[str] = Field(default_factory=list)
+    findings: list[ReviewFinding] = Field(default_factory=list)
+    findings_dropped: int = 0
+    tokens: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = None
+    posted: bool = False
+    created_at: datetime | None = None
