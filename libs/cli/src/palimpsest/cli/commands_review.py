@@ -96,7 +96,7 @@ async def review_local(
     from palimpsest.core.db import tenant_tx
     from palimpsest.core.events import ReviewRequested
     from palimpsest.index.snapshots import for_commit, newest_ready
-    from palimpsest.reviewer.store import load_review
+    from palimpsest.index.stored import load_review
 
     base_sha, head_sha = _rev_parse(path, base), _rev_parse(path, head)
     repo_id = await register_path(pool, tenant, path)
@@ -141,9 +141,13 @@ def review_text(out: dict[str, Any]) -> str:
     lines = [out.get("summary") or "", "", "Context (prompt order):"]
     for c in out.get("context", []):
         note = f"  {c['annotation']}" if c.get("annotation") else ""
-        lines.append(f"  [{c['source']}] {c['path']}:{c['start_line']}-{c['end_line']}{note}")
+        label = f"{c['source']} {c['repository']}" if c.get("repository") else c["source"]
+        lines.append(f"  [{label}] {c['path']}:{c['start_line']}-{c['end_line']}{note}")
     if out.get("dropped"):
-        lines.append("Dropped: " + ", ".join(f"{d['path']} ({d['reason']})" for d in out["dropped"]))
+        lines.append(
+            "Dropped: "
+            + ", ".join(f"{d.get('path') or d.get('repository')} ({d['reason']})" for d in out["dropped"])
+        )
     for f in out.get("findings", []):
         lines.append(f"{f['severity']:>8}  {f['path']}:{f['start_line']}-{f['end_line']}  {f['message']}")
     return "\n".join(lines)

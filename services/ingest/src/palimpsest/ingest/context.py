@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 from palimpsest.core.db import Pool
+from palimpsest.core.llm import Gateway
 from palimpsest.core.secretbox import SecretBox, load_box
 from palimpsest.ingest.cache import TtlCache
 from palimpsest.ingest.settings import Settings
@@ -47,6 +48,7 @@ class IngestContext:
     embedded: bool
     routes: TtlCache[RouteKey, Route | None] = field(default_factory=lambda: TtlCache(5.0))
     tokens: TtlCache[bytes, TokenOwner | None] = field(default_factory=lambda: TtlCache(5.0))
+    gateway: Gateway | None = None  # built on the first hybrid search (see admin.index), closed at stop
 
 
 def allows_local_sources(settings: Settings, *, embedded: bool) -> bool:

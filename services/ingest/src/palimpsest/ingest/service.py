@@ -41,7 +41,11 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
     infra.extras["ingest_context"] = ctx
 
     async def serve(_: Infra, stop: asyncio.Event) -> None:
-        await server.serve(stop)
+        try:
+            await server.serve(stop)
+        finally:
+            if ctx.gateway is not None:
+                await asyncio.shield(ctx.gateway.aclose())
 
     async def retention(_: Infra, stop: asyncio.Event) -> None:
         await prune_forever(ctx.pool, settings.delivery_retention_days, stop)

@@ -1,4 +1,7 @@
-"""The five context sources of a review, read from one snapshot of the code index.
+"""The context sources of a review, read from one snapshot of the code index.
+
+Five sources read the PR's own repository; ``linked`` and ``pattern`` chunks come from other
+repositories of the tenant through the same queries (:mod:`palimpsest.reviewer.crossrepo`).
 
 Each source returns ranked :class:`Candidate` chunks (best first); the core
 (:mod:`palimpsest.reviewer.context`) fuses, checks them against head, demotes and budgets them.
@@ -23,8 +26,10 @@ from palimpsest.index.search import SearchHit, lexical_search
 
 log = logging.getLogger(__name__)
 
-Source = Literal["definitions", "usage", "related", "neighbourhood", "cochange"]
-SOURCES: tuple[Source, ...] = ("definitions", "usage", "related", "neighbourhood", "cochange")
+Source = Literal["definitions", "usage", "related", "neighbourhood", "cochange", "linked", "pattern"]
+OWN_SOURCES: tuple[Source, ...] = ("definitions", "usage", "related", "neighbourhood", "cochange")
+CROSS_SOURCES: tuple[Source, ...] = ("linked", "pattern")  # other repositories (crossrepo)
+SOURCES: tuple[Source, ...] = OWN_SOURCES + CROSS_SOURCES
 
 # (model, text) → the query's vector (hybrid repositories only)
 QueryEmbedder = Callable[[str, str], Awaitable[Sequence[float]]]
@@ -48,10 +53,11 @@ class Candidate:
     last_modified_at: datetime | None = None
     annotation: str | None = None
     tokens: int = 0
+    repository: str | None = None  # full name of another repository (linked/pattern); None: the PR's
 
     @property
-    def key(self) -> tuple[str, int]:
-        return (self.blob_sha, self.ordinal)
+    def key(self) -> tuple[str, str, int]:
+        return (self.repository or "", self.blob_sha, self.ordinal)
 
 
 def _candidate(source: Source, row: dict[str, Any], reason: str) -> Candidate:

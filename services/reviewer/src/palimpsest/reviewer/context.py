@@ -13,6 +13,12 @@ supplies candidates only — from the ready snapshot of the base commit, else th
    (``stale_doc``), surviving docs headed ``(documentation — verify against code)``, dated chunks
    ``last modified <date>``; unknown dates change nothing;
 5. split the token budget across the sources; what does not fit is reported (``budget``).
+
+Cross-repository context (:mod:`palimpsest.reviewer.crossrepo`, links read from the base commit's
+``.palimpsest/config.yml`` by the caller) is gathered first and takes at most ``cross_share``
+(25 %) of the budget — chunks past that are dropped as ``cross_repo_budget`` — and the PR's own
+repository gets the rest. Those chunks are labelled ``linked``/``pattern`` with their repository's
+full name and come after the PR's own context in the prompt.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ from palimpsest.index.recency import last_modified_at
 from palimpsest.index.snapshots import for_commit, newest_ready
 from palimpsest.index.staleness import is_doc, is_stale, median_code_date
 from palimpsest.reviewer import candidates as sources
-from palimpsest.reviewer.candidates import SOURCES, Candidate, QueryEmbedder, Source
+from palimpsest.reviewer import crossrepo
+from palimpsest.reviewer.candidates import OWN_SOURCES, SOURCES, Candidate, QueryEmbedder, Source
+from palimpsest.reviewer.crossrepo import LinkConfig
 from palimpsest.reviewer.diff import ChangedFile, DiffNames, changed_paths, diff_names, parse_diff
 
 log = logging.getLogger(__name__)
@@ -67,6 +75,7 @@ class ContextOptions:
     )
     per_source: int = 12  # candidates asked of each source
     max_chunk_tokens: int = 1500  # a longer chunk is cut (and says so)
+    cross_share: float = 0.25  # at most this part of the budget goes to other repositories
 
 
 @dataclass(slots=True)
@@ -83,6 +92,7 @@ class ReviewContext:
     cochange_missing: list[str] = field(default_factory=list)
     median_code_date: datetime | None = None
     ranking: str = "fused"  # fused | rerank
+    cross: dict[str, Any] = field(default_factory=dict)  # cross-repository context: config, links, tokens
     timings: dict[str, float] = field(default_factory=dict)  # phase → milliseconds, for operators
 
     @property
@@ -101,6 +111,7 @@ class ReviewContext:
         return [
             {
                 "source": c.source,
+                "repository": c.repository,  # another repository's full name (linked/pattern); None: the PR's
                 "path": c.path,
                 "start_line": c.start_line,
                 "end_line": c.end_line,
@@ -136,8 +147,12 @@ async def assemble_context(
     rerank: Reranker | None = None,
     embed_query: QueryEmbedder | None = None,
     options: ContextOptions | None = None,
+    links: LinkConfig | None = None,
 ) -> ReviewContext:
-    """The review context of a diff (see the module docstring); runs in a tenant transaction."""
+    """The review context of a diff (see the module docstring); runs in a tenant transaction.
+
+    ``links`` is the base commit's cross-repository config (None: no cross-repository context).
+    """
     options = options or ContextOptions()
     files = parse_diff(diff) if isinstance(diff, str) else list(diff)
     snap = await pick_snapshot(conn, repository_id, base_sha)
@@ -154,13 +169,49 @@ async def assemble_context(
     at_head = dict(changed_files_at_head)
     if head is not None and not ctx.on_base:
         at_head = {**(await head.changed_since(ctx.snapshot_commit)), **at_head}
+    cross = await _cross_repo(conn, ctx, links, options) if links is not None else []
     found, ctx.cochange_missing = await _gather(conn, ctx, options, embed_query)
     fresh = _fresh_only(found, at_head, ctx.dropped)
     ctx.ranking = await _score(fresh, ctx, rerank)
     await _dates(conn, repository_id, fresh)
     ctx.median_code_date, kept = apply_recency(fresh, ctx.dropped)
-    ctx.items = _within_budget(kept, budget, options, ctx.dropped)
+    own_budget = budget - sum(c.tokens for c in cross)
+    ctx.items = _within_budget(kept, own_budget, options, ctx.dropped) + cross
     return ctx
+
+
+async def _cross_repo(
+    conn: Conn, ctx: ReviewContext, links: LinkConfig, options: ContextOptions
+) -> list[Candidate]:
+    """Other repositories' chunks within ``cross_share`` of the budget (annotated like our own)."""
+    started = time.perf_counter()
+    resolved = await crossrepo.resolve_links(conn, ctx.repository_id, links, ctx.dropped)
+    found = await crossrepo.gather(conn, resolved, ctx.names, ctx.changed, options.per_source)
+    for rank, cand in enumerate(found):
+        cand.score = 1.0 / (1 + rank / RRF_K)
+        _annotate(cand)
+    allowance = math.floor(ctx.budget * options.cross_share)
+    chosen: list[Candidate] = []
+    used = 0
+    for cand in found:
+        _measure(cand, options)
+        if used + cand.tokens <= allowance:
+            used += cand.tokens
+            chosen.append(cand)
+        else:
+            ctx.dropped.append(_drop(cand, "cross_repo_budget"))
+    ctx.cross = {
+        "config": links.summary(),
+        "linked": [lk.full_name for lk in resolved if lk.role == "linked"],
+        "pattern": [lk.full_name for lk in resolved if lk.role == "pattern"],
+        "budget": allowance,
+        "tokens": used,
+        "truncated": len(found) - len(chosen),
+    }
+    ctx.timings["cross_repo"] = round((time.perf_counter() - started) * 1000, 2)
+    # prompt order: linked before pattern, repositories in config order, best first within each
+    order: dict[tuple[str, str], int] = {(lk.role, lk.full_name): i for i, lk in enumerate(resolved)}
+    return sorted(chosen, key=lambda c: order.get((c.source, c.repository or ""), 0))
 
 
 async def _gather(
@@ -218,12 +269,12 @@ def _fresh_only(
 
 async def _score(found: list[Candidate], ctx: ReviewContext, rerank: Reranker | None) -> str:
     """Deduplicate (a chunk keeps its first source) and give every candidate a 0..1 score."""
-    fused: dict[tuple[str, int], float] = {}
+    fused: dict[tuple[str, str, int], float] = {}
     rank_in: dict[str, int] = {}
     for cand in found:
         rank_in[cand.source] = rank_in.get(cand.source, 0) + 1
         fused[cand.key] = fused.get(cand.key, 0.0) + 1.0 / (RRF_K + rank_in[cand.source])
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[str, str, int]] = set()
     unique = []
     for cand in found:
         if cand.key not in seen:
@@ -270,12 +321,16 @@ def apply_recency(
         if is_stale(cand.path, cand.last_modified_at, median) and cand.score < KEEP_STALE_DOC_SCORE:
             dropped.append(_drop(cand, "stale_doc"))
             continue
-        notes = [DOC_ANNOTATION] if is_doc(cand.path) else []
-        if cand.last_modified_at is not None:
-            notes.append(f"last modified {cand.last_modified_at.date().isoformat()}")
-        cand.annotation = ", ".join(notes) or None
+        _annotate(cand)
         kept.append(cand)
     return median, kept
+
+
+def _annotate(cand: Candidate) -> None:
+    notes = [DOC_ANNOTATION] if is_doc(cand.path) else []
+    if cand.last_modified_at is not None:
+        notes.append(f"last modified {cand.last_modified_at.date().isoformat()}")
+    cand.annotation = ", ".join(notes) or None
 
 
 def estimate_tokens(text: str) -> int:
@@ -287,17 +342,14 @@ def _within_budget(
     kept: Sequence[Candidate], budget: int, options: ContextOptions, dropped: list[dict[str, Any]]
 ) -> list[Candidate]:
     """Each source gets its share of the budget; unused shares go to the best remaining chunks."""
-    by_source: dict[Source, list[Candidate]] = {s: [] for s in SOURCES}
+    by_source: dict[Source, list[Candidate]] = {s: [] for s in OWN_SOURCES}
     for cand in kept:
-        cap = options.max_chunk_tokens * 4
-        if len(cand.content) > cap:
-            cand.content = cand.content[:cap] + "\n… (cut to fit the context budget)"
-        cand.tokens = estimate_tokens(cand.content) + estimate_tokens(cand.path) + 8
+        _measure(cand, options)
         by_source[cand.source].append(cand)
-    total = sum(options.shares.get(s, 0.0) for s in SOURCES) or 1.0
-    chosen: set[tuple[str, int]] = set()
+    total = sum(options.shares.get(s, 0.0) for s in OWN_SOURCES) or 1.0
+    chosen: set[tuple[str, str, int]] = set()
     used = 0
-    for source in SOURCES:
+    for source in OWN_SOURCES:
         allowance = budget * options.shares.get(source, 0.0) / total
         spent = 0
         for cand in sorted(by_source[source], key=lambda c: -c.score):
@@ -310,7 +362,7 @@ def _within_budget(
             used += cand.tokens
             chosen.add(cand.key)
     out: list[Candidate] = []
-    for source in SOURCES:
+    for source in OWN_SOURCES:
         for cand in sorted(by_source[source], key=lambda c: -c.score):
             if cand.key in chosen:
                 out.append(cand)
@@ -319,11 +371,22 @@ def _within_budget(
     return out
 
 
+def _measure(cand: Candidate, options: ContextOptions) -> None:
+    """Cut an over-long chunk (saying so) and count its tokens with its header."""
+    cap = options.max_chunk_tokens * 4
+    if len(cand.content) > cap:
+        cand.content = cand.content[:cap] + "\n… (cut to fit the context budget)"
+    cand.tokens = estimate_tokens(cand.content) + estimate_tokens(cand.path) + 8
+    if cand.repository:
+        cand.tokens += estimate_tokens(cand.repository)
+
+
 def _drop(cand: Candidate, reason: str) -> dict[str, Any]:
-    return {
+    out = {
         "path": cand.path,
         "reason": reason,
         "source": cand.source,
         "start_line": cand.start_line,
         "end_line": cand.end_line,
     }
+    return {**out, "repository": cand.repository} if cand.repository else out

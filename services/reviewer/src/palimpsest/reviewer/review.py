@@ -3,7 +3,9 @@
 With a model routed for ``review``, the diff and the labelled context go through the LLM gateway
 and the reply is read as JSON (findings and a summary). Findings that do not point at changed
 lines (new side) are dropped and counted; at most ``max_findings`` are kept. A diff larger than
-``max_diff_chars`` is shown to the model in part, and the summary says so. Without a model the
+``max_diff_chars`` is reviewed in parts (:mod:`palimpsest.reviewer.parts`), and the summary says
+so. Context from linked and pattern repositories is framed as a hint from other repositories; the
+PR's own repository is authoritative. Without a model the
 review is the context brief — what changed, what uses it, what usually changes with it, stale
 docs in play — and says that findings need a model.
 """
@@ -20,6 +22,10 @@ from palimpsest.reviewer.context import DOC_ANNOTATION, ReviewContext
 from palimpsest.reviewer.diff import ChangedFile
 
 CODE_IS_AUTHORITATIVE = "Where documentation and code conflict, the code is authoritative."
+OTHER_REPOSITORIES_ARE_HINTS = (
+    "Context from other repositories (linked or pattern repositories) is a hint about how the code is"
+    " used or usually written elsewhere; the code of this pull request's own repository is authoritative."
+)
 NEEDS_MODEL = (
     "No model is configured for reviews, so this review is the context brief only; findings need a"
     " model (set PALIMPSEST_LLM_REVIEW_MODEL or PALIMPSEST_LLM_MODEL, or route 'review' for the tenant)."
@@ -32,6 +38,10 @@ SOURCE_TITLES = {
     "related": "Related code (similarity search — a hint, not ground truth)",
     "neighbourhood": "Neighbourhood: files the code graph ranks around the changed files",
     "cochange": "Co-change partners: files that usually change with the changed files but are not in this PR",
+    "linked": "Linked repository {repository} — context from another repository (a hint; this PR's"
+    " repository is authoritative): definitions and uses of the changed and called symbols",
+    "pattern": "Pattern repository {repository} — how related code is usually written in another"
+    " repository (an example, not a rule; this PR's repository is authoritative)",
 }
 SYSTEM = (
     "You review pull requests. Report only real problems in the changed lines: bugs, security issues,"
@@ -82,42 +92,42 @@ def render_context(ctx: ReviewContext) -> str:
         + ". "
         + CODE_IS_AUTHORITATIVE,
     ]
-    current = None
+    if any(item.repository for item in ctx.items):
+        lines.append(OTHER_REPOSITORIES_ARE_HINTS)
+    current: tuple[str, str | None] | None = None
     for item in ctx.items:
-        if item.source != current:
-            current = item.source
-            lines += ["", f"### {SOURCE_TITLES[item.source]}"]
+        if (item.source, item.repository) != current:
+            current = (item.source, item.repository)
+            lines += ["", "### " + SOURCE_TITLES[item.source].format(repository=item.repository)]
         note = f" {item.annotation}" if item.annotation else ""
-        lines += [f"// {item.path}:L{item.start_line}-L{item.end_line}{note}", item.content.rstrip(), ""]
+        where = f"{item.repository}: " if item.repository else ""
+        lines += [
+            f"// {where}{item.path}:L{item.start_line}-L{item.end_line}{note}",
+            item.content.rstrip(),
+            "",
+        ]
     if ctx.cochange_missing:
         lines += ["", "These usually change together with the changed files and are not in this PR:"]
         lines += [f"- {p}" for p in ctx.cochange_missing]
     return "\n".join(lines)
 
 
-def diff_for_model(text: str, files: Sequence[ChangedFile], max_chars: int) -> tuple[str, int]:
-    """The diff, cut at file boundaries to ``max_chars``; returns it and how many files were left out."""
-    if len(text) <= max_chars:
-        return text, 0
-    parts = re.split(r"(?m)^(?=diff --git )", text)
-    kept: list[str] = []
-    used = 0
-    for part in parts:
-        if used + len(part) > max_chars and kept:
-            break
-        kept.append(part[:max_chars])
-        used += len(part)
-    shown = sum(1 for p in kept if p.startswith("diff --git "))
-    return "".join(kept), max(0, len(files) - shown)
-
-
-def messages(ctx: ReviewContext, diff: str, title: str, body: str) -> list[dict[str, str]]:
+def messages(
+    ctx: ReviewContext, diff: str, title: str, body: str, *, part: tuple[int, int] | None = None
+) -> list[dict[str, str]]:
+    """The chat messages; ``part`` = (i, n) when the diff is reviewed in n parts."""
+    heading = "## Diff"
+    if part is not None and part[1] > 1:
+        heading = (
+            f"## Diff (part {part[0]} of {part[1]}: the other parts are reviewed separately;"
+            " report findings in the files shown here)"
+        )
     user = "\n".join(
         [
             f"## Pull request: {title}".rstrip(),
             body.strip(),
             "",
-            "## Diff",
+            heading,
             "```diff",
             diff.rstrip(),
             "```",
@@ -212,5 +222,8 @@ def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
         + (f"; stale docs left out: {', '.join(stale)}" if stale else "")
         + "."
     )
+    others = list(dict.fromkeys(f"{i.repository} ({i.source})" for i in ctx.items if i.repository))
+    if others:
+        lines.append("Context from other repositories (hints): " + ", ".join(others) + ".")
     lines += ["", NEEDS_MODEL]
     return "\n".join(lines)

@@ -11,7 +11,9 @@ Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALI
 =====================================  ===========================================================
 ``PALIMPSEST_REVIEW_BUDGET_TOKENS``    context budget in tokens, split across the sources (8000)
 ``PALIMPSEST_REVIEW_MAX_FINDINGS``     findings kept per review (20)
-``PALIMPSEST_REVIEW_MAX_DIFF_CHARS``   larger diffs are shown to the model in part (120000)
+``PALIMPSEST_REVIEW_MAX_DIFF_CHARS``   larger diffs are reviewed in parts of at most this size (120000)
+``PALIMPSEST_REVIEW_MAX_DIFF_PARTS``   at most this many parts (model calls) per review; the rest is
+                                       left out and reported (4)
 ``PALIMPSEST_REVIEW_MAX_TOKENS``       the model's output token limit (2048)
 =====================================  ===========================================================
 """
@@ -31,22 +33,25 @@ from palimpsest.core import metrics
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.consumer import HandlerContext
 from palimpsest.core.credentials import git_auth_for
-from palimpsest.core.db import Pool, tenant_tx
-from palimpsest.core.errors import LLMError
+from palimpsest.core.db import Conn, Pool, tenant_tx
 from palimpsest.core.events import ReviewCompleted, ReviewRequested
 from palimpsest.core.git import GitAuth
 from palimpsest.core.ids import uuid7
-from palimpsest.core.llm import Gateway, LLMSettings
+from palimpsest.core.llm import ChatResult, Gateway, LLMSettings
 from palimpsest.core.outbox import emit
 from palimpsest.core.secretbox import KEY_FILE, SecretBox, load_box
 from palimpsest.core.service import Background, Infra, ServiceDefinition
 from palimpsest.core.settings import BaseServiceSettings, load
 from palimpsest.index.errors import IndexNotReady
+from palimpsest.index.stored import finish_submission, submission
 from palimpsest.reviewer.candidates import QueryEmbedder
 from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
+from palimpsest.reviewer.crossrepo import LinkConfig, read_config
 from palimpsest.reviewer.errors import ReviewFailed
+from palimpsest.reviewer.overlay import head_commit
+from palimpsest.reviewer.parts import plan_parts, review_in_parts
 from palimpsest.reviewer.posting import installation_target, open_token, post_review
-from palimpsest.reviewer.review import Outcome, brief, diff_for_model, messages, read_reply
+from palimpsest.reviewer.review import Outcome, brief, messages
 from palimpsest.reviewer.source import GitHead, PullRequestDiff, open_repository, pull_request_diff, rev_parse
 from palimpsest.reviewer.store import ReviewRecord, existing_review, mark_posted, save_review, stored_record
 
@@ -61,6 +66,7 @@ class Settings(BaseServiceSettings, LLMSettings):
     review_budget_tokens: int = Field(default=8000, ge=100, le=1_000_000)
     review_max_findings: int = Field(default=20, ge=0, le=500)
     review_max_diff_chars: int = Field(default=120_000, ge=1000)
+    review_max_diff_parts: int = Field(default=4, ge=1, le=50)
     review_max_tokens: int = Field(default=2048, ge=64, le=200_000)
     review_per_source: int = Field(default=12, ge=1, le=200)
     review_post: bool = True  # post reviews of provider pull requests back to the provider
@@ -93,6 +99,8 @@ class ReviewerService:
         async with ctx.transaction() as conn:
             if record.head_sha:
                 record.review_id = await save_review(conn, event.tenant_id, record)
+            stored = record.review_id if record.head_sha else None
+            await _finish_submission(conn, event, stored, record.state, record.reason, record.head_sha)
             await emit(
                 conn, _completed(event, record.review_id, record.state, record.reason, posted=record.posted)
             )
@@ -154,11 +162,13 @@ class ReviewerService:
                         await mark_posted(conn, record.review_id)
                     found = {**found, "posted": True}
         async with ctx.transaction() as conn:
+            review_id = UUID(str(found["review_id"]))
+            await _finish_submission(conn, event, review_id, found["state"], found["reason"], event.head_sha)
             await emit(
                 conn,
                 _completed(
                     event,
-                    UUID(str(found["review_id"])),
+                    review_id,
                     found["state"],
                     found["reason"],
                     posted=bool(found["posted"]),
@@ -192,29 +202,30 @@ class ReviewerService:
         try:
             base = event.base_sha or event.base_ref or repo["default_branch"]
             head = event.head_sha or event.head_ref
-            if not head:
-                raise ReviewFailed("missing_head", "the request names no head commit")
+            diff = await self._submitted_diff(event)
             commits = [c for c in (event.base_sha, event.head_sha) if c]
             async with open_repository(
                 repo["clone_url"],
                 commits,
                 auth=await self._auth(event, repo),
-                allow_local=self.settings.allow_local_sources,
+                policy=self.settings.source_policy(),
             ) as git_dir:
                 record.base_sha = await rev_parse(git_dir, base)
-                record.head_sha = await rev_parse(git_dir, head)
-                pr = await pull_request_diff(git_dir, record.base_sha, record.head_sha)
-                if heartbeat is not None:
-                    await heartbeat()
-                context = await self._context(
-                    event, repo, pr, GitHead(git_dir, record.head_sha), record.base_sha
-                )
+                links = await read_config(git_dir, record.base_sha)  # the base's, never the head's
+                async with head_commit(git_dir, record.base_sha, head, diff) as (work_dir, head_sha):
+                    record.head_sha = head_sha
+                    pr = await pull_request_diff(work_dir, record.base_sha, record.head_sha)
+                    if heartbeat is not None:
+                        await heartbeat()
+                    context = await self._context(
+                        event, repo, pr, GitHead(work_dir, record.head_sha), record.base_sha, links
+                    )
             _fill_context(record, context)
             outcome, usage = await self._findings(event, context, pr)
             record.summary, record.findings = outcome.summary, outcome.findings
             record.findings_dropped = outcome.findings_dropped
             record.mode, record.model = usage.get("mode", "brief"), usage.get("model")
-            record.reason = usage.get("reason")
+            record.reason = "; ".join(r for r in (usage.get("reason"), _config_note(context)) if r) or None
             record.prompt_tokens = usage.get("prompt_tokens", 0)
             record.completion_tokens = usage.get("completion_tokens", 0)
             record.cost_usd = usage.get("cost_usd")
@@ -226,13 +237,30 @@ class ReviewerService:
             record.head_sha = ""
         return record
 
+    async def _submitted_diff(self, event: ReviewRequested) -> str | None:
+        """The diff of an API submission of ``{base, diff}`` (None: the request names a head)."""
+        if event.submission_id is None:
+            return None
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            found = await submission(conn, event.submission_id)
+        if found is None:
+            raise ReviewFailed("submission_missing", "the submitted review request is gone")
+        diff: str | None = found["diff"]
+        return diff
+
     async def _auth(self, event: ReviewRequested, repo: dict[str, Any]) -> GitAuth | None:
         """The installation's token for fetching the PR's head (decrypted in core)."""
         async with tenant_tx(self.pool, event.tenant_id) as conn:
             return await git_auth_for(conn, repo["repository_id"], self._box())
 
     async def _context(
-        self, event: ReviewRequested, repo: dict[str, Any], pr: PullRequestDiff, head: GitHead, base: str
+        self,
+        event: ReviewRequested,
+        repo: dict[str, Any],
+        pr: PullRequestDiff,
+        head: GitHead,
+        base: str,
+        links: LinkConfig | None = None,
     ) -> ReviewContext:
         s = self.settings
         rerank = await self._reranker(event.tenant_id)
@@ -249,6 +277,7 @@ class ReviewerService:
                 rerank=rerank,
                 embed_query=embed,
                 options=ContextOptions(per_source=s.review_per_source),
+                links=links,
             )
 
     async def _reranker(self, tenant_id: UUID) -> Reranker | None:
@@ -268,7 +297,7 @@ class ReviewerService:
 
     async def _query_embedder(self, tenant_id: UUID) -> QueryEmbedder | None:
         async def embed(model: str, text: str) -> Sequence[float]:
-            route = await self.gateway.embeddings_route(tenant_id, model)
+            route = await self.gateway.embeddings_route(tenant_id, model, accounted_as="review")
             result = await self.gateway.embed(tenant_id, [text], route=route, reference="review")
             return result.vectors[0]
 
@@ -281,27 +310,31 @@ class ReviewerService:
         route = await self.gateway.route(event.tenant_id, "review")
         if route is None:
             return Outcome(brief(context, pr.files)), {"mode": "brief"}
-        diff, left_out = diff_for_model(pr.text, pr.files, s.review_max_diff_chars)
-        try:
-            result = await self.gateway.chat(
+        plan = plan_parts(pr.text, s.review_max_diff_chars, s.review_max_diff_parts)
+
+        async def chat(diff: str, part: tuple[int, int]) -> ChatResult:
+            return await self.gateway.chat(
                 event.tenant_id,
                 "review",
-                messages(context, diff, event.title, event.body),
+                messages(context, diff, event.title, event.body, part=part),
                 max_tokens=s.review_max_tokens,
                 route=route,
                 reference=str(event.request_id),
             )
-        except LLMError as exc:
-            summary = brief(context, pr.files) + f"\n\nThe model call failed ({exc}); no findings."
-            return Outcome(summary), {"mode": "brief", "reason": f"model_failed: {exc}"}
-        outcome = read_reply(result.text, pr.files, max_findings=s.review_max_findings, left_out=left_out)
-        return outcome, {
+
+        done = await review_in_parts(plan, chat, pr.files, max_findings=s.review_max_findings)
+        if not done.reviewed:  # every call failed
+            error = done.failures[0].split(": ", 1)[-1]
+            summary = brief(context, pr.files) + f"\n\nThe model call failed ({error}); no findings."
+            return Outcome(summary), {"mode": "brief", "reason": f"model_failed: {error}"}
+        return done.outcome, {
             "mode": "model",
-            "model": result.model,
-            "prompt_tokens": result.usage.prompt_tokens,
-            "completion_tokens": result.usage.completion_tokens,
-            "cost_usd": result.usage.cost_usd,
-            "reason": "diff_reviewed_in_part" if left_out else None,
+            "model": done.model,
+            "prompt_tokens": done.prompt_tokens,
+            "completion_tokens": done.completion_tokens,
+            "cost_usd": done.cost_usd,
+            "reason": done.reason,
+            "parts": len(plan.parts),
         }
 
     def background(self) -> list[Background]:
@@ -324,7 +357,29 @@ def _fill_context(record: ReviewRecord, context: ReviewContext) -> None:
         "ranking": context.ranking,
         "budget": context.budget,
         "snapshot_on_base": context.on_base,
+        **({"cross_repo": context.cross} if context.cross else {}),
     }
+
+
+async def _finish_submission(
+    conn: Conn,
+    event: ReviewRequested,
+    review_id: UUID | None,
+    state: str,
+    reason: str | None,
+    head_sha: str | None,
+) -> None:
+    """Record the outcome on the API submission the request came from (if it came from one)."""
+    if event.submission_id is not None:
+        await finish_submission(
+            conn, event.submission_id, state=state, reason=reason, review_id=review_id, head_sha=head_sha
+        )
+
+
+def _config_note(context: ReviewContext) -> str | None:
+    """``config_invalid: …`` when the base commit's .palimpsest/config.yml could not be used."""
+    config = context.cross.get("config") or {}
+    return f"config_invalid: {config.get('detail')}" if config.get("state") == "invalid" else None
 
 
 def _valid_sha(sha: str) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -122,14 +121,16 @@ async def _children(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> None:
             ],
         )
         await cur.executemany(
-            "INSERT INTO review_context (tenant_id, review_id, ordinal, source, path, start_line, end_line,"
-            " tokens, score, last_modified_at, annotation) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "INSERT INTO review_context (tenant_id, review_id, ordinal, source, repository, path, start_line,"
+            " end_line, tokens, score, last_modified_at, annotation)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 (
                     tenant_id,
                     r.review_id,
                     i,
                     c["source"],
+                    c.get("repository"),
                     c["path"],
                     c["start_line"],
                     c["end_line"],
@@ -171,48 +172,3 @@ async def stored_record(conn: Conn, review_id: UUID) -> ReviewRecord | None:
 
 async def mark_posted(conn: Conn, review_id: UUID) -> None:
     await conn.execute("UPDATE reviews SET posted = true, reason = NULL WHERE review_id = %s", (review_id,))
-
-
-async def load_review(conn: Conn, review_id: UUID) -> dict[str, Any] | None:
-    """A stored review as the CLI and API print it (context in prompt order)."""
-    cur = await conn.execute("SELECT * FROM reviews WHERE review_id = %s", (review_id,))
-    row = await cur.fetchone()
-    if row is None:
-        return None
-    cur = await conn.execute(
-        "SELECT source, path, start_line, end_line, last_modified_at, annotation, score, tokens"
-        " FROM review_context WHERE review_id = %s ORDER BY ordinal",
-        (review_id,),
-    )
-    context = [{**dict(c), "last_modified_at": _iso(c["last_modified_at"])} for c in await cur.fetchall()]
-    cur = await conn.execute(
-        "SELECT path, start_line, end_line, severity, category, message, suggested_change"
-        " FROM review_findings WHERE review_id = %s ORDER BY ordinal",
-        (review_id,),
-    )
-    findings = [dict(f) for f in await cur.fetchall()]
-    return {
-        "review_id": str(row["review_id"]),
-        "repository_id": str(row["repository_id"]),
-        "snapshot_id": str(row["snapshot_id"]) if row["snapshot_id"] else None,
-        "base_sha": row["base_sha"],
-        "head_sha": row["head_sha"],
-        "state": row["state"],
-        "mode": row["mode"],
-        "reason": row["reason"],
-        "model": row["model"],
-        "context": context,
-        "dropped": row["dropped"],
-        "cochange_missing": row["cochange_missing"],
-        "sources": row["sources"],
-        "findings": findings,
-        "findings_dropped": row["findings_dropped"],
-        "summary": row["summary"],
-        "tokens": {"prompt": row["prompt_tokens"], "completion": row["completion_tokens"]},
-        "cost_usd": float(row["cost_usd"]) if row["cost_usd"] is not None else None,
-        "posted": row["posted"],
-    }
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
