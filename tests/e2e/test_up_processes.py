@@ -64,6 +64,7 @@ def _wait(predicate: object, what: str, timeout_s: float = 120.0) -> None:
 def test_services_run_as_processes_and_come_back_after_kill_9(stack: ServerSet, tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = _env(stack, home)
+    env["PALIMPSEST_ALLOW_LOCAL_SOURCES"] = "true"  # explicit with an external database; embedded default
     repo = init_repo(tmp_path / "repo")
     commit(repo, "2026-01-05", {"src/app.py": "def handler(event):\n    return event\n"})
     log = tmp_path / "up.log"

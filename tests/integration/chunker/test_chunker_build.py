@@ -262,3 +262,29 @@ async def test_unknown_repository_is_acknowledged(infra: Infra, chunker: None) -
     built = await build(infra, tenant, uuid.uuid4())
     assert (built["state"], built["reason"]) == ("skipped", "repository_not_found")
     await asyncio.sleep(0)
+
+
+async def test_a_refused_or_missing_source_fails_at_once_with_its_reason(
+    infra: Infra, tmp_path: Path
+) -> None:
+    """Deterministic source failures are answered with a failed snapshot.built, not retried until
+    the event is dead-lettered (before this, a refused local path was redelivered four times and
+    the CLI waited for an answer that never came)."""
+    tenant = await create_tenant(infra.pool, "refused")
+    gone = await register_path(infra.pool, tenant, init_repo(tmp_path / "gone"))
+    (tmp_path / "gone" / ".git" / "HEAD").unlink()  # no longer a repository
+    local = await register_path(infra.pool, tenant, init_repo(tmp_path / "local"))
+    strict, _ = chunker_definition(f"t-chunker-{uuid.uuid4().hex[:6]}", allow_local_sources=False)
+    async with services(infra, [strict]):
+        refused = await build(infra, tenant, local)
+    assert refused["state"] == "failed" and refused["reason"].startswith("source_refused"), refused
+    definition, _ = chunker_definition(f"t-chunker-{uuid.uuid4().hex[:6]}")
+    async with services(infra, [definition]):
+        broken = await build(infra, tenant, gone)
+    assert broken["state"] == "failed" and broken["reason"].startswith("source_"), broken
+    async with infra.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM event_failures WHERE consumer = %s",
+            (strict.consumer.name,),  # type: ignore[union-attr]
+        )
+        assert (await cur.fetchone())["n"] == 0  # type: ignore[index]

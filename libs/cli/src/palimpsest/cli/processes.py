@@ -101,8 +101,9 @@ class ServiceProcess:
 def child_environment(settings: BaseServiceSettings, stack: StackInfo) -> dict[str, str]:
     """The environment every service process gets: this one's, plus the stack's URLs and keys.
 
-    In the embedded default the supervisor makes (or reads) the home's encryption key and admin
-    token and hands them on, because a service process on its own never generates secrets.
+    Like the in-process ``palimpsest up``, the supervisor makes (or reads) the home's encryption
+    key and admin token when none is configured and hands them on, because a service process on
+    its own never generates secrets. Local sources are allowed with the embedded database only.
     """
     from palimpsest.ingest.tokens import load_admin_token
 
@@ -120,13 +121,13 @@ def child_environment(settings: BaseServiceSettings, stack: StackInfo) -> dict[s
     env.pop("PALIMPSEST_MIGRATION_DATABASE_URL", None)  # services never run as the owner
     if stack.embedded_db:
         env.setdefault("PALIMPSEST_ALLOW_LOCAL_SOURCES", "true")
-        if not env.get("PALIMPSEST_ENCRYPTION_KEY"):
-            load_box(None, home=settings.home, generate=True)  # made once, 0600, like in-process
-            env["PALIMPSEST_ENCRYPTION_KEY"] = (Path(settings.home) / KEY_FILE).read_text("ascii").strip()
-        if not env.get("PALIMPSEST_ADMIN_TOKEN"):
-            token = load_admin_token(None, home=settings.home, generate=True)
-            assert token is not None
-            env["PALIMPSEST_ADMIN_TOKEN"] = token
+    if not env.get("PALIMPSEST_ENCRYPTION_KEY"):
+        load_box(None, home=settings.home, generate=True)  # made once, 0600, like in-process
+        env["PALIMPSEST_ENCRYPTION_KEY"] = (Path(settings.home) / KEY_FILE).read_text("ascii").strip()
+    if not env.get("PALIMPSEST_ADMIN_TOKEN"):
+        token = load_admin_token(None, home=settings.home, generate=True)
+        assert token is not None
+        env["PALIMPSEST_ADMIN_TOKEN"] = token
     return env
 
 
@@ -180,19 +181,23 @@ class Supervisor:
                 p.signal(signal.SIGUSR1 if paused else signal.SIGUSR2)
 
     async def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
-        """Until every process answers /readyz (all its checks pass)."""
+        """Until every process answers /readyz (all its checks pass), through restarts."""
         for p in self.processes.values():
-            await self._until_ready(p, timeout_s)
+            await self._until_ready(p, timeout_s, follow_restarts=True)
 
-    async def _until_ready(self, p: ServiceProcess, timeout_s: float) -> None:
+    async def _until_ready(
+        self, p: ServiceProcess, timeout_s: float, *, follow_restarts: bool = False
+    ) -> None:
         import httpx
 
         deadline = time.monotonic() + timeout_s
         starts = p.starts
         async with httpx.AsyncClient(timeout=2.0) as http:
-            while p.starts == starts:  # restarted meanwhile: the watcher waits for the new one
-                if p.proc is not None and p.proc.poll() is not None and p.starts > 5:
-                    raise EmbeddedStackError(f"{p.name} keeps exiting; see {p.log_path}")
+            while follow_restarts or p.starts == starts:  # else a newer start has its own waiter
+                if follow_restarts:
+                    starts = p.starts
+                    if p.starts > 3 and not p.alive():  # starting up, it crashed three times
+                        raise EmbeddedStackError(f"{p.name} keeps exiting; see {p.log_path}")
                 with contextlib.suppress(httpx.HTTPError):
                     r = await http.get(f"http://127.0.0.1:{p.ops_port}/readyz")
                     if r.status_code == 200 and p.starts == starts and p.alive():

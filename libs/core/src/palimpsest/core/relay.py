@@ -108,7 +108,10 @@ class Relay:
         self.published_total += len(ok)
         if failed:
             log.warning(
-                "relay: %d of %d events not acknowledged by JetStream; will retry", len(failed), len(rows)
+                "relay: %d of %d events not acknowledged by JetStream (first: %s); will retry",
+                len(failed),
+                len(rows),
+                failed[0][1][:200],
             )
         return len(ok) if not failed else -len(failed)
 

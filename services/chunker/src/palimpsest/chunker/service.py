@@ -104,6 +104,11 @@ class Chunker:
                     conn, _built(event, state="skipped", reason=skip.reason, snapshot_id=skip.snapshot_id)
                 )
             log.info("index request %s skipped: %s", event.request_id, skip.reason)
+        except BuildFailed as failure:  # before a snapshot exists: the source was refused or is gone
+            async with ctx.transaction() as conn:
+                await emit(conn, _built(event, state="failed", reason=str(failure)[:1000]))
+            metrics.INDEX_BUILDS.labels("failed", failure.reason).inc()
+            log.warning("index request %s failed: %s", event.request_id, failure)
 
     async def _repository(self, ctx: HandlerContext, event: IndexRequested) -> dict[str, Any] | None:
         """The repository row, or None when the request was handled here (index mode off)."""
@@ -135,7 +140,7 @@ class Chunker:
             repo["clone_url"],
             branch,
             auth=await self._auth(ctx, repo),
-            allow_local=s.allow_local_sources,
+            policy=s.source_policy(),
             timeout_s=s.clone_timeout_s,
         ) as source:
             existing = await _ready_for(ctx, event.repository_id, source.commit)
