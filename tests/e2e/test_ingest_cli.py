@@ -182,17 +182,19 @@ def test_operator_flow_against_palimpsest_up(running_up: dict[str, str], tmp_pat
     assert denied.returncode != 0 and "404" in denied.stderr
 
 
-def test_argv_secret_is_warned_about(running_up: dict[str, str]) -> None:
+def test_a_secret_on_the_command_line_is_refused(running_up: dict[str, str]) -> None:
     env = running_up
-    tid = _run(env, "tenant", "create", "warned", "--json")["tenant_id"]
-    out = subprocess.run(
-        [*CLI, "installation", "add", "--tenant", tid, "--provider", "bitbucket", "--external-id", "{ws}",
-         "--webhook-secret", "on-argv"],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    assert "process table" in out.stderr
-    assert "on-argv" not in out.stdout
+    tid = _run(env, "tenant", "create", "refused", "--json")["tenant_id"]
+    for flag in ("--webhook-secret", "--token"):
+        out = subprocess.run(
+            [*CLI, "installation", "add", "--tenant", tid, "--provider", "bitbucket", "--external-id", "{ws}",
+             flag, "on-argv"],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert out.returncode != 0 and "process table" in out.stderr, out.stderr
+        assert "on-argv" not in out.stdout + out.stderr
+    listed = _run(env, "installation", "list", "--tenant", tid, "--json")
+    assert listed == []  # nothing was created
 
 
 def test_command_without_a_running_stack_starts_one(stack: ServerSet, tmp_path: Path) -> None:

@@ -7,11 +7,13 @@ tests/e2e/test_analyzer_demo.py.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
+import pytest
 
-from palimpsest.cli.commands_analyze import register, render_text, run_analysis
+from palimpsest.cli.commands_analyze import AnalyzeFailed, register, render_text, run_analysis
 from palimpsest.cli.session import Session
 from palimpsest.cli.stack import StackInfo
 from palimpsest.cli.tenants import create_tenant
@@ -87,3 +89,23 @@ def test_register_adds_the_analyze_command() -> None:
     register(group)
     command = group.commands["analyze"]
     assert [p.name for p in command.params] == ["target", "tenant", "reindex", "timeout_s", "as_json"]
+
+
+async def test_analyze_refuses_an_internal_url_before_git_runs(
+    infra: Infra, stack: ServerSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`palimpsest analyze URL` registers a remote by URL: the source policy applies first (before
+    this, it ran `git ls-remote` on any URL with the operator's whole environment)."""
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    ran = tmp_path / "git-ran"
+    (shim / "git").write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+    (shim / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
+    tenant = await create_tenant(infra.pool, "cli-refused")
+    sess, settings = session_for(infra, stack), settings_for(stack)
+    for url in ("https://127.0.0.1/org/repo.git", "https://169.254.169.254/x.git", "ssh://git@10.0.0.5/r.git"):
+        with pytest.raises(AnalyzeFailed, match=r"source_refused"):
+            await run_analysis(sess, settings, url, tenant=tenant, timeout_s=10)
+    assert not ran.exists()
+    assert await query(infra, tenant, "SELECT count(*) AS n FROM repositories") == [{"n": 0}]

@@ -9,7 +9,6 @@ through the bus (``analysis.requested`` with a request id) and the command waits
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,11 @@ from palimpsest.cli.output import emit, progress
 from palimpsest.cli.session import Session
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.errors import PalimpsestError
+from palimpsest.core.git import check_remote, run_git
+from palimpsest.core.git_errors import GitError
 from palimpsest.core.ids import uuid7
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.core.sources import CloneTarget, SourcePolicy
 
 __all__ = ["AnalyzeFailed", "register", "render_text", "run_analysis"]
 
@@ -85,7 +87,7 @@ async def run_analysis(
 
     pool = sess.infra.pool
     tid = tenant or await local_tenant(pool, settings.home)
-    repo_id, local = await _repository(pool, tid, target)
+    repo_id, local = await _repository(pool, tid, target, settings.source_policy())
     snapshot_id = await _ensure_snapshot(sess, tid, repo_id, local, reindex=reindex, timeout_s=timeout_s)
     completed = await _request_analysis(sess, tid, repo_id, snapshot_id, timeout_s=timeout_s)
     async with tenant_tx(pool, tid) as conn:
@@ -95,7 +97,9 @@ async def run_analysis(
 # ----------------------------------------------------------------------------- the repository
 
 
-async def _repository(pool: Pool, tenant: UUID, target: str) -> tuple[UUID, Path | None]:
+async def _repository(
+    pool: Pool, tenant: UUID, target: str, policy: SourcePolicy
+) -> tuple[UUID, Path | None]:
     """The repository's id, and its local path when it is one."""
     from palimpsest.cli.local import RepositoryNotFound, find_repository, register_path
 
@@ -107,7 +111,7 @@ async def _repository(pool: Pool, tenant: UUID, target: str) -> tuple[UUID, Path
     except RepositoryNotFound:
         if not _is_url(target):
             raise
-    return await _register_url(pool, tenant, target), None
+    return await _register_url(pool, tenant, target, policy), None
 
 
 def _is_url(target: str) -> bool:
@@ -120,40 +124,43 @@ def _local_path(target: str) -> Path | None:
     return None if _is_url(target) else Path(target).expanduser()
 
 
-async def _register_url(pool: Pool, tenant: UUID, url: str) -> UUID:
-    """Register a remote repository by its clone URL (public, or reachable with installation auth)."""
-    parts = urlsplit(url) if "://" in url else urlsplit("ssh://" + url.replace(":", "/", 1))
-    if parts.username or parts.password:
-        raise AnalyzeFailed("put credentials in an installation, not in the URL")
+async def _register_url(pool: Pool, tenant: UUID, url: str, policy: SourcePolicy) -> UUID:
+    """Register a remote repository by its clone URL (public, or reachable with installation auth).
+
+    The URL must pass the deployment's source policy before git touches it, like every clone.
+    """
+    try:
+        target = await check_remote(url, policy)
+    except GitError as exc:
+        raise AnalyzeFailed(str(exc)) from exc
+    parts = urlsplit(target.url)
     host = (parts.hostname or "").lower()
     provider = next((p for p in ("github", "gitlab", "bitbucket") if p in host), "local")
     full_name = parts.path.strip("/").removesuffix(".git") or host
-    branch = _remote_default_branch(url)
+    branch = await _remote_default_branch(target)
     repository_id = uuid7()
     async with tenant_tx(pool, tenant) as conn:
         await conn.execute(
             "INSERT INTO repositories (tenant_id, repository_id, provider, full_name, clone_url, default_branch)"
             " VALUES (%s, %s, %s, %s, %s, %s)",
-            (tenant, repository_id, provider, full_name, url, branch),
+            (tenant, repository_id, provider, full_name, target.url, branch),
         )
     progress(f"registered {full_name} ({provider}, branch {branch})")
     return repository_id
 
 
-def _remote_default_branch(url: str) -> str:
+async def _remote_default_branch(target: CloneTarget) -> str:
     """The remote's HEAD branch (``git ls-remote --symref``), ``main`` when it cannot be read."""
     try:
-        out = subprocess.run(
-            ["git", "ls-remote", "--symref", "--", url, "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=30,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        out = await run_git(
+            ["ls-remote", "--symref", "--", target.url, "HEAD"],
+            timeout_s=30,
+            allowed_protocols=target.protocols,
+            pins=target.pins,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except GitError:
         return "main"
-    for line in out.stdout.splitlines():
+    for line in out.decode("utf-8", "replace").splitlines():
         if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
             return line.removeprefix("ref: refs/heads/").split("\t", 1)[0]
     return "main"

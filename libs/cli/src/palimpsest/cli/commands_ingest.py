@@ -5,8 +5,8 @@ deployment), else the running ``palimpsest up`` (its recorded ``ingest_url``, or
 ``127.0.0.1:$PALIMPSEST_INGEST_PORT``), else a stack started for the command's duration with the
 ingest service in it. It authenticates with ``PALIMPSEST_API_TOKEN`` (a tenant's token) when set,
 else with the operator admin token (``PALIMPSEST_ADMIN_TOKEN``, or the embedded stack's
-``$PALIMPSEST_HOME/admin-token``). Secrets are read from an environment variable or stdin;
-one given on the command line works but is warned about (the process table shows it).
+``$PALIMPSEST_HOME/admin-token``). Secrets are read from an environment variable or stdin, never
+from the command line (the process table and shell history would show them).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ _tenant_option = click.option(
 
 
 def _secret(name: str, value: str | None, env: str | None, *, stdin_used: list[bool]) -> str | None:
-    """A secret from an environment variable, stdin ('-'), or (warned about) the command line."""
+    """A secret from an environment variable or stdin ('-'); a value on the command line is refused."""
     if env is not None:
         found = os.environ.get(env)
         if not found:
@@ -120,18 +120,18 @@ def _secret(name: str, value: str | None, env: str | None, *, stdin_used: list[b
         return found
     if value is None:
         return None
-    if value == "-":
-        if stdin_used[0]:
-            fail("only one secret can be read from stdin")
-        stdin_used[0] = True
-        line = sys.stdin.readline().rstrip("\r\n")
-        if not line:
-            fail(f"--{name} -: nothing on stdin")
-        return line
-    progress(
-        f"warning: --{name} on the command line is visible in the process table; prefer --{name}-env or -"
-    )
-    return value
+    if value != "-":
+        fail(
+            f"--{name} takes '-' (read it from stdin) or use --{name}-env VAR: a secret on the command"
+            " line would be visible in the process table and shell history"
+        )
+    if stdin_used[0]:
+        fail("only one secret can be read from stdin")
+    stdin_used[0] = True
+    line = sys.stdin.readline().rstrip("\r\n")
+    if not line:
+        fail(f"--{name} -: nothing on stdin")
+    return line
 
 
 # --------------------------------------------------------------------------- tenant
@@ -175,9 +175,14 @@ def installation() -> None:
 @click.option("--host", default=None, help="Provider host (default: github.com, gitlab.com, bitbucket.org).")
 @click.option("--namespace", default=None, help="GitLab group installations: the group's full path.")
 @click.option("--name", "display_name", default="", help="A label for people.")
-@click.option("--webhook-secret", default=None, help="'-' reads it from stdin (argv works, with a warning).")
+@click.option("--webhook-secret", default=None, help="'-' reads it from stdin (a literal value is refused).")
 @click.option("--webhook-secret-env", default=None, metavar="VAR", help="Read the webhook secret from $VAR.")
-@click.option("--token", "access_token", default=None, help="Access token; '-' reads it from stdin.")
+@click.option(
+    "--token",
+    "access_token",
+    default=None,
+    help="'-' reads the access token from stdin (a literal value is refused).",
+)
 @click.option("--token-env", default=None, metavar="VAR", help="Read the access token from $VAR.")
 @click.option("--app-id", default=None, help="GitHub App id (with --private-key-file).")
 @click.option(
