@@ -204,3 +204,21 @@ def test_every_module_an_image_imports_is_installed_in_it(service: str) -> None:
         missing[module] = sorted(files)
 
     assert missing == {}, "declare these in the importing package's pyproject.toml, then re-derive"
+
+
+def test_services_that_run_git_get_git_in_their_image() -> None:
+    """The list of images that get git is checked against the code, not remembered (the reviewer's
+    image was built without git although the reviewer clones and diffs)."""
+    text = (REPO_ROOT / "deploy" / "Dockerfile").read_text()
+    match = re.search(r'case "\$\{SERVICE\}" in \\\s*\n\s*([a-z|-]+)\)', text)
+    assert match, "the Dockerfile's per-service git install is not where this test expects it"
+    with_git = set(match.group(1).split("|"))
+    uses_git = {
+        service
+        for service in SERVICES
+        if any(
+            re.search(r"\b(run_git|stream_git|read_blobs|ls_tree|resolve_ref)\(", f.read_text())
+            for f in (REPO_ROOT / "services" / service / "src").rglob("*.py")
+        )
+    }
+    assert uses_git and with_git == uses_git
