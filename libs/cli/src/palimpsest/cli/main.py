@@ -72,7 +72,7 @@ def cli() -> None:
 async def up(as_json: bool, processes: bool) -> None:
     """Start the stack (embedded PostgreSQL + NATS unless URLs are set) and run every service."""
     from palimpsest.cli.runner import running_services
-    from palimpsest.cli.stack import clear_state, open_stack, read_running, write_state
+    from palimpsest.cli.stack import open_stack, read_running
     from palimpsest.core import telemetry
     from palimpsest.core.ops import OpsServer
     from palimpsest.core.service import install_signal_handlers
@@ -94,30 +94,31 @@ async def up(as_json: bool, processes: bool) -> None:
         async with running_services(s, stack, ops=ops) as infra:
             stack.ops_url = f"http://127.0.0.1:{ops.bound_port}" if ops.bound_port else None
             stack.ingest_url = infra.extras.get("ingest_url")
-            write_state(stack)
-            try:
-                emit(stack.public(), as_json=as_json, text=_describe_stack(stack))
-                progress("running; Ctrl-C stops every service and the embedded servers")
-                await stop.wait()
-            finally:
-                clear_state(stack)
+            await _serve(stack, stop, as_json, "every service")
     progress("stopped")
 
 
 async def _up_processes(s: Any, stop: asyncio.Event, as_json: bool) -> None:
     from palimpsest.cli.processes import supervised
-    from palimpsest.cli.stack import clear_state, open_stack, write_state
+    from palimpsest.cli.stack import open_stack
 
     async with open_stack(s) as stack, supervised(s, stack) as sup:
         stack.ingest_url = sup.ingest_url
         stack.processes = sup.describe()
-        write_state(stack)
-        try:
-            emit(stack.public(), as_json=as_json, text=_describe_stack(stack))
-            progress("running; Ctrl-C stops every service process and the embedded servers")
-            await stop.wait()
-        finally:
-            clear_state(stack)
+        await _serve(stack, stop, as_json, "every service process")
+
+
+async def _serve(stack: Any, stop: asyncio.Event, as_json: bool, what: str) -> None:
+    """Record the running stack, describe it, and wait for Ctrl-C (or SIGTERM)."""
+    from palimpsest.cli.stack import clear_state, write_state
+
+    write_state(stack)
+    try:
+        emit(stack.public(), as_json=as_json, text=_describe_stack(stack))
+        progress(f"running; Ctrl-C stops {what} and the embedded servers")
+        await stop.wait()
+    finally:
+        clear_state(stack)
 
 
 def _describe_stack(stack: Any) -> str:
