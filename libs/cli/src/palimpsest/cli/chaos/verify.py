@@ -260,6 +260,15 @@ async def _check_snapshots(
     checked = 0
     for repo in repos:
         head = await asyncio.to_thread(repo.head)
+        cur = await db.execute(  # applied once: no commit built into two kept snapshots
+            "SELECT commit_sha, count(*) AS n FROM code_index_snapshots WHERE repository_id = %s"
+            " AND state IN ('ready', 'superseded') GROUP BY 1 HAVING count(*) > 1",
+            (repo.repository_id,),
+        )
+        for twice in await cur.fetchall():
+            problems.append(
+                f"{repo.full_name}: commit {_hex(twice['commit_sha'])[:12]} built {twice['n']} times"
+            )
         cur = await db.execute(
             "SELECT snapshot_id, commit_sha FROM code_index_snapshots WHERE repository_id = %s AND state = 'ready'"
             " ORDER BY ready_at DESC NULLS LAST, created_at DESC LIMIT 1",
