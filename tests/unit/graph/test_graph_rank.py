@@ -7,7 +7,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from palimpsest.index.errors import UnknownSeed
-from palimpsest.index.graph import CoChangeSignal, RankOptions, Signals, Weights, rank, resolve_seeds
+from palimpsest.index.graph import (
+    Blend,
+    CoChangeSignal,
+    RankOptions,
+    Signals,
+    Weights,
+    rank,
+    resolve_seeds,
+)
 from palimpsest.index.graph.rank import estimate_tokens, truncate_to_budget
 from tests.unit.graph.support import graph_of, paths, ranked
 
@@ -93,17 +101,30 @@ def test_co_change_leads_and_the_graph_fills_in() -> None:
     assert history_only["src/b.py"].via == "recency"
 
 
+def _equal_partners(recent: str, older: str, *, older_file_changed_now: bool) -> Signals:
+    """Two partners of three commits each; only ``recent`` last changed with the seed just now."""
+    now = datetime(2025, 6, 1, tzinfo=UTC)
+    before = now - timedelta(days=300)
+    return Signals(
+        cochange={older: CoChangeSignal(3, before), recent: CoChangeSignal(3, now)},
+        modified={older: now if older_file_changed_now else before, recent: now},
+    )
+
+
 def test_a_partner_changed_just_now_outranks_an_older_equal_one() -> None:
     graph, _ = graph_of(CHAIN)
-    now = datetime(2025, 6, 1, tzinfo=UTC)
-    signals = Signals(
-        cochange={
-            "src/c.py": CoChangeSignal(3, now - timedelta(days=300)),
-            "src/d.py": CoChangeSignal(3, now),
-        },
-        modified={"src/c.py": now - timedelta(days=300), "src/d.py": now},
-    )
+    signals = _equal_partners("src/d.py", "src/c.py", older_file_changed_now=False)
     assert paths(ranked(graph, ["src/a.py"], signals=signals))[:2] == ["src/d.py", "src/c.py"]
+
+
+def test_a_partner_that_just_changed_with_the_seed_outranks_one_that_just_changed_alone() -> None:
+    """Both files changed just now, but only the island's last change was one together with the
+    seed. Without the ``together`` term the import neighbour ``src/b.py`` wins on the graph fill."""
+    graph, _ = graph_of(CHAIN)
+    signals = _equal_partners("src/island.py", "src/b.py", older_file_changed_now=True)
+    assert paths(ranked(graph, ["src/a.py"], signals=signals))[:2] == ["src/island.py", "src/b.py"]
+    apart = rank(graph, resolve_seeds(graph, ["src/a.py"]), signals=signals, blend=Blend(together=0.0))
+    assert paths(apart)[:2] == ["src/b.py", "src/island.py"]
 
 
 def test_budget_keeps_the_leading_entries_that_fit() -> None:

@@ -16,13 +16,16 @@ tables, or, in the benchmark, from the history before the trial commit):
 * recency: how recently a file changed at all.
 
 The blend was measured, not argued (``palimpsest bench cochange``): files that changed with the
-seeds come first, ordered by ``count / (m + 1)`` — ``m`` the strongest partner's count, so a
-seed's evidence is judged against its own history — raised by up to ``hot``x for a partner
-that changed in the last days (work in progress touches the same files again). The graph and
-recency then share a *fill* of ``fill / (m + 1)``: they order everything co-change does not
-know (new files, seeds without history) and, when a seed has little history, they compete
-with its weak partners. Without history the ranking is the graph's. Every ranked path carries
-the reason it is there — the edge that brought most mass to it, or the signal that dominated.
+seeds come first, ordered by ``count / (m + 1)`` — ``m`` the strongest partner's count — raised
+by up to ``hot``x for a partner that changed in the last days (work in progress touches the
+same files again) and by up to ``together``x more when that recent change was one *with the
+seeds* (the pair's last co-change, not any change of the partner: the coupling is live, not
+just the file). The graph and recency then share a *fill* of ``fill / (m + 1)``, the weight of
+``fill`` co-change commits: they order everything co-change does not know (new files, seeds
+without history) and break ties among partners with equal evidence — most often the many
+partners seen in a single commit. Without history the ranking is the graph's. Every ranked path
+carries the reason it is there — the edge that brought most mass to it, or the signal that
+dominated.
 """
 
 from __future__ import annotations
@@ -85,7 +88,8 @@ class Blend:
     """How co-change, the graph and recency combine (defaults measured by the benchmark)."""
 
     hot: float = 1.0  # extra weight of a co-change partner changed just now ...
-    hot_days: float = 5.0  # ... decaying with this time constant
+    together: float = 1.0  # ... and more if that change was one with the seeds ...
+    hot_days: float = 5.0  # ... both decaying with this time constant
     fill: float = 0.5  # the share graph and recency get, relative to one co-change commit
     graph: float = 1.0
     recency: float = 0.1
@@ -278,16 +282,25 @@ def _normalized(values: Mapping[int, float]) -> dict[int, float]:
     return {key: value / total for key, value in values.items()} if total > 0 else {}
 
 
+def _now(signals: Signals) -> datetime | None:
+    """The reference time of every age: ``signals.now``, else the newest change known."""
+    return signals.now or max(signals.modified.values(), default=None)
+
+
+def _days(now: datetime | None, when: datetime | None) -> float:
+    if now is None or when is None:
+        return math.inf
+    return max((now - when).total_seconds(), 0.0) / 86400.0
+
+
 def _ages(graph: Graph, signals: Signals, excluded: frozenset[int]) -> dict[int, float]:
-    """Days since each path last changed, relative to ``signals.now`` (or the newest change)."""
-    if not signals.modified:
-        return {}
-    now = signals.now or max(signals.modified.values())
+    """Days since each path last changed, relative to :func:`_now`."""
+    now = _now(signals)
     ages: dict[int, float] = {}
     for path, when in signals.modified.items():
         owner = graph.path_index.get(path)
         if owner is not None and owner not in excluded:
-            ages[owner] = max((now - when).total_seconds(), 0.0) / 86400.0
+            ages[owner] = _days(now, when)
     return ages
 
 
@@ -295,15 +308,22 @@ def _cochange(
     graph: Graph, signals: Signals, ages: Mapping[int, float], blend: Blend, excluded: frozenset[int]
 ) -> tuple[dict[int, float], float]:
     """Co-change score per path, and the scale (``1 / (m + 1)``) the fill is measured in."""
-    counts: dict[int, int] = {}
+    now = _now(signals)
+    found: dict[int, tuple[int, float]] = {}  # owner -> (commits, days since the last co-change)
     for path, signal in signals.cochange.items():
         owner = graph.path_index.get(path)
         if owner is not None and owner not in excluded and signal.commits > 0:
-            counts[owner] = signal.commits
-    scale = 1.0 / (max(counts.values(), default=0) + 1)
+            found[owner] = (signal.commits, _days(now, signal.last_at))
+    scale = 1.0 / (max((commits for commits, _ in found.values()), default=0) + 1)
     scores = {
-        owner: count * scale * (1 + blend.hot * math.exp(-ages.get(owner, math.inf) / blend.hot_days))
-        for owner, count in counts.items()
+        owner: count
+        * scale
+        * (
+            1
+            + blend.hot * math.exp(-ages.get(owner, math.inf) / blend.hot_days)
+            + blend.together * math.exp(-together / blend.hot_days)
+        )
+        for owner, (count, together) in found.items()
     }
     return scores, scale
 
