@@ -105,6 +105,7 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
         env = {
             "PALIMPSEST_REVIEW_GITHUB_API_URL": api_url,
             "PALIMPSEST_RETRY_DELAYS_S": "[0.5, 1, 2, 4]",
+            "PALIMPSEST_ALLOW_LOCAL_SOURCES": "true",  # the soak's repositories are local paths
         }
         async with (
             open_stack(settings, servers=servers) as stack,
