@@ -68,9 +68,9 @@ async def get_snapshot(conn: Conn, snapshot_id: UUID) -> dict[str, Any] | None:
 async def delete_repository_index(conn: Conn, repository_id: UUID) -> None:
     """Delete a repository's index in a few set-based statements, before the repository row goes.
 
-    Snapshots take their file rows with them (foreign key); deleting the blobs deletes their
-    chunks, symbols, facts and embeddings in one statement-level trigger (migration 0013), by
-    repository when no blob of it is left.
+    Statement-level triggers (migration 0013) do the rest: deleting the snapshots deletes their
+    file rows, deleting the blobs deletes their chunks, symbols, facts and embeddings (by
+    repository, since no blob of it is left).
     """
     await conn.execute("DELETE FROM code_index_snapshots WHERE repository_id = %s", (repository_id,))
     await conn.execute("DELETE FROM code_blobs WHERE repository_id = %s", (repository_id,))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,9 +26,9 @@ from psycopg.types.json import Jsonb
 from palimpsest.chunker.errors import BuildFailed
 from palimpsest.chunker.parsing import ANALYSIS_VERSION, detect_language, is_doc
 from palimpsest.chunker.source import Source
-from palimpsest.chunker.work import BatchResult, BlobSummary, analyze_batch
+from palimpsest.chunker.work import BatchResult, BlobSummary, analyze_batch, copy_field, copy_lines
 from palimpsest.core.db import Conn
-from palimpsest.core.git import TreeEntry, ls_tree, object_sizes, read_blobs
+from palimpsest.core.git import TreeEntry, decode_path, ls_tree, object_sizes, read_blobs, run_git
 from palimpsest.core.git_errors import GitError, GitFailure
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ ANALYZE_AFTER_BLOBS = 500
 REGULAR_MODES = frozenset({"100644", "100755"})
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
+_COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,21 +76,126 @@ class BuildStats:
 Progress = Callable[[int, int], Awaitable[None]]
 
 
+def tree_skip(e: TreeEntry) -> str | None:
+    """Why a tree entry is not a file to read (its mode), or None for a regular file."""
+    if e.mode == GITLINK_MODE or e.type == "commit":
+        return "submodule"
+    if e.mode == SYMLINK_MODE:
+        return "symlink"
+    if e.type != "blob" or e.mode not in REGULAR_MODES:
+        return "unsupported_mode"
+    return None
+
+
 def classify(entries: list[TreeEntry], stats: BuildStats) -> list[FileRow]:
     """Tree entries → file rows; symlinks and submodules are counted, not read."""
     rows: list[FileRow] = []
     for e in entries:
-        if e.mode == GITLINK_MODE or e.type == "commit":
-            stats.skipped["submodule"] += 1
-            continue
-        if e.mode == SYMLINK_MODE:
-            stats.skipped["symlink"] += 1
-            continue
-        if e.type != "blob" or e.mode not in REGULAR_MODES:
-            stats.skipped["unsupported_mode"] += 1
+        skip = tree_skip(e)
+        if skip is not None:
+            stats.skipped[skip] += 1
             continue
         rows.append(FileRow(e.path, e.sha, detect_language(e.path), "doc" if is_doc(e.path) else "code", 0))
     return rows
+
+
+@dataclass(slots=True)
+class Base:
+    """The previous ready snapshot an incremental build copies its unchanged file rows from."""
+
+    snapshot_id: UUID
+    changed: list[str]  # paths whose rows are not copied (changed, added or deleted since)
+    totals: BuildStats  # the base's totals less the rows that are not copied
+
+
+def _diff_entries(out: bytes) -> tuple[list[TreeEntry], list[TreeEntry]]:
+    """``diff-tree -r -z`` raw records → (entries before, entries after); absent sides left out."""
+    old: list[TreeEntry] = []
+    new: list[TreeEntry] = []
+    fields = out.split(b"\0")
+    for i in range(0, len(fields) - 1, 2):
+        meta, raw_path = fields[i], fields[i + 1]
+        parts = meta.lstrip(b":").decode("ascii").split()
+        if len(parts) != 5:
+            raise GitError(GitFailure.PARSE_ERROR, "unexpected diff-tree record")
+        path = decode_path(raw_path)
+        for mode, sha, side in ((parts[0], parts[2], old), (parts[1], parts[3], new)):
+            if mode != "000000":
+                side.append(TreeEntry(path, mode, "commit" if mode == GITLINK_MODE else "blob", sha))
+    return old, new
+
+
+async def incremental_base(
+    conn: Conn, repository_id: UUID, source: Source, limits: Limits
+) -> tuple[Base, list[FileRow]] | None:
+    """Start from the newest ready snapshot when its commit is in ``source``: copy its file rows
+    except the paths ``git diff-tree`` reports, which are listed anew (returned as file rows).
+
+    None means "list the whole tree": no ready snapshot, one built by another analysis version
+    (its rows' languages and skip reasons may differ), one with blobs skipped as too large that
+    the current limit admits, or a previous commit this clone does not have (a shallow clone).
+    """
+    cur = await conn.execute(
+        "SELECT snapshot_id, commit_sha, files, chunks, symbols, bytes, skipped, analysis_version"
+        " FROM code_index_snapshots"
+        " WHERE repository_id = %s AND state = 'ready' ORDER BY created_at DESC LIMIT 1",
+        (repository_id,),
+    )
+    prev = await cur.fetchone()
+    if prev is None or prev["analysis_version"] != ANALYSIS_VERSION or prev["commit_sha"] == source.commit:
+        return None  # (the same commit again is an explicit rebuild: list everything)
+    if not (_COMMIT.fullmatch(prev["commit_sha"]) and _COMMIT.fullmatch(source.commit)):
+        return None
+    cur = await conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM code_index_files WHERE snapshot_id = %s AND skip_reason = 'too_large'"
+        " AND size <= %s) AS readable",
+        (prev["snapshot_id"], limits.max_file_bytes),
+    )
+    row = await cur.fetchone()
+    if row is None or row["readable"]:
+        return None
+    try:
+        out = await run_git(
+            ["diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", prev["commit_sha"], source.commit],
+            cwd=source.git_dir,
+            timeout_s=limits.time_budget_s,
+        )
+    except GitError as exc:
+        if exc.reason == GitFailure.TIMEOUT:
+            raise
+        return None
+    old, new = _diff_entries(out)
+    changed = list(dict.fromkeys(e.path for e in [*old, *new]))
+    totals = BuildStats(
+        files=int(prev["files"]),
+        chunks=int(prev["chunks"]),
+        symbols=int(prev["symbols"]),
+        bytes=int(prev["bytes"]),
+        skipped=Counter({k: int(n) for k, n in prev["skipped"].items()}),
+    )
+    # the totals of the rows that are not copied (the base's totals were summed the same way)
+    cur = await conn.execute(
+        "SELECT f.skip_reason, count(*) AS files, coalesce(sum(b.chunk_count), 0) AS chunks,"
+        " coalesce(sum(b.symbol_count), 0) AS symbols, coalesce(sum(b.size), 0) AS bytes"
+        " FROM code_index_files f LEFT JOIN code_blobs b ON b.repository_id = %s AND b.blob_sha = f.blob_sha"
+        " WHERE f.snapshot_id = %s AND f.path = ANY(%s::text[]) GROUP BY f.skip_reason",
+        (repository_id, prev["snapshot_id"], changed),
+    )
+    for r in await cur.fetchall():
+        totals.files -= int(r["files"])
+        if r["skip_reason"] is None:
+            totals.chunks -= int(r["chunks"])
+            totals.symbols -= int(r["symbols"])
+            totals.bytes -= int(r["bytes"])
+        else:
+            totals.skipped[r["skip_reason"]] -= int(r["files"])
+    for e in old:
+        skip = tree_skip(e)
+        if skip is not None:
+            totals.skipped[skip] -= 1
+    rows = classify(new, totals)
+    totals.skipped = Counter({k: n for k, n in totals.skipped.items() if n > 0})
+    return Base(prev["snapshot_id"], changed, totals), rows
 
 
 @dataclass(slots=True)
@@ -151,6 +258,13 @@ async def _build(
     started = time.monotonic()
     stats = BuildStats()
     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
+    # what a foreign key's check did (migration 0013 replaced it): the snapshot cannot be deleted
+    # while its file rows are written, so its deletion's trigger always sees and removes them
+    cur = await conn.execute(
+        "SELECT 1 FROM code_index_snapshots WHERE snapshot_id = %s FOR KEY SHARE", (snapshot_id,)
+    )
+    if await cur.fetchone() is None:
+        raise BuildFailed("interrupted", "the snapshot was deleted before its build started")
     await create_staging(conn)
     # bulk-load settings for this transaction only; losing the last commits of a build on a crash
     # only means a rebuild
@@ -158,14 +272,21 @@ async def _build(
     await conn.execute("SET LOCAL synchronous_commit = off")
     t = _timed(stats, "lock_s", started)
     budget = limits.time_budget_s
-    rows = classify(await ls_tree(source.git_dir, source.commit, timeout_s=budget), stats)
-    t = _timed(stats, "ls_tree_s", t)
-    if len(rows) > limits.max_files:
-        raise BuildFailed("file_cap", f"{len(rows)} files > limit {limits.max_files}")
+    cur = await conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM code_blobs WHERE repository_id = %s) AS any", (repository_id,)
+    )
+    found = await cur.fetchone()
+    first = not (found and found["any"])  # a first build: every blob is new
+    base, rows = await _listing(conn, repository_id, source, limits, stats, first=first)
+    t = _timed(stats, "ls_tree_s" if base is None else "diff_tree_s", t)
+    files = stats.files + len(rows)
+    if files > limits.max_files:
+        raise BuildFailed("file_cap", f"{files} files > limit {limits.max_files}")
+    # a first build looks nothing up (one index probe per blob of the tree, all finding nothing)
     by_sha: dict[str, FileRow] = {}
-    for row in rows:
-        by_sha.setdefault(row.sha, row)
-    known = await known_blobs(conn, repository_id, list(by_sha))
+    for r in rows:
+        by_sha.setdefault(r.sha, r)
+    known = {} if first else await known_blobs(conn, repository_id, list(by_sha))
     todo = [r for sha, r in by_sha.items() if needs_parse(r, known.get(sha), limits)]
     # sizes only for blobs not seen before (ls-tree --long would stat every blob of the tree)
     sizes = await object_sizes(source.git_dir, [r.sha for r in todo], timeout_s=budget)
@@ -175,7 +296,7 @@ async def _build(
             r.skip_reason = "too_large"
     t = _timed(stats, "known_s", t)
     stale = [r.sha for r in todo if r.sha in known]
-    if stale:  # re-chunked blobs: drop the old rows (cascades to chunks, symbols, facts)
+    if stale:  # re-chunked blobs: drop the old rows (0013's trigger removes their chunks, symbols, facts)
         await conn.execute(
             "DELETE FROM code_blobs WHERE repository_id = %s AND blob_sha = ANY(%s)", (repository_id, stale)
         )
@@ -206,6 +327,9 @@ async def _build(
     # nested loops that make the set operations below quadratic. Large loads refresh the statistics
     # (as the owner, through a function of migration 0004); hash joins suit these statements.
     await conn.execute("SET LOCAL enable_nestloop = off")
+    if base is not None:
+        await _copy_files(conn, snapshot_id, base)
+        t = _timed(stats, "copy_files_s", t)
     await _write_files(conn, tenant_id, snapshot_id, rows, blobs, stats)
     t = _timed(stats, "write_files_s", t)
     if stats.parsed_blobs:  # searches should not have to scan the GIN pending list this load left
@@ -215,6 +339,33 @@ async def _build(
         await conn.execute("SELECT palimpsest_analyze_code_index()")
         _timed(stats, "analyze_s", t)
     return stats
+
+
+async def _listing(
+    conn: Conn, repository_id: UUID, source: Source, limits: Limits, stats: BuildStats, *, first: bool
+) -> tuple[Base | None, list[FileRow]]:
+    """The file rows to write, and the snapshot whose other rows are copied (None: every row)."""
+    found = None if first else await incremental_base(conn, repository_id, source, limits)
+    if found is not None:
+        base, rows = found
+        known = await known_blobs(conn, repository_id, [r.sha for r in rows])
+        # a known blob that is re-chunked may be shared by copied rows, whose language and skip
+        # reason must then come from the new analysis: list the whole tree instead
+        if not any(needs_parse(r, known[r.sha], limits) for r in rows if r.sha in known):
+            t = base.totals
+            stats.files, stats.chunks, stats.symbols, stats.bytes = t.files, t.chunks, t.symbols, t.bytes
+            stats.skipped = t.skipped
+            return found
+    return None, classify(await ls_tree(source.git_dir, source.commit, timeout_s=limits.time_budget_s), stats)
+
+
+async def _copy_files(conn: Conn, snapshot_id: UUID, base: Base) -> None:
+    """Copy the base snapshot's unchanged file rows in SQL (their totals are already counted)."""
+    await conn.execute(
+        f"INSERT INTO code_index_files ({_FILES}) SELECT tenant_id, %s, path, blob_sha, language, kind, size,"
+        " skip_reason FROM code_index_files WHERE snapshot_id = %s AND path NOT IN (SELECT unnest(%s::text[]))",
+        (snapshot_id, base.snapshot_id, base.changed),
+    )
 
 
 async def _check_storage(conn: Conn, limits: Limits, new_bytes: int) -> None:
@@ -275,9 +426,6 @@ async def _parse(
         over_budget()
 
 
-# PostgreSQL refuses COPY FROM into a table under row-level security, so rows are copied into
-# session-private staging tables (no RLS) and moved with INSERT … SELECT, which the tenant policy's
-# WITH CHECK still guards.
 # PostgreSQL refuses COPY FROM into a table under row-level security, so rows are copied into
 # session-private staging tables (no RLS) and moved with INSERT … SELECT, which the tenant policy's
 # WITH CHECK still guards. Staged rows carry no tenant or repository: the move adds them.
@@ -356,25 +504,27 @@ async def _write_files(
     stats: BuildStats,
 ) -> None:
     """Write the snapshot's files with each blob's language and skip reason; total up the snapshot."""
-    async with (
-        conn.cursor() as cur,
-        cur.copy(f"COPY stage_code_index_files ({_FILES}) FROM STDIN") as copy,
-    ):
-        for r in rows:
-            info = blobs.get(r.sha)
-            if info is None:  # cannot happen: every blob was known or parsed
-                raise BuildFailed("internal", f"no blob record for {r.path}")
-            language = info.language or r.language
-            await copy.write_row(
-                (tenant_id, snapshot_id, r.path, r.sha, language, r.kind, info.size, info.skip_reason)
-            )
-            stats.files += 1
-            if info.skip_reason is None:
-                stats.chunks += info.chunk_count
-                stats.symbols += info.symbol_count
-                stats.bytes += info.size
-            else:
-                stats.skipped[info.skip_reason] += 1
+    lines: list[str] = []
+    for r in rows:
+        info = blobs.get(r.sha)
+        if info is None:  # cannot happen: every blob was known or parsed
+            raise BuildFailed("internal", f"no blob record for {r.path}")
+        # rows formatted here and sent as one COPY block (cheaper than a write_row per file)
+        lines.append(
+            f"{tenant_id}\t{snapshot_id}\t{copy_field(r.path)}\t{r.sha}\t{copy_field(info.language or r.language)}"
+            f"\t{r.kind}\t{info.size}\t{copy_field(info.skip_reason)}"
+        )
+        stats.files += 1
+        if info.skip_reason is None:
+            stats.chunks += info.chunk_count
+            stats.symbols += info.symbol_count
+            stats.bytes += info.size
+        else:
+            stats.skipped[info.skip_reason] += 1
+    if not lines:
+        return
+    async with conn.cursor() as cur, cur.copy(f"COPY stage_code_index_files ({_FILES}) FROM STDIN") as copy:
+        await copy.write(copy_lines(lines))
     await conn.execute(f"INSERT INTO code_index_files ({_FILES}) SELECT {_FILES} FROM stage_code_index_files")
     await conn.execute("TRUNCATE stage_code_index_files")
 
@@ -386,8 +536,8 @@ async def finish(
     t = time.monotonic()
     await conn.execute(
         "UPDATE code_index_snapshots SET state = 'ready', reason = NULL, ready_at = now(), files = %s,"
-        " chunks = %s, symbols = %s, bytes = %s, parsed_blobs = %s, skipped = %s, duration_s = %s"
-        " WHERE snapshot_id = %s",
+        " chunks = %s, symbols = %s, bytes = %s, parsed_blobs = %s, skipped = %s, duration_s = %s,"
+        " analysis_version = %s WHERE snapshot_id = %s",
         (
             stats.files,
             stats.chunks,
@@ -396,6 +546,7 @@ async def finish(
             stats.parsed_blobs,
             Jsonb(dict(stats.skipped)),
             duration_s,
+            ANALYSIS_VERSION,
             snapshot_id,
         ),
     )
@@ -425,7 +576,12 @@ async def finish(
 
 
 async def collect_garbage(conn: Conn, repository_id: UUID) -> int:
-    """Delete blobs (and their chunks, symbols, facts) that no remaining snapshot references."""
+    """Delete blobs (and their chunks, symbols, facts) that no remaining snapshot references.
+
+    Under the repository's build lock: a blob's rows are written only by the build that inserts
+    the blob (migration 0013 cascades their deletion by trigger, not by foreign key).
+    """
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
     cur = await conn.execute(
         "DELETE FROM code_blobs b WHERE b.repository_id = %s AND NOT EXISTS ("
         " SELECT 1 FROM code_index_files f JOIN code_index_snapshots s ON s.snapshot_id = f.snapshot_id"

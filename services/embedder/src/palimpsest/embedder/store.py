@@ -134,6 +134,13 @@ async def write_vectors(
             copy.set_types(["text", "int4", "float4[]", "bool"])
             for blob_sha, ordinal, vector, truncated in rows:
                 await copy.write_row((blob_sha, ordinal, list(vector), truncated))
+        # lock the blobs as a foreign key's check would (migration 0013 replaced it): a blob that
+        # garbage collection deletes concurrently takes its vectors with it, none are left behind
+        await cur.execute(
+            "SELECT 1 FROM code_blobs b WHERE b.repository_id = %(repo)s"
+            " AND b.blob_sha IN (SELECT s.blob_sha FROM stage_embeddings s) FOR KEY SHARE OF b",
+            {"repo": repository_id},
+        )
         await cur.execute(
             "INSERT INTO code_chunk_embeddings"
             " (tenant_id, repository_id, blob_sha, ordinal, model, embedding, truncated)"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import PurePosixPath
+
+from palimpsest.chunker.parsing.languages import file_name, file_suffix
 
 __all__ = [
     "INVALID_UTF8_MAX_FRACTION",
@@ -134,8 +135,8 @@ _BOM = "\ufeff"
 
 def screen(path: str, data: bytes, max_bytes: int) -> Screened | Skip:
     """Accept ``data`` as indexable text or name why not (checked cheapest first)."""
-    name = PurePosixPath(path.replace("\\", "/")).name.lower()
-    suffix = PurePosixPath(name).suffix
+    name = file_name(path).lower()
+    suffix = file_suffix(name)
     reason = _by_name(name, suffix) or _by_bytes(data, max_bytes)
     if reason is not None:
         return Skip(reason)
