@@ -104,7 +104,11 @@ async def test_analyze_refuses_an_internal_url_before_git_runs(
     monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
     tenant = await create_tenant(infra.pool, "cli-refused")
     sess, settings = session_for(infra, stack), settings_for(stack)
-    for url in ("https://127.0.0.1/org/repo.git", "https://169.254.169.254/x.git", "ssh://git@10.0.0.5/r.git"):
+    for url in (
+        "https://127.0.0.1/org/repo.git",
+        "https://169.254.169.254/x.git",
+        "ssh://git@10.0.0.5/r.git",
+    ):
         with pytest.raises(AnalyzeFailed, match=r"source_refused"):
             await run_analysis(sess, settings, url, tenant=tenant, timeout_s=10)
     assert not ran.exists()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -155,6 +157,58 @@ async def test_snapshot_lifecycle_reuse_and_gc(
         assert broken["chunk_count"] > 0
 
 
+async def _files(infra: Infra, tenant: uuid.UUID, snapshot_id: str) -> list[tuple[Any, ...]]:
+    async with tenant_tx(infra.pool, tenant) as conn:
+        cur = await conn.execute(
+            "SELECT path, blob_sha, language, kind, size, skip_reason FROM code_index_files"
+            " WHERE snapshot_id = %s ORDER BY path",
+            (snapshot_id,),
+        )
+        return [tuple(r.values()) for r in await cur.fetchall()]
+
+
+async def test_incremental_build_equals_a_full_listing(
+    infra: Infra, repo: Path, tenant_repo: tuple[uuid.UUID, uuid.UUID], chunker: None
+) -> None:
+    """A build on top of a ready snapshot copies its unchanged file rows and lists only what
+    ``git diff-tree`` reports; rows and totals must be exactly those of listing the whole tree."""
+    tenant, repo_id = tenant_repo
+    assert (await build(infra, tenant, repo_id))["state"] == "ready"
+    (repo / "link.py").unlink()  # a symlink removed
+    (repo / "empty.py").unlink()
+    (repo / "empty.py").symlink_to("src/ledger.ts")  # a (skipped) regular file becomes a symlink
+    commit(
+        repo,
+        "2024-02-01",
+        {
+            "src/ledger.ts": TS + "\nexport const zero = 0;\n",  # changed
+            "src/fresh.py": "def fresh():\n    return 1\n",  # added
+            "assets/more.png": b"\x89PNG\r\n\x1a\n" + bytes(range(256)),  # added, skipped as binary
+            "latin1.txt": None,  # deleted (was skipped as invalid UTF-8)
+            "docs/billing.md": None,  # deleted
+            "docs/copy.md": MD,  # an existing blob at a new path: reused, not parsed
+        },
+    )
+    incremental = await build(infra, tenant, repo_id)
+    assert incremental["state"] == "ready", incremental
+    assert "diff_tree_s" in incremental["timings"] and "ls_tree_s" not in incremental["timings"]
+    assert incremental["parsed_blobs"] == 3  # ledger.ts, fresh.py, more.png
+    full = await build(infra, tenant, repo_id, reason="rebuild")  # the same commit: a full listing
+    assert full["state"] == "ready", full
+    assert "ls_tree_s" in full["timings"] and full["parsed_blobs"] == 0
+    for key in ("files", "chunks", "symbols", "bytes", "skipped"):
+        assert incremental[key] == full[key], key
+    assert incremental["skipped"]["symlink"] == 1 and "invalid_utf8" not in incremental["skipped"]
+    rows = await _files(infra, tenant, incremental["snapshot_id"])
+    assert rows == await _files(infra, tenant, full["snapshot_id"])
+    paths = [r[0] for r in rows]
+    assert "src/fresh.py" in paths and "docs/copy.md" in paths
+    assert not {"latin1.txt", "docs/billing.md", "empty.py", "link.py"} & set(paths)
+    async with tenant_tx(infra.pool, tenant) as conn:
+        snaps = await list_snapshots(conn, repo_id)
+    assert [s["files"] for s in snaps[:2]] == [len(rows), len(rows)]
+
+
 async def test_renamed_to_another_language_is_rechunked(infra: Infra, tmp_path: Path, chunker: None) -> None:
     r = init_repo(tmp_path / "lang")
     commit(r, "2024-01-01", {"util.txt": "def helper():\n    return 42\n"})
@@ -241,6 +295,25 @@ async def test_delete_and_index_mode_off_leave_no_rows(
     assert await _rows(infra, tenant, repo_id) == 0
 
 
+async def test_deleting_the_repository_row_alone_removes_its_index(
+    infra: Infra, repo: Path, tenant_repo: tuple[uuid.UUID, uuid.UUID], chunker: None
+) -> None:
+    """The foreign-key cascade from repositories reaches blobs and snapshots; their statement
+    triggers (migration 0013) remove chunks, symbols, facts, embeddings and file rows."""
+    tenant, repo_id = tenant_repo
+    assert (await build(infra, tenant, repo_id))["state"] == "ready"
+    other = await register_path(infra.pool, tenant, init_repo(repo.parent / "other"))
+    commit(repo.parent / "other", "2024-01-01", {"kept.py": "def kept():\n    return 1\n"})
+    assert (await build(infra, tenant, other))["state"] == "ready"
+    assert await _rows(infra, tenant, repo_id) > 0
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await conn.execute("DELETE FROM repositories WHERE repository_id = %s", (repo_id,))
+    assert await _rows(infra, tenant, repo_id) == 0
+    async with tenant_tx(infra.pool, tenant) as conn:  # the other repository's index is untouched
+        hits = await lexical_search(conn, other, "kept", limit=5)
+    assert [h.path for h in hits] == ["kept.py"]
+
+
 async def _rows(infra: Infra, tenant: uuid.UUID, repo_id: uuid.UUID) -> int:
     total = 0
     async with tenant_tx(infra.pool, tenant) as conn:
@@ -288,3 +361,24 @@ async def test_a_refused_or_missing_source_fails_at_once_with_its_reason(
             (strict.consumer.name,),  # type: ignore[union-attr]
         )
         assert (await cur.fetchone())["n"] == 0  # type: ignore[index]
+
+
+async def test_a_dead_parse_worker_does_not_break_later_builds(infra: Infra, tmp_path: Path) -> None:
+    """A parse worker that dies (here: SIGKILL) breaks a process pool for good; the chunker drops
+    it and the redelivered request builds on a new pool (before, every later build failed with
+    BrokenProcessPool until dead-lettered)."""
+    repo = init_repo(tmp_path / "pool")
+    commit(repo, "2024-01-01", {f"src/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(40)})
+    tenant = await create_tenant(infra.pool, "pool")
+    repo_id = await register_path(infra.pool, tenant, repo)
+    definition, chunker = chunker_definition(f"t-chunker-{uuid.uuid4().hex[:6]}", parse_workers=2)
+    async with services(infra, [definition]):
+        assert (await build(infra, tenant, repo_id))["state"] == "ready"
+        pool = chunker._executor
+        assert pool is not None
+        for pid in list(pool._processes):  # type: ignore[attr-defined]
+            os.kill(pid, signal.SIGKILL)
+        commit(repo, "2024-01-02", {"src/m0.py": "def f0():\n    return 'changed'\n"})
+        again = await build(infra, tenant, repo_id)
+    assert again["state"] == "ready", again
+    assert chunker._executor is not pool

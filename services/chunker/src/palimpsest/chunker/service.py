@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 from uuid import UUID
 
@@ -91,6 +92,13 @@ class Chunker:
         if self._executor is not None:
             self._executor.shutdown(cancel_futures=True)
 
+    def _discard_pool(self) -> None:
+        """A parse worker died (killed, out of memory, a crashing parser): the pool is broken for
+        good, so drop it; the next build starts a fresh one."""
+        broken, self._executor = self._executor, None
+        if broken is not None:
+            broken.shutdown(wait=False, cancel_futures=True)
+
     async def handle(self, event: IndexRequested, ctx: HandlerContext) -> None:
         started = time.monotonic()
         try:
@@ -98,6 +106,10 @@ class Chunker:
             if repo is None:
                 return
             await self._build(event, ctx, repo, started)
+        except BrokenProcessPool:
+            self._discard_pool()
+            log.warning("index request %s: a parse worker died; retrying with a new pool", event.request_id)
+            raise  # redelivered (transient): the build runs again on the new pool
         except BuildSkipped as skip:
             async with ctx.transaction() as conn:
                 await emit(
