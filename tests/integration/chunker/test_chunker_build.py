@@ -382,3 +382,18 @@ async def test_a_dead_parse_worker_does_not_break_later_builds(infra: Infra, tmp
         again = await build(infra, tenant, repo_id)
     assert again["state"] == "ready", again
     assert chunker._executor is not pool
+
+
+async def test_two_requests_for_one_head_build_it_once(infra: Infra, tmp_path: Path, chunker: None) -> None:
+    """Found by the chaos soak: two requests for the same head handled at once (a consumer batch)
+    both passed the "already built?" check and built the commit twice."""
+    repo = init_repo(tmp_path / "twice")
+    commit(repo, "2024-01-01", {f"src/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(30)})
+    tenant = await create_tenant(infra.pool, "twice")
+    repo_id = await register_path(infra.pool, tenant, repo)
+    first, second = await asyncio.gather(build(infra, tenant, repo_id), build(infra, tenant, repo_id))
+    assert sorted([first["state"], second["state"]]) == ["ready", "skipped"], (first, second)
+    assert {first.get("reason"), second.get("reason")} >= {"up_to_date"}
+    async with tenant_tx(infra.pool, tenant) as conn:
+        cur = await conn.execute("SELECT state, count(*) AS n FROM code_index_snapshots GROUP BY 1")
+        assert {r["state"]: r["n"] for r in await cur.fetchall()} == {"ready": 1}

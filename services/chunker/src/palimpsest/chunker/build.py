@@ -23,7 +23,7 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from palimpsest.chunker.errors import BuildFailed
+from palimpsest.chunker.errors import BuildFailed, BuildSkipped
 from palimpsest.chunker.parsing import ANALYSIS_VERSION, detect_language, is_doc
 from palimpsest.chunker.source import Source
 from palimpsest.chunker.work import BatchResult, BlobSummary, analyze_batch, copy_field, copy_lines
@@ -254,10 +254,20 @@ async def _build(
     executor: Executor | None,
     progress: Progress | None = None,
     heartbeat: Callable[[], Awaitable[None]] | None = None,
+    skip_if_ready: bool = False,
 ) -> BuildStats:
     started = time.monotonic()
     stats = BuildStats()
     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
+    if skip_if_ready:  # another request built this commit while we waited for the lock
+        cur = await conn.execute(
+            "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND commit_sha = %s"
+            " AND state = 'ready' LIMIT 1",
+            (repository_id, source.commit),
+        )
+        ready = await cur.fetchone()
+        if ready is not None:
+            raise BuildSkipped("up_to_date", ready["snapshot_id"])
     # what a foreign key's check did (migration 0013 replaced it): the snapshot cannot be deleted
     # while its file rows are written, so its deletion's trigger always sees and removes them
     cur = await conn.execute(

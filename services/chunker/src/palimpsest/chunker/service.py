@@ -7,6 +7,7 @@ snapshot is acknowledged without work unless the request is an explicit rebuild.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import multiprocessing
 import os
@@ -71,6 +72,7 @@ class Chunker:
         self.settings = settings
         self.box = box
         self._executor: Executor | None = None
+        self._locks: dict[UUID, asyncio.Lock] = {}
 
     async def _auth(self, ctx: HandlerContext, repo: dict[str, Any]) -> GitAuth | None:
         """The repository's installation token (decrypted here, handed to git as a header)."""
@@ -146,6 +148,20 @@ class Chunker:
     async def _build(
         self, event: IndexRequested, ctx: HandlerContext, repo: dict[str, Any], started: float
     ) -> None:
+        async with self._repository_lock(event.repository_id):  # one build per repository at a time
+            await self._build_locked(event, ctx, repo, started)
+
+    def _repository_lock(self, repository_id: UUID) -> asyncio.Lock:
+        lock = self._locks.get(repository_id)
+        if lock is None:
+            if len(self._locks) > 1024:  # forget idle ones
+                self._locks = {k: v for k, v in self._locks.items() if v.locked()}
+            lock = self._locks[repository_id] = asyncio.Lock()
+        return lock
+
+    async def _build_locked(
+        self, event: IndexRequested, ctx: HandlerContext, repo: dict[str, Any], started: float
+    ) -> None:
         s = self.settings
         branch = repo["default_branch"]
         async with open_source(
@@ -171,6 +187,7 @@ class Chunker:
                         executor=self.executor(),
                         progress=lambda done, total: _progress(ctx, snapshot_id, done),
                         heartbeat=ctx.heartbeat,
+                        skip_if_ready=event.reason != "rebuild",
                     )
                     duration = round(time.monotonic() - started, 3)
                     await finish(
@@ -190,6 +207,12 @@ class Chunker:
             except BuildFailed as failure:
                 await self._failed(ctx, event, snapshot_id, source.commit, failure, started)
                 return
+            except BuildSkipped:  # another replica built this commit first: ours was never needed
+                async with tenant_tx(ctx.pool, event.tenant_id) as conn:
+                    await conn.execute(
+                        "DELETE FROM code_index_snapshots WHERE snapshot_id = %s", (snapshot_id,)
+                    )
+                raise
         metrics.INDEX_BUILDS.labels("ready", "").inc()
         metrics.INDEX_BUILD_SECONDS.labels("ready").observe(time.monotonic() - started)
         for reason, n in stats.skipped.items():
