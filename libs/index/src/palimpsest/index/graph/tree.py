@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Sequence
-from pathlib import PurePosixPath
 
 __all__ = ["Tree", "dirname", "nearest", "normalize", "stem_of"]
 
@@ -23,7 +22,7 @@ def dirname(path: str) -> str:
 
 def stem_of(path: str) -> str:
     """The path without its last extension: ``a/b/c.py`` -> ``a/b/c``, ``a/b.d.ts`` -> ``a/b.d``."""
-    name = PurePosixPath(path).name
+    name = path.rpartition("/")[2]  # string ops: pathlib cost ~0.7 s per 50 000 files
     dot = name.rfind(".")
     if dot <= 0:
         return path
