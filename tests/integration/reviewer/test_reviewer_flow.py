@@ -227,3 +227,40 @@ async def test_a_routed_rerank_model_scores_the_context(infra: Infra, repo: dict
     assert stored["sources"]["ranking"] == "rerank"
     assert stored["mode"] == "brief"  # rerank alone is no chat model
     assert all(0.0 <= c["score"] <= 1.0 for c in stored["context"])
+
+
+async def test_a_new_snapshot_of_a_reviewed_repository_is_warmed(infra: Infra, tmp_path: Any) -> None:
+    """The reviewer resolves a new snapshot's graph when it is built, for repositories reviewed
+    recently, so the first review after a push does not pay for it; others are left alone."""
+    import asyncio
+
+    from palimpsest.index.graph import GRAPHS
+    from tests.support.gitrepo import commit, init_repo
+
+    path = init_repo(tmp_path / "warm")
+    base = commit(path, "2024-01-01", {"src/app.py": "def handler(event):\n    return event\n"})
+    tenant, repo_id = await new_repository(infra, path, "warm")
+    gateway = Gateway(infra.pool, settings())
+    definitions = [*indexer_definitions({tenant}), reviewer_for(infra, {tenant}, settings(), gateway)]
+
+    async def warmed(snapshot_id: Any, timeout_s: float = 20.0) -> bool:
+        for _ in range(int(timeout_s / 0.2)):
+            if UUID(str(snapshot_id)) in GRAPHS:
+                return True
+            await asyncio.sleep(0.2)
+        return False
+
+    try:
+        async with running(infra, definitions):
+            first = await index(infra, tenant, repo_id)
+            assert not await warmed(first["snapshot_id"], timeout_s=3.0)  # never reviewed: left cold
+            head = commit(path, "2024-01-02", {"src/app.py": "def handler(event):\n    return [event]\n"})
+            event = ReviewRequested(
+                tenant_id=tenant, repository_id=repo_id, provider="local", base_sha=base, head_sha=head
+            )
+            await request_and_wait(infra, event, ("review.completed",))
+            GRAPHS.clear()
+            second = await index(infra, tenant, repo_id)
+            assert await warmed(second["snapshot_id"])
+    finally:
+        await gateway.aclose()

@@ -63,7 +63,7 @@ CONSUMERS: dict[str, ConsumerSpec] = {
         ConsumerSpec("chunker", ("index.requested",), batch=2),
         ConsumerSpec("embedder", ("snapshot.built",), batch=2),
         ConsumerSpec("analyzer", ("snapshot.built", "snapshot.embedded", "analysis.requested"), batch=4),
-        ConsumerSpec("reviewer", ("review.requested",), batch=4),
+        ConsumerSpec("reviewer", ("review.requested", "snapshot.built"), batch=4),
     )
 }
 

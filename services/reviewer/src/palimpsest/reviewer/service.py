@@ -34,7 +34,7 @@ from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.consumer import HandlerContext
 from palimpsest.core.credentials import git_auth_for
 from palimpsest.core.db import Conn, Pool, tenant_tx
-from palimpsest.core.events import ReviewCompleted, ReviewRequested
+from palimpsest.core.events import ReviewCompleted, ReviewRequested, SnapshotBuilt
 from palimpsest.core.git import GitAuth
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import ChatResult, Gateway, LLMSettings
@@ -43,6 +43,7 @@ from palimpsest.core.secretbox import KEY_FILE, SecretBox, load_box
 from palimpsest.core.service import Background, Infra, ServiceDefinition
 from palimpsest.core.settings import BaseServiceSettings, load
 from palimpsest.index.errors import IndexNotReady
+from palimpsest.index.graph import snapshot_graph
 from palimpsest.index.stored import finish_submission, submission
 from palimpsest.reviewer.candidates import QueryEmbedder
 from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
@@ -73,6 +74,9 @@ class Settings(BaseServiceSettings, LLMSettings):
     review_github_api_url: str | None = None  # default: https://api.github.com (or the GHES host's /api/v3)
     review_gitlab_api_url: str | None = None  # default: https://<host>/api/v4
     review_bitbucket_api_url: str | None = None  # default: https://api.bitbucket.org/2.0
+    # Resolve a new snapshot's graph when it is built (not on the first review after it) for
+    # repositories reviewed within this many days; 0 turns the warm-up off.
+    review_warm_graph_days: float = Field(default=14.0, ge=0)
 
 
 class ReviewerService:
@@ -113,6 +117,31 @@ class ReviewerService:
             record.state,
             record.mode,
         )
+
+    async def on_snapshot_built(self, event: SnapshotBuilt, ctx: HandlerContext) -> None:
+        """Warm this process's graph cache with a new snapshot of a repository under review.
+
+        Resolving a large snapshot's graph takes seconds (4.6 s for 50 000 files); without the
+        warm-up the first review after every push to the default branch paid it. Repositories
+        without recent reviews are left alone (the cache holds a few graphs). With several
+        reviewer replicas only the one that receives the event is warm.
+        """
+        days = self.settings.review_warm_graph_days
+        if event.state != "ready" or event.snapshot_id is None or days <= 0:
+            return
+        started = time.monotonic()
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            cur = await conn.execute(
+                "SELECT 1 FROM reviews WHERE repository_id = %s AND created_at > now() - %s::interval LIMIT 1",
+                (event.repository_id, f"{days} days"),
+            )
+            if await cur.fetchone() is None:
+                return
+            try:
+                await snapshot_graph(conn, event.repository_id, snapshot_id=event.snapshot_id)
+            except IndexNotReady:  # superseded and pruned meanwhile: nothing to warm
+                return
+        log.info("graph of snapshot %s warmed in %.1fs", event.snapshot_id, time.monotonic() - started)
 
     async def _post(self, event: ReviewRequested, record: ReviewRecord) -> None:
         """Post a completed review of a provider pull request (at most once per head, see posting)."""
@@ -409,7 +438,7 @@ def definition(
     infra.extras["reviewer"] = service
     return ServiceDefinition(
         name="reviewer",
-        handlers={"review.requested": service.on_requested},
+        handlers={"review.requested": service.on_requested, "snapshot.built": service.on_snapshot_built},
         consumer=consumer or CONSUMERS["reviewer"],
         background=service.background(),
     )
