@@ -47,6 +47,30 @@ def _children(parent: int) -> dict[str, int]:
     return found
 
 
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def _index(env: dict[str, str], repo: Path) -> dict[str, object]:
+    out = subprocess.run(
+        [*CLI, "index", str(repo), "--json"], env=env, capture_output=True, timeout=180, check=False
+    )
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    built: dict[str, object] = json.loads(out.stdout)
+    assert built["state"] == "ready", built
+    return built
+
+
 def _ready(port: int) -> bool:
     try:
         return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200
@@ -86,17 +110,17 @@ def test_services_run_as_processes_and_come_back_after_kill_9(stack: ServerSet, 
         cmdlines = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children.values()]
         assert all(b"postgresql://" not in c and b"nats://" not in c for c in cmdlines)  # config in env only
 
+        assert _index(env, repo)["files"] == 1  # the chunker now runs its parse-worker pool
         old = children["chunker"]
+        assert len(_group(old)) > 1, "the chunker's parse workers share its process group"
         os.kill(old, signal.SIGKILL)
         _wait(lambda: _children(proc.pid).get("chunker") not in (None, old), "the chunker is restarted")
+        _wait(lambda: _group(old) == [], "the killed chunker's parse workers are reaped")
         chunker_ops = info["processes"]["chunker"]["ops_port"]
         _wait(lambda: _ready(chunker_ops), "the new chunker is ready")
-        out = subprocess.run(
-            [*CLI, "index", str(repo), "--json"], env=env, capture_output=True, timeout=180, check=False
-        )
-        assert out.returncode == 0, out.stderr.decode()[-2000:]
-        built = json.loads(out.stdout)
-        assert (built["state"], built["files"]) == ("ready", 1)
+        commit(repo, "2026-01-06", {"src/util.py": "def helper():\n    return 1\n"})
+        built = _index(env, repo)  # through the restarted chunker
+        assert (built["state"], built["files"]) == ("ready", 2)
     finally:
         proc.send_signal(signal.SIGINT)
         try:

@@ -83,6 +83,18 @@ class ServiceProcess:
             return True
         return False
 
+    def reap(self) -> None:
+        """SIGKILL whatever is left of this start's process group once its leader is gone.
+
+        A service's own children (the chunker's forkserver and parse workers) outlive a
+        ``kill -9`` of the service; a container runtime would remove them with the pod, so the
+        supervisor does the same before a restart (the chaos soak left four orphans per kill).
+        """
+        if self.proc is None or self.proc.poll() is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # start_new_session: the group is the pid
+
     def stop(self, timeout_s: float = 15.0) -> None:
         if self.proc is None:
             return
@@ -93,6 +105,7 @@ class ServiceProcess:
             except subprocess.TimeoutExpired:
                 self.signal(signal.SIGKILL)
                 self.proc.wait(5)
+        self.reap()
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -226,6 +239,7 @@ class Supervisor:
                     continue
                 code = p.proc.returncode
                 p.exits.append(code)
+                p.reap()
                 n = failures.get(p.name, 0)
                 delay = RESTART_BACKOFF_S[min(n, len(RESTART_BACKOFF_S) - 1)]
                 failures[p.name] = n + 1
