@@ -551,20 +551,9 @@ class Gateway:
         key = self._key(route)
 
         async def call(litellm: ModuleType) -> Any:
-            kwargs: dict[str, Any] = {
-                "model": route.model,
-                "messages": [dict(m) for m in messages],
-                "max_tokens": max_tokens,
-                "timeout": self.settings.llm_timeout_s,
-                "num_retries": 0,  # retries are ours: counted, backed off and recorded
-                "max_retries": 0,
-            }
+            kwargs = self._call_args(route, key, messages=[dict(m) for m in messages], max_tokens=max_tokens)
             if temperature is not None:
                 kwargs["temperature"] = temperature
-            if route.api_base:
-                kwargs["api_base"] = route.api_base
-            if key is not None:
-                kwargs["api_key"] = key
             return await litellm.acompletion(**kwargs)
 
         def usage_of(litellm: ModuleType, response: Any) -> Usage:
@@ -633,20 +622,10 @@ class Gateway:
         packed = route.model.startswith("openai/") if packed is None else packed
 
         async def call(litellm: ModuleType) -> Any:
-            kwargs: dict[str, Any] = {
-                "model": route.model,
-                "input": inputs,
-                "timeout": self.settings.llm_timeout_s,
-                "num_retries": 0,
-                "max_retries": 0,
-            }
+            kwargs = self._call_args(route, key, input=inputs)
             if packed:
                 kwargs["encoding_format"] = "base64"
                 _quiet_base64()
-            if route.api_base:
-                kwargs["api_base"] = route.api_base
-            if key is not None:
-                kwargs["api_key"] = key
             return await litellm.aembedding(**kwargs)
 
         def usage_of(litellm: ModuleType, response: Any) -> Usage:
@@ -687,19 +666,9 @@ class Gateway:
         key = self._key(route)
 
         async def call(litellm: ModuleType) -> Any:
-            kwargs: dict[str, Any] = {
-                "model": route.model,
-                "query": query,
-                "documents": list(documents),
-                "timeout": self.settings.llm_timeout_s,
-                "max_retries": 0,
-            }
+            kwargs = self._call_args(route, key, num_retries=False, query=query, documents=list(documents))
             if top_n is not None:
                 kwargs["top_n"] = top_n
-            if route.api_base:
-                kwargs["api_base"] = route.api_base
-            if key is not None:
-                kwargs["api_key"] = key
             return await litellm.arerank(**kwargs)
 
         def usage_of(litellm: ModuleType, response: Any) -> Usage:
@@ -723,6 +692,26 @@ class Gateway:
             metrics.LLM_REQUESTS.labels(feature, "no_model").inc()
             raise NoModelConfigured(feature)
         return route
+
+    def _call_args(
+        self, route: Route, key: str | None, *, num_retries: bool = True, **fields: Any
+    ) -> dict[str, Any]:
+        """litellm's keyword arguments for one call: ``fields`` plus what every call shares — the
+        route's model and API base, the key, our timeout, and no SDK retries (retries are ours:
+        counted, backed off and recorded). ``arerank`` takes no ``num_retries``."""
+        kwargs: dict[str, Any] = {
+            "model": route.model,
+            **fields,
+            "timeout": self.settings.llm_timeout_s,
+            "max_retries": 0,
+        }
+        if num_retries:
+            kwargs["num_retries"] = 0
+        if route.api_base:
+            kwargs["api_base"] = route.api_base
+        if key is not None:
+            kwargs["api_key"] = key
+        return kwargs
 
     def _key(self, route: Route) -> str | None:
         """The API key for ``route``; None lets litellm read the provider's own variable.

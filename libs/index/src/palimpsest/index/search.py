@@ -48,6 +48,24 @@ def _tsquery(tokens: list[str], op: str) -> str:
     return f" {op} ".join(f"'{t}'" for t in tokens)
 
 
+def hit_filters(
+    params: dict[str, Any], *, path_prefix: str | None, language: str | None, kind: str | None
+) -> str:
+    """SQL conditions on a hit's file ``f`` and chunk ``c`` for the given filters; adds their
+    parameters to ``params``. Shared by lexical and semantic search."""
+    filters = ""
+    if path_prefix:
+        filters += " AND f.path LIKE %(prefix)s"
+        params["prefix"] = path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    if language:
+        filters += " AND f.language = %(language)s"
+        params["language"] = language
+    if kind:
+        filters += " AND c.kind = %(kind)s"
+        params["kind"] = kind
+    return filters
+
+
 async def lexical_search(
     conn: Conn,
     repository_id: UUID,
@@ -99,7 +117,6 @@ async def _run(
     candidates: int,
     ident: str | None,
 ) -> list[SearchHit]:
-    filters = ""
     params: dict[str, Any] = {
         "repo": repository_id,
         "snap": snapshot_id,
@@ -110,15 +127,7 @@ async def _run(
         # filters apply after ranking, so rank a deeper pool when there are filters
         "pool": limit * 20 if (path_prefix or language or kind) else limit * 2 + 10,
     }
-    if path_prefix:
-        filters += " AND f.path LIKE %(prefix)s"
-        params["prefix"] = path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    if language:
-        filters += " AND f.language = %(language)s"
-        params["language"] = language
-    if kind:
-        filters += " AND c.kind = %(kind)s"
-        params["kind"] = kind
+    filters = hit_filters(params, path_prefix=path_prefix, language=language, kind=kind)
     # candidates come from a SECURITY DEFINER function that can use the GIN index under RLS
     # (migration 0004 explains why); paths and content are then read under the tenant's policy
     cur = await conn.execute(

@@ -18,7 +18,7 @@ from uuid import UUID
 
 from palimpsest.core.db import Conn
 from palimpsest.index.errors import IndexNotReady, SemanticUnavailable
-from palimpsest.index.search import SearchHit
+from palimpsest.index.search import SearchHit, hit_filters
 from palimpsest.index.snapshots import newest_ready
 
 # vector (HNSW indexes vector up to 2000 dimensions) and halfvec for 3072 — see migration 0007
@@ -81,7 +81,6 @@ async def semantic_search(
     query = check_vector(vector)
     if not await semantic_available(conn):
         raise SemanticUnavailable("pgvector_missing", "the database has no pgvector extension")
-    filters = ""
     params: dict[str, Any] = {
         "repo": repository_id,
         "snap": snapshot_id,
@@ -91,15 +90,7 @@ async def semantic_search(
         # filters apply after the nearest-neighbour pass, so fetch a deeper pool when filtering
         "pool": limit * 20 if (path_prefix or language or kind) else limit,
     }
-    if path_prefix:
-        filters += " AND f.path LIKE %(prefix)s"
-        params["prefix"] = path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    if language:
-        filters += " AND f.language = %(language)s"
-        params["language"] = language
-    if kind:
-        filters += " AND c.kind = %(kind)s"
-        params["kind"] = kind
+    filters = hit_filters(params, path_prefix=path_prefix, language=language, kind=kind)
     # pgvector accepts 1..1000; a candidate pool larger than ef_search comes from iterative scans
     ef = min(max(ef_search, params["pool"]), 1000)
     await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))

@@ -42,6 +42,7 @@ from palimpsest.index.graph.report import (
     UnresolvedImport,
 )
 from palimpsest.index.graph.tree import Tree, dirname, normalize
+from palimpsest.index.languages import PARSED_LANGUAGES
 
 __all__ = ["GRAPH_LANGUAGES", "MAX_DEFINERS", "build_graph", "is_test_path"]
 
@@ -52,26 +53,8 @@ _QUALIFIER = re.compile(r"\.|::|#|->")
 MAX_DEFINERS = 25
 """A name defined in more files than this is too common to say anything; no edges are made."""
 
-GRAPH_LANGUAGES = frozenset(
-    {
-        "python",
-        "typescript",
-        "tsx",
-        "javascript",
-        "go",
-        "rust",
-        "java",
-        "kotlin",
-        "c",
-        "cpp",
-        "csharp",
-        "ruby",
-        "php",
-        "swift",
-        "scala",
-    }
-)
-"""Languages the chunker parses into definitions and facts (its ``PARSED_LANGUAGES``)."""
+GRAPH_LANGUAGES = PARSED_LANGUAGES
+"""Languages the chunker parses into definitions and facts (:mod:`palimpsest.index.languages`)."""
 
 
 class _Resolution:

@@ -12,6 +12,8 @@ Anything else is ``None`` (the chunker still windows it if the screen accepts it
 
 from __future__ import annotations
 
+from palimpsest.index.languages import PARSED_LANGUAGES  # shared with the graph that reads them
+
 __all__ = [
     "DOC_EXTENSIONS",
     "DOC_LANGUAGES",
@@ -27,25 +29,6 @@ __all__ = [
 DOC_EXTENSIONS = frozenset({".md", ".mdx", ".txt", ".rst"})
 """The staleness rule's definition of a document (DESIGN.md, "Staleness rule")."""
 
-PARSED_LANGUAGES = frozenset(
-    {
-        "python",
-        "typescript",
-        "tsx",
-        "javascript",
-        "go",
-        "rust",
-        "java",
-        "kotlin",
-        "c",
-        "cpp",
-        "csharp",
-        "ruby",
-        "php",
-        "swift",
-        "scala",
-    }
-)
 DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
 
 _EXTENSIONS: dict[str, str] = {

@@ -11,6 +11,7 @@ from psycopg import sql
 
 from palimpsest.core.db import Conn, fetch_all, fetch_one
 from palimpsest.ingest.errors import Conflict
+from palimpsest.ingest.store.rows import delete_row, get_row, update_row
 
 COLUMNS: Final = sql.SQL(
     "installation_id, provider, kind, external_id, host, namespace, display_name,"
@@ -73,29 +74,23 @@ async def list_installations(conn: Conn) -> list[dict[str, Any]]:
 
 
 async def get_installation(conn: Conn, installation_id: UUID) -> dict[str, Any] | None:
-    query = sql.SQL("SELECT {} FROM installations WHERE installation_id = %s").format(COLUMNS)
-    row = await fetch_one(conn, query, (installation_id,))
-    return None if row is None else dict(row)
+    return await get_row(conn, "installations", "installation_id", installation_id, COLUMNS)
 
 
 async def update_installation(
     conn: Conn, installation_id: UUID, changes: dict[str, Any]
 ) -> dict[str, Any] | None:
-    unknown = set(changes) - _UPDATABLE
-    if unknown:
-        raise ValueError(f"not updatable: {sorted(unknown)}")
-    assignments: list[sql.Composable] = [sql.SQL("{} = %s").format(sql.Identifier(name)) for name in changes]
-    assignments.append(sql.SQL("updated_at = now()"))
-    query = sql.SQL("UPDATE installations SET {} WHERE installation_id = %s RETURNING {}").format(
-        sql.SQL(", ").join(assignments), COLUMNS
+    return await update_row(
+        conn,
+        "installations",
+        "installation_id",
+        installation_id,
+        changes,
+        columns=COLUMNS,
+        updatable=_UPDATABLE,
+        taken=_taken,
     )
-    try:
-        row = await fetch_one(conn, query, (*changes.values(), installation_id))
-    except psycopg.errors.UniqueViolation as exc:
-        raise _taken(exc) from exc
-    return None if row is None else dict(row)
 
 
 async def delete_installation(conn: Conn, installation_id: UUID) -> bool:
-    cur = await conn.execute("DELETE FROM installations WHERE installation_id = %s", (installation_id,))
-    return cur.rowcount > 0
+    return await delete_row(conn, "installations", "installation_id", installation_id)

@@ -15,6 +15,7 @@ from psycopg import sql
 
 from palimpsest.core.db import Conn, fetch_all, fetch_one
 from palimpsest.ingest.errors import Conflict
+from palimpsest.ingest.store.rows import delete_row, get_row, update_row
 
 COLUMNS: Final = sql.SQL(
     "repository_id, provider, external_id, full_name, clone_url, default_branch, visibility, index_mode,"
@@ -87,32 +88,26 @@ async def list_repositories(
 
 
 async def get_repository(conn: Conn, repository_id: UUID) -> dict[str, Any] | None:
-    query = sql.SQL("SELECT {} FROM repositories WHERE repository_id = %s").format(COLUMNS)
-    row = await fetch_one(conn, query, (repository_id,))
-    return None if row is None else dict(row)
+    return await get_row(conn, "repositories", "repository_id", repository_id, COLUMNS)
 
 
 async def update_repository(
     conn: Conn, repository_id: UUID, changes: dict[str, Any]
 ) -> dict[str, Any] | None:
-    unknown = set(changes) - _UPDATABLE
-    if unknown:
-        raise ValueError(f"not updatable: {sorted(unknown)}")
-    assignments: list[sql.Composable] = [sql.SQL("{} = %s").format(sql.Identifier(name)) for name in changes]
-    assignments.append(sql.SQL("updated_at = now()"))
-    query = sql.SQL("UPDATE repositories SET {} WHERE repository_id = %s RETURNING {}").format(
-        sql.SQL(", ").join(assignments), COLUMNS
+    return await update_row(
+        conn,
+        "repositories",
+        "repository_id",
+        repository_id,
+        changes,
+        columns=COLUMNS,
+        updatable=_UPDATABLE,
+        taken=_taken,
     )
-    try:
-        row = await fetch_one(conn, query, (*changes.values(), repository_id))
-    except psycopg.errors.UniqueViolation as exc:
-        raise _taken(exc) from exc
-    return None if row is None else dict(row)
 
 
 async def delete_repository(conn: Conn, repository_id: UUID) -> bool:
-    cur = await conn.execute("DELETE FROM repositories WHERE repository_id = %s", (repository_id,))
-    return cur.rowcount > 0
+    return await delete_row(conn, "repositories", "repository_id", repository_id)
 
 
 async def find_repository(
