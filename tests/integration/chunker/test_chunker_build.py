@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from palimpsest.chunker.parsing import analyze_file, detect_language
 from palimpsest.chunker.service import Chunker, Settings
 from palimpsest.cli.local import register_path
 from palimpsest.cli.tenants import create_tenant
@@ -19,6 +20,8 @@ from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.service import Infra, ServiceDefinition
+from palimpsest.index.graph.load import load_snapshot_facts
+from palimpsest.index.records import encode_facts, encode_symbols
 from palimpsest.index.search import lexical_search
 from palimpsest.index.snapshots import delete_repository_index, list_snapshots
 from tests.support.gitrepo import commit, git, init_repo
@@ -328,6 +331,86 @@ async def _rows(infra: Infra, tenant: uuid.UUID, repo_id: uuid.UUID) -> int:
         )
         total += (await cur.fetchone())["n"]  # type: ignore[index]
     return total
+
+
+async def test_symbols_and_facts_read_back_as_the_parser_made_them(
+    infra: Infra, repo: Path, tenant_repo: tuple[uuid.UUID, uuid.UUID], chunker: None
+) -> None:
+    """A blob's records live in its row (migration 0015): the views, the graph loader and the
+    name index return what the parser produced, in order; another tenant gets none of it."""
+    tenant, repo_id = tenant_repo
+    built = await build(infra, tenant, repo_id)
+    assert built["state"] == "ready"
+    expected: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {}
+    for path in ("src/billing/invoice.py", "src/ledger.ts", "docs/billing.md", "odd name with spaces ü.py"):
+        analysis = analyze_file(path, (repo / path).read_text(), detect_language(path))
+        expected[path] = ([tuple(s) for s in analysis.symbols], [tuple(f) for f in analysis.facts])
+    assert expected["src/billing/invoice.py"][0] and expected["docs/billing.md"][1]
+    snapshot = uuid.UUID(built["snapshot_id"])
+    async with tenant_tx(infra.pool, tenant) as conn:
+        loaded = {f.path: f for f in (await load_snapshot_facts(conn, repo_id, snapshot)).files}
+        for path, (symbols, facts) in expected.items():
+            cur = await conn.execute(
+                "SELECT s.name, s.kind, s.start_line, s.end_line, s.parent FROM code_index_files f"
+                " JOIN code_symbols s ON s.repository_id = %s AND s.blob_sha = f.blob_sha"
+                " WHERE f.snapshot_id = %s AND f.path = %s ORDER BY s.ordinal",
+                (repo_id, snapshot, path),
+            )
+            assert [tuple(r.values()) for r in await cur.fetchall()] == symbols, path
+            cur = await conn.execute(
+                "SELECT x.kind, x.name, x.line, x.target, x.detail FROM code_index_files f"
+                " JOIN code_facts x ON x.repository_id = %s AND x.blob_sha = f.blob_sha"
+                " WHERE f.snapshot_id = %s AND f.path = %s ORDER BY x.ordinal",
+                (repo_id, snapshot, path),
+            )
+            assert [tuple(r.values()) for r in await cur.fetchall()] == facts, path
+            assert [tuple(s) for s in loaded[path].symbols] == symbols, path
+            assert [tuple(x) for x in loaded[path].facts] == facts, path
+        cur = await conn.execute(
+            "SELECT f.path FROM palimpsest_symbol_blobs(%s, %s) b JOIN code_index_files f"
+            " ON f.snapshot_id = %s AND f.blob_sha = b.blob_sha",
+            (repo_id, ["compute_invoice_total", "balanceOf", "no_such_name"], snapshot),
+        )
+        assert sorted(r["path"] for r in await cur.fetchall()) == ["src/billing/invoice.py", "src/ledger.ts"]
+    intruder = await create_tenant(infra.pool, "records-intruder")
+    async with tenant_tx(infra.pool, intruder) as conn:
+        for view in ("code_symbols", "code_facts"):
+            cur = await conn.execute(f"SELECT count(*) AS n FROM {view} WHERE repository_id = %s", (repo_id,))
+            assert (await cur.fetchone())["n"] == 0, view  # type: ignore[index]
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM palimpsest_symbol_blobs(%s, %s)", (repo_id, ["compute_invoice_total"])
+        )
+        assert (await cur.fetchone())["n"] == 0  # type: ignore[index]
+
+
+async def test_the_sql_reading_of_records_matches_python(infra: Infra) -> None:
+    """palimpsest_symbol_rows / palimpsest_fact_rows / palimpsest_symbol_names read the format of
+    palimpsest.index.records exactly, odd characters and NULLs included."""
+    symbols = [
+        ("größe", "function", 1, 2, None),
+        ("a\\b", "class", 3, 9, None),
+        ("m", "method", 4, 5, "a\\b"),
+    ]
+    facts = [
+        ("import", "../x y", 1, None, "named"),
+        ("governs", "src/ü", 2, None, None),
+        ("call", "f", 7, "m", None),
+    ]
+    async with infra.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT name, kind, start_line, end_line, parent FROM palimpsest_symbol_rows(%s) ORDER BY ordinal",
+            (encode_symbols(symbols),),
+        )
+        assert [tuple(r.values()) for r in await cur.fetchall()] == symbols
+        cur = await conn.execute(
+            "SELECT kind, name, line, target, detail FROM palimpsest_fact_rows(%s) ORDER BY ordinal",
+            (encode_facts(facts),),
+        )
+        assert [tuple(r.values()) for r in await cur.fetchall()] == facts
+        cur = await conn.execute("SELECT palimpsest_symbol_names(%s) AS names", (encode_symbols(symbols),))
+        assert sorted((await cur.fetchone())["names"]) == sorted({s[0] for s in symbols})  # type: ignore[index]
+        cur = await conn.execute("SELECT count(*) AS n FROM palimpsest_symbol_rows(NULL)")
+        assert (await cur.fetchone())["n"] == 0  # type: ignore[index]
 
 
 async def test_unknown_repository_is_acknowledged(infra: Infra, chunker: None) -> None:

@@ -102,10 +102,11 @@ WORDS = [
     "warehouse",
     "webhook",
 ]
+# every table of the code index (symbols and facts are columns of code_blobs since migration 0015;
+# code_chunk_embeddings is empty in lexical mode, counted so that nothing is left out)
 INDEX_TABLES = (
     "code_chunks",
-    "code_symbols",
-    "code_facts",
+    "code_chunk_embeddings",
     "code_blobs",
     "code_index_files",
     "code_index_snapshots",

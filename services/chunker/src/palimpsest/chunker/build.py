@@ -26,7 +26,14 @@ from psycopg.types.json import Jsonb
 from palimpsest.chunker.errors import BuildFailed, BuildSkipped
 from palimpsest.chunker.parsing import ANALYSIS_VERSION, detect_language, is_doc
 from palimpsest.chunker.source import Source
-from palimpsest.chunker.work import BatchResult, BlobSummary, analyze_batch, copy_field, copy_lines
+from palimpsest.chunker.work import (
+    BatchResult,
+    BlobSummary,
+    analyze_batch,
+    blob_copy_line,
+    copy_field,
+    copy_lines,
+)
 from palimpsest.core.db import Conn
 from palimpsest.core.git import TreeEntry, decode_path, ls_tree, object_sizes, read_blobs, run_git
 from palimpsest.core.git_errors import GitError, GitFailure
@@ -395,9 +402,8 @@ async def _parse(
     """Yield analysed batches; reading, parsing (in workers) and the caller's writes overlap."""
     too_large = [r for r in todo if r.skip_reason is not None]
     if too_large:
-        yield BatchResult(
-            [BlobSummary(r.sha, r.language, r.size, r.skip_reason, 0, 0, 0) for r in too_large], b"", b"", b""
-        )
+        skipped = [BlobSummary(r.sha, r.language, r.size, r.skip_reason, 0, 0, 0) for r in too_large]
+        yield BatchResult(skipped, copy_lines([blob_copy_line(b) for b in skipped]), b"")
     wanted = {r.sha: r for r in todo if r.skip_reason is None}
     if not wanted:
         return
@@ -441,9 +447,8 @@ async def _parse(
 # WITH CHECK still guards. Staged rows carry no tenant or repository: the move adds them.
 _STAGED = {
     "code_chunks": "blob_sha, ordinal, kind, name, start_line, end_line, content",
-    "code_symbols": "blob_sha, ordinal, name, kind, start_line, end_line, parent",
-    "code_facts": "blob_sha, ordinal, kind, name, line, target, detail",
-    "code_blobs": "blob_sha, language, size, analysis_version, skip_reason, parse_errors, chunk_count, symbol_count",
+    "code_blobs": "blob_sha, language, size, analysis_version, skip_reason, parse_errors, chunk_count, symbol_count,"
+    " symbols, facts",
 }
 _FILES = "tenant_id, snapshot_id, path, blob_sha, language, kind, size, skip_reason"
 
@@ -479,25 +484,9 @@ async def _flush(conn: Conn, table: str, tenant_id: UUID, repository_id: UUID) -
 
 async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: BatchResult) -> None:
     async with conn.cursor() as cur:
-        async with cur.copy(f"COPY stage_code_blobs ({_STAGED['code_blobs']}) FROM STDIN") as copy:
-            for b in batch.blobs:
-                await copy.write_row(
-                    (
-                        b.sha,
-                        b.language,
-                        b.size,
-                        ANALYSIS_VERSION,
-                        b.skip_reason,
-                        b.parse_errors,
-                        b.chunk_count,
-                        b.symbol_count,
-                    )
-                )
-        await _flush(conn, "code_blobs", tenant_id, repository_id)
         for table, payload, extra in (
+            ("code_blobs", batch.blob_rows, ""),
             ("code_chunks", batch.chunks, ", tokens"),
-            ("code_symbols", batch.symbols, ""),
-            ("code_facts", batch.facts, ""),
         ):
             if payload:
                 async with cur.copy(f"COPY stage_{table} ({_STAGED[table]}{extra}) FROM STDIN") as copy:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from palimpsest.chunker.parsing import ANALYSIS_VERSION, Screened, analyze_file, detect_language, screen
+from palimpsest.index.records import encode_facts, encode_symbols
 from palimpsest.index.tokens import code_tokens
 
 
@@ -82,9 +83,10 @@ class BatchResult(NamedTuple):
     """
 
     blobs: list[BlobSummary]
+    # blob_sha, language, size, analysis_version, skip_reason, parse_errors, chunk_count,
+    # symbol_count, symbols, facts (the last two in palimpsest.index.records' format)
+    blob_rows: bytes
     chunks: bytes  # blob_sha, ordinal, kind, name, start_line, end_line, content, tokens
-    symbols: bytes  # blob_sha, ordinal, name, kind, start_line, end_line, parent
-    facts: bytes  # blob_sha, ordinal, kind, name, line, target, detail
 
 
 def copy_escape(text: str) -> str:
@@ -115,34 +117,35 @@ def copy_lines(lines: list[str]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8", "replace") if lines else b""
 
 
+def blob_copy_line(b: BlobSummary, symbols: str | None = None, facts: str | None = None) -> str:
+    """The blob's staged row (``BatchResult.blob_rows``' columns) in COPY text format."""
+    return (
+        f"{b.sha}\t{copy_field(b.language)}\t{b.size}\t{ANALYSIS_VERSION}\t{copy_field(b.skip_reason)}"
+        f"\t{b.parse_errors}\t{b.chunk_count}\t{b.symbol_count}\t{copy_field(symbols)}\t{copy_field(facts)}"
+    )
+
+
 def analyze_batch(items: list[tuple[str, str, bytes]], max_bytes: int) -> BatchResult:
     # Rows are formatted per table with f-strings: a generic per-field encoder was a quarter of the
     # workers' time. Text fields are escaped; SHAs (hex) and integers need no escaping.
     blobs: list[BlobSummary] = []
+    blob_rows: list[str] = []
     chunks: list[str] = []
-    symbols: list[str] = []
-    facts: list[str] = []
     esc = copy_escape
     for path, sha, data in items:
         b = analyze_blob(path, sha, data, max_bytes)
-        blobs.append(
-            BlobSummary(
-                b.sha, b.language, b.size, b.skip_reason, b.parse_errors, len(b.chunks), len(b.symbols)
-            )
+        summary = BlobSummary(
+            b.sha, b.language, b.size, b.skip_reason, b.parse_errors, len(b.chunks), len(b.symbols)
         )
+        blobs.append(summary)
+        symbols = encode_symbols(s[1:] for s in b.symbols)
+        facts = encode_facts(f[1:] for f in b.facts)
+        blob_rows.append(blob_copy_line(summary, symbols, facts))
         chunks.extend(
             f"{sha}\t{i}\t{esc(kind)}\t{copy_field(name)}\t{start}\t{end}\t{esc(content)}\t{esc(tokens)}"
             for i, kind, name, start, end, content, tokens in b.chunks
         )
-        symbols.extend(
-            f"{sha}\t{i}\t{esc(name)}\t{esc(kind)}\t{start}\t{end}\t{copy_field(parent)}"
-            for i, name, kind, start, end, parent in b.symbols
-        )
-        facts.extend(
-            f"{sha}\t{i}\t{esc(kind)}\t{esc(name)}\t{line}\t{copy_field(target)}\t{copy_field(detail)}"
-            for i, kind, name, line, target, detail in b.facts
-        )
-    return BatchResult(blobs, copy_lines(chunks), copy_lines(symbols), copy_lines(facts))
+    return BatchResult(blobs, copy_lines(blob_rows), copy_lines(chunks))
 
 
 def warm_up() -> int:

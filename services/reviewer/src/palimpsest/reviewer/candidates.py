@@ -80,8 +80,10 @@ async def definitions(
     if not names or limit <= 0:
         return []
     cur = await conn.execute(
+        # the blobs come from the name index (palimpsest_symbol_blobs), their records from the view
         "WITH s AS (SELECT DISTINCT ON (blob_sha, name) blob_sha, name, start_line FROM code_symbols"
-        "   WHERE repository_id = %(r)s AND name = ANY(%(names)s::text[]) ORDER BY blob_sha, name, start_line)"
+        "   WHERE repository_id = %(r)s AND blob_sha IN (SELECT blob_sha FROM palimpsest_symbol_blobs(%(r)s,"
+        "   %(names)s::text[])) AND name = ANY(%(names)s::text[]) ORDER BY blob_sha, name, start_line)"
         f" SELECT f.path, s.name, {_CHUNK_COLUMNS} FROM s"
         " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.blob_sha = s.blob_sha"
         " CROSS JOIN LATERAL (SELECT * FROM code_chunks c WHERE c.repository_id = %(r)s"

@@ -1,9 +1,10 @@
 """Reading one snapshot's paths, symbols, facts and config texts from the code index.
 
-Symbols and facts are stored per blob; a snapshot maps paths to blobs, and two paths with the
-same content share one blob's rows. Three set-oriented queries (hash-join friendly, no per-file
-round trips) read everything the graph needs. Config files (``tsconfig.json``, ``go.mod``, ...) are reassembled from their chunks: they
-are windowed text, and windows overlap, so each line is taken once, by its number.
+Symbols and facts are stored per blob, in the blob's row; a snapshot maps paths to blobs, and two
+paths with the same content share one blob's records. Three set-oriented queries (hash-join
+friendly, no per-file round trips) read everything the graph needs. Config files
+(``tsconfig.json``, ``go.mod``, ...) are reassembled from their chunks: they are windowed text,
+and windows overlap, so each line is taken once, by its number.
 """
 
 from __future__ import annotations
@@ -16,20 +17,15 @@ from psycopg.rows import tuple_row
 
 from palimpsest.core.db import Conn
 from palimpsest.index.graph.facts import FactRow, FileFacts, SnapshotFacts, SymbolRow, is_config_file
+from palimpsest.index.records import decode_facts, decode_symbols
 
 __all__ = ["load_snapshot_facts"]
 
-_SYMBOLS = (
-    "SELECT s.blob_sha, s.name, s.kind, s.start_line, s.end_line, s.parent FROM code_symbols s"
-    " WHERE s.repository_id = %(repo)s AND s.blob_sha IN ("
+# a blob's symbols and facts are two text columns of its row (palimpsest.index.records)
+_RECORDS = (
+    "SELECT b.blob_sha, b.symbols, b.facts FROM code_blobs b"
+    " WHERE b.repository_id = %(repo)s AND (b.symbols IS NOT NULL OR b.facts IS NOT NULL) AND b.blob_sha IN ("
     "   SELECT f.blob_sha FROM code_index_files f WHERE f.snapshot_id = %(snap)s)"
-    " ORDER BY s.blob_sha, s.ordinal"
-)
-_FACTS = (
-    "SELECT c.blob_sha, c.kind, c.name, c.line, c.target, c.detail FROM code_facts c"
-    " WHERE c.repository_id = %(repo)s AND c.blob_sha IN ("
-    "   SELECT f.blob_sha FROM code_index_files f WHERE f.snapshot_id = %(snap)s)"
-    " ORDER BY c.blob_sha, c.ordinal"
 )
 
 
@@ -55,12 +51,11 @@ async def load_snapshot_facts(conn: Conn, repository_id: UUID, snapshot_id: UUID
         "SELECT path, blob_sha, language, kind, skip_reason FROM code_index_files WHERE snapshot_id = %(snap)s",
         params,
     )
-    symbols: dict[str, list[SymbolRow]] = defaultdict(list)
-    for sha, *rest in await _rows(conn, _SYMBOLS, params):
-        symbols[sha].append(SymbolRow(*rest))
-    facts: dict[str, list[FactRow]] = defaultdict(list)
-    for sha, *rest in await _rows(conn, _FACTS, params):
-        facts[sha].append(FactRow(*rest))
+    symbols: dict[str, list[SymbolRow]] = {}
+    facts: dict[str, list[FactRow]] = {}
+    for sha, symbol_text, fact_text in await _rows(conn, _RECORDS, params):
+        symbols[sha] = [SymbolRow(*r) for r in decode_symbols(symbol_text)]
+        facts[sha] = [FactRow(*r) for r in decode_facts(fact_text)]
     config_blobs = {sha: path for path, sha, *_ in files if is_config_file(path)}
     texts: dict[str, str] = {}
     if config_blobs:

@@ -1,0 +1,83 @@
+"""A blob's symbols and graph facts as two text columns of its ``code_blobs`` row.
+
+One row per symbol and per fact cost ~150 bytes each, two thirds of it the row header and the
+(tenant, repository, blob) key repeated on every row, plus two indexes over those keys: 71 MB of
+a 50 000-file index. Kept as text in the blob's row (migration 0015) they take 12 MB, and the
+graph loader reads one row per blob instead of one per symbol.
+
+The format is one line per record, fields separated by a tab, in the order of the old columns;
+a NULL field is empty::
+
+    symbols: name \\t kind \\t start_line \\t end_line \\t parent
+    facts:   kind \\t name \\t line \\t target \\t detail
+
+A record's text fields never hold a tab, newline or carriage return (each becomes a space) and
+never an empty string (stored, it reads back as NULL); names, kinds, paths and module specifiers
+have neither. A blob without symbols (or facts) stores NULL, not an empty text. The SQL side —
+the views ``code_symbols`` and ``code_facts`` and ``palimpsest_symbol_names`` — reads the same
+format (``string_to_table`` and ``split_part``); a test checks both sides agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "FactRecord",
+    "SymbolRecord",
+    "decode_facts",
+    "decode_symbols",
+    "encode_facts",
+    "encode_symbols",
+]
+
+SymbolRecord = tuple[str, str, int, int, str | None]
+"""(name, kind, start_line, end_line, parent)"""
+FactRecord = tuple[str, str, int, str | None, str | None]
+"""(kind, name, line, target, detail)"""
+
+_UNSAFE = str.maketrans("\t\n\r", "   ")
+
+
+def _field(value: str | None) -> str:
+    if not value:
+        return ""
+    if "\t" in value or "\n" in value or "\r" in value:
+        return value.translate(_UNSAFE)
+    return value
+
+
+def _null(value: str) -> str | None:
+    return value or None
+
+
+def encode_symbols(symbols: Iterable[SymbolRecord]) -> str | None:
+    lines = [
+        f"{_field(name)}\t{_field(kind)}\t{start}\t{end}\t{_field(parent)}"
+        for name, kind, start, end, parent in symbols
+    ]
+    return "\n".join(lines) if lines else None
+
+
+def encode_facts(facts: Iterable[FactRecord]) -> str | None:
+    lines = [
+        f"{_field(kind)}\t{_field(name)}\t{line}\t{_field(target)}\t{_field(detail)}"
+        for kind, name, line, target, detail in facts
+    ]
+    return "\n".join(lines) if lines else None
+
+
+def decode_symbols(text: str | None) -> list[SymbolRecord]:
+    out: list[SymbolRecord] = []
+    for line in text.split("\n") if text else ():
+        name, kind, start, end, parent = line.split("\t")
+        out.append((name, kind, int(start), int(end), _null(parent)))
+    return out
+
+
+def decode_facts(text: str | None) -> list[FactRecord]:
+    out: list[FactRecord] = []
+    for line in text.split("\n") if text else ():
+        kind, name, number, target, detail = line.split("\t")
+        out.append((kind, name, int(number), _null(target), _null(detail)))
+    return out
