@@ -66,7 +66,7 @@ ALL_ON: dict[str, Any] = {
         "llmApiKey": {
             "secretName": "palimpsest-llm",
             "key": "api-key",
-            "services": ["embedder", "analyzer", "reviewer"],
+            "services": ["ingest", "embedder", "analyzer", "reviewer"],
         },
         "extra": [
             {

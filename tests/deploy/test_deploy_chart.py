@@ -243,7 +243,9 @@ def test_secrets_are_mounted_by_reference_where_needed(all_on_render: Rendered) 
         assert mounted["palimpsest_encryption_key"] == "palimpsest/encryption-key"
         assert mounted["nats.creds"] == "palimpsest-nats/user.creds"
         assert "palimpsest_migration_database_url" not in mounted
-        assert ("palimpsest_llm_api_key" in mounted) == (service in ("embedder", "analyzer", "reviewer"))
+        assert ("palimpsest_llm_api_key" in mounted) == (
+            service in ("ingest", "embedder", "analyzer", "reviewer")
+        )
         assert ("palimpsest_github_app_private_key" in mounted) == (
             service in ("ingest", "recency-scanner", "chunker", "reviewer")
         )

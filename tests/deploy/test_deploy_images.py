@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -204,6 +205,31 @@ def test_every_module_an_image_imports_is_installed_in_it(service: str) -> None:
         missing[module] = sorted(files)
 
     assert missing == {}, "declare these in the importing package's pyproject.toml, then re-derive"
+
+
+def test_services_that_call_a_model_get_litellm_and_the_key() -> None:
+    """The services that build an LLM gateway are found in the code: each image installs litellm
+    (core imports it lazily, so no import check sees it) and the chart's default mounts the model
+    key into each (the ingest image once lacked litellm, and hybrid search through the API fell
+    back to lexical there)."""
+    calls_models = {
+        service
+        for service in SERVICES
+        if any(
+            re.search(r"\bGateway\(", f.read_text())
+            for f in (REPO_ROOT / "services" / service / "src").rglob("*.py")
+        )
+    }
+    with_litellm = {
+        service
+        for service in SERVICES
+        if re.search(r"^litellm==", (REQUIREMENTS_DIR / f"{service}.txt").read_text(), re.MULTILINE)
+    }
+    values = yaml.safe_load((REPO_ROOT / "helm" / "palimpsest" / "values.yaml").read_text())
+    keyed = set(values["secrets"]["llmApiKey"]["services"])
+    assert "ingest" in calls_models
+    assert with_litellm == calls_models
+    assert keyed == calls_models
 
 
 def test_services_that_run_git_get_git_in_their_image() -> None:
