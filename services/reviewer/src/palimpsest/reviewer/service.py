@@ -232,10 +232,9 @@ class ReviewerService:
             base = event.base_sha or event.base_ref or repo["default_branch"]
             head = event.head_sha or event.head_ref
             diff = await self._submitted_diff(event)
-            commits = [c for c in (event.base_sha, event.head_sha) if c]
             async with open_repository(
                 repo["clone_url"],
-                commits,
+                [r for r in (base, head) if r],
                 auth=await self._auth(event, repo),
                 policy=self.settings.source_policy(),
             ) as git_dir:

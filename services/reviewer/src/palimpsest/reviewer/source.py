@@ -3,13 +3,15 @@
 The stored URL is checked against the deployment's source policy first (``source_refused``
 before git runs; see :mod:`palimpsest.core.sources`). A local repository (a path or ``file://``
 URL, when the deployment allows local sources) is read in place; a remote one is fetched — only the two commits — into a temporary bare repository that
-is removed however the review ends. Credentials travel in the environment (see
+is removed however the review ends; branch and tag names are fetched into refs of the same name,
+so they resolve there as they do in a local repository. Credentials travel in the environment (see
 :mod:`palimpsest.core.git`), never in a URL or an argument list.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,39 @@ from palimpsest.reviewer.errors import ReviewFailed
 
 TIMEOUT_S = 300.0
 
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+# the name a revision starts with, before ``~``, ``^`` or ``@{`` suffixes (``main~2`` → ``main``)
+_REF_NAME = re.compile(r"[A-Za-z0-9._/+-]+?(?=[~^]|@\{|$)")
+
+
+def fetch_refspecs(revisions: Sequence[str]) -> list[str]:
+    """What to fetch from a remote so that every revision resolves in the fetched repository.
+
+    A full SHA is fetched as itself. A name (a branch, a tag, ``refs/…``, optionally with ``~``
+    or ``^`` suffixes) is fetched into a local ref of the same name: ``main`` into
+    ``refs/heads/main``, which ``rev-parse main`` finds (a bare ``fetch URL main`` only writes
+    ``FETCH_HEAD``, so a review of ``main`` against a remote failed with ``unknown_revision``).
+    A revision that is neither is refused here, before git runs.
+    """
+    specs: list[str] = []
+    for rev in dict.fromkeys(revisions):
+        if _FULL_SHA.fullmatch(rev):
+            specs.append(rev)
+            continue
+        found = _REF_NAME.match(rev)
+        name = found.group(0) if found else ""
+        parts = name.split("/")
+        if (
+            not name
+            or name.startswith(("-", "/", "+"))
+            or ".." in name
+            or any(not p or p.startswith(".") or p.endswith(".lock") for p in parts)
+            or name.endswith(".")
+        ):
+            raise ReviewFailed("unknown_revision", f"{rev!r} names no branch, tag or commit")
+        specs.append(f"+{name}:{name if name.startswith('refs/') else 'refs/heads/' + name}")
+    return list(dict.fromkeys(specs))
+
 
 @dataclass(frozen=True, slots=True)
 class PullRequestDiff:
@@ -33,13 +68,14 @@ class PullRequestDiff:
 @contextlib.asynccontextmanager
 async def open_repository(
     clone_url: str,
-    commits: Sequence[str],
+    revisions: Sequence[str],
     *,
     auth: GitAuth | None,
     policy: SourcePolicy,
     timeout_s: float = TIMEOUT_S,
 ) -> AsyncIterator[Path]:
-    """A git directory that has ``commits`` (the base and head of the pull request)."""
+    """A git directory that has ``revisions`` (the base and head: SHAs or names, see
+    :func:`fetch_refspecs`)."""
     try:
         target = await check_remote(clone_url, policy)
         if target.local is not None:
@@ -49,7 +85,16 @@ async def open_repository(
             repo = tmp / "repo.git"
             await run_git(["init", "--quiet", "--bare", str(repo)], timeout_s=timeout_s)
             await run_git(
-                ["fetch", "--quiet", "--no-tags", "--depth", "200", "--", target.url, *commits],
+                [
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    "--depth",
+                    "200",
+                    "--",
+                    target.url,
+                    *fetch_refspecs(revisions),
+                ],
                 cwd=repo,
                 auth=auth,
                 timeout_s=timeout_s,
