@@ -80,16 +80,22 @@ async def definitions(
     if not names or limit <= 0:
         return []
     cur = await conn.execute(
-        # the blobs come from the name index (palimpsest_symbol_blobs), their records from the view
-        "WITH s AS (SELECT DISTINCT ON (blob_sha, name) blob_sha, name, start_line FROM code_symbols"
-        "   WHERE repository_id = %(r)s AND blob_sha IN (SELECT blob_sha FROM palimpsest_symbol_blobs(%(r)s,"
-        "   %(names)s::text[])) AND name = ANY(%(names)s::text[]) ORDER BY blob_sha, name, start_line)"
-        f" SELECT f.path, s.name, {_CHUNK_COLUMNS} FROM s"
-        " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.blob_sha = s.blob_sha"
+        # the defining blobs come from the name index (palimpsest_symbol_blobs, migration 0015);
+        # each blob's paths through the files' blob index, a blob's first n paths being all the
+        # final top n can take from it; the chunk only for the n rows kept
+        "WITH s AS (SELECT DISTINCT ON (b.blob_sha, r.name) b.blob_sha, r.name, r.start_line"
+        "   FROM palimpsest_symbol_blobs(%(r)s, %(names)s::text[]) b"
+        "   CROSS JOIN LATERAL palimpsest_symbol_rows(b.symbols) r"
+        "   WHERE r.name = ANY(%(names)s::text[]) ORDER BY b.blob_sha, r.name, r.start_line),"
+        " top AS (SELECT f.path, s.name, s.blob_sha, s.start_line FROM s"
+        "   CROSS JOIN LATERAL (SELECT f.path FROM code_index_files f WHERE f.snapshot_id = %(snap)s"
+        "     AND f.blob_sha = s.blob_sha ORDER BY f.path LIMIT %(n)s) f"
+        "   ORDER BY array_position(%(names)s::text[], s.name), f.path LIMIT %(n)s)"
+        f" SELECT top.path, top.name, {_CHUNK_COLUMNS} FROM top"
         " CROSS JOIN LATERAL (SELECT * FROM code_chunks c WHERE c.repository_id = %(r)s"
-        "   AND c.blob_sha = s.blob_sha AND c.start_line <= s.start_line AND c.end_line >= s.start_line"
-        "   ORDER BY (c.name = s.name) DESC NULLS LAST, c.end_line - c.start_line, c.ordinal LIMIT 1) c"
-        " ORDER BY array_position(%(names)s::text[], s.name), f.path LIMIT %(n)s",
+        "   AND c.blob_sha = top.blob_sha AND c.start_line <= top.start_line AND c.end_line >= top.start_line"
+        "   ORDER BY (c.name = top.name) DESC NULLS LAST, c.end_line - c.start_line, c.ordinal LIMIT 1) c"
+        " ORDER BY array_position(%(names)s::text[], top.name), top.path",
         {"r": repository_id, "snap": snapshot_id, "names": list(names), "n": limit},
     )
     return [_candidate("definitions", row, f"defines {row['name']}") for row in await cur.fetchall()]

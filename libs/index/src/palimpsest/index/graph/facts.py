@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Literal, NamedTuple
 
 __all__ = [
@@ -27,7 +26,7 @@ CONFIG_FILE_NAMES = frozenset({"go.mod", "cargo.toml", "package.json"})
 
 
 def is_config_file(path: str) -> bool:
-    name = PurePosixPath(path).name.lower()
+    name = path.rpartition("/")[2].lower()  # (PurePosixPath(path).name: 8 µs a path, 50 000 paths a load)
     if name in CONFIG_FILE_NAMES:
         return True
     return name.endswith(".json") and name.startswith(("tsconfig", "jsconfig"))
