@@ -10,18 +10,28 @@ Routes (as the real APIs spell them):
 * GitHub    ``GET|POST /repos/{owner}/{repo}/pulls/{n}/reviews``
 * GitLab    ``GET|POST /projects/{url-encoded path}/merge_requests/{iid}/discussions``
 * Bitbucket ``GET|POST /repositories/{workspace}/{slug}/pullrequests/{id}/comments``
+* GitHub App ``POST /app/installations/{id}/access_tokens`` (when ``app`` is set): the request
+  must carry ``Authorization: Bearer <JWT>`` signed RS256 by the App's key, with ``iss`` the app
+  id and a lifetime of at most ten minutes; it answers ``token`` (one hour) and counts the mints.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+_APP_TOKENS = re.compile(r"^/app/installations/(\d+)/access_tokens$")
 _ROUTES = {
     "github": re.compile(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/reviews$"),
     "gitlab": re.compile(r"^/projects/([^/]+)/merge_requests/(\d+)/discussions$"),
@@ -36,6 +46,7 @@ class FakeProviders:
     rejected: list[str] = field(default_factory=list)
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, provider, repo)
     fail_posts: int = 0  # the next N well-formed POSTs answer 503
+    app: FakeApp | None = None  # answer App installation token requests (and mint ``token``)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -86,6 +97,46 @@ class FakeProviders:
         return [{"id": i, "body": b["body"], "commit_id": b["commit_id"]} for i, b in enumerate(items)]
 
 
+@dataclass
+class FakeApp:
+    """A GitHub App as the fake knows it: its id, public key and installation id."""
+
+    app_id: str
+    public_key: rsa.RSAPublicKey
+    installation: str
+    mints: int = 0
+    refused: list[str] = field(default_factory=list)
+
+    def check(self, installation: str, headers: Any) -> str | None:
+        if installation != self.installation:
+            return "404 no such installation"
+        if headers.get("Accept") != "application/vnd.github+json":
+            return "415 github headers"
+        auth = headers.get("Authorization") or ""
+        if not auth.startswith("Bearer ") or auth.count(".") != 2:
+            return "401 a JWT is required"
+        header, payload, signature = auth.removeprefix("Bearer ").split(".")
+        try:
+            self.public_key.verify(
+                _unb64(signature), f"{header}.{payload}".encode(), padding.PKCS1v15(), hashes.SHA256()
+            )
+        except InvalidSignature:
+            return "401 bad JWT signature"
+        if json.loads(_unb64(header)) != {"alg": "RS256", "typ": "JWT"}:
+            return "401 bad JWT header"
+        claims = json.loads(_unb64(payload))
+        now = time.time()
+        if claims.get("iss") != self.app_id:
+            return "401 wrong issuer"
+        if not claims["iat"] <= now < claims["exp"] or claims["exp"] - claims["iat"] > 600:
+            return "401 JWT expired or too long"
+        return None
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
 def _github_body(body: dict[str, Any]) -> str | None:
     if not isinstance(body.get("commit_id"), str) or body.get("event") not in (
         "COMMENT",
@@ -122,7 +173,24 @@ def _handler(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _mint(self) -> bool:
+            found = _APP_TOKENS.match(urlparse(self.path).path)
+            if found is None or fake.app is None or self.command != "POST":
+                return False
+            with fake._lock:
+                problem = fake.app.check(found.group(1), self.headers)
+                if problem is not None:
+                    fake.app.refused.append(problem)
+                    self._answer(int(problem[:3]), {"message": problem})
+                    return True
+                fake.app.mints += 1
+            expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+            self._answer(201, {"token": fake.token, "expires_at": expires})
+            return True
+
         def _serve(self, method: str) -> None:
+            if self._mint():
+                return
             route = self._route()
             if route is None:
                 self._answer(404, {"message": "Not Found"})

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from uuid import UUID
 
 import pytest
 from cryptography.fernet import Fernet
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
 from palimpsest.core.db import tenant_tx
@@ -16,7 +19,7 @@ from palimpsest.core.service import Infra
 from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
 from tests.integration.reviewer.test_reviewer_flow import KEY, pr, review, settings
 from tests.support.fake_llm import FakeLLM
-from tests.support.fake_providers import FakeProviders
+from tests.support.fake_providers import FakeApp, FakeProviders
 
 TOKEN = "ghs_provider-token-5d1e"
 ENCRYPTION_KEY = Fernet.generate_key().decode()
@@ -107,3 +110,36 @@ async def test_a_failed_post_is_retried_by_the_next_request(infra: Infra, repo: 
         [posted] = api.posted["github"]
         assert posted["comments"] == []  # the brief (no model) has no findings
         assert "findings need a model" in posted["body"]
+
+
+async def test_a_github_app_installation_posts_with_a_minted_token(
+    infra: Infra, repo: dict[str, Any]
+) -> None:
+    """An App installation (id + private key) gets an installation token minted from a signed JWT
+    (verified by the fake API) and cached: one mint serves a review's fetch and its post."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    tenant, repo_id = await provider_repository(infra, repo, "github")
+    sealed = SecretBox([ENCRYPTION_KEY.encode()]).seal(json.dumps({"app_id": "77", "private_key": pem}))
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await conn.execute(
+            "UPDATE installations SET kind = 'installation', external_id = '4242', credentials = %s,"
+            " credentials_kind = 'app'",
+            (sealed,),
+        )
+    app = FakeApp("77", key.public_key(), "4242")
+    with FakeProviders(token=TOKEN, app=app) as api:
+        s = settings(encryption_key=SecretStr(ENCRYPTION_KEY), review_github_api_url=api.url)
+        first = await review(
+            infra, tenant, pr(tenant, repo_id, repo, "feature", provider="github", number=5), s
+        )
+        assert app.mints == 1  # the fetch's token served the post too
+        second = await review(
+            infra, tenant, pr(tenant, repo_id, repo, "both", provider="github", number=6), s
+        )
+    assert app.refused == [] and api.rejected == []
+    assert first["posted"] is True and second["posted"] is True
+    assert len(api.posted["github"]) == 2
+    assert TOKEN not in repr(first) + repr(second)

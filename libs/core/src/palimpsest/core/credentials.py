@@ -1,10 +1,11 @@
 """Git credentials of a repository, decrypted from its installation for the services that clone.
 
-Ingest stores an installation's access token sealed with the deployment's Fernet key; the chunker
-and the recency scanner open it here, just before a clone, and hand git only a header (see
-:mod:`palimpsest.core.git`). The plaintext never leaves this process's memory. GitHub App private
-keys (``credentials_kind = 'app'``) would need an installation token minted through GitHub's API,
-which is not implemented: such repositories clone anonymously (public ones work).
+Ingest stores an installation's access token sealed with the deployment's Fernet key; the chunker,
+the recency scanner and the reviewer open it here, just before a clone, and hand git only a
+header (see :mod:`palimpsest.core.git`). The plaintext never leaves this process's memory. A
+GitHub App installation (``credentials_kind = 'app'``: app id and private key) gets an
+installation token minted and cached by :mod:`palimpsest.core.github_app`; a mint GitHub refuses
+raises :class:`~palimpsest.core.git_errors.GitError` (``auth``), as a refused clone would.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from uuid import UUID
 
 from palimpsest.core.db import Conn
 from palimpsest.core.git import GitAuth
+from palimpsest.core.github_app import AppCredentials, InstallationTokens
 from palimpsest.core.secretbox import SecretBox, load_box
 from palimpsest.core.settings import BaseServiceSettings
 
@@ -40,12 +42,21 @@ def auth_for(provider: str, token: str) -> GitAuth:
     return GitAuth.bearer(token)
 
 
-async def git_auth_for(conn: Conn, repository_id: UUID, box: SecretBox | None) -> GitAuth | None:
-    """Credentials for cloning ``repository_id`` (in the caller's tenant transaction), or None."""
+_DEFAULT_TOKENS = InstallationTokens()
+
+
+async def git_auth_for(
+    conn: Conn, repository_id: UUID, box: SecretBox | None, *, tokens: InstallationTokens | None = None
+) -> GitAuth | None:
+    """Credentials for cloning ``repository_id`` (in the caller's tenant transaction), or None.
+
+    ``tokens`` mints and caches GitHub App installation tokens (default: a process-wide cache
+    against the hosts' own APIs; services pass theirs, configured with PALIMPSEST_GITHUB_API_URL).
+    """
     if await _installations_table(conn) is False:
         return None
     cur = await conn.execute(
-        "SELECT r.provider, i.credentials, i.credentials_kind FROM repositories r"
+        "SELECT r.provider, i.host, i.external_id, i.credentials, i.credentials_kind FROM repositories r"
         " JOIN installations i ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
         " WHERE r.repository_id = %s",
         (repository_id,),
@@ -53,15 +64,21 @@ async def git_auth_for(conn: Conn, repository_id: UUID, box: SecretBox | None) -
     row: dict[str, Any] | None = await cur.fetchone()
     if row is None or row["credentials"] is None:
         return None
-    if row["credentials_kind"] != "token":
-        log.warning(
-            "repository %s: app credentials cannot be used for git yet; cloning without", repository_id
-        )
-        return None
     if box is None:
         log.warning("repository %s has credentials but PALIMPSEST_ENCRYPTION_KEY is not set", repository_id)
         return None
-    return auth_for(str(row["provider"]), box.open(bytes(row["credentials"])))
+    provider = str(row["provider"])
+    if row["credentials_kind"] == "app":
+        if provider != "github":
+            log.warning("repository %s: App credentials are GitHub's; cloning without", repository_id)
+            return None
+        token = await (tokens or _DEFAULT_TOKENS).token(
+            str(row["host"]),
+            str(row["external_id"]),
+            AppCredentials.from_sealed_json(box.open(bytes(row["credentials"]))),
+        )
+        return auth_for(provider, token)
+    return auth_for(provider, box.open(bytes(row["credentials"])))
 
 
 async def _installations_table(conn: Conn) -> bool:

@@ -80,6 +80,12 @@ class BaseServiceSettings(BaseSettings):
         " is allowed only to these, loopback only to a loopback IP literal listed here.",
     )
 
+    github_api_url: str | None = Field(
+        default=None,
+        description="GitHub REST API for App installation tokens (default: https://api.github.com,"
+        " or https://<host>/api/v3 for an Enterprise Server host).",
+    )
+
     @field_validator("provider_hosts", "private_provider_hosts", mode="before")
     @classmethod
     def _hosts(cls, value: Any) -> tuple[str, ...]:

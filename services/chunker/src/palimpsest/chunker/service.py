@@ -21,7 +21,7 @@ from pydantic import Field
 
 from palimpsest.chunker.build import BuildStats, Limits, build, collect_garbage, finish
 from palimpsest.chunker.errors import BuildFailed, BuildSkipped
-from palimpsest.chunker.source import open_source
+from palimpsest.chunker.source import TRANSIENT, open_source
 from palimpsest.chunker.work import warm_up
 from palimpsest.core import metrics
 from palimpsest.core.bus import CONSUMERS
@@ -30,6 +30,8 @@ from palimpsest.core.credentials import box_for, git_auth_for
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import IndexRequested, SnapshotBuilt
 from palimpsest.core.git import GitAuth
+from palimpsest.core.git_errors import GitError, source_reason
+from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
 from palimpsest.core.secretbox import SecretBox
@@ -71,13 +73,20 @@ class Chunker:
     def __init__(self, settings: Settings, box: SecretBox | None = None) -> None:
         self.settings = settings
         self.box = box
+        self.tokens = InstallationTokens(api_url=settings.github_api_url)
         self._executor: Executor | None = None
         self._locks: dict[UUID, asyncio.Lock] = {}
 
     async def _auth(self, ctx: HandlerContext, repo: dict[str, Any]) -> GitAuth | None:
-        """The repository's installation token (decrypted here, handed to git as a header)."""
-        async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
-            return await git_auth_for(conn, repo["repository_id"], self.box)
+        """The repository's installation token (decrypted, or minted for a GitHub App, here;
+        handed to git as a header). A refused mint fails the request as a refused clone would."""
+        try:
+            async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
+                return await git_auth_for(conn, repo["repository_id"], self.box, tokens=self.tokens)
+        except GitError as exc:
+            if exc.reason in TRANSIENT:
+                raise
+            raise BuildFailed(source_reason(exc.reason), str(exc)) from exc
 
     def executor(self) -> Executor | None:
         if self.settings.workers <= 1:

@@ -182,6 +182,8 @@ class RecencyScanner:
                 return repository, None  # incremental: no clone, no credential needed
             try:
                 auth = await self.auth_provider(conn, repository)
+            except GitError as exc:  # e.g. GitHub refused to mint an App token: says why, no secrets
+                raise ScanFailed("credentials", str(exc)) from exc
             except Exception as exc:
                 detail = f"cannot read the installation's credentials ({exc.__class__.__name__})"
                 raise ScanFailed("credentials", detail) from exc

@@ -26,6 +26,7 @@ from pydantic import Field, field_validator
 
 from palimpsest.core.bus import CONSUMERS
 from palimpsest.core.credentials import box_for
+from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.core.settings import BaseServiceSettings, load
 from palimpsest.recency_scanner.logparse import DEFAULT_MAX_FILES_PER_COMMIT, DEFAULT_PAIR_CAP
@@ -79,7 +80,8 @@ def definition(settings: Settings, *, auth_provider: AuthProvider = no_auth) -> 
 def bootstrap(infra: Infra) -> ServiceDefinition:
     settings = infra.settings if isinstance(infra.settings, Settings) else load(Settings, **_shared(infra))
     box = box_for(settings, embedded=bool(infra.extras.get("embedded")))
-    return definition(settings, auth_provider=installation_auth(box))
+    tokens = InstallationTokens(api_url=settings.github_api_url)
+    return definition(settings, auth_provider=installation_auth(box, tokens))
 
 
 def _shared(infra: Infra) -> dict[str, Any]:

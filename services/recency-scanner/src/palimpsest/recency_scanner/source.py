@@ -20,6 +20,7 @@ from uuid import UUID
 from palimpsest.core.credentials import git_auth_for
 from palimpsest.core.db import Conn
 from palimpsest.core.git import GitAuth
+from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.recency_scanner.errors import ScanFailed
 
@@ -62,13 +63,16 @@ async def load_repository(conn: Conn, repository_id: UUID) -> Repository | None:
     return Repository.from_row(row) if row is not None else None
 
 
-def installation_auth(box: SecretBox | None) -> Callable[[Conn, Repository], Awaitable[GitAuth | None]]:
-    """The credential source of the service: the repository's installation token, decrypted."""
+def installation_auth(
+    box: SecretBox | None, tokens: InstallationTokens | None = None
+) -> Callable[[Conn, Repository], Awaitable[GitAuth | None]]:
+    """The credential source of the service: the repository's installation token, decrypted (or
+    minted, for a GitHub App installation, by ``tokens``)."""
 
     async def auth(conn: Conn, repository: Repository) -> GitAuth | None:
         if repository.installation_id is None:
             return None
-        return await git_auth_for(conn, repository.repository_id, box)
+        return await git_auth_for(conn, repository.repository_id, box, tokens=tokens)
 
     return auth
 

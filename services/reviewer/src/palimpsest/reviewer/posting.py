@@ -2,7 +2,8 @@
 request discussion, a Bitbucket pull request comment.
 
 The token is the installation's (sealed in ``installations.credentials``, opened with the
-deployment's encryption key) and travels only in the ``Authorization`` header — never in a URL,
+deployment's encryption key; for a GitHub App installation, one minted from the App's key by
+:mod:`palimpsest.core.github_app`) and travels only in the ``Authorization`` header — never in a URL,
 a log line or an error message. Every posted body carries a marker naming the head sha; before
 posting, the provider's existing reviews/comments are read and a marked one means "already
 posted", so a redelivered request (or a crash between posting and storing) posts nothing twice.
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 from uuid import UUID
 
@@ -51,23 +52,35 @@ def default_api_url(provider: str, host: str) -> str:
     return "https://api.bitbucket.org/2.0"
 
 
+class Credential(NamedTuple):
+    """An installation's sealed credential: a token, or a GitHub App's id and key (``kind``)."""
+
+    kind: str
+    sealed: bytes
+    host: str
+    external_id: str
+
+
 async def installation_target(
     conn: Conn, repository_id: UUID, number: int, head_sha: str, api_urls: dict[str, str | None]
-) -> tuple[Target, bytes] | None:
-    """Where to post and the sealed token; None when the repository has no token installation."""
+) -> tuple[Target, Credential] | None:
+    """Where to post and the sealed credential; None when the repository's installation has none
+    (App credentials count for GitHub only)."""
     cur = await conn.execute(
-        "SELECT r.provider, r.full_name, i.host, i.credentials, i.credentials_kind FROM repositories r"
-        " JOIN installations i ON i.installation_id = r.installation_id WHERE r.repository_id = %s",
+        "SELECT r.provider, r.full_name, i.host, i.external_id, i.credentials, i.credentials_kind"
+        " FROM repositories r JOIN installations i ON i.installation_id = r.installation_id"
+        " WHERE r.repository_id = %s",
         (repository_id,),
     )
     row = await cur.fetchone()
-    if row is None or row["credentials_kind"] != "token" or row["credentials"] is None:
+    if row is None or row["credentials"] is None:
         return None
-    provider = str(row["provider"])
+    provider, kind = str(row["provider"]), str(row["credentials_kind"])
+    if kind not in ("token", "app") or (kind == "app" and provider != "github"):
+        return None
     api = api_urls.get(provider) or default_api_url(provider, str(row["host"]))
-    return Target(provider, api.rstrip("/"), str(row["full_name"]), number, head_sha), bytes(
-        row["credentials"]
-    )
+    credential = Credential(kind, bytes(row["credentials"]), str(row["host"]), str(row["external_id"]))
+    return Target(provider, api.rstrip("/"), str(row["full_name"]), number, head_sha), credential
 
 
 def render_body(target: Target, summary: str, findings: Sequence[Finding], *, inline: bool) -> str:

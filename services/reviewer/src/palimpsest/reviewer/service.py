@@ -36,6 +36,8 @@ from palimpsest.core.credentials import git_auth_for
 from palimpsest.core.db import Conn, Pool, tenant_tx
 from palimpsest.core.events import ReviewCompleted, ReviewRequested, SnapshotBuilt
 from palimpsest.core.git import GitAuth
+from palimpsest.core.git_errors import GitError, source_reason
+from palimpsest.core.github_app import AppCredentials, InstallationTokens
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import ChatResult, Gateway, LLMSettings
 from palimpsest.core.outbox import emit
@@ -51,7 +53,7 @@ from palimpsest.reviewer.crossrepo import LinkConfig, read_config
 from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.overlay import head_commit
 from palimpsest.reviewer.parts import plan_parts, review_in_parts
-from palimpsest.reviewer.posting import installation_target, open_token, post_review
+from palimpsest.reviewer.posting import Credential, installation_target, open_token, post_review
 from palimpsest.reviewer.review import Outcome, brief, messages
 from palimpsest.reviewer.source import GitHead, PullRequestDiff, open_repository, pull_request_diff, rev_parse
 from palimpsest.reviewer.store import ReviewRecord, existing_review, mark_posted, save_review, stored_record
@@ -84,6 +86,8 @@ class ReviewerService:
         self.pool = pool
         self.gateway = gateway
         self.settings = settings
+        # GitHub App installation tokens, for fetching and for posting (one REST API for both)
+        self.tokens = InstallationTokens(api_url=settings.github_api_url or settings.review_github_api_url)
 
     async def on_requested(self, event: ReviewRequested, ctx: HandlerContext) -> None:
         started = time.monotonic()
@@ -159,9 +163,10 @@ class ReviewerService:
         if found is None or box is None:
             metrics.REVIEWS_POSTED.labels(event.provider, "no_credentials").inc()
             return
-        target, sealed = found
+        target, credential = found
         try:
-            fresh = await post_review(target, open_token(box, sealed), record.summary, record.findings)
+            token = await self._posting_token(credential, box)
+            fresh = await post_review(target, token, record.summary, record.findings)
         except ReviewFailed as exc:
             metrics.REVIEWS_POSTED.labels(event.provider, "failed").inc()
             record.reason = str(exc)
@@ -169,6 +174,17 @@ class ReviewerService:
             return
         record.posted = True
         metrics.REVIEWS_POSTED.labels(event.provider, "posted" if fresh else "already_posted").inc()
+
+    async def _posting_token(self, credential: Credential, box: SecretBox) -> str:
+        """The installation's token, or for a GitHub App installation a minted one."""
+        opened = open_token(box, credential.sealed)
+        if credential.kind != "app":
+            return opened
+        try:
+            app = AppCredentials.from_sealed_json(opened)
+            return await self.tokens.token(credential.host, credential.external_id, app)
+        except GitError as exc:
+            raise ReviewFailed(f"credentials_{exc.reason.value}", str(exc)) from exc
 
     def _box(self) -> SecretBox | None:
         key = self.settings.encryption_key
@@ -277,9 +293,13 @@ class ReviewerService:
         return diff
 
     async def _auth(self, event: ReviewRequested, repo: dict[str, Any]) -> GitAuth | None:
-        """The installation's token for fetching the PR's head (decrypted in core)."""
-        async with tenant_tx(self.pool, event.tenant_id) as conn:
-            return await git_auth_for(conn, repo["repository_id"], self._box())
+        """The installation's token for fetching the PR's head (decrypted, or minted for a GitHub
+        App, in core); a refused mint fails the review as a refused fetch would."""
+        try:
+            async with tenant_tx(self.pool, event.tenant_id) as conn:
+                return await git_auth_for(conn, repo["repository_id"], self._box(), tokens=self.tokens)
+        except GitError as exc:
+            raise ReviewFailed(source_reason(exc.reason), str(exc)) from exc
 
     async def _context(
         self,
