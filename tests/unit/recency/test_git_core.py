@@ -148,6 +148,9 @@ def test_plain_remote_urls_are_accepted() -> None:
         ("fatal: could not write: No space left on device", "disk_full"),
         ("fatal: unable to access 'https://h/': Could not resolve host: h", "network"),
         ("fatal: the remote end hung up unexpectedly", "refused"),
+        ("fatal: remote error: upload-pack: not our ref " + "a" * 40, "ref_not_found"),
+        ("fatal: remote error: access denied or repository not exported: /r.git", "auth"),
+        ("fatal: remote error: service disabled for this repository", "refused"),
         ("fatal: something new", "failed"),
     ],
 )

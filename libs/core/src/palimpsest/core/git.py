@@ -269,6 +269,7 @@ _FAILURE_PATTERNS: tuple[tuple[GitFailure, tuple[str, ...]], ...] = (
             "returned error: 401",
             "returned error: 403",
             "http basic: access denied",
+            "remote error: access denied",  # git daemon: "access denied or repository not exported"
             "invalid username or password",
             "permission denied (publickey",
         ),
@@ -284,6 +285,7 @@ _FAILURE_PATTERNS: tuple[tuple[GitFailure, tuple[str, ...]], ...] = (
             "needed a single revision",
             "invalid object name",
             "does not have any commits yet",
+            "not our ref",  # "remote error: upload-pack: not our ref <sha>": gone from the server
         ),
     ),
     (
@@ -323,6 +325,7 @@ _FAILURE_PATTERNS: tuple[tuple[GitFailure, tuple[str, ...]], ...] = (
             "returned error: 5",
             "protocol error",
             "unable to access",
+            "remote error:",  # any other refusal the server put into words (was "failed", retried)
         ),
     ),
 )
