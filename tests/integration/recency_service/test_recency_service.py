@@ -21,6 +21,7 @@ from palimpsest.core.events import IndexRequested
 from palimpsest.core.git import GitAuth
 from palimpsest.core.ids import uuid7
 from palimpsest.core.service import Infra
+from palimpsest.index.evidence import add_evidence, pair_weight
 from palimpsest.index.recency import cochange_neighbours, last_modified_at, last_scan, list_recency
 from palimpsest.recency_scanner.scanner import AuthProvider
 from palimpsest.recency_scanner.service import bootstrap
@@ -128,10 +129,13 @@ async def test_a_full_scan_over_authenticated_http_writes_recency_and_cochange(
         dates = await last_modified_at(conn, repo, ["src/app.py", "nowhere.py"])
         assert dates == {"src/app.py": when("2024-01-01"), "nowhere.py": None}
         neighbours = await cochange_neighbours(conn, repo, "src/util.py", limit=5)
+        # strongest first by evidence decayed to now (the order does not depend on when "now"
+        # is): README's one recent 2-file commit outweighs app.py's two older ones
+        app = add_evidence(pair_weight(3), when("2019-01-01"), when("2021-06-01"), 2)
         assert [tuple(n) for n in neighbours] == [
-            ("src/app.py", 2, when("2021-06-01")),
-            ("README.md", 1, when("2023-06-01")),
-            ("docs/design.md", 1, when("2019-01-01")),
+            ("README.md", 1, when("2023-06-01"), pytest.approx(1.0)),
+            ("src/app.py", 2, when("2021-06-01"), pytest.approx(app, rel=1e-6)),
+            ("docs/design.md", 1, when("2019-01-01"), pytest.approx(pair_weight(3), rel=1e-6)),
         ]
         listing = await list_recency(conn, repo)
         scan = await last_scan(conn, repo)

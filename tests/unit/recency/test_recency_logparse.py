@@ -185,7 +185,7 @@ def test_octopus_merge_credits_every_branch(repo: Path) -> None:
         "two.txt": "2022-01-01",
         "three.txt": "2022-01-01",
     }
-    assert result.cochange[("one.txt", "three.txt")] == CoChange(1, when("2022-01-01"))
+    assert result.cochange[("one.txt", "three.txt")][:2] == (1, when("2022-01-01"))
 
 
 def test_merge_deleting_a_file_marks_it_gone(repo: Path) -> None:
@@ -258,26 +258,47 @@ def test_chunk_boundaries_anywhere_give_the_same_result(repo: Path) -> None:
 # ------------------------------------------------------------------------------- co-change
 
 
+def counts(result: RecencyResult) -> dict[tuple[str, str], tuple[int, object]]:
+    """Pairs as (commits, last): what these tests are about (evidence has tests of its own)."""
+    return {key: (pair.commits, pair.last) for key, pair in result.cochange.items()}
+
+
 def test_cochange_counts_and_latest_date(repo: Path) -> None:
     commit(repo, "2020-01-01", {"a": "1", "b": "1", "c": "1"})
     commit(repo, "2021-01-01", {"a": "2", "b": "2"})
     commit(repo, "2022-01-01", {"a": "3"})  # single-file commits make no pairs
     result = scan(repo)
+    three = 2 ** (-1 / 3)  # a pair's share of a 3-entry commit (pair_weight)
+    year_2020 = 0.5 ** (366 / 1095)  # the 2020 commit seen from 2021, three-year half-life
     assert result.cochange == {
-        ("a", "b"): CoChange(2, when("2021-01-01")),
-        ("a", "c"): CoChange(1, when("2020-01-01")),
-        ("b", "c"): CoChange(1, when("2020-01-01")),
+        ("a", "b"): CoChange(2, when("2021-01-01"), pytest.approx(1 + three * year_2020)),
+        ("a", "c"): CoChange(1, when("2020-01-01"), pytest.approx(three)),
+        ("b", "c"): CoChange(1, when("2020-01-01"), pytest.approx(three)),
     }
+
+
+def test_evidence_weighs_sweeping_commits_less_than_their_count(repo: Path) -> None:
+    """Three 28-file sweeps pair a hub with everything; two 2-file commits pair what moves
+    together. The count ranks the sweep pair first, the evidence the real partner."""
+    for year in ("2021", "2022", "2023"):
+        commit(repo, f"{year}-01-01", {"hub.py": year, **{f"x{i}.py": year for i in range(27)}})
+    commit(repo, "2023-02-01", {"a.py": "1", "b.py": "1"})
+    commit(repo, "2023-03-01", {"a.py": "2", "b.py": "2"})
+    result = scan(repo)
+    sweep, real = result.cochange[("hub.py", "x0.py")], result.cochange[("a.py", "b.py")]
+    assert sweep.commits == 3 and real.commits == 2
+    assert real.evidence > sweep.evidence
+    assert sweep.evidence == pytest.approx(27 ** (-1 / 3) * sum(0.5 ** (d / 1095) for d in (0, 365, 730)))
 
 
 def test_large_commits_make_no_pairs_but_keep_dates(repo: Path) -> None:
     commit(repo, "2020-01-01", {f"f{i}": "1" for i in range(4)})
     commit(repo, "2021-01-01", {"f0": "2", "f1": "2", "f2": "2"})
     result = scan(repo, max_files_per_commit=3)
-    assert result.cochange == {
-        ("f0", "f1"): CoChange(1, when("2021-01-01")),
-        ("f0", "f2"): CoChange(1, when("2021-01-01")),
-        ("f1", "f2"): CoChange(1, when("2021-01-01")),
+    assert {key: pair[:2] for key, pair in result.cochange.items()} == {
+        ("f0", "f1"): (1, when("2021-01-01")),
+        ("f0", "f2"): (1, when("2021-01-01")),
+        ("f1", "f2"): (1, when("2021-01-01")),
     }
     assert result.oversized_commits == 1
     assert dates(result)["f3"] == "2020-01-01"
@@ -290,9 +311,9 @@ def test_pair_cap_keeps_the_strongest_pairs(repo: Path) -> None:
     commit(repo, "2023-01-01", {"p": "1", "q": "1"})
     commit(repo, "2023-06-01", {"r": "1", "s": "1"})
     result = scan(repo, pair_cap=2)
-    assert result.cochange == {
-        ("hot1", "hot2"): CoChange(3, when("2022-01-01")),
-        ("r", "s"): CoChange(1, when("2023-06-01")),  # ties go to the more recent pair
+    assert counts(result) == {
+        ("hot1", "hot2"): (3, when("2022-01-01")),
+        ("r", "s"): (1, when("2023-06-01")),  # ties go to the more recent pair
     }
     assert result.pairs_pruned == 2
     assert scan(repo, pair_cap=0).cochange == {}
@@ -319,7 +340,7 @@ def test_renames_fold_older_history_onto_the_current_path(repo: Path) -> None:
     commit(repo, "2021-06-01", {"b.py": body + "y\n", "partner.py": "2"})
     move(repo, "2022-01-01", "b.py", "c.py", append="z\n")  # partial rename
     result = scan(repo)
-    assert result.cochange == {("c.py", "partner.py"): CoChange(3, when("2021-06-01"))}
+    assert counts(result) == {("c.py", "partner.py"): (3, when("2021-06-01"))}
     assert dates(result) == {"c.py": "2022-01-01", "partner.py": "2021-06-01"}
 
 
@@ -330,7 +351,7 @@ def test_deleted_and_dead_lineages_make_no_pairs(repo: Path) -> None:
     commit(repo, "2022-01-01", {"gone": None})
     commit(repo, "2023-01-01", {"reused": "new life", "p": "3"})
     result = scan(repo)
-    assert result.cochange == {("p", "reused"): CoChange(1, when("2023-01-01"))}
+    assert counts(result) == {("p", "reused"): (1, when("2023-01-01"))}
     assert dates(result) == {"p": "2023-01-01", "reused": "2023-01-01"}
 
 
@@ -349,10 +370,10 @@ def test_swapped_names_follow_their_content() -> None:
         ]
     )
     result = parse_log(log)
-    assert result.cochange == {
-        ("x", "y"): CoChange(1, when("2021-01-01")),
-        ("px", "y"): CoChange(1, when("2020-06-01")),
-        ("py", "x"): CoChange(1, when("2020-01-01")),
+    assert counts(result) == {
+        ("x", "y"): (1, when("2021-01-01")),
+        ("px", "y"): (1, when("2020-06-01")),
+        ("py", "x"): (1, when("2020-01-01")),
     }
     assert dates(result) == {
         "x": "2021-01-01",

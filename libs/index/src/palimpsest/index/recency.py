@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple
 from uuid import UUID
 
 from palimpsest.core.db import Conn
+from palimpsest.index.evidence import HALF_LIFE_DAYS
 from palimpsest.index.staleness import FileKind, file_kind, is_stale, median_code_date, stale_annotation
 
 __all__ = [
@@ -31,11 +32,13 @@ __all__ = [
 
 class CoChangeNeighbour(NamedTuple):
     """A path that changed together with the one asked about: in ``commits`` commits (the
-    ``count`` column), the last of them at ``last_at``. Unpacks as ``(path, count, last_at)``."""
+    ``count`` column), the last of them at ``last_at``, with ``evidence`` as of ``last_at``
+    (:mod:`palimpsest.index.evidence`; None for pairs scanned before migration 0016)."""
 
     path: str
     commits: int
     last_at: datetime
+    evidence: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,18 +101,25 @@ async def last_modified_at(
 async def cochange_neighbours(
     conn: Conn, repository_id: UUID, path: str, limit: int = 10
 ) -> list[CoChangeNeighbour]:
-    """The paths most often changed in the same commits as ``path`` (strongest, then latest)."""
+    """The paths that changed together with ``path``, strongest first: by evidence decayed to
+    now where the scan stored it (by count where it did not), then latest."""
     if limit <= 0:
         return []
     cur = await conn.execute(
-        "SELECT path, count, last_at FROM ("
-        "  SELECT path_b AS path, count, last_at FROM cochange WHERE repository_id = %(r)s AND path_a = %(p)s"
+        "SELECT path, count, last_at, evidence FROM ("
+        "  SELECT path_b AS path, count, last_at, evidence FROM cochange"
+        "  WHERE repository_id = %(r)s AND path_a = %(p)s"
         "  UNION ALL"
-        "  SELECT path_a AS path, count, last_at FROM cochange WHERE repository_id = %(r)s AND path_b = %(p)s"
-        ") AS n ORDER BY count DESC, last_at DESC, path LIMIT %(n)s",
-        {"r": repository_id, "p": path, "n": limit},
+        "  SELECT path_a AS path, count, last_at, evidence FROM cochange"
+        "  WHERE repository_id = %(r)s AND path_b = %(p)s"
+        ") AS n ORDER BY coalesce(evidence * power(0.5, greatest(extract(epoch FROM now() - last_at), 0)"
+        " / 86400.0 / %(half)s), count) DESC, last_at DESC, path LIMIT %(n)s",
+        {"r": repository_id, "p": path, "n": limit, "half": HALF_LIFE_DAYS},
     )
-    return [CoChangeNeighbour(row["path"], row["count"], row["last_at"]) for row in await cur.fetchall()]
+    return [
+        CoChangeNeighbour(row["path"], row["count"], row["last_at"], row["evidence"])
+        for row in await cur.fetchall()
+    ]
 
 
 async def last_scan(conn: Conn, repository_id: UUID) -> dict[str, Any] | None:

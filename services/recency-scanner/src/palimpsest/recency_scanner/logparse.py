@@ -29,7 +29,10 @@ Decisions, documented because they shape the data:
 * **Lineages.** Going back in time, a path that was added, deleted or renamed *to* in a
   commit names a different, dead file before that commit; its older mentions are ignored.
 * **Co-change**: for a commit touching 2..N files (N = ``max_files_per_commit``), every pair of
-  its still-current paths gets +1 and the commit date. The table is bounded by ``pair_cap``:
+  its still-current paths gets +1 and the commit date, and *evidence*: the commit weighted by its
+  size and age (:mod:`palimpsest.index.evidence` — a commit of n entries counts
+  ``1 / (n - 1) ** (1/3)``, halving every three years, as of the pair's last co-change), which
+  ranking uses in place of the count (measured with ``palimpsest bench cochange``). The table is bounded by ``pair_cap``:
   when it reaches twice the cap it is pruned to the strongest ``pair_cap`` pairs (count, then
   recency), and trimmed to the cap at the end. Counts of kept pairs never overstate.
 * **Shallow boundaries** (``skip_commits``): git shows a shallow clone's boundary commit as a
@@ -50,6 +53,7 @@ from typing import Literal, NamedTuple
 
 from palimpsest.core.git import decode_path
 from palimpsest.core.git_errors import GitError, GitFailure
+from palimpsest.index.evidence import HALF_LIFE_DAYS, pair_weight
 
 __all__ = [
     "DEFAULT_MAX_FILES_PER_COMMIT",
@@ -86,10 +90,11 @@ class FileChange(NamedTuple):
 
 
 class CoChange(NamedTuple):
-    """How often two paths changed in the same commit, and when they last did."""
+    """How often two paths changed in the same commit, when they last did, and the evidence."""
 
     commits: int  # commits that changed both paths
     last: datetime
+    evidence: float = 0.0  # those commits weighted by size and age, as of ``last``
 
 
 @dataclass
@@ -138,12 +143,28 @@ def log_args(rev: str, *, window: str | None = None, renames: RenameMode = "exac
     return [*args, "--end-of-options", rev, "--"]
 
 
-class _Pair:
-    __slots__ = ("commits", "last")
+_HALF_LIFE_S = HALF_LIFE_DAYS * 86400.0
 
-    def __init__(self, when: datetime) -> None:
+
+class _Pair:
+    __slots__ = ("commits", "evidence", "last")
+
+    def __init__(self, when: datetime, weight: float) -> None:
         self.commits = 1
         self.last = when
+        self.evidence = weight
+
+    def add(self, when: datetime, weight: float) -> None:
+        """One more commit of this pair: the log runs newest first, so usually an older one,
+        whose weight is decayed to ``last``; a newer one (dates out of order) moves ``last``."""
+        self.commits += 1
+        if when <= self.last:
+            self.evidence += weight * 0.5 ** ((self.last - when).total_seconds() / _HALF_LIFE_S)
+        else:
+            self.evidence = (
+                self.evidence * 0.5 ** ((when - self.last).total_seconds() / _HALF_LIFE_S) + weight
+            )
+            self.last = when
 
 
 class LogParser:
@@ -206,7 +227,7 @@ class LogParser:
             self._prune()
         return RecencyResult(
             files=self._files,
-            cochange={key: CoChange(p.commits, p.last) for key, p in self._pairs.items()},
+            cochange={key: CoChange(p.commits, p.last, p.evidence) for key, p in self._pairs.items()},
             commits=self._commits,
             oversized_commits=self._oversized,
             pairs_pruned=self._pruned,
@@ -308,16 +329,16 @@ class LogParser:
         live = sorted(set(self._live))
         when = self._when
         assert when is not None
+        weight = pair_weight(self._touched)
         pairs = self._pairs
         for i, first in enumerate(live):
             for second in live[i + 1 :]:
                 key = (first, second)
                 pair = pairs.get(key)
                 if pair is None:
-                    pairs[key] = _Pair(when)
+                    pairs[key] = _Pair(when, weight)
                 else:
-                    pair.commits += 1
-                    pair.last = max(pair.last, when)
+                    pair.add(when, weight)
         if len(pairs) >= 2 * self._pair_cap:
             self._prune()
 

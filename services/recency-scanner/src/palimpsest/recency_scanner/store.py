@@ -102,7 +102,7 @@ async def replace_full(conn: Conn, tenant_id: UUID, repository_id: UUID, result:
     )
     stats.skipped_paths = len(result.files) - len(files)
     pairs = sorted(
-        (a, b, pair.commits, pair.last)
+        (a, b, pair.commits, pair.last, pair.evidence)
         for (a, b), pair in result.cochange.items()
         if storable_path(a) and storable_path(b)
     )
@@ -160,18 +160,18 @@ async def _merge_files(
 
 
 async def _merge_pairs(
-    conn: Conn, tenant_id: UUID, repository_id: UUID, pairs: list[tuple[str, str, int, datetime]]
+    conn: Conn, tenant_id: UUID, repository_id: UUID, pairs: list[tuple[str, str, int, datetime, float]]
 ) -> None:
     await conn.execute(
         'CREATE TEMP TABLE cochange_in (path_a text COLLATE "C", path_b text COLLATE "C",'
-        " count integer NOT NULL, last_at timestamptz NOT NULL, PRIMARY KEY (path_a, path_b))"
-        " ON COMMIT DROP"
+        " count integer NOT NULL, last_at timestamptz NOT NULL, evidence real NOT NULL,"
+        " PRIMARY KEY (path_a, path_b)) ON COMMIT DROP"
     )
     await _copy(
         conn,
         "cochange_in",
-        ("path_a", "path_b", "count", "last_at"),
-        ("text", "text", "int4", "timestamptz"),
+        ("path_a", "path_b", "count", "last_at", "evidence"),
+        ("text", "text", "int4", "timestamptz", "float4"),
         pairs,
     )
     await conn.execute("ANALYZE cochange_in")
@@ -181,14 +181,15 @@ async def _merge_pairs(
         (repository_id,),
     )
     await conn.execute(
-        "INSERT INTO cochange AS c (tenant_id, repository_id, path_a, path_b, count, last_at)"
-        " SELECT %s, %s, i.path_a, i.path_b, i.count, i.last_at FROM cochange_in i"
+        "INSERT INTO cochange AS c (tenant_id, repository_id, path_a, path_b, count, last_at, evidence)"
+        " SELECT %s, %s, i.path_a, i.path_b, i.count, i.last_at, i.evidence FROM cochange_in i"
         " LEFT JOIN cochange o ON o.repository_id = %s AND o.path_a = i.path_a AND o.path_b = i.path_b"
-        " WHERE o.path_a IS NULL OR (o.count, o.last_at) IS DISTINCT FROM (i.count, i.last_at)"
+        " WHERE o.path_a IS NULL OR (o.count, o.last_at, o.evidence) IS DISTINCT FROM (i.count, i.last_at, i.evidence)"
         " ORDER BY i.path_a, i.path_b"
         " ON CONFLICT (tenant_id, repository_id, path_a, path_b) DO UPDATE"
-        " SET count = EXCLUDED.count, last_at = EXCLUDED.last_at"
-        " WHERE (c.count, c.last_at) IS DISTINCT FROM (EXCLUDED.count, EXCLUDED.last_at)",
+        " SET count = EXCLUDED.count, last_at = EXCLUDED.last_at, evidence = EXCLUDED.evidence"
+        " WHERE (c.count, c.last_at, c.evidence) IS DISTINCT FROM"
+        " (EXCLUDED.count, EXCLUDED.last_at, EXCLUDED.evidence)",
         (tenant_id, repository_id, repository_id),
     )
 

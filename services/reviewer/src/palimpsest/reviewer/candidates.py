@@ -14,12 +14,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
 from palimpsest.core.db import Conn
 from palimpsest.core.errors import PalimpsestError
+from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
 from palimpsest.index.recency import cochange_neighbours
 from palimpsest.index.search import SearchHit, lexical_search
@@ -241,14 +242,19 @@ async def cochange(
     """
     touched = frozenset(changed)
     counts: dict[str, int] = {}
+    strength: dict[str, float] = {}  # evidence decayed to now (the count where none is stored)
     partner_of: dict[str, str] = {}
+    now = datetime.now(UTC)
     for path in changed:
         for neighbour in await cochange_neighbours(conn, repository_id, path, limit=10):
             if neighbour.path in touched:
                 continue
             counts[neighbour.path] = counts.get(neighbour.path, 0) + neighbour.commits
+            evidence = neighbour.evidence
+            weight = neighbour.commits if evidence is None else decayed(evidence, neighbour.last_at, now)
+            strength[neighbour.path] = strength.get(neighbour.path, 0.0) + weight
             partner_of.setdefault(neighbour.path, path)
-    ranked = sorted((p for p in counts if counts[p] >= min_commits), key=lambda p: (-counts[p], p))
+    ranked = sorted((p for p in counts if counts[p] >= min_commits), key=lambda p: (-strength[p], p))
     cur = await conn.execute(
         "SELECT path FROM code_index_files WHERE snapshot_id = %s AND path = ANY(%s::text[])",
         (snapshot_id, ranked),
