@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from palimpsest.index.errors import UnknownSeed
+from palimpsest.index.evidence import add_evidence, pair_weight
 from palimpsest.index.graph import (
     Blend,
     CoChangeSignal,
@@ -146,3 +147,44 @@ def test_non_strict_seeds_list_what_is_missing_and_still_refuse_nothing() -> Non
     assert list(seeds.matched) == ["src/a.py"]
     with pytest.raises(UnknownSeed, match="only_missing"):
         resolve_seeds(graph, ["only_missing"], strict=False)
+
+
+def test_co_change_evidence_discounts_sweeping_and_old_commits() -> None:
+    """Both partners changed with the seed in two commits, last on the same day: ``src/c.py`` in
+    two 2-file commits, ``src/b.py`` in two 30-entry sweeps, the older six years back. By the
+    count they tie and the graph neighbour ``src/b.py`` wins on the fill; by the evidence
+    ``src/c.py`` leads. Shown to fail with the evidence ignored in ``rank._cochange``."""
+    graph, _ = graph_of(CHAIN)
+    now = datetime(2025, 6, 1, tzinfo=UTC)
+    old = now - timedelta(days=6 * 365)
+    half_life = Blend().half_life_days
+    sweep = add_evidence(add_evidence(0.0, None, old, 30, half_life), old, now, 30, half_life)
+    small = add_evidence(add_evidence(0.0, None, now, 2, half_life), now, now, 2, half_life)
+    assert small == 2.0
+    assert sweep == pytest.approx(pair_weight(30) * (1 + 0.25), rel=0.01)  # two half-lives back
+    assert pair_weight(9) == pytest.approx(0.5)
+    signals = Signals(
+        cochange={"src/b.py": CoChangeSignal(2, now, sweep), "src/c.py": CoChangeSignal(2, now, small)},
+        modified={"src/b.py": now, "src/c.py": now},
+    )
+    assert paths(ranked(graph, ["src/a.py"], signals=signals))[:2] == ["src/c.py", "src/b.py"]
+    counts_only = Signals(
+        cochange={"src/b.py": CoChangeSignal(2, now), "src/c.py": CoChangeSignal(2, now)},
+        modified=signals.modified,
+    )
+    assert paths(ranked(graph, ["src/a.py"], signals=counts_only))[:2] == ["src/b.py", "src/c.py"]
+
+
+def test_evidence_kept_as_of_the_last_co_change_only_decays_to_the_present() -> None:
+    """Evidence stored at the pair's last co-change and decayed at query time equals evidence
+    computed commit by commit at query time (what makes it storable beside the count)."""
+    start = datetime(2020, 1, 1, tzinfo=UTC)
+    half_life = 1095.0
+    commits = [(start + timedelta(days=d), n) for d, n in ((0, 2), (400, 12), (900, 5))]
+    evidence, last = 0.0, None
+    for when, touched in commits:
+        evidence, last = add_evidence(evidence, last, when, touched, half_life), when
+    now = start + timedelta(days=2000)
+    assert last is not None
+    direct = sum(pair_weight(n) * 0.5 ** ((now - when).days / half_life) for when, n in commits)
+    assert evidence * 0.5 ** ((now - last).days / half_life) == pytest.approx(direct)

@@ -16,14 +16,16 @@ Strategies (all reported):
 * ``random`` — k pool files at random: the floor;
 * ``frequency`` — the files changed most often before the trial, ignoring the seed: churn;
 * ``cochange`` — files that changed in the same commits as the seed before (2..30-entry
-  commits, as the recency scanner counts them), most often first, then most recent;
+  commits, as the recency scanner counts them), most often first, then most recent (the
+  control ranks by the plain count; it ignores the evidence weights ``combined`` uses);
 * ``pagerank`` / ``hops1`` / ``hops2`` — the graph alone: personalized PageRank unconfined,
   and confined to one or two file-to-file hops (decayed by depth);
 * ``history`` — the product's blend *without* the graph (co-change and recency): the
   ablation that shows what the graph adds;
 * ``combined`` — the product's ranking: :func:`~palimpsest.index.graph.rank.rank` with the
   default hops, fed the co-change partners and file dates the recency tables would hold at the
-  trial commit.
+  trial commit, each partner with its size- and age-weighted evidence as the scanner stores it
+  (:mod:`palimpsest.index.evidence`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from palimpsest.index.evidence import add_evidence, decay
 from palimpsest.index.graph.history import Change
 from palimpsest.index.graph.model import Graph
 from palimpsest.index.graph.rank import Blend, CoChangeSignal, RankOptions, Signals, rank
@@ -151,8 +154,10 @@ class _Past:
                 self.last[path] = change.when
             self._position += 1
 
-    def cochange(self, path: str, before: int) -> dict[str, CoChangeSignal]:
-        partners: dict[str, CoChangeSignal] = {}
+    def cochange(self, path: str, before: int, half_life_days: float) -> dict[str, CoChangeSignal]:
+        """Partners of ``path`` in the commits before ``before``: count, last date and evidence
+        (as the recency scanner accumulates it, then stated as of the signal's ``last_at``)."""
+        found: dict[str, tuple[int, datetime, float, datetime]] = {}  # commits, last, evidence, as of
         for index in self._commits_of.get(path, ()):
             if index >= before:
                 break
@@ -160,9 +165,20 @@ class _Past:
             for other in change.paths:
                 if other == path:
                     continue
-                known = partners.get(other)
-                partners[other] = CoChangeSignal((known.commits if known else 0) + 1, change.when)
-        return partners
+                known = found.get(other)
+                if known is None:
+                    weight = add_evidence(0.0, None, change.when, change.touched, half_life_days)
+                    found[other] = (1, change.when, weight, change.when)
+                else:
+                    commits, _, evidence, as_of = known
+                    evidence = add_evidence(evidence, as_of, change.when, change.touched, half_life_days)
+                    found[other] = (commits + 1, change.when, evidence, max(as_of, change.when))
+        return {
+            other: CoChangeSignal(
+                commits, last, evidence / decay((as_of - last).total_seconds() / 86400.0, half_life_days)
+            )
+            for other, (commits, last, evidence, as_of) in found.items()
+        }
 
 
 def _top(scores: dict[str, tuple[Any, ...]], k: int, exclude: str) -> list[str]:
@@ -213,7 +229,7 @@ def evaluate(
         past.advance(trial.index)
         owner = graph.path_index[trial.seed]
         seeds = Seeds({graph.path_nodes[owner][0]: 1.0}, frozenset({owner}), {trial.seed: []})
-        partners = past.cochange(trial.seed, trial.index)
+        partners = past.cochange(trial.seed, trial.index, config.blend.half_life_days)
         signals = Signals(cochange=partners, modified={p: d for p, d in past.last.items() if p in pool})
         rng = random.Random(seed * 1_000_003 + trial.index)  # noqa: S311
         ranked: dict[str, list[str]] = {

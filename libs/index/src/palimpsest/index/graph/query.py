@@ -21,6 +21,7 @@ from uuid import UUID
 
 from palimpsest.core.db import Conn
 from palimpsest.index.errors import IndexNotReady
+from palimpsest.index.evidence import decayed
 from palimpsest.index.graph.cache import GRAPHS, GraphCache
 from palimpsest.index.graph.load import load_snapshot_facts
 from palimpsest.index.graph.model import Graph
@@ -138,7 +139,14 @@ async def history_signals(conn: Conn, repository_id: UUID, graph: Graph, seeds: 
             last: datetime | None = neighbour.last_at
             if known is not None and known.last_at is not None and (last is None or known.last_at > last):
                 last = known.last_at
-            partners[neighbour.path] = CoChangeSignal(commits, last)
+            evidence = neighbour.evidence
+            if known is not None and (evidence is not None or known.evidence is not None):
+                # a partner of several seeds: both pairs' evidence, as of the later co-change
+                mine = float(neighbour.commits) if evidence is None else evidence
+                theirs = float(known.commits) if known.evidence is None else known.evidence
+                assert last is not None
+                evidence = decayed(mine, neighbour.last_at, last) + decayed(theirs, known.last_at, last)
+            partners[neighbour.path] = CoChangeSignal(commits, last, evidence)
     dates = await last_modified_at(conn, repository_id, graph.paths)
     return Signals(cochange=partners, modified={p: d for p, d in dates.items() if d is not None})
 
