@@ -18,6 +18,8 @@ from palimpsest.core.service import Infra
 from palimpsest.index.errors import IndexNotReady, UnknownSeed
 from palimpsest.index.graph import GraphCache, graph_context, graph_report, snapshot_graph
 from palimpsest.index.graph.model import EdgeKind
+from palimpsest.index.graph.query import history_signals
+from palimpsest.index.graph.seeds import resolve_seeds
 from tests.integration.graph.support import index_path, running_chunker
 from tests.support.gitrepo import commit, init_repo
 
@@ -144,6 +146,37 @@ async def test_co_change_and_recency_come_from_the_recency_tables(infra: Infra, 
     assert first.reason == "changed together with the seeds in 4 commits, last 2024-04-01"
     assert with_history.signals == {"cochange_partners": 1, "dated_files": 1}
     assert "config/settings.yaml" not in {e.path for e in without.entries}
+
+
+async def test_stored_evidence_ranks_co_change_partners_before_the_count_does(
+    infra: Infra, indexed: Indexed
+) -> None:
+    """The scanner's evidence (migration 0016) reaches the ranking: a partner of many sweeping
+    commits (count 6, evidence 1.2) ranks below one of two small commits (count 2, evidence 2.0);
+    by the count alone it was the other way round. Two seeds sharing a partner add their evidence."""
+    when = datetime(2024, 4, 1, tzinfo=UTC)
+    rows = [
+        ("config/settings.yaml", "src/billing/invoice.py", 6, 1.2),
+        ("docs/billing.md", "src/billing/invoice.py", 2, 2.0),
+        ("docs/billing.md", "src/api.py", 1, 1.0),
+    ]
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        for a, b, count, evidence in rows:
+            await conn.execute(
+                "INSERT INTO cochange (tenant_id, repository_id, path_a, path_b, count, last_at, evidence)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (indexed.tenant, indexed.repository_id, a, b, count, when, evidence),
+            )
+        one = await graph_context(conn, indexed.repository_id, ["src/billing/invoice.py"], cache=GraphCache())
+        _, graph, _ = await snapshot_graph(conn, indexed.repository_id, cache=GraphCache())
+        seeds = resolve_seeds(graph, ["src/billing/invoice.py", "src/api.py"])
+        signals = await history_signals(conn, indexed.repository_id, graph, seeds)
+        await conn.execute("DELETE FROM cochange WHERE repository_id = %s", (indexed.repository_id,))
+    order = [e.path for e in one.entries if e.via == "cochange"]
+    assert order[:2] == ["docs/billing.md", "config/settings.yaml"]
+    shared = signals.cochange["docs/billing.md"]
+    assert (shared.commits, shared.evidence) == (3, pytest.approx(3.0))
+    assert signals.cochange["config/settings.yaml"].evidence == pytest.approx(1.2)
 
 
 async def test_a_cached_graph_is_not_visible_to_another_tenant(infra: Infra, indexed: Indexed) -> None:
