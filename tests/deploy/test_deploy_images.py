@@ -207,19 +207,23 @@ def test_every_module_an_image_imports_is_installed_in_it(service: str) -> None:
     assert missing == {}, "declare these in the importing package's pyproject.toml, then re-derive"
 
 
+def _services_whose_code_matches(pattern: str) -> set[str]:
+    return {
+        service
+        for service in SERVICES
+        if any(
+            re.search(pattern, f.read_text())
+            for f in (REPO_ROOT / "services" / service / "src").rglob("*.py")
+        )
+    }
+
+
 def test_services_that_call_a_model_get_litellm_and_the_key() -> None:
     """The services that build an LLM gateway are found in the code: each image installs litellm
     (core imports it lazily, so no import check sees it) and the chart's default mounts the model
     key into each (the ingest image once lacked litellm, and hybrid search through the API fell
     back to lexical there)."""
-    calls_models = {
-        service
-        for service in SERVICES
-        if any(
-            re.search(r"\bGateway\(", f.read_text())
-            for f in (REPO_ROOT / "services" / service / "src").rglob("*.py")
-        )
-    }
+    calls_models = _services_whose_code_matches(r"\bGateway\(")
     with_litellm = {
         service
         for service in SERVICES
@@ -239,12 +243,5 @@ def test_services_that_run_git_get_git_in_their_image() -> None:
     match = re.search(r'case "\$\{SERVICE\}" in \\\s*\n\s*([a-z|-]+)\)', text)
     assert match, "the Dockerfile's per-service git install is not where this test expects it"
     with_git = set(match.group(1).split("|"))
-    uses_git = {
-        service
-        for service in SERVICES
-        if any(
-            re.search(r"\b(run_git|stream_git|read_blobs|ls_tree|resolve_ref)\(", f.read_text())
-            for f in (REPO_ROOT / "services" / service / "src").rglob("*.py")
-        )
-    }
+    uses_git = _services_whose_code_matches(r"\b(run_git|stream_git|read_blobs|ls_tree|resolve_ref)\(")
     assert uses_git and with_git == uses_git
