@@ -27,6 +27,7 @@ from palimpsest.index.graph import (
     resolve_seeds,
 )
 from palimpsest.index.graph.facts import is_config_file
+from palimpsest.index.records import decode_facts, decode_symbols
 
 MAX_BYTES = 256 * 1024
 
@@ -44,8 +45,8 @@ def snapshot(files: Mapping[str, str | bytes]) -> SnapshotFacts:
                 language=blob.language,
                 kind="doc" if is_doc(path) else "code",
                 skip_reason=blob.skip_reason,
-                symbols=[SymbolRow(n, k, s, e, p) for _, n, k, s, e, p in blob.symbols],
-                facts=[FactRow(k, n, line, t, d) for _, k, n, line, t, d in blob.facts],
+                symbols=[SymbolRow(*r) for r in decode_symbols(blob.symbols)],  # as the loader reads them
+                facts=[FactRow(*r) for r in decode_facts(blob.facts)],
             )
         )
         if is_config_file(path) and blob.skip_reason is None:

@@ -11,7 +11,7 @@ raises :class:`~palimpsest.core.git_errors.GitError` (``auth``), as a refused cl
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from palimpsest.core.db import Conn
@@ -45,16 +45,19 @@ def auth_for(provider: str, token: str) -> GitAuth:
 _DEFAULT_TOKENS = InstallationTokens()
 
 
-async def git_auth_for(
-    conn: Conn, repository_id: UUID, box: SecretBox | None, *, tokens: InstallationTokens | None = None
-) -> GitAuth | None:
-    """Credentials for cloning ``repository_id`` (in the caller's tenant transaction), or None.
+class Credential(NamedTuple):
+    """A repository's installation credential, still sealed: a token, or a GitHub App's id and
+    key (``kind`` ``'app'``), with what minting needs (host, GitHub's installation id)."""
 
-    ``tokens`` mints and caches GitHub App installation tokens (default: a process-wide cache
-    against the hosts' own APIs; services pass theirs, configured with PALIMPSEST_GITHUB_API_URL).
-    """
-    if await _installations_table(conn) is False:
-        return None
+    provider: str
+    kind: str
+    sealed: bytes
+    host: str
+    external_id: str
+
+
+async def installation_credential(conn: Conn, repository_id: UUID) -> Credential | None:
+    """The sealed credential of ``repository_id``'s installation (caller's tenant), or None."""
     cur = await conn.execute(
         "SELECT r.provider, i.host, i.external_id, i.credentials, i.credentials_kind FROM repositories r"
         " JOIN installations i ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
@@ -62,26 +65,47 @@ async def git_auth_for(
         (repository_id,),
     )
     row: dict[str, Any] | None = await cur.fetchone()
-    if row is None or row["credentials"] is None:
+    if row is None or row["credentials"] is None or row["credentials_kind"] not in ("token", "app"):
+        return None
+    return Credential(
+        str(row["provider"]),
+        str(row["credentials_kind"]),
+        bytes(row["credentials"]),
+        str(row["host"]),
+        str(row["external_id"]),
+    )
+
+
+async def credential_token(
+    credential: Credential, box: SecretBox, tokens: InstallationTokens | None = None
+) -> str | None:
+    """The token ``credential`` stands for: opened, or minted from a GitHub App's key (None for
+    App credentials of another provider). Raises GitError (``auth``, …) when GitHub refuses.
+
+    ``tokens`` mints and caches installation tokens (default: a process-wide cache against the
+    hosts' own APIs; services pass theirs, configured with PALIMPSEST_GITHUB_API_URL).
+    """
+    opened = box.open(credential.sealed)
+    if credential.kind != "app":
+        return opened
+    if credential.provider != "github":
+        return None
+    app = AppCredentials.from_sealed_json(opened)
+    return await (tokens or _DEFAULT_TOKENS).token(credential.host, credential.external_id, app)
+
+
+async def git_auth_for(
+    conn: Conn, repository_id: UUID, box: SecretBox | None, *, tokens: InstallationTokens | None = None
+) -> GitAuth | None:
+    """Credentials for cloning ``repository_id`` (in the caller's tenant transaction), or None."""
+    credential = await installation_credential(conn, repository_id)
+    if credential is None:
         return None
     if box is None:
         log.warning("repository %s has credentials but PALIMPSEST_ENCRYPTION_KEY is not set", repository_id)
         return None
-    provider = str(row["provider"])
-    if row["credentials_kind"] == "app":
-        if provider != "github":
-            log.warning("repository %s: App credentials are GitHub's; cloning without", repository_id)
-            return None
-        token = await (tokens or _DEFAULT_TOKENS).token(
-            str(row["host"]),
-            str(row["external_id"]),
-            AppCredentials.from_sealed_json(box.open(bytes(row["credentials"]))),
-        )
-        return auth_for(provider, token)
-    return auth_for(provider, box.open(bytes(row["credentials"])))
-
-
-async def _installations_table(conn: Conn) -> bool:
-    cur = await conn.execute("SELECT to_regclass('installations') IS NOT NULL AS ok")
-    found = await cur.fetchone()
-    return bool(found and found["ok"])
+    token = await credential_token(credential, box, tokens)
+    if token is None:
+        log.warning("repository %s: App credentials are GitHub's; cloning without", repository_id)
+        return None
+    return auth_for(credential.provider, token)

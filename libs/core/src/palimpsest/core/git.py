@@ -47,6 +47,7 @@ __all__ = [
     "classify_git_failure",
     "decode_path",
     "git_env",
+    "is_object_id",
     "is_partial_clone",
     "ls_tree",
     "object_sizes",
@@ -244,6 +245,11 @@ async def check_remote(url: str, policy: SourcePolicy) -> CloneTarget:
 
 
 # ---------------------------------------------------------------------------------- paths
+
+
+def is_object_id(text: str) -> bool:
+    """A full object name: 40 (SHA-1) or 64 (SHA-256) lower-case hex digits."""
+    return _HEX_OID.fullmatch(text.encode("ascii", "replace")) is not None
 
 
 def decode_path(raw: bytes) -> str:

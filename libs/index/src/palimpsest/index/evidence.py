@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
-__all__ = ["HALF_LIFE_DAYS", "SIZE_POWER", "add_evidence", "decay", "decayed", "pair_weight"]
+__all__ = ["HALF_LIFE_DAYS", "SIZE_POWER", "add_evidence", "add_weight", "decay", "decayed", "pair_weight"]
 
 SIZE_POWER = 1 / 3
 """A commit of n entries counts ``1 / (n - 1) ** SIZE_POWER`` for each pair in it."""
@@ -46,7 +46,18 @@ def add_evidence(
 ) -> float:
     """The pair's evidence as of ``max(last_at, when)`` after one more commit at ``when`` of
     ``touched`` entries (history may arrive newest first, as ``git log`` gives it, or oldest first)."""
-    weight = pair_weight(touched)
+    return add_weight(evidence, last_at, when, pair_weight(touched), half_life_days)
+
+
+def add_weight(
+    evidence: float,
+    last_at: datetime | None,
+    when: datetime,
+    weight: float,
+    half_life_days: float = HALF_LIFE_DAYS,
+) -> float:
+    """:func:`add_evidence` with the commit's :func:`pair_weight` already computed (the scanner
+    computes it once per commit, not once per pair)."""
     if last_at is None:
         return weight
     days = (when - last_at).total_seconds() / 86400.0

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from palimpsest.chunker.build import BuildStats, Limits, build, collect_garbage, finish
 from palimpsest.chunker.errors import BuildFailed, BuildSkipped
-from palimpsest.chunker.source import TRANSIENT, open_source
+from palimpsest.chunker.source import open_source, raise_build_failure
 from palimpsest.chunker.work import warm_up
 from palimpsest.core import metrics
 from palimpsest.core.bus import CONSUMERS
@@ -30,7 +30,7 @@ from palimpsest.core.credentials import box_for, git_auth_for
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import IndexRequested, SnapshotBuilt
 from palimpsest.core.git import GitAuth
-from palimpsest.core.git_errors import GitError, source_reason
+from palimpsest.core.git_errors import GitError
 from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
@@ -84,9 +84,7 @@ class Chunker:
             async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
                 return await git_auth_for(conn, repo["repository_id"], self.box, tokens=self.tokens)
         except GitError as exc:
-            if exc.reason in TRANSIENT:
-                raise
-            raise BuildFailed(source_reason(exc.reason), str(exc)) from exc
+            raise_build_failure(exc)
 
     def executor(self) -> Executor | None:
         if self.settings.workers <= 1:

@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from palimpsest.chunker.errors import BuildFailed
 from palimpsest.core.git import GitAuth, check_remote, resolve_ref, run_git, temporary_clone_dir
@@ -71,6 +72,12 @@ async def open_source(
             commit = await resolve_ref(repo, "HEAD", timeout_s=timeout_s)
             yield Source(repo, commit, local=False)
     except GitError as exc:
-        if exc.reason in TRANSIENT:
-            raise
-        raise BuildFailed(source_reason(exc.reason), str(exc)) from exc
+        raise_build_failure(exc)
+
+
+def raise_build_failure(exc: GitError) -> NoReturn:
+    """Re-raise a transient git failure (the request is redelivered); any other ends the build
+    with ``source_<reason>``."""
+    if exc.reason in TRANSIENT:
+        raise exc
+    raise BuildFailed(source_reason(exc.reason), str(exc)) from exc

@@ -23,10 +23,9 @@ class BlobResult(NamedTuple):
     parse_errors: int
     # (ordinal, kind, name, start_line, end_line, content, code tokens)
     chunks: list[tuple[int, str, str | None, int, int, str, str]]
-    # (ordinal, name, kind, start_line, end_line, parent)
-    symbols: list[tuple[int, str, str, int, int, str | None]]
-    # (ordinal, kind, name, line, target, detail)
-    facts: list[tuple[int, str, str, int, str | None, str | None]]
+    symbol_count: int
+    symbols: str | None  # the blob row's records (palimpsest.index.records)
+    facts: str | None
 
 
 def _clean(text: str) -> str:
@@ -39,11 +38,13 @@ def analyze_blob(path: str, sha: str, data: bytes, max_bytes: int) -> BlobResult
     language = detect_language(path)
     verdict = screen(path, data, max_bytes)
     if not isinstance(verdict, Screened):
-        return BlobResult(sha, language, len(data), str(verdict.reason), 0, [], [], [])
+        return BlobResult(sha, language, len(data), str(verdict.reason), 0, [], 0, None, None)
     try:
         analysis = analyze_file(path, verdict.text, language)
     except Exception as exc:  # a grammar bug must cost one file, not the build
-        return BlobResult(sha, language, len(data), f"parse_failed:{exc.__class__.__name__}", 0, [], [], [])
+        return BlobResult(
+            sha, language, len(data), f"parse_failed:{exc.__class__.__name__}", 0, [], 0, None, None
+        )
     chunks = [
         (
             i,
@@ -56,11 +57,17 @@ def analyze_blob(path: str, sha: str, data: bytes, max_bytes: int) -> BlobResult
         )
         for i, c in enumerate(analysis.chunks)
     ]
-    symbols = [
-        (i, s.name, s.kind, s.start_line, s.end_line, s.parent) for i, s in enumerate(analysis.symbols)
-    ]
-    facts = [(i, f.kind, f.name, f.line, f.target, f.detail) for i, f in enumerate(analysis.facts)]
-    return BlobResult(sha, analysis.language, len(data), None, analysis.parse_errors, chunks, symbols, facts)
+    return BlobResult(
+        sha,
+        analysis.language,
+        len(data),
+        None,
+        analysis.parse_errors,
+        chunks,
+        len(analysis.symbols),
+        encode_symbols(analysis.symbols),
+        encode_facts(analysis.facts),
+    )
 
 
 class BlobSummary(NamedTuple):
@@ -135,12 +142,10 @@ def analyze_batch(items: list[tuple[str, str, bytes]], max_bytes: int) -> BatchR
     for path, sha, data in items:
         b = analyze_blob(path, sha, data, max_bytes)
         summary = BlobSummary(
-            b.sha, b.language, b.size, b.skip_reason, b.parse_errors, len(b.chunks), len(b.symbols)
+            b.sha, b.language, b.size, b.skip_reason, b.parse_errors, len(b.chunks), b.symbol_count
         )
         blobs.append(summary)
-        symbols = encode_symbols(s[1:] for s in b.symbols)
-        facts = encode_facts(f[1:] for f in b.facts)
-        blob_rows.append(blob_copy_line(summary, symbols, facts))
+        blob_rows.append(blob_copy_line(summary, b.symbols, b.facts))
         chunks.extend(
             f"{sha}\t{i}\t{esc(kind)}\t{copy_field(name)}\t{start}\t{end}\t{esc(content)}\t{esc(tokens)}"
             for i, kind, name, start, end, content, tokens in b.chunks

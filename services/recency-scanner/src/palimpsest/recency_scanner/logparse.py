@@ -53,7 +53,7 @@ from typing import Literal, NamedTuple
 
 from palimpsest.core.git import decode_path
 from palimpsest.core.git_errors import GitError, GitFailure
-from palimpsest.index.evidence import HALF_LIFE_DAYS, pair_weight
+from palimpsest.index.evidence import add_weight, pair_weight
 
 __all__ = [
     "DEFAULT_MAX_FILES_PER_COMMIT",
@@ -143,9 +143,6 @@ def log_args(rev: str, *, window: str | None = None, renames: RenameMode = "exac
     return [*args, "--end-of-options", rev, "--"]
 
 
-_HALF_LIFE_S = HALF_LIFE_DAYS * 86400.0
-
-
 class _Pair:
     __slots__ = ("commits", "evidence", "last")
 
@@ -155,16 +152,10 @@ class _Pair:
         self.evidence = weight
 
     def add(self, when: datetime, weight: float) -> None:
-        """One more commit of this pair: the log runs newest first, so usually an older one,
-        whose weight is decayed to ``last``; a newer one (dates out of order) moves ``last``."""
+        """One more commit of this pair (the log runs newest first: usually an older one)."""
         self.commits += 1
-        if when <= self.last:
-            self.evidence += weight * 0.5 ** ((self.last - when).total_seconds() / _HALF_LIFE_S)
-        else:
-            self.evidence = (
-                self.evidence * 0.5 ** ((when - self.last).total_seconds() / _HALF_LIFE_S) + weight
-            )
-            self.last = when
+        self.evidence = add_weight(self.evidence, self.last, when, weight)
+        self.last = max(self.last, when)
 
 
 class LogParser:

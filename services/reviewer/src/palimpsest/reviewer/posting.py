@@ -14,15 +14,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import quote
 from uuid import UUID
 
 import httpx
 
+from palimpsest.core.credentials import Credential, installation_credential
 from palimpsest.core.db import Conn
-from palimpsest.core.errors import PalimpsestError
-from palimpsest.core.secretbox import SecretBox
+from palimpsest.core.github_app import api_url_for
 from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.review import Finding
 
@@ -46,41 +46,26 @@ class Target:
 
 def default_api_url(provider: str, host: str) -> str:
     if provider == "github":
-        return "https://api.github.com" if host == "github.com" else f"https://{host}/api/v3"
+        return api_url_for(host)
     if provider == "gitlab":
         return f"https://{host}/api/v4"
     return "https://api.bitbucket.org/2.0"
 
 
-class Credential(NamedTuple):
-    """An installation's sealed credential: a token, or a GitHub App's id and key (``kind``)."""
-
-    kind: str
-    sealed: bytes
-    host: str
-    external_id: str
-
-
 async def installation_target(
     conn: Conn, repository_id: UUID, number: int, head_sha: str, api_urls: dict[str, str | None]
 ) -> tuple[Target, Credential] | None:
-    """Where to post and the sealed credential; None when the repository's installation has none
-    (App credentials count for GitHub only)."""
-    cur = await conn.execute(
-        "SELECT r.provider, r.full_name, i.host, i.external_id, i.credentials, i.credentials_kind"
-        " FROM repositories r JOIN installations i ON i.installation_id = r.installation_id"
-        " WHERE r.repository_id = %s",
-        (repository_id,),
-    )
+    """Where to post and the installation's sealed credential; None when it has none."""
+    credential = await installation_credential(conn, repository_id)
+    if credential is None:
+        return None
+    cur = await conn.execute("SELECT full_name FROM repositories WHERE repository_id = %s", (repository_id,))
     row = await cur.fetchone()
-    if row is None or row["credentials"] is None:
+    if row is None:
         return None
-    provider, kind = str(row["provider"]), str(row["credentials_kind"])
-    if kind not in ("token", "app") or (kind == "app" and provider != "github"):
-        return None
-    api = api_urls.get(provider) or default_api_url(provider, str(row["host"]))
-    credential = Credential(kind, bytes(row["credentials"]), str(row["host"]), str(row["external_id"]))
-    return Target(provider, api.rstrip("/"), str(row["full_name"]), number, head_sha), credential
+    api = api_urls.get(credential.provider) or default_api_url(credential.provider, credential.host)
+    target = Target(credential.provider, api.rstrip("/"), str(row["full_name"]), number, head_sha)
+    return target, credential
 
 
 def render_body(target: Target, summary: str, findings: Sequence[Finding], *, inline: bool) -> str:
@@ -189,10 +174,3 @@ async def _bitbucket(
 
 
 _POSTERS = {"github": _github, "gitlab": _gitlab, "bitbucket": _bitbucket}
-
-
-def open_token(box: SecretBox, sealed: bytes) -> str:
-    try:
-        return box.open(sealed)
-    except PalimpsestError as exc:
-        raise ReviewFailed("credentials_unreadable", str(exc)) from exc

@@ -32,12 +32,13 @@ from pydantic import Field
 from palimpsest.core import metrics
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.consumer import HandlerContext
-from palimpsest.core.credentials import git_auth_for
+from palimpsest.core.credentials import Credential, credential_token, git_auth_for
 from palimpsest.core.db import Conn, Pool, tenant_tx
+from palimpsest.core.errors import PalimpsestError
 from palimpsest.core.events import ReviewCompleted, ReviewRequested, SnapshotBuilt
 from palimpsest.core.git import GitAuth
 from palimpsest.core.git_errors import GitError, source_reason
-from palimpsest.core.github_app import AppCredentials, InstallationTokens
+from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import ChatResult, Gateway, LLMSettings
 from palimpsest.core.outbox import emit
@@ -53,7 +54,7 @@ from palimpsest.reviewer.crossrepo import LinkConfig, read_config
 from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.overlay import head_commit
 from palimpsest.reviewer.parts import plan_parts, review_in_parts
-from palimpsest.reviewer.posting import Credential, installation_target, open_token, post_review
+from palimpsest.reviewer.posting import installation_target, post_review
 from palimpsest.reviewer.review import Outcome, brief, messages
 from palimpsest.reviewer.source import GitHead, PullRequestDiff, open_repository, pull_request_diff, rev_parse
 from palimpsest.reviewer.store import ReviewRecord, existing_review, mark_posted, save_review, stored_record
@@ -166,6 +167,9 @@ class ReviewerService:
         target, credential = found
         try:
             token = await self._posting_token(credential, box)
+            if token is None:  # App credentials of a provider other than GitHub
+                metrics.REVIEWS_POSTED.labels(event.provider, "no_credentials").inc()
+                return
             fresh = await post_review(target, token, record.summary, record.findings)
         except ReviewFailed as exc:
             metrics.REVIEWS_POSTED.labels(event.provider, "failed").inc()
@@ -175,16 +179,14 @@ class ReviewerService:
         record.posted = True
         metrics.REVIEWS_POSTED.labels(event.provider, "posted" if fresh else "already_posted").inc()
 
-    async def _posting_token(self, credential: Credential, box: SecretBox) -> str:
-        """The installation's token, or for a GitHub App installation a minted one."""
-        opened = open_token(box, credential.sealed)
-        if credential.kind != "app":
-            return opened
+    async def _posting_token(self, credential: Credential, box: SecretBox) -> str | None:
+        """The installation's token (opened, or minted for a GitHub App); None: none for posting."""
         try:
-            app = AppCredentials.from_sealed_json(opened)
-            return await self.tokens.token(credential.host, credential.external_id, app)
+            return await credential_token(credential, box, self.tokens)
         except GitError as exc:
             raise ReviewFailed(f"credentials_{exc.reason.value}", str(exc)) from exc
+        except PalimpsestError as exc:  # the sealed value does not open with the configured keys
+            raise ReviewFailed("credentials_unreadable", str(exc)) from exc
 
     def _box(self) -> SecretBox | None:
         key = self.settings.encryption_key

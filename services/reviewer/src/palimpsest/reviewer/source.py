@@ -16,7 +16,15 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from palimpsest.core.git import GitAuth, check_remote, decode_path, read_blobs, run_git, temporary_clone_dir
+from palimpsest.core.git import (
+    GitAuth,
+    check_remote,
+    decode_path,
+    is_object_id,
+    read_blobs,
+    run_git,
+    temporary_clone_dir,
+)
 from palimpsest.core.git_errors import GitError, source_reason
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.reviewer.diff import ChangedFile, parse_diff
@@ -24,7 +32,6 @@ from palimpsest.reviewer.errors import ReviewFailed
 
 TIMEOUT_S = 300.0
 
-_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # the name a revision starts with, before ``~``, ``^`` or ``@{`` suffixes (``main~2`` → ``main``)
 _REF_NAME = re.compile(r"[A-Za-z0-9._/+-]+?(?=[~^]|@\{|$)")
 
@@ -40,7 +47,7 @@ def fetch_refspecs(revisions: Sequence[str]) -> list[str]:
     """
     specs: list[str] = []
     for rev in dict.fromkeys(revisions):
-        if _FULL_SHA.fullmatch(rev):
+        if is_object_id(rev):
             specs.append(rev)
             continue
         found = _REF_NAME.match(rev)

@@ -12,11 +12,11 @@ reason (a diff that does not apply fails before any head exists).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from uuid import UUID
 
 from palimpsest.core.events import ReviewRequested
+from palimpsest.core.git import is_object_id
 from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
 from palimpsest.index.stored import (
@@ -35,8 +35,6 @@ from palimpsest.ingest.errors import NotFound
 from palimpsest.ingest.read_models import ReviewCreate
 
 __all__ = ["request_review", "review", "reviews"]
-
-_FULL_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
 async def reviews(
@@ -75,7 +73,7 @@ async def review(ctx: IngestContext, scope: Scope, review_or_request_id: UUID) -
 
 
 def _revision(value: str) -> dict[str, str]:
-    return {"sha": value} if _FULL_SHA.fullmatch(value) else {"ref": value}
+    return {"sha": value} if is_object_id(value) else {"ref": value}
 
 
 async def request_review(
