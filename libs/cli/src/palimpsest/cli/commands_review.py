@@ -65,6 +65,50 @@ def register(cli: click.Group) -> None:
         result = await run_bench_review(settings(), files=files, total_bytes=int(total_mb * 1e6), runs=runs)
         emit(result, as_json=as_json, text=None)
 
+    @bench.command("replay")
+    @click.option(
+        "--repo", "repo", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
+    )
+    @click.option("--changes", default=30, show_default=True, help="Changes sampled per seed.")
+    @click.option("--seed", "seeds", multiple=True, type=int, help="Sampling seed (repeatable; default 1).")
+    @click.option("--budget-tokens", default=8000, show_default=True, help="The reviewer's context budget.")
+    @click.option(
+        "--report",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write the missing-context report (Markdown).",
+    )
+    @click.option("--json", "as_json", is_flag=True)
+    @run_async
+    async def bench_replay(
+        repo: Path,
+        changes: int,
+        seeds: tuple[int, ...],
+        budget_tokens: int,
+        report: Path | None,
+        as_json: bool,
+    ) -> None:
+        """Replay merged changes of a local clone as pull requests; recall of the review context
+        against git-log/git-grep baselines at the same file count, and why truth files were missing."""
+        from palimpsest.cli.benchreplay import markdown_report, run_bench_replay
+        from palimpsest.cli.replay import ReplayError
+
+        if changes < 1 or budget_tokens < 100:
+            fail("--changes must be at least 1 and --budget-tokens at least 100")
+        try:
+            result = await run_bench_replay(
+                settings(),
+                repo=repo,
+                changes=changes,
+                seeds=seeds or (1,),
+                budget=budget_tokens,
+                say=progress,
+            )
+        except ReplayError as exc:
+            fail(str(exc))
+        if report is not None:
+            report.write_text(markdown_report(result))
+        emit(result, as_json=as_json, text=None)
+
 
 def _rev_parse(path: Path, rev: str) -> str:
     proc = subprocess.run(

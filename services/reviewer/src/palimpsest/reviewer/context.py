@@ -154,6 +154,7 @@ async def assemble_context(
     ``links`` is the base commit's cross-repository config (None: no cross-repository context).
     """
     options = options or ContextOptions()
+    started = time.perf_counter()
     files = parse_diff(diff) if isinstance(diff, str) else list(diff)
     snap = await pick_snapshot(conn, repository_id, base_sha)
     sid = UUID(str(snap["snapshot_id"]))
@@ -177,6 +178,7 @@ async def assemble_context(
     ctx.median_code_date, kept = apply_recency(fresh, ctx.dropped)
     own_budget = budget - sum(c.tokens for c in cross)
     ctx.items = _within_budget(kept, own_budget, options, ctx.dropped) + cross
+    ctx.timings["total"] = round((time.perf_counter() - started) * 1000, 2)
     return ctx
 
 
@@ -361,13 +363,16 @@ def _within_budget(
         if cand.key not in chosen and used + cand.tokens <= budget:
             used += cand.tokens
             chosen.add(cand.key)
+    rank = {cand.key: i for i, cand in enumerate(sorted(kept, key=lambda c: -c.score), 1)}
     out: list[Candidate] = []
     for source in OWN_SOURCES:
         for cand in sorted(by_source[source], key=lambda c: -c.score):
             if cand.key in chosen:
                 out.append(cand)
             else:
-                dropped.append(_drop(cand, "budget"))
+                dropped.append(
+                    {**_drop(cand, "budget"), "rank": rank[cand.key], "score": round(cand.score, 4)}
+                )
     return out
 
 

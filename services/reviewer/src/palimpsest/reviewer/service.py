@@ -407,6 +407,8 @@ def _fill_context(record: ReviewRecord, context: ReviewContext) -> None:
         "ranking": context.ranking,
         "budget": context.budget,
         "snapshot_on_base": context.on_base,
+        "snapshot_commit": context.snapshot_commit,
+        "timings": context.timings,
         **({"cross_repo": context.cross} if context.cross else {}),
     }
 

@@ -1,0 +1,383 @@
+"""``palimpsest bench replay``: real history replayed as pull requests through the real reviewer.
+
+For each sampled change (:mod:`palimpsest.cli.replay`, oldest first, the union of every seed's
+sample processed once) the product is made to know the repository exactly as it was at the
+change's base — a scratch bare repository borrowing the clone's objects has its branch moved to
+the base and an index is requested through the bus, so the chunker builds the base's snapshot and
+the recency scanner scans the history up to it and no later — then the seed file's part of the
+change is committed on top of the base and reviewed with ``palimpsest review``'s own path
+(``review.requested`` → the reviewer service → the stored review). The context's files are
+compared with the truth and with the baselines at the same number of files, and every truth file
+the context lacks is explained from the stored review (dropped, ranked below the cut, never a
+candidate) or from the snapshot (not indexed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from nats.aio.client import Client as NATS
+
+from palimpsest.cli import replay
+from palimpsest.cli.commands_review import review_local
+from palimpsest.cli.local import default_branch, local_tenant, register_path
+from palimpsest.cli.pipeline import request, wait_for, watching
+from palimpsest.cli.replay import Change, Truth, git, recall
+from palimpsest.cli.runner import running_services
+from palimpsest.cli.stack import open_stack
+from palimpsest.core.db import Pool, tenant_tx
+from palimpsest.core.events import IndexRequested
+from palimpsest.core.settings import BaseServiceSettings
+
+__all__ = ["STRATEGIES", "run_bench_replay", "summarize"]
+
+STRATEGIES = ("context", "mix", "cochange", "grep", "none")
+KINDS = ("targets", "usages", "both")
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "replay",
+    "GIT_AUTHOR_EMAIL": "replay@localhost",
+    "GIT_COMMITTER_NAME": "replay",
+    "GIT_COMMITTER_EMAIL": "replay@localhost",
+}
+
+
+async def run_bench_replay(
+    settings: BaseServiceSettings,
+    *,
+    repo: Path,
+    changes: int,
+    seeds: Sequence[int],
+    budget: int,
+    say: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    repo = repo.resolve()
+    branch = default_branch(repo)
+    head = git(repo, "rev-parse", "--verify", f"{branch}^{{commit}}").strip()
+    eligible = await asyncio.to_thread(replay.eligible_changes, repo, branch)
+    samples = {seed: replay.sample_changes(eligible, changes, seed) for seed in seeds}
+    union = sorted(
+        {c.sha: c for picked in samples.values() for c in picked}.values(), key=lambda c: (c.when, c.sha)
+    )
+    say(f"{len(eligible)} eligible changes; replaying {len(union)} for seeds {list(seeds)}")
+    records: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="palimpsest-replay-") as tmp, _budget_env(budget):
+        root = Path(tmp)
+        scratch = _scratch_repository(repo, root / "replay.git")
+        s = settings
+        if not (settings.database_url or settings.migration_database_url):
+            s = settings.model_copy(update={"home": root / "home"})
+        s = s.model_copy(update={"allow_local_sources": True})
+        async with open_stack(s) as stack, running_services(s, stack) as infra:
+            tenant = await local_tenant(infra.pool, Path(s.home))
+            for i, change in enumerate(union, 1):
+                say(f"[{i}/{len(union)}] {change.sha[:12]}")
+                records[change.sha] = await _replay_one(infra.pool, infra.nc, tenant, repo, scratch, change)
+    return {
+        "benchmark": "replay",
+        "repository": repo.name,
+        "branch": branch,
+        "commit": head,
+        "eligible": len(eligible),
+        "changes": changes,
+        "seeds": list(seeds),
+        "budget_tokens": budget,
+        **summarize(records, samples),
+        "records": [records[c.sha] for c in union],
+    }
+
+
+@contextmanager
+def _budget_env(budget: int) -> Iterator[None]:
+    """The reviewer reads its budget from its settings (the environment), as in production."""
+    key = "PALIMPSEST_REVIEW_BUDGET_TOKENS"
+    old = os.environ.get(key)
+    os.environ[key] = str(budget)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = old
+
+
+def _scratch_repository(source: Path, path: Path) -> Path:
+    """A bare repository that borrows ``source``'s objects; its ``main`` is moved per change."""
+    git(path.parent, "init", "-q", "--bare", str(path))
+    common = Path(git(source, "rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+    (path / "objects" / "info" / "alternates").write_text(f"{common / 'objects'}\n")
+    git(path, "symbolic-ref", "HEAD", "refs/heads/main")
+    return path
+
+
+async def _replay_one(
+    pool: Pool, nc: NATS, tenant: UUID, repo: Path, scratch: Path, change: Change
+) -> dict[str, Any]:
+    git(scratch, "update-ref", "refs/heads/main", change.parent)
+    repo_id = await register_path(pool, tenant, scratch)
+    built = await _index(pool, nc, tenant, repo_id)
+    truth = await asyncio.to_thread(replay.truth_of, repo, change)
+    head = _seed_commit(scratch, change, truth.seed)
+    started = time.perf_counter()
+    review = await review_local(pool, nc, tenant, scratch, change.parent, head, say=lambda _: None)
+    wall_ms = (time.perf_counter() - started) * 1000
+    files = _context_files(review, truth.seed)
+    base = await asyncio.to_thread(replay.baselines, repo, change, truth, len(files))
+    found = {"context": files, **base}
+    indexed = await _indexed(pool, tenant, review.get("snapshot_id"), truth.both)
+    timings = (review.get("sources") or {}).get("timings") or {}
+    return {
+        "change": change.sha,
+        "base": change.parent,
+        "seed": truth.seed,
+        "seed_lines": truth.seed_lines,
+        "names": truth.names,
+        "usage_names": truth.usage_names,
+        "targets": truth.targets,
+        "usages": truth.usages,
+        "files": len(files),
+        "tokens": sum(int(c.get("tokens") or 0) for c in review.get("context", [])),
+        "state": review.get("state"),
+        "index": {k: built.get(k) for k in ("state", "reason", "duration_s")},
+        "snapshot_on_base": (review.get("sources") or {}).get("snapshot_on_base"),
+        "assembly_ms": timings.get("total"),
+        "review_ms": round(wall_ms, 1),
+        "recall": {name: _recalls(paths, truth) for name, paths in found.items()},
+        "found_first": _found_first(review, truth),
+        "missing": _missing(review, truth, files, indexed),
+        "context": files,
+        "baselines": base,
+    }
+
+
+async def _index(pool: Pool, nc: NATS, tenant: UUID, repo_id: UUID) -> dict[str, Any]:
+    """Index the branch as it is now and wait for both the snapshot and the recency scan."""
+    event = IndexRequested(tenant_id=tenant, repository_id=repo_id, reason="push")
+    async with watching(nc, event.request_id, ("snapshot.built", "recency.scanned")) as waiter:
+        await request(pool, event)
+        found = await wait_for(waiter, ("snapshot.built", "recency.scanned"), timeout_s=3600)
+    return found["snapshot.built"]
+
+
+def _seed_commit(scratch: Path, change: Change, seed: str) -> str:
+    """A commit on the base whose only change is the seed file's part of ``change``."""
+    mode, _, rest = git(scratch, "ls-tree", change.sha, "--", seed).partition(" ")
+    blob = rest.split()[1]
+    index = {"GIT_INDEX_FILE": str(scratch / f"replay-index-{change.sha[:12]}")}
+    git(scratch, "read-tree", change.parent, env=index)
+    git(scratch, "update-index", "--cacheinfo", f"{mode},{blob},{seed}", env=index)
+    tree = git(scratch, "write-tree", env=index).strip()
+    Path(index["GIT_INDEX_FILE"]).unlink(missing_ok=True)
+    message = f"replay of {change.sha}: {seed}"
+    return git(scratch, "commit-tree", tree, "-p", change.parent, "-m", message, env=_IDENTITY).strip()
+
+
+def _context_files(review: dict[str, Any], seed: str) -> list[str]:
+    """The distinct files of the PR's own repository in the context, best-scored first."""
+    items = [c for c in review.get("context", []) if not c.get("repository") and c["path"] != seed]
+    ordered = sorted(items, key=lambda c: -float(c.get("score") or 0.0))
+    return list(dict.fromkeys(c["path"] for c in ordered))
+
+
+async def _indexed(pool: Pool, tenant: UUID, snapshot_id: str | None, paths: Sequence[str]) -> set[str]:
+    if snapshot_id is None or not paths:
+        return set()
+    async with tenant_tx(pool, tenant) as conn:
+        cur = await conn.execute(
+            "SELECT path FROM code_index_files WHERE snapshot_id = %s AND path = ANY(%s::text[])",
+            (UUID(snapshot_id), list(paths)),
+        )
+        return {row["path"] for row in await cur.fetchall()}
+
+
+def _recalls(paths: Sequence[str], truth: Truth) -> dict[str, float | None]:
+    return {
+        "targets": recall(paths, truth.targets),
+        "usages": recall(paths, truth.usages),
+        "both": recall(paths, truth.both),
+    }
+
+
+def _found_first(review: dict[str, Any], truth: Truth) -> dict[str, int]:
+    """Per source: the truth files whose best-scored context item came from it."""
+    best: dict[str, tuple[float, str]] = {}
+    wanted = set(truth.both)
+    for item in review.get("context", []):
+        path = item["path"]
+        if path in wanted and not item.get("repository"):
+            score = float(item.get("score") or 0.0)
+            if path not in best or score > best[path][0]:
+                best[path] = (score, item["source"])
+    out: dict[str, int] = {}
+    for _, source in best.values():
+        out[source] = out.get(source, 0) + 1
+    return out
+
+
+def _missing(
+    review: dict[str, Any], truth: Truth, files: Sequence[str], indexed: set[str]
+) -> list[dict[str, Any]]:
+    """Why each truth file is absent from the context."""
+    have = set(files)
+    dropped: dict[str, list[dict[str, Any]]] = {}
+    for entry in review.get("dropped") or []:
+        if entry.get("path") and not entry.get("repository"):
+            dropped.setdefault(entry["path"], []).append(entry)
+    partners = list(review.get("cochange_missing") or [])
+    out: list[dict[str, Any]] = []
+    for path in truth.both:
+        if path in have:
+            continue
+        kind = "target" if path in truth.targets else "usage"
+        record: dict[str, Any] = {"path": path, "kind": kind}
+        if kind == "usage":
+            record["names"] = truth.usage_by.get(path, [])
+        if path not in indexed:
+            record["why"] = "not_indexed"
+        elif path in dropped:
+            first = min(dropped[path], key=lambda d: d.get("rank") or 10**9)
+            below = first["reason"] == "budget"
+            record["why"] = "below_cut" if below else "dropped"
+            record.update(reason=first["reason"], source=first.get("source"), rank=first.get("rank"))
+        elif path in partners:
+            record.update(
+                why="never_candidate", note=f"co-change partner #{partners.index(path) + 1} not fetched"
+            )
+        else:
+            record["why"] = "never_candidate"
+        out.append(record)
+    return out
+
+
+# ------------------------------------------------------------------------------------- summary
+
+
+def summarize(records: dict[str, dict[str, Any]], samples: dict[int, list[Change]]) -> dict[str, Any]:
+    """Mean recall per seed and strategy, the mean over seeds with its spread, sources, reasons."""
+    per_seed: dict[str, Any] = {}
+    for seed, picked in samples.items():
+        rows = [records[c.sha] for c in picked if c.sha in records]
+        per_seed[str(seed)] = _seed_summary(rows)
+    means: dict[str, dict[str, dict[str, float | None]]] = {}
+    for strategy in STRATEGIES:
+        means[strategy] = {}
+        for kind in KINDS:
+            values = [
+                v["recall"][strategy][kind]
+                for v in per_seed.values()
+                if v["recall"][strategy][kind] is not None
+            ]
+            means[strategy][kind] = {
+                "mean": round(statistics.fmean(values), 4) if values else None,
+                "spread": round(max(values) - min(values), 4) if values else None,
+            }
+    rows = list(records.values())
+    return {
+        "recall": means,
+        "margin_vs_mix": _margin(per_seed, "mix"),
+        "usage_share_of_grep": _usage_share(means),
+        "per_seed": per_seed,
+        "found_first": _add_up(r["found_first"] for r in rows),
+        "missing_why": _add_up({m["why"]: 1} for r in rows for m in r["missing"]),
+        "files_mean": round(statistics.fmean(r["files"] for r in rows), 2) if rows else 0,
+        "tokens_mean": round(statistics.fmean(r["tokens"] for r in rows), 1) if rows else 0,
+        "assembly_ms": _percentiles([r["assembly_ms"] for r in rows if r["assembly_ms"] is not None]),
+        "review_ms": _percentiles([r["review_ms"] for r in rows]),
+    }
+
+
+def _seed_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    recall_means: dict[str, dict[str, float | None]] = {}
+    for strategy in STRATEGIES:
+        recall_means[strategy] = {}
+        for kind in KINDS:
+            values = [r["recall"][strategy][kind] for r in rows if r["recall"][strategy][kind] is not None]
+            recall_means[strategy][kind] = round(statistics.fmean(values), 4) if values else None
+    return {
+        "changes": len(rows),
+        "recall": recall_means,
+        "files_mean": round(statistics.fmean(r["files"] for r in rows), 2) if rows else 0,
+        "tokens_mean": round(statistics.fmean(r["tokens"] for r in rows), 1) if rows else 0,
+    }
+
+
+def _margin(per_seed: dict[str, Any], other: str) -> dict[str, float | None]:
+    """The context's lead over ``other`` on both-recall: mean over seeds and the smallest."""
+    margins = [
+        v["recall"]["context"]["both"] - v["recall"][other]["both"]
+        for v in per_seed.values()
+        if v["recall"]["context"]["both"] is not None and v["recall"][other]["both"] is not None
+    ]
+    if not margins:
+        return {"mean": None, "min": None}
+    return {"mean": round(statistics.fmean(margins), 4), "min": round(min(margins), 4)}
+
+
+def _usage_share(means: dict[str, dict[str, dict[str, float | None]]]) -> float | None:
+    ours, grep = means["context"]["usages"]["mean"], means["grep"]["usages"]["mean"]
+    if ours is None or not grep:
+        return None
+    return round(ours / grep, 4)
+
+
+def _add_up(parts: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for part in parts:
+        for key, n in part.items():
+            out[key] = out.get(key, 0) + n
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    ordered = sorted(values)
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    return {"p50": round(pick(0.5), 1), "p95": round(pick(0.95), 1)}
+
+
+def markdown_report(result: dict[str, Any]) -> str:
+    """The missing-context report: the summary table, then every truth file the context lacked."""
+    lines = [
+        f"# Replay of {result['repository']} @ {result['commit'][:12]} ({result['branch']})",
+        "",
+        f"{len(result['records'])} changes, seeds {result['seeds']}, budget {result['budget_tokens']} tokens,"
+        f" {result['files_mean']} files in the context on average.",
+        "",
+        "| strategy | targets | usages | both (± spread over seeds) |",
+        "| --- | --- | --- | --- |",
+    ]
+    for strategy in STRATEGIES:
+        r = result["recall"][strategy]
+        lines.append(
+            f"| {strategy} | {_fmt(r['targets']['mean'])} | {_fmt(r['usages']['mean'])} |"
+            f" {_fmt(r['both']['mean'])} ± {_fmt(r['both']['spread'])} |"
+        )
+    lines += ["", f"Why truth files were missing: {result['missing_why']}", ""]
+    lines += [
+        "| change | seed | missing file | kind | why | source | rank | reason |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for record in result["records"]:
+        for m in record["missing"]:
+            lines.append(
+                f"| {record['change'][:12]} | {record['seed']} | {m['path']} | {m['kind']} | {m['why']} |"
+                f" {m.get('source') or ''} | {m.get('rank') or ''} | {m.get('reason') or ''} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
