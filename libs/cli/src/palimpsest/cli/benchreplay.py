@@ -155,6 +155,7 @@ async def _replay_one(
         "found_first": _found_first(review, truth),
         "missing": _missing(review, truth, files, indexed),
         "context": files,
+        "reasons": _reasons(review, files),
         "baselines": base,
     }
 
@@ -186,6 +187,15 @@ def _context_files(review: dict[str, Any], seed: str) -> list[str]:
     items = [c for c in review.get("context", []) if not c.get("repository") and c["path"] != seed]
     ordered = sorted(items, key=lambda c: -float(c.get("score") or 0.0))
     return list(dict.fromkeys(c["path"] for c in ordered))
+
+
+def _reasons(review: dict[str, Any], files: Sequence[str]) -> dict[str, str]:
+    """Each context file's reason, as the stored review gives it."""
+    out: dict[str, str] = {}
+    for item in review.get("context", []):
+        if item["path"] in files and not item.get("repository"):
+            out.setdefault(item["path"], item.get("reason") or "")
+    return out
 
 
 async def _indexed(pool: Pool, tenant: UUID, snapshot_id: str | None, paths: Sequence[str]) -> set[str]:

@@ -186,7 +186,8 @@ def review_text(out: dict[str, Any]) -> str:
     for c in out.get("context", []):
         note = f"  {c['annotation']}" if c.get("annotation") else ""
         label = f"{c['source']} {c['repository']}" if c.get("repository") else c["source"]
-        lines.append(f"  [{label}] {c['path']}:{c['start_line']}-{c['end_line']}{note}")
+        why = f"  — {c['reason']}" if c.get("reason") else ""
+        lines.append(f"  [{label}] {c['path']}:{c['start_line']}-{c['end_line']}{note}{why}")
     if out.get("dropped"):
         lines.append(
             "Dropped: "

@@ -135,8 +135,8 @@ async def load_review(conn: Conn, review_id: UUID) -> dict[str, Any] | None:
     if row is None:
         return None
     cur = await conn.execute(
-        "SELECT source, repository, path, start_line, end_line, last_modified_at, annotation, score, tokens"
-        " FROM review_context WHERE review_id = %s ORDER BY ordinal",
+        "SELECT source, repository, path, start_line, end_line, last_modified_at, annotation, reason, score,"
+        " tokens FROM review_context WHERE review_id = %s ORDER BY ordinal",
         (review_id,),
     )
     context = [{**dict(c), "last_modified_at": _iso(c["last_modified_at"])} for c in await cur.fetchall()]

@@ -257,6 +257,10 @@ class ReviewContextItem(_Out):
     end_line: int
     last_modified_at: datetime | None
     annotation: str | None
+    reason: str | None = Field(
+        default=None,
+        description="Why it is there: every source's evidence for its file (co-change, uses, tests…).",
+    )
     score: float
     tokens: int
 

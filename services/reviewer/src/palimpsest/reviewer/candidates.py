@@ -12,7 +12,9 @@ names, blob ids, snapshot paths) so a review of a 50 000-file repository stays f
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -36,6 +38,16 @@ SOURCES: tuple[Source, ...] = OWN_SOURCES + CROSS_SOURCES
 QueryEmbedder = Callable[[str, str], Awaitable[Sequence[float]]]
 
 COCHANGE_MIN_COMMITS = 2
+COCHANGE_PER_PATH = 40  # partners read per changed file (the strongest by decayed evidence)
+MIN_MENTION_NAME = 4  # shorter names say too little to follow through the text
+MAX_MENTION_FILES = 25  # a name found in more files is too common to point at its users
+MAX_MENTION_NAMES = 12  # names of the diff followed through the text
+MENTION_CANDIDATES = 400
+MAX_TEST_PAIRS = 3
+FOCUS_BEFORE, FOCUS_AFTER = (
+    6,
+    14,
+)  # lines kept around a use when a chunk is longer  # test files (or code under test) paired by name with one changed file  # lexical-index matches read per name
 RELATED_CANDIDATES = 300  # GIN matches ranked per pass: related code is a hint, keep it cheap
 _CHUNK_COLUMNS = "c.blob_sha, c.ordinal, c.start_line, c.end_line, c.content"
 
@@ -55,6 +67,7 @@ class Candidate:
     annotation: str | None = None
     tokens: int = 0
     repository: str | None = None  # full name of another repository (linked/pattern); None: the PR's
+    strength: float = 0.0  # the source's own measure (co-change evidence, mention weight), 0: rank only
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -72,6 +85,24 @@ def _candidate(source: Source, row: dict[str, Any], reason: str) -> Candidate:
         ordinal=int(row["ordinal"]),
         reason=reason,
     )
+
+
+def focus(cand: Candidate, line: int, *, before: int = FOCUS_BEFORE, after: int = FOCUS_AFTER) -> Candidate:
+    """Narrow a long chunk to the lines around ``line`` (a use of a changed name): a reviewer needs
+    the use and its surroundings, and the budget then reaches more files."""
+    lines = cand.content.split("\n")
+    if len(lines) <= before + after + 1 or not cand.start_line <= line <= cand.end_line:
+        return cand
+    lo = max(0, line - cand.start_line - before)
+    hi = min(len(lines), lo + before + after + 1)
+    cand.content = "\n".join(lines[lo:hi])
+    cand.start_line, cand.end_line = cand.start_line + lo, cand.start_line + hi - 1
+    return cand
+
+
+def _match_line(row: dict[str, Any], pattern: re.Pattern[str] | None) -> int | None:
+    found = pattern.search(row["content"]) if pattern is not None else None
+    return int(row["start_line"]) + row["content"].count("\n", 0, found.start()) if found else None
 
 
 async def definitions(
@@ -100,6 +131,28 @@ async def definitions(
         {"r": repository_id, "snap": snapshot_id, "names": list(names), "n": limit},
     )
     return [_candidate("definitions", row, f"defines {row['name']}") for row in await cur.fetchall()]
+
+
+async def touched_definitions(
+    conn: Conn, repository_id: UUID, snapshot_id: UUID, old_lines: Mapping[str, Sequence[int]]
+) -> list[str]:
+    """Names of the base's definitions (the index's symbols) whose span has a line the diff
+    removes or inserts after — the class around a changed method too, which the diff text alone
+    does not name. Only meaningful when the snapshot is the base's."""
+    if not old_lines:
+        return []
+    cur = await conn.execute(
+        "SELECT f.path, s.name, s.start_line, s.end_line FROM code_index_files f"
+        " JOIN code_symbols s ON s.repository_id = %s AND s.blob_sha = f.blob_sha"
+        " WHERE f.snapshot_id = %s AND f.path = ANY(%s::text[]) ORDER BY f.path, s.start_line",
+        (repository_id, snapshot_id, list(old_lines)),
+    )
+    names: dict[str, None] = {}
+    for row in await cur.fetchall():
+        lines = old_lines[row["path"]]
+        if any(row["start_line"] <= n <= row["end_line"] for n in lines):
+            names.setdefault(row["name"])
+    return list(names)
 
 
 async def usages(
@@ -138,7 +191,7 @@ async def usages(
     names = [n for _, n in pairs][:limit]
     cur = await conn.execute(
         "WITH u AS (SELECT * FROM unnest(%(paths)s::text[], %(names)s::text[]) WITH ORDINALITY AS u(path, name, i))"
-        f" SELECT u.path, u.name, {_CHUNK_COLUMNS} FROM u"
+        f" SELECT u.path, u.name, x.line AS focus, {_CHUNK_COLUMNS} FROM u"
         " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.path = u.path"
         " CROSS JOIN LATERAL (SELECT coalesce(min(x.line), 1) AS line FROM code_facts x"
         "   WHERE x.repository_id = %(r)s AND x.blob_sha = f.blob_sha AND x.name = u.name"
@@ -149,7 +202,10 @@ async def usages(
         " ORDER BY u.i",
         {"r": repository_id, "snap": snapshot_id, "paths": paths, "names": names},
     )
-    return [_candidate("usage", row, f"uses {row['name']}") for row in await cur.fetchall()]
+    return [
+        focus(_candidate("usage", row, f"uses `{row['name']}` (changed in this diff)"), int(row["focus"]))
+        for row in await cur.fetchall()
+    ]
 
 
 async def related(
@@ -216,12 +272,48 @@ async def neighbourhood(
     except PalimpsestError as exc:
         log.info("neighbourhood source unavailable: %s", exc)
         return []
-    entries = [e for e in result.entries if e.path not in changed][:limit]
-    reasons = {e.path: e.reason for e in entries}
+    reasons: dict[str, str] = {}
+    for path, partner in test_files(graph.paths, seeds):  # the changed files' tests, or code under test
+        reasons.setdefault(path, f"tests {partner}" if _is_test_name(path) else f"the code {partner} tests")
+    for entry in result.entries:
+        if entry.path not in changed and len(reasons) < limit:
+            reasons.setdefault(entry.path, entry.reason)
     return [
         _candidate("neighbourhood", row, reasons[row["path"]])
-        for row in await first_chunks(conn, repository_id, snapshot_id, list(reasons))
+        for row in await first_chunks(conn, repository_id, snapshot_id, list(reasons)[:limit])
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Partner:
+    """A co-change partner of the changed files: shared commits and decayed evidence, summed."""
+
+    path: str
+    commits: int
+    strength: float
+    partner_of: str
+
+
+async def partners(
+    conn: Conn, repository_id: UUID, changed: Sequence[str], *, per_path: int = COCHANGE_PER_PATH
+) -> list[Partner]:
+    """Files that changed together with the changed files (not in the PR), strongest first."""
+    touched = frozenset(changed)
+    counts: dict[str, int] = {}
+    strength: dict[str, float] = {}  # evidence decayed to now (the count where none is stored)
+    partner_of: dict[str, str] = {}
+    now = datetime.now(UTC)
+    for path in changed:
+        for neighbour in await cochange_neighbours(conn, repository_id, path, limit=per_path):
+            if neighbour.path in touched:
+                continue
+            counts[neighbour.path] = counts.get(neighbour.path, 0) + neighbour.commits
+            evidence = neighbour.evidence
+            weight = neighbour.commits if evidence is None else decayed(evidence, neighbour.last_at, now)
+            strength[neighbour.path] = strength.get(neighbour.path, 0.0) + weight
+            partner_of.setdefault(neighbour.path, path)
+    ranked = sorted(counts, key=lambda p: (-strength[p], p))
+    return [Partner(p, counts[p], strength[p], partner_of[p]) for p in ranked]
 
 
 async def cochange(
@@ -231,45 +323,191 @@ async def cochange(
     changed: Sequence[str],
     limit: int,
     *,
+    words: Sequence[str] = (),
     min_commits: int = COCHANGE_MIN_COMMITS,
 ) -> tuple[list[Candidate], list[str]]:
     """Files that historically change with the changed files but are not in the pull request.
 
-    "Usually" means at least ``min_commits`` shared commits: one bulk commit is not a habit.
-
-    Returns the context chunks (the first chunk of each partner the snapshot has) and every
-    missing partner path, strongest first.
+    Returns the context chunks — of each partner the snapshot has, the chunk that mentions most of
+    ``words`` (the diff's names), else its first — and every missing partner path with at least
+    ``min_commits`` shared commits ("usually": one bulk commit is not a habit), strongest first.
     """
-    touched = frozenset(changed)
-    counts: dict[str, int] = {}
-    strength: dict[str, float] = {}  # evidence decayed to now (the count where none is stored)
-    partner_of: dict[str, str] = {}
-    now = datetime.now(UTC)
-    for path in changed:
-        for neighbour in await cochange_neighbours(conn, repository_id, path, limit=10):
-            if neighbour.path in touched:
-                continue
-            counts[neighbour.path] = counts.get(neighbour.path, 0) + neighbour.commits
-            evidence = neighbour.evidence
-            weight = neighbour.commits if evidence is None else decayed(evidence, neighbour.last_at, now)
-            strength[neighbour.path] = strength.get(neighbour.path, 0.0) + weight
-            partner_of.setdefault(neighbour.path, path)
-    ranked = sorted((p for p in counts if counts[p] >= min_commits), key=lambda p: (-strength[p], p))
+    found = await partners(conn, repository_id, changed)
     cur = await conn.execute(
         "SELECT path FROM code_index_files WHERE snapshot_id = %s AND path = ANY(%s::text[])",
-        (snapshot_id, ranked),
+        (snapshot_id, [p.path for p in found]),
     )
     present = {row["path"] for row in await cur.fetchall()}
-    missing = [p for p in ranked if p in present]  # a partner the tree no longer has is not missing
-    rows = await first_chunks(conn, repository_id, snapshot_id, missing[:limit]) if limit > 0 else []
-    return [
-        _candidate(
-            "cochange",
-            row,
-            f"usually changes with {partner_of[row['path']]} ({counts[row['path']]} commits)",
+    found = [p for p in found if p.path in present]  # a partner the tree no longer has is not missing
+    missing = [p.path for p in found if p.commits >= min_commits]
+    chosen = {p.path: p for p in found[:limit]} if limit > 0 else {}
+    rows = await best_chunks(conn, repository_id, snapshot_id, list(chosen), words)
+    pattern = _words_pattern(words)
+    out = []
+    for row in rows:
+        p = chosen[row["path"]]
+        reason = f"changed together with {p.partner_of} in {p.commits} commit{'s' if p.commits != 1 else ''}"
+        cand = _candidate("cochange", row, reason)
+        cand.strength = p.strength
+        line = _match_line(row, pattern)
+        out.append(focus(cand, line) if line is not None else cand)
+    return out, missing
+
+
+async def best_chunks(
+    conn: Conn, repository_id: UUID, snapshot_id: UUID, paths: Sequence[str], words: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Per path (in order): the chunk that mentions most of ``words`` as whole words (the part of
+    the file that relates to the change), else the file's first chunk."""
+    if not paths:
+        return []
+    if not words:
+        return await first_chunks(conn, repository_id, snapshot_id, paths)
+    cur = await conn.execute(
+        f"SELECT f.path, p.i, {_CHUNK_COLUMNS} FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, i)"
+        " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.path = p.path"
+        " JOIN code_chunks c ON c.repository_id = %(r)s AND c.blob_sha = f.blob_sha"
+        " ORDER BY p.i, c.ordinal",
+        {"r": repository_id, "snap": snapshot_id, "paths": list(paths)},
+    )
+    pattern = _words_pattern(words)
+    best: dict[str, tuple[int, dict[str, Any]]] = {}
+    for row in await cur.fetchall():
+        hits = len(set(pattern.findall(row["content"]))) if pattern is not None else 0
+        if row["path"] not in best or hits > best[row["path"]][0]:
+            best[row["path"]] = (hits, dict(row))
+    return [best[p][1] for p in paths if p in best]
+
+
+def _words_pattern(words: Sequence[str]) -> re.Pattern[str] | None:
+    usable = sorted({w for w in words if w}, key=len, reverse=True)
+    if not usable:
+        return None
+    return re.compile(r"(?<![\w$])(" + "|".join(re.escape(w) for w in usable) + r")(?![\w$])")
+
+
+async def mentions(
+    conn: Conn,
+    repository_id: UUID,
+    snapshot_id: UUID,
+    names: Sequence[str],
+    changed: frozenset[str],
+    limit: int,
+) -> list[Candidate]:
+    """Files whose text names a definition the diff changes (whole word, any file the index has:
+    code the graph could not resolve, tests, docs, configuration), rarer names first.
+
+    A name of fewer than ``MIN_MENTION_NAME`` characters, or one found in more than
+    ``MAX_MENTION_FILES`` files, says too little to be followed. The candidates come from the
+    lexical index (one GIN probe per name); the whole-word check runs on the chunk's text.
+    """
+    wanted = [n for n in dict.fromkeys(names) if len(n) >= MIN_MENTION_NAME][:MAX_MENTION_NAMES]
+    if not wanted or limit <= 0:
+        return []
+    files_of: dict[str, dict[str, dict[str, Any]]] = {}  # name -> path -> its best chunk row
+    for name in wanted:
+        lexeme = re.sub(r"[^0-9a-z]", "", name.lower())
+        if len(lexeme) < 2:
+            continue
+        cur = await conn.execute(
+            "WITH top AS (SELECT * FROM palimpsest_lexical_candidates("
+            "   %(r)s, %(snap)s, to_tsquery('simple', %(q)s), NULL::text, %(cand)s, %(cand)s))"
+            f" SELECT f.path, {_CHUNK_COLUMNS} FROM top"
+            " JOIN code_chunks c ON c.repository_id = %(r)s AND c.blob_sha = top.blob_sha AND c.ordinal = top.ordinal"
+            " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.blob_sha = top.blob_sha"
+            " ORDER BY f.path, c.end_line - c.start_line",
+            {"r": repository_id, "snap": snapshot_id, "q": f"'{lexeme}'", "cand": MENTION_CANDIDATES},
         )
-        for row in rows
-    ], missing
+        pattern = _words_pattern([name])
+        assert pattern is not None
+        per_path: dict[str, dict[str, Any]] = {}
+        for row in await cur.fetchall():
+            if row["path"] not in changed and row["path"] not in per_path and pattern.search(row["content"]):
+                per_path[row["path"]] = dict(row)
+        if 0 < len(per_path) <= MAX_MENTION_FILES:
+            files_of[name] = per_path
+    weight: dict[str, float] = {}
+    first: dict[str, tuple[str, dict[str, Any]]] = {}
+    for name, per_path in files_of.items():
+        idf = 1.0 / math.log2(1 + len(per_path))
+        for path, row in per_path.items():
+            weight[path] = weight.get(path, 0.0) + idf
+            first.setdefault(path, (name, row))
+    out = []
+    for path in sorted(weight, key=lambda p: (-weight[p], p))[:limit]:
+        named = [n for n, per_path in files_of.items() if path in per_path]
+        name, row = first[path]
+        cand = _candidate(
+            "usage", row, "mentions " + ", ".join(f"`{n}`" for n in named[:3]) + " (changed in this diff)"
+        )
+        cand.strength = weight[path]
+        line = _match_line(row, _words_pattern([name]))
+        out.append(focus(cand, line) if line is not None else cand)
+    return out
+
+
+def test_files(paths: Sequence[str], changed: Sequence[str]) -> list[tuple[str, str]]:
+    """(file, changed file it pairs with): the tests of the changed files and the code under test
+    of changed tests, by the languages' naming conventions (``test_x.py``, ``x_test.go``,
+    ``x.test.ts``, ``x.spec.js``, ``XTest.java``, ``x_spec.rb``)."""
+    wanted: dict[str, str] = {}
+    for path in changed:
+        stem = _stem(path)
+        if not stem:
+            continue
+        base = _tested_stem(stem)
+        for name in (base, *(_test_names(base))):
+            wanted.setdefault(name.lower(), path)
+    found: list[tuple[str, str]] = []
+    changed_set = set(changed)
+    for path in paths:
+        if path in changed_set:
+            continue
+        key = _stem(path).lower()
+        if key in wanted and _stem(wanted[key]).lower() != key:
+            found.append((path, wanted[key]))
+    # nearest first (the longest shared directory prefix), a few per changed file
+    found.sort(key=lambda pair: (-_shared_dirs(*pair), pair[0]))
+    per_partner: dict[str, int] = {}
+    kept = []
+    for path, partner in found:
+        per_partner[partner] = per_partner.get(partner, 0) + 1
+        if per_partner[partner] <= MAX_TEST_PAIRS:
+            kept.append((path, partner))
+    return kept
+
+
+def _shared_dirs(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a.split("/")[:-1], b.split("/")[:-1], strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _is_test_name(path: str) -> bool:
+    stem = _stem(path)
+    return bool(stem) and _tested_stem(stem) != stem
+
+
+def _stem(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name.split(".", 1)[0] if not name.startswith(".") else ""
+
+
+def _tested_stem(stem: str) -> str:
+    for prefix in ("test_", "tests_"):
+        if stem.lower().startswith(prefix):
+            return stem[len(prefix) :]
+    for suffix in ("_test", "_tests", "_spec", "Test", "Tests", "Spec"):
+        if stem.endswith(suffix) and len(stem) > len(suffix):
+            return stem[: -len(suffix)]
+    return stem
+
+
+def _test_names(stem: str) -> tuple[str, ...]:
+    return (f"test_{stem}", f"{stem}_test", f"{stem}_spec", f"{stem}Test", f"{stem}Tests", f"{stem}Spec")
 
 
 async def first_chunks(

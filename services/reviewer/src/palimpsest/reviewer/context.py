@@ -48,7 +48,19 @@ log = logging.getLogger(__name__)
 
 DOC_ANNOTATION = "(documentation — verify against code)"
 KEEP_STALE_DOC_SCORE = 0.6
-RRF_K = 60
+STALE_USAGE_NOTE = "stale: names what this change touches, may need updating"
+RRF_K = 60  # cross-repository chunks: reciprocal rank in their source
+RANK_SCALE = 3.0  # a source's n-th file counts 1 / (1 + n / RANK_SCALE) of its first
+# How much each source's word counts when a file's score is added up: what changes with the changed
+# files (co-change) and what uses the changed definitions (usage) first, then the structural
+# neighbourhood (imports, tests, calls), then definitions the diff calls, then similar text.
+SOURCE_WEIGHTS: dict[str, float] = {
+    "cochange": 1.0,
+    "usage": 1.0,
+    "neighbourhood": 0.7,
+    "definitions": 0.5,
+    "related": 0.3,
+}
 
 # (query, documents) → one 0..1 relevance score per document, in document order
 Reranker = Callable[[str, Sequence[str]], Awaitable[Sequence[float]]]
@@ -64,17 +76,8 @@ class HeadReader(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ContextOptions:
-    shares: Mapping[Source, float] = field(
-        default_factory=lambda: {
-            "definitions": 0.3,
-            "usage": 0.2,
-            "related": 0.2,
-            "neighbourhood": 0.15,
-            "cochange": 0.15,
-        }
-    )
     per_source: int = 12  # candidates asked of each source
-    max_chunk_tokens: int = 1500  # a longer chunk is cut (and says so)
+    max_chunk_tokens: int = 800  # a longer chunk is cut (and says so): room for more files
     cross_share: float = 0.25  # at most this part of the budget goes to other repositories
 
 
@@ -87,6 +90,7 @@ class ReviewContext:
     budget: int
     changed: list[str]
     names: DiffNames
+    old_lines: dict[str, list[int]] = field(default_factory=dict)  # base-side lines the diff touches
     items: list[Candidate] = field(default_factory=list)  # in prompt order
     dropped: list[dict[str, Any]] = field(default_factory=list)
     cochange_missing: list[str] = field(default_factory=list)
@@ -166,6 +170,7 @@ async def assemble_context(
         budget=budget,
         changed=changed_paths(files),
         names=diff_names(files),
+        old_lines={f.old_path or f.path: f.old_touched for f in files if f.old_touched},
     )
     at_head = dict(changed_files_at_head)
     if head is not None and not ctx.on_base:
@@ -223,16 +228,21 @@ async def _gather(
     changed = frozenset(ctx.changed)
     names = ctx.names
     clock = _Clock(ctx.timings)
+    touched = await sources.touched_definitions(conn, rid, sid, ctx.old_lines) if ctx.on_base else []
+    defined = list(dict.fromkeys([*names.defined, *touched]))
     found = await sources.definitions(conn, rid, sid, [*names.defined, *names.called], n)
     clock("definitions")
-    found += await sources.usages(conn, rid, sid, names.defined, changed, n)
+    found += await sources.usages(conn, rid, sid, defined, changed, n)
+    found += await sources.mentions(conn, rid, sid, defined, changed, n * 2)
     clock("usage")
     words = list(dict.fromkeys([*names.defined[:3], *names.called[:3], *names.mentioned]))[:6]
     found += await sources.related(conn, rid, sid, words, changed, n, embed_query=embed_query)
     clock("related")
     found += await sources.neighbourhood(conn, rid, sid, changed, n)
     clock("neighbourhood")
-    partners, missing = await sources.cochange(conn, rid, sid, ctx.changed, n)
+    partners, missing = await sources.cochange(
+        conn, rid, sid, ctx.changed, n * 4, words=[*defined, *names.called]
+    )
     clock("cochange")
     return found + partners, missing
 
@@ -270,12 +280,32 @@ def _fresh_only(
 
 
 async def _score(found: list[Candidate], ctx: ReviewContext, rerank: Reranker | None) -> str:
-    """Deduplicate (a chunk keeps its first source) and give every candidate a 0..1 score."""
-    fused: dict[tuple[str, str, int], float] = {}
-    rank_in: dict[str, int] = {}
+    """Score every file by the evidence of all the sources that found it, then its chunks.
+
+    A file's score adds up, per source that found it, the source's weight times how strongly that
+    source found it (its rank, and its own measure where it has one: co-change evidence, how many
+    and how rare the changed names it mentions are). Files found by several sources rise above
+    files only one source saw. A chunk scores its file's score, the file's chunks in the order the
+    sources gave them; each chunk's reason lists every source's evidence for its file. Duplicate
+    chunks keep their first source.
+    """
+    per_file: dict[str, float] = {}
+    reasons: dict[str, dict[str, None]] = {}
+    by_source: dict[Source, list[Candidate]] = {}
     for cand in found:
-        rank_in[cand.source] = rank_in.get(cand.source, 0) + 1
-        fused[cand.key] = fused.get(cand.key, 0.0) + 1.0 / (RRF_K + rank_in[cand.source])
+        by_source.setdefault(cand.source, []).append(cand)
+    for source, cands in by_source.items():
+        weight = SOURCE_WEIGHTS.get(source, 0.0)
+        top = max((c.strength for c in cands), default=0.0)
+        seen_paths: dict[str, int] = {}
+        for cand in cands:
+            if cand.path in seen_paths:
+                continue
+            rank = seen_paths[cand.path] = len(seen_paths)
+            by_rank = 1.0 / (1.0 + rank / RANK_SCALE)
+            strength = cand.strength / top if top > 0 else by_rank
+            per_file[cand.path] = per_file.get(cand.path, 0.0) + weight * (by_rank + strength) / 2
+            reasons.setdefault(cand.path, {})[cand.reason] = None
     seen: set[tuple[str, str, int]] = set()
     unique = []
     for cand in found:
@@ -283,9 +313,12 @@ async def _score(found: list[Candidate], ctx: ReviewContext, rerank: Reranker | 
             seen.add(cand.key)
             unique.append(cand)
     found[:] = unique
-    top = max(fused.values(), default=1.0)
+    best = max(per_file.values(), default=1.0) or 1.0
+    order: dict[str, int] = {}
     for cand in found:
-        cand.score = fused[cand.key] / top
+        within = order[cand.path] = order.get(cand.path, -1) + 1
+        cand.score = per_file[cand.path] / best * (0.999**within)
+        cand.reason = "; ".join(r for r in reasons[cand.path] if r)
     if rerank is None or not found:
         return "fused"
     query = " ".join([*ctx.changed[:10], *ctx.names.defined[:10], *ctx.names.called[:10]])
@@ -313,17 +346,21 @@ def apply_recency(
     """Stale-doc demotion and annotation, after ranking (the seed's shared helper).
 
     The median is the median date of the retrieved *code* chunks' files; a doc stale by the
-    shared rule is dropped unless its score is ≥ 0.6. Kept docs are headed
+    shared rule is dropped unless its score is ≥ 0.6 or it names a definition the diff changes
+    (``usage``: the change may be what makes it wrong, so it is shown, marked). Kept docs are headed
     ``(documentation — verify against code)``; every chunk with a known date carries
     ``last modified <date>``. Missing dates → no demotion, no annotation.
     """
     median = median_code_date((c.path, c.last_modified_at) for c in ranked)
     kept: list[Candidate] = []
     for cand in ranked:
-        if is_stale(cand.path, cand.last_modified_at, median) and cand.score < KEEP_STALE_DOC_SCORE:
+        stale = is_stale(cand.path, cand.last_modified_at, median)
+        if stale and cand.score < KEEP_STALE_DOC_SCORE and cand.source != "usage":
             dropped.append(_drop(cand, "stale_doc"))
             continue
         _annotate(cand)
+        if stale:
+            cand.annotation = f"{cand.annotation}, {STALE_USAGE_NOTE}"
         kept.append(cand)
     return median, kept
 
@@ -343,30 +380,31 @@ def estimate_tokens(text: str) -> int:
 def _within_budget(
     kept: Sequence[Candidate], budget: int, options: ContextOptions, dropped: list[dict[str, Any]]
 ) -> list[Candidate]:
-    """Each source gets its share of the budget; unused shares go to the best remaining chunks."""
-    by_source: dict[Source, list[Candidate]] = {s: [] for s in OWN_SOURCES}
-    for cand in kept:
+    """Files in score order, each with its best chunk first; then more chunks of the files taken,
+    best first, while the budget lasts. What does not fit is dropped (``budget``, with its rank)."""
+    ranked = sorted(kept, key=lambda c: -c.score)
+    for cand in ranked:
         _measure(cand, options)
-        by_source[cand.source].append(cand)
-    total = sum(options.shares.get(s, 0.0) for s in OWN_SOURCES) or 1.0
     chosen: set[tuple[str, str, int]] = set()
     used = 0
-    for source in OWN_SOURCES:
-        allowance = budget * options.shares.get(source, 0.0) / total
-        spent = 0
-        for cand in sorted(by_source[source], key=lambda c: -c.score):
-            if spent + cand.tokens <= allowance:
-                spent += cand.tokens
-                chosen.add(cand.key)
-        used += spent
-    for cand in sorted(kept, key=lambda c: -c.score):
-        if cand.key not in chosen and used + cand.tokens <= budget:
+    first_of: dict[str, Candidate] = {}
+    for cand in ranked:
+        first_of.setdefault(cand.path, cand)
+    for cand in first_of.values():
+        if used + cand.tokens <= budget:
             used += cand.tokens
             chosen.add(cand.key)
-    rank = {cand.key: i for i, cand in enumerate(sorted(kept, key=lambda c: -c.score), 1)}
+    taken = {c.path for c in ranked if c.key in chosen}
+    for cand in ranked:
+        if cand.key not in chosen and cand.path in taken and used + cand.tokens <= budget:
+            used += cand.tokens
+            chosen.add(cand.key)
+    rank = {cand.key: i for i, cand in enumerate(ranked, 1)}
     out: list[Candidate] = []
     for source in OWN_SOURCES:
-        for cand in sorted(by_source[source], key=lambda c: -c.score):
+        for cand in ranked:
+            if cand.source != source:
+                continue
             if cand.key in chosen:
                 out.append(cand)
             else:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@(.*)$")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,(\d+))? @@(.*)$")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _CALL = re.compile(r"([A-Za-z_$][\w$]*)\s*\(")
 _DEFINITION = re.compile(
@@ -86,7 +86,9 @@ class ChangedFile:
     removed: list[str] = field(default_factory=list)
     headers: list[str] = field(default_factory=list)  # hunk header context (the enclosing definition)
     enclosing: list[str] = field(default_factory=list)  # definitions whose body has a changed line
+    old_touched: list[int] = field(default_factory=list)  # old-side lines removed or inserted after
     _last_definition: str | None = None
+    _old_line: int = 0
 
     def touches(self, start: int, end: int) -> bool:
         """Whether ``start..end`` (new side) overlaps a changed line of this file."""
@@ -116,12 +118,13 @@ def parse_diff(text: str) -> list[ChangedFile]:
             continue
         hunk = _HUNK.match(raw)
         if hunk:
-            new_line = int(hunk.group(1))
-            count = int(hunk.group(2)) if hunk.group(2) is not None else 1
+            current._old_line = int(hunk.group(1))
+            new_line = int(hunk.group(2))
+            count = int(hunk.group(3)) if hunk.group(3) is not None else 1
             current.hunk_ranges.append((new_line, max(new_line, new_line + count - 1)))
-            current._last_definition = _definition_name(hunk.group(3))
-            if hunk.group(3).strip():
-                current.headers.append(hunk.group(3).strip())
+            current._last_definition = _definition_name(hunk.group(4))
+            if hunk.group(4).strip():
+                current.headers.append(hunk.group(4).strip())
             continue
         new_line = _body_line(current, raw, new_line)
     return files
@@ -164,13 +167,22 @@ def _body_line(current: ChangedFile, raw: str, new_line: int) -> int:
     if raw.startswith("+"):
         current.added.append(raw[1:])
         _extend(current.added_ranges, new_line)
+        _touch(current, max(1, current._old_line - 1))
         return new_line + 1
     if raw.startswith("-"):
         current.removed.append(raw[1:])
+        _touch(current, current._old_line)
+        current._old_line += 1
         return new_line
     if raw.startswith("\\"):
         return new_line
+    current._old_line += 1
     return new_line + 1
+
+
+def _touch(current: ChangedFile, line: int) -> None:
+    if not current.old_touched or current.old_touched[-1] != line:
+        current.old_touched.append(line)
 
 
 def _definition_name(line: str) -> str | None:

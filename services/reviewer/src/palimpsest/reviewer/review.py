@@ -101,8 +101,9 @@ def render_context(ctx: ReviewContext) -> str:
             lines += ["", "### " + SOURCE_TITLES[item.source].format(repository=item.repository)]
         note = f" {item.annotation}" if item.annotation else ""
         where = f"{item.repository}: " if item.repository else ""
+        why = f" — why: {item.reason}" if item.reason else ""
         lines += [
-            f"// {where}{item.path}:L{item.start_line}-L{item.end_line}{note}",
+            f"// {where}{item.path}:L{item.start_line}-L{item.end_line}{note}{why}",
             item.content.rstrip(),
             "",
         ]

@@ -122,8 +122,8 @@ async def _children(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> None:
         )
         await cur.executemany(
             "INSERT INTO review_context (tenant_id, review_id, ordinal, source, repository, path, start_line,"
-            " end_line, tokens, score, last_modified_at, annotation)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " end_line, tokens, score, last_modified_at, annotation, reason)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 (
                     tenant_id,
@@ -138,6 +138,7 @@ async def _children(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> None:
                     c["score"],
                     c["last_modified_at"],
                     c["annotation"],
+                    (c.get("reason") or "")[:2000] or None,
                 )
                 for i, c in enumerate(r.context)
             ],
