@@ -16,6 +16,8 @@ from pathlib import Path
 
 from tests.support.replayrepo import replay_repository
 
+COMMAND = [sys.executable, "-m", "palimpsest.cli.main", "bench", "replay"]
+
 
 def test_bench_replay_finds_the_partner_and_the_usage_and_explains_the_rest(tmp_path: Path) -> None:
     repo = tmp_path / "shop"
@@ -24,8 +26,20 @@ def test_bench_replay_finds_the_partner_and_the_usage_and_explains_the_rest(tmp_
     env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
     report = tmp_path / "missing.md"
     proc = subprocess.run(
-        [sys.executable, "-m", "palimpsest.cli.main", "bench", "replay", "--repo", str(repo)]
-        + ["--changes", "5", "--seed", "1", "--seed", "2", "--json", "--report", str(report)],
+        [
+            *COMMAND,
+            "--repo",
+            str(repo),
+            "--changes",
+            "5",
+            "--seed",
+            "1",
+            "--seed",
+            "2",
+            "--json",
+            "--report",
+            str(report),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -36,7 +50,11 @@ def test_bench_replay_finds_the_partner_and_the_usage_and_explains_the_rest(tmp_
     out = json.loads(proc.stdout)
     assert (out["eligible"], out["seeds"], out["commit"]) == (1, [1, 2], shas["head"])
     [record] = out["records"]  # both seeds draw the one change: replayed once
-    assert (record["change"], record["base"], record["seed"]) == (shas["change"], shas["base"], "pkg/billing.py")
+    assert (record["change"], record["base"], record["seed"]) == (
+        shas["change"],
+        shas["base"],
+        "pkg/billing.py",
+    )
     assert record["state"] == "completed" and record["snapshot_on_base"] is True
     assert record["index"]["state"] == "ready"
 

@@ -62,7 +62,9 @@ def monthly_report(rows):
     return compute_total(rows)
 '''
 
-LATE = '"""Created early, paired with the seed only after the change."""\n\n\ndef late_value():\n    return 0\n'
+LATE = (
+    '"""Created early, paired with the seed only after the change."""\n\n\ndef late_value():\n    return 0\n'
+)
 
 
 def replay_repository(path: Path) -> dict[str, str]:

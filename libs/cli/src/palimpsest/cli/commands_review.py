@@ -158,6 +158,13 @@ async def review_local(
         base_ref=base,
         head_ref=head,
     )
+    async with tenant_tx(pool, tenant) as conn:
+        on_base = await for_commit(conn, repo_id, base_sha)
+    if on_base is None:
+        say(
+            f"note: the base {base_sha[:12]} has no snapshot of its own; the context comes from the newest"
+            " indexed commit and candidates whose text changed since are dropped as stale"
+        )
     say(f"reviewing {base_sha[:12]}..{head_sha[:12]}…")
     async with watching(nc, event.request_id, ("review.completed",)) as waiter:
         await request(pool, event)
@@ -179,10 +186,24 @@ async def review_local(
     return stored
 
 
+def snapshot_note(out: dict[str, Any]) -> str:
+    """Which snapshot the context came from, and why, in plain words."""
+    sources = out.get("sources") or {}
+    commit = str(sources.get("snapshot_commit") or "")[:12]
+    if sources.get("snapshot_on_base"):
+        return f"Context from the index of the base commit {commit}."
+    stale = sum(1 for d in out.get("dropped") or [] if d.get("reason") == "stale")
+    return (
+        f"Context from the index of {commit}, not of the base {str(out.get('base_sha') or '')[:12]}:"
+        " the base has no snapshot (the index follows the default branch's head). Candidates whose"
+        f" text differs at the head were dropped as stale ({stale})."
+    )
+
+
 def review_text(out: dict[str, Any]) -> str:
     if out.get("state") == "failed":
         return f"review failed: {out.get('reason')}"
-    lines = [out.get("summary") or "", "", "Context (prompt order):"]
+    lines = [out.get("summary") or "", "", snapshot_note(out), "Context (prompt order):"]
     for c in out.get("context", []):
         note = f"  {c['annotation']}" if c.get("annotation") else ""
         label = f"{c['source']} {c['repository']}" if c.get("repository") else c["source"]

@@ -359,7 +359,7 @@ def apply_recency(
             dropped.append(_drop(cand, "stale_doc"))
             continue
         _annotate(cand)
-        if stale:
+        if stale and cand.source == "usage":
             cand.annotation = f"{cand.annotation}, {STALE_USAGE_NOTE}"
         kept.append(cand)
     return median, kept
