@@ -1,9 +1,10 @@
 """``palimpsest bench replay`` as a user runs it: a scratch embedded stack, the real reviewer.
 
 The planted repository (tests/support/replayrepo.py) has one eligible change with a known answer:
-the seed's co-change partner and the file that calls a changed definition must be in the context,
-the target nothing points at is reported as never a candidate, and the history after the change
-(the seed paired five times with ``pkg/late.py``) must not reach it: the replay is causal.
+the seed's co-change partner and the file that calls a changed definition must be in the context
+and say why; the target over the file-size limit is reported as not indexed; with a budget too
+small for everything, what did not fit is reported below the cut with its rank; and the history
+after the change (the seed paired five more times with ``pkg/late.py``) never reaches it.
 """
 
 from __future__ import annotations
@@ -13,33 +14,26 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.support.replayrepo import replay_repository
 
 COMMAND = [sys.executable, "-m", "palimpsest.cli.main", "bench", "replay"]
 
 
-def test_bench_replay_finds_the_partner_and_the_usage_and_explains_the_rest(tmp_path: Path) -> None:
-    repo = tmp_path / "shop"
-    shas = replay_repository(repo)
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    path = tmp_path_factory.mktemp("replay-e2e") / "shop"
+    return path, replay_repository(path)
+
+
+def replay(tmp_path: Path, repo: Path, *args: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
     env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
-    report = tmp_path / "missing.md"
     proc = subprocess.run(
-        [
-            *COMMAND,
-            "--repo",
-            str(repo),
-            "--changes",
-            "5",
-            "--seed",
-            "1",
-            "--seed",
-            "2",
-            "--json",
-            "--report",
-            str(report),
-        ],
+        [*COMMAND, "--repo", str(repo), "--json", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -47,7 +41,16 @@ def test_bench_replay_finds_the_partner_and_the_usage_and_explains_the_rest(tmp_
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout)
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
+
+
+def test_bench_replay_finds_the_partner_and_the_usage_and_explains_the_rest(
+    tmp_path: Path, shop: tuple[Path, dict[str, str]]
+) -> None:
+    repo, shas = shop
+    report = tmp_path / "missing.md"
+    out = replay(tmp_path, repo, "--changes", "5", "--seed", "1", "--seed", "2", "--report", str(report))
     assert (out["eligible"], out["seeds"], out["commit"]) == (1, [1, 2], shas["head"])
     [record] = out["records"]  # both seeds draw the one change: replayed once
     assert (record["change"], record["base"], record["seed"]) == (
@@ -58,25 +61,40 @@ def test_bench_replay_finds_the_partner_and_the_usage_and_explains_the_rest(tmp_
     assert record["state"] == "completed" and record["snapshot_on_base"] is True
     assert record["index"]["state"] == "ready"
 
-    context = record["context"]
-    assert "pkg/ledger.py" in context and "pkg/report.py" in context
-    assert "pkg/late.py" not in context[:2]  # later history is not known at the base
-    assert "changed together with pkg/billing.py in 5 commits" in record["reasons"]["pkg/ledger.py"]
-    assert "compute_total" in record["reasons"]["pkg/report.py"]
-    assert all(record["reasons"][p] for p in context)  # every item says why it is there
+    context, reasons = record["context"], record["reasons"]
+    assert {"pkg/ledger.py", "pkg/report.py", "tools/unrelated.py"} <= set(context)
+    if "pkg/late.py" in context:  # five shared commits outrank one
+        assert context.index("pkg/ledger.py") < context.index("pkg/late.py")
+    assert "changed together with pkg/billing.py in 5 commits" in reasons["pkg/ledger.py"]
+    assert "compute_total" in reasons["pkg/report.py"]
+    assert all(reasons[p] for p in context)  # every item says why it is there
+    # causal: at the base, late.py shared one commit with the seed (five more come after)
+    late = reasons.get("pkg/late.py", "")
+    assert "changed together" not in late or "pkg/billing.py in 1 commit;" in f"{late};"
 
-    assert record["recall"]["context"] == {"targets": 0.5, "usages": 1.0, "both": 2 / 3}
+    targets = ["pkg/ledger.py", "pkg/tables.py", "tools/unrelated.py"]
+    assert (record["targets"], record["usages"]) == (targets, ["pkg/report.py"])
+    assert record["recall"]["context"] == {"targets": 2 / 3, "usages": 1.0, "both": 3 / 4}
     assert record["recall"]["none"]["both"] == 0.0
     assert record["baselines"]["mix"][:2] == ["pkg/ledger.py", "pkg/report.py"]
-    assert record["missing"] == [{"path": "tools/unrelated.py", "kind": "target", "why": _why(record)}]
-    assert out["recall"]["context"]["both"] == {"mean": round(2 / 3, 4), "spread": 0.0}
+    assert record["missing"] == [
+        {"path": "pkg/tables.py", "kind": "target", "why": "not_indexed", "reason": "too_large"}
+    ]
+    assert out["recall"]["context"]["both"] == {"mean": 0.75, "spread": 0.0}
     assert out["per_seed"]["1"]["changes"] == out["per_seed"]["2"]["changes"] == 1
-
     text = report.read_text()
-    assert "tools/unrelated.py" in text and "| context |" in text
+    assert "pkg/tables.py" in text and "| context |" in text
 
 
-def _why(record: dict[str, object]) -> str:
-    missing = record["missing"]
-    assert isinstance(missing, list)
-    return str(missing[0]["why"])
+def test_what_the_budget_leaves_out_is_reported_below_the_cut_with_its_rank(
+    tmp_path: Path, shop: tuple[Path, dict[str, str]]
+) -> None:
+    repo, _ = shop
+    out = replay(tmp_path, repo, "--changes", "1", "--budget-tokens", "100")
+    [record] = out["records"]
+    below = [m for m in record["missing"] if m["why"] == "below_cut"]
+    assert below, record["missing"]
+    for m in below:
+        assert m["reason"] == "budget" and m["rank"] >= 1 and m["source"]
+    assert {m["why"] for m in record["missing"]} <= {"below_cut", "not_indexed"}
+    assert out["missing_why"]["below_cut"] == len(below)

@@ -2,7 +2,8 @@
 
 The one eligible change (3 files, all modified code) edits ``pkg/billing.py`` most (the seed),
 ``pkg/ledger.py`` (a target with a co-change history with the seed) and ``tools/unrelated.py`` (a
-target nothing points at: no shared commit, no shared name, no import). ``pkg/report.py`` calls ``compute_total``, which the change modifies
+target nothing points at: no shared commit, no shared name, no import) and ``pkg/tables.py`` (a
+target over the chunker's 256 KiB file limit: never indexed). ``pkg/report.py`` calls ``compute_total``, which the change modifies
 (a usage). After the change, two-file commits pair the seed with ``pkg/late.py`` over and over:
 history the product must not see when it replays the change (they are not eligible themselves).
 """
@@ -62,6 +63,12 @@ def monthly_report(rows):
     return compute_total(rows)
 '''
 
+
+def tables(n: int) -> str:
+    rows = "".join(f"    ({i}, {i * 7 % 1000}, {i * 13 % 997}, 'row-{i:06d}'),\n" for i in range(9000))
+    return f'"""Generated rates (revision {n})."""\n\nRATES = [\n{rows}]\n'
+
+
 LATE = (
     '"""Created early, paired with the seed only after the change."""\n\n\ndef late_value():\n    return 0\n'
 )
@@ -78,6 +85,7 @@ def replay_repository(path: Path) -> dict[str, str]:
             "pkg/billing.py": BILLING,
             "pkg/ledger.py": ledger(1),
             "pkg/report.py": REPORT,
+            "pkg/tables.py": tables(1),
             "pkg/late.py": LATE,
             "README.md": "# Shop\n\nBilling and ledger.\n",
         },
@@ -95,7 +103,12 @@ def replay_repository(path: Path) -> dict[str, str]:
     change = commit(
         path,
         "2024-03-02T10:00:00",
-        {"pkg/billing.py": BILLING_CHANGED, "pkg/ledger.py": ledger(9), "tools/unrelated.py": unrelated(9)},
+        {
+            "pkg/billing.py": BILLING_CHANGED,
+            "pkg/ledger.py": ledger(9),
+            "tools/unrelated.py": unrelated(9),
+            "pkg/tables.py": tables(2),
+        },
         message="discounts",
     )
     head = change

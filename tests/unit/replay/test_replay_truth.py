@@ -34,7 +34,12 @@ def test_only_first_parent_changes_of_3_to_12_files_with_two_modified_code_files
     # the first commit has no parent; the others touch 1 or 2 files
     assert [c.sha for c in found] == [shas["change"]]
     assert found[0].parent == shas["base"]
-    assert sorted(found[0].modified_code) == ["pkg/billing.py", "pkg/ledger.py", "tools/unrelated.py"]
+    assert sorted(found[0].modified_code) == [
+        "pkg/billing.py",
+        "pkg/ledger.py",
+        "pkg/tables.py",
+        "tools/unrelated.py",
+    ]
     assert sample_changes(found, 30, 1) == found  # fewer than asked: all of them
     assert sample_changes(found, 0, 1) == []
 
@@ -46,12 +51,12 @@ def test_the_seed_is_the_most_changed_code_file_and_the_truth_is_targets_plus_us
     change = eligible_changes(path, "main")[0]
     truth = truth_of(path, change)
     assert truth.seed == "pkg/billing.py"
-    assert truth.targets == ["pkg/ledger.py", "tools/unrelated.py"]
+    assert truth.targets == ["pkg/ledger.py", "pkg/tables.py", "tools/unrelated.py"]
     assert set(truth.names) == {"compute_total", "format_invoice"}
     # report.py mentions compute_total; the seed itself is not a usage of its own names
     assert truth.usages == ["pkg/report.py"]
     assert truth.usage_by == {"pkg/report.py": ["compute_total"]}
-    assert truth.both == ["pkg/ledger.py", "tools/unrelated.py", "pkg/report.py"]
+    assert truth.both == ["pkg/ledger.py", "pkg/tables.py", "tools/unrelated.py", "pkg/report.py"]
 
 
 def test_changed_definitions_read_both_sides_of_the_diff(repo: tuple[Path, dict[str, str]]) -> None:
@@ -68,7 +73,13 @@ def test_cochange_counts_commits_of_2_to_30_files_up_to_the_base_only(
     # pairs billing with everything once; late.py's five pairings come after the base
     partners = cochange_partners(path, shas["base"], "pkg/billing.py")
     assert partners[0] == "pkg/ledger.py"
-    assert set(partners[1:]) == {"pkg/__init__.py", "pkg/report.py", "pkg/late.py", "README.md"}
+    assert set(partners[1:]) == {
+        "pkg/__init__.py",
+        "pkg/report.py",
+        "pkg/tables.py",
+        "pkg/late.py",
+        "README.md",
+    }
     later = cochange_partners(path, shas["head"], "pkg/billing.py")
     assert later[0] == "pkg/late.py"  # 5 + 1 commits at the head: what the replay must not see
 
@@ -89,7 +100,7 @@ def test_baselines_interleave_at_the_same_file_count(repo: tuple[Path, dict[str,
     assert out["grep"] == ["pkg/report.py"]
     assert out["mix"] == ["pkg/ledger.py", "pkg/report.py"]
     assert out["none"] == []
-    assert recall(out["mix"], truth.both) == pytest.approx(2 / 3)
+    assert recall(out["mix"], truth.both) == pytest.approx(2 / 4)
 
 
 def test_interleave_and_recall_arithmetic() -> None:

@@ -131,6 +131,11 @@ async def _replay_one(
     review = await review_local(pool, nc, tenant, scratch, change.parent, head, say=lambda _: None)
     wall_ms = (time.perf_counter() - started) * 1000
     files = _context_files(review, truth.seed)
+    signals = (
+        await _signals(pool, tenant, repo_id, scratch, change, head)
+        if os.environ.get("PALIMPSEST_REPLAY_SIGNALS")
+        else {}
+    )
     base = await asyncio.to_thread(replay.baselines, repo, change, truth, len(files))
     found = {"context": files, **base}
     indexed = await _indexed(pool, tenant, review.get("snapshot_id"), truth.both)
@@ -157,6 +162,7 @@ async def _replay_one(
         "context": files,
         "reasons": _reasons(review, files),
         "baselines": base,
+        **({"signals": signals} if signals else {}),
     }
 
 
@@ -189,6 +195,21 @@ def _context_files(review: dict[str, Any], seed: str) -> list[str]:
     return list(dict.fromkeys(c["path"] for c in ordered))
 
 
+async def _signals(
+    pool: Pool, tenant: UUID, repo_id: UUID, scratch: Path, change: Change, head: str
+) -> dict[str, Any]:
+    """Every candidate file's per-source ranks (the context assembled once more, directly)."""
+    from palimpsest.reviewer.context import assemble_context
+
+    diff = git(scratch, "diff", change.parent, head)
+    at_head = {}
+    for path in git(scratch, "diff", "--name-only", change.parent, head).split():
+        at_head[path] = git(scratch, "show", f"{head}:{path}")
+    async with tenant_tx(pool, tenant) as conn:
+        ctx = await assemble_context(conn, repo_id, diff, at_head, 8000, base_sha=change.parent)
+    return ctx.file_signals
+
+
 def _reasons(review: dict[str, Any], files: Sequence[str]) -> dict[str, str]:
     """Each context file's reason, as the stored review gives it."""
     out: dict[str, str] = {}
@@ -198,15 +219,18 @@ def _reasons(review: dict[str, Any], files: Sequence[str]) -> dict[str, str]:
     return out
 
 
-async def _indexed(pool: Pool, tenant: UUID, snapshot_id: str | None, paths: Sequence[str]) -> set[str]:
+async def _indexed(
+    pool: Pool, tenant: UUID, snapshot_id: str | None, paths: Sequence[str]
+) -> dict[str, str | None]:
+    """Of ``paths``, those the snapshot has → None if indexed, else why the build skipped them."""
     if snapshot_id is None or not paths:
-        return set()
+        return {}
     async with tenant_tx(pool, tenant) as conn:
         cur = await conn.execute(
-            "SELECT path FROM code_index_files WHERE snapshot_id = %s AND path = ANY(%s::text[])",
+            "SELECT path, skip_reason FROM code_index_files WHERE snapshot_id = %s AND path = ANY(%s::text[])",
             (UUID(snapshot_id), list(paths)),
         )
-        return {row["path"] for row in await cur.fetchall()}
+        return {row["path"]: row["skip_reason"] for row in await cur.fetchall()}
 
 
 def _recalls(paths: Sequence[str], truth: Truth) -> dict[str, float | None]:
@@ -234,7 +258,7 @@ def _found_first(review: dict[str, Any], truth: Truth) -> dict[str, int]:
 
 
 def _missing(
-    review: dict[str, Any], truth: Truth, files: Sequence[str], indexed: set[str]
+    review: dict[str, Any], truth: Truth, files: Sequence[str], indexed: dict[str, str | None]
 ) -> list[dict[str, Any]]:
     """Why each truth file is absent from the context."""
     have = set(files)
@@ -251,8 +275,8 @@ def _missing(
         record: dict[str, Any] = {"path": path, "kind": kind}
         if kind == "usage":
             record["names"] = truth.usage_by.get(path, [])
-        if path not in indexed:
-            record["why"] = "not_indexed"
+        if path not in indexed or indexed[path] is not None:
+            record.update(why="not_indexed", reason=indexed.get(path) or "not in the snapshot")
         elif path in dropped:
             first = min(dropped[path], key=lambda d: d.get("rank") or 10**9)
             below = first["reason"] == "budget"

@@ -67,7 +67,6 @@ class Candidate:
     annotation: str | None = None
     tokens: int = 0
     repository: str | None = None  # full name of another repository (linked/pattern); None: the PR's
-    strength: float = 0.0  # the source's own measure (co-change evidence, mention weight), 0: rank only
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -267,13 +266,13 @@ async def neighbourhood(
         if not seeds:
             return []
         result = await graph_context(
-            conn, repository_id, seeds, budget=10**9, hops=1, snapshot_id=snapshot_id, history=False
+            conn, repository_id, seeds, budget=10**9, hops=1, snapshot_id=snapshot_id, history=True
         )
     except PalimpsestError as exc:
         log.info("neighbourhood source unavailable: %s", exc)
         return []
     reasons: dict[str, str] = {}
-    for path, partner in test_files(graph.paths, seeds):  # the changed files' tests, or code under test
+    for path, partner in paired_tests(graph.paths, seeds):  # the changed files' tests, or code under test
         reasons.setdefault(path, f"tests {partner}" if _is_test_name(path) else f"the code {partner} tests")
     for entry in result.entries:
         if entry.path not in changed and len(reasons) < limit:
@@ -348,7 +347,6 @@ async def cochange(
         p = chosen[row["path"]]
         reason = f"changed together with {p.partner_of} in {p.commits} commit{'s' if p.commits != 1 else ''}"
         cand = _candidate("cochange", row, reason)
-        cand.strength = p.strength
         line = _match_line(row, pattern)
         out.append(focus(cand, line) if line is not None else cand)
     return out, missing
@@ -440,33 +438,30 @@ async def mentions(
         cand = _candidate(
             "usage", row, "mentions " + ", ".join(f"`{n}`" for n in named[:3]) + " (changed in this diff)"
         )
-        cand.strength = weight[path]
         line = _match_line(row, _words_pattern([name]))
         out.append(focus(cand, line) if line is not None else cand)
     return out
 
 
-def test_files(paths: Sequence[str], changed: Sequence[str]) -> list[tuple[str, str]]:
+def paired_tests(paths: Sequence[str], changed: Sequence[str]) -> list[tuple[str, str]]:
     """(file, changed file it pairs with): the tests of the changed files and the code under test
     of changed tests, by the languages' naming conventions (``test_x.py``, ``x_test.go``,
-    ``x.test.ts``, ``x.spec.js``, ``XTest.java``, ``x_spec.rb``)."""
-    wanted: dict[str, str] = {}
+    ``x.test.ts``, ``x.spec.js``, ``XTest.java``, ``x_spec.rb``), in the same language family;
+    the nearest (longest shared directory prefix) first, a few per changed file."""
+    wanted: dict[tuple[str, str], str] = {}  # (tested stem, extension family) -> changed path
     for path in changed:
-        stem = _stem(path)
-        if not stem:
-            continue
-        base = _tested_stem(stem)
-        for name in (base, *(_test_names(base))):
-            wanted.setdefault(name.lower(), path)
+        stem, family = _stem(path), _family(path)
+        if stem:
+            wanted.setdefault((_tested_stem(stem).lower(), family), path)
     found: list[tuple[str, str]] = []
     changed_set = set(changed)
     for path in paths:
-        if path in changed_set:
+        stem = _stem(path)
+        if path in changed_set or not stem:
             continue
-        key = _stem(path).lower()
-        if key in wanted and _stem(wanted[key]).lower() != key:
-            found.append((path, wanted[key]))
-    # nearest first (the longest shared directory prefix), a few per changed file
+        partner = wanted.get((_tested_stem(stem).lower(), _family(path)))
+        if partner is not None and _is_test_name(path) != _is_test_name(partner):
+            found.append((path, partner))
     found.sort(key=lambda pair: (-_shared_dirs(*pair), pair[0]))
     per_partner: dict[str, int] = {}
     kept = []
@@ -486,28 +481,36 @@ def _shared_dirs(a: str, b: str) -> int:
     return n
 
 
+_FAMILIES = {"ts": "js", "tsx": "js", "jsx": "js", "mjs": "js", "cjs": "js", "mts": "js", "cts": "js"}
+_TEST_PREFIXES = ("test_", "tests_")
+_TEST_SUFFIXES = ("_test", "_tests", "_spec", ".test", ".spec", "Test", "Tests", "Spec")
+
+
+def _family(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return _FAMILIES.get(ext, ext)
+
+
 def _is_test_name(path: str) -> bool:
     stem = _stem(path)
     return bool(stem) and _tested_stem(stem) != stem
 
 
 def _stem(path: str) -> str:
+    """The file name without its last extension ("billing.test" for "billing.test.ts")."""
     name = path.rsplit("/", 1)[-1]
-    return name.split(".", 1)[0] if not name.startswith(".") else ""
+    return "" if name.startswith(".") else name.rsplit(".", 1)[0]
 
 
 def _tested_stem(stem: str) -> str:
-    for prefix in ("test_", "tests_"):
-        if stem.lower().startswith(prefix):
+    for prefix in _TEST_PREFIXES:
+        if stem.lower().startswith(prefix) and len(stem) > len(prefix):
             return stem[len(prefix) :]
-    for suffix in ("_test", "_tests", "_spec", "Test", "Tests", "Spec"):
+    for suffix in _TEST_SUFFIXES:
         if stem.endswith(suffix) and len(stem) > len(suffix):
             return stem[: -len(suffix)]
     return stem
-
-
-def _test_names(stem: str) -> tuple[str, ...]:
-    return (f"test_{stem}", f"{stem}_test", f"{stem}_spec", f"{stem}Test", f"{stem}Tests", f"{stem}Spec")
 
 
 async def first_chunks(

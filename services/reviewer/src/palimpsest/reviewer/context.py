@@ -50,16 +50,18 @@ DOC_ANNOTATION = "(documentation — verify against code)"
 KEEP_STALE_DOC_SCORE = 0.6
 STALE_USAGE_NOTE = "stale: names what this change touches, may need updating"
 RRF_K = 60  # cross-repository chunks: reciprocal rank in their source
-RANK_SCALE = 3.0  # a source's n-th file counts 1 / (1 + n / RANK_SCALE) of its first
-# How much each source's word counts when a file's score is added up: what changes with the changed
-# files (co-change) and what uses the changed definitions (usage) first, then the structural
-# neighbourhood (imports, tests, calls), then definitions the diff calls, then similar text.
-SOURCE_WEIGHTS: dict[str, float] = {
-    "cochange": 1.0,
-    "usage": 1.0,
-    "neighbourhood": 0.7,
-    "definitions": 0.5,
-    "related": 0.3,
+# The chance that a source's n-th file (0-based) belongs in the review is a · (1 + n) ** -k, as
+# measured on real merged changes replayed as pull requests (`palimpsest bench replay`: 96 changes
+# of eight public repositories in five languages; the truth is the rest of the change and the
+# files that use what it changes). Fitted by maximum likelihood; fitted on seven repositories, the
+# eighth's recall moved by at most 0.02. Usage stays likely deep into its list; co-change and the
+# graph neighbourhood fall off fast; similar text is a weak hint throughout.
+SOURCE_PRECISION: dict[str, tuple[float, float]] = {
+    "usage": (0.60, 0.20),
+    "neighbourhood": (0.64, 0.70),
+    "cochange": (0.56, 0.60),
+    "definitions": (0.56, 0.55),
+    "related": (0.30, 0.30),
 }
 
 # (query, documents) → one 0..1 relevance score per document, in document order
@@ -98,6 +100,8 @@ class ReviewContext:
     ranking: str = "fused"  # fused | rerank
     cross: dict[str, Any] = field(default_factory=dict)  # cross-repository context: config, links, tokens
     timings: dict[str, float] = field(default_factory=dict)  # phase → milliseconds, for operators
+    # per candidate file: each source's rank of it (0-based) — how its score was reached
+    file_signals: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def on_base(self) -> bool:
@@ -238,7 +242,7 @@ async def _gather(
     words = list(dict.fromkeys([*names.defined[:3], *names.called[:3], *names.mentioned]))[:6]
     found += await sources.related(conn, rid, sid, words, changed, n, embed_query=embed_query)
     clock("related")
-    found += await sources.neighbourhood(conn, rid, sid, changed, n)
+    found += await sources.neighbourhood(conn, rid, sid, changed, n * 4)
     clock("neighbourhood")
     partners, missing = await sources.cochange(
         conn, rid, sid, ctx.changed, n * 4, words=[*defined, *names.called]
@@ -282,30 +286,24 @@ def _fresh_only(
 async def _score(found: list[Candidate], ctx: ReviewContext, rerank: Reranker | None) -> str:
     """Score every file by the evidence of all the sources that found it, then its chunks.
 
-    A file's score adds up, per source that found it, the source's weight times how strongly that
-    source found it (its rank, and its own measure where it has one: co-change evidence, how many
-    and how rare the changed names it mentions are). Files found by several sources rise above
-    files only one source saw. A chunk scores its file's score, the file's chunks in the order the
-    sources gave them; each chunk's reason lists every source's evidence for its file. Duplicate
-    chunks keep their first source.
+    Each source's n-th file (0-based) belongs in the review with a measured probability
+    ``a · (1 + n) ** -k`` (:data:`SOURCE_PRECISION`); a file found by several sources gets
+    ``1 - Π (1 - p)`` — the sources are independent witnesses, so agreement raises it. A chunk
+    scores its file's probability, the file's chunks in the order the sources gave them; each
+    chunk's reason lists every source's evidence for its file. Duplicate chunks keep their first
+    source.
     """
-    per_file: dict[str, float] = {}
+    missing: dict[str, float] = {}  # path -> probability that no source is right about it
     reasons: dict[str, dict[str, None]] = {}
-    by_source: dict[Source, list[Candidate]] = {}
+    ranks: dict[Source, dict[str, int]] = {}
     for cand in found:
-        by_source.setdefault(cand.source, []).append(cand)
-    for source, cands in by_source.items():
-        weight = SOURCE_WEIGHTS.get(source, 0.0)
-        top = max((c.strength for c in cands), default=0.0)
-        seen_paths: dict[str, int] = {}
-        for cand in cands:
-            if cand.path in seen_paths:
-                continue
+        seen_paths = ranks.setdefault(cand.source, {})
+        if cand.path not in seen_paths:
             rank = seen_paths[cand.path] = len(seen_paths)
-            by_rank = 1.0 / (1.0 + rank / RANK_SCALE)
-            strength = cand.strength / top if top > 0 else by_rank
-            per_file[cand.path] = per_file.get(cand.path, 0.0) + weight * (by_rank + strength) / 2
-            reasons.setdefault(cand.path, {})[cand.reason] = None
+            a, k = SOURCE_PRECISION.get(cand.source, (0.0, 1.0))
+            missing[cand.path] = missing.get(cand.path, 1.0) * (1.0 - a * (1.0 + rank) ** -k)
+            ctx.file_signals.setdefault(cand.path, {})[cand.source] = rank
+        reasons.setdefault(cand.path, {})[cand.reason] = None
     seen: set[tuple[str, str, int]] = set()
     unique = []
     for cand in found:
@@ -313,11 +311,10 @@ async def _score(found: list[Candidate], ctx: ReviewContext, rerank: Reranker | 
             seen.add(cand.key)
             unique.append(cand)
     found[:] = unique
-    best = max(per_file.values(), default=1.0) or 1.0
     order: dict[str, int] = {}
     for cand in found:
         within = order[cand.path] = order.get(cand.path, -1) + 1
-        cand.score = per_file[cand.path] / best * (0.999**within)
+        cand.score = (1.0 - missing[cand.path]) * (0.999**within)
         cand.reason = "; ".join(r for r in reasons[cand.path] if r)
     if rerank is None or not found:
         return "fused"

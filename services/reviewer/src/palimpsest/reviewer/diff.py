@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,(\d+))? @@(.*)$")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _CALL = re.compile(r"([A-Za-z_$][\w$]*)\s*\(")
 _DEFINITION = re.compile(
@@ -118,13 +118,14 @@ def parse_diff(text: str) -> list[ChangedFile]:
             continue
         hunk = _HUNK.match(raw)
         if hunk:
-            current._old_line = int(hunk.group(1))
-            new_line = int(hunk.group(2))
-            count = int(hunk.group(3)) if hunk.group(3) is not None else 1
+            # "-40,0": nothing removed, the lines go after old line 40
+            current._old_line = int(hunk.group(1)) + (1 if hunk.group(2) == "0" else 0)
+            new_line = int(hunk.group(3))
+            count = int(hunk.group(4)) if hunk.group(4) is not None else 1
             current.hunk_ranges.append((new_line, max(new_line, new_line + count - 1)))
-            current._last_definition = _definition_name(hunk.group(4))
-            if hunk.group(4).strip():
-                current.headers.append(hunk.group(4).strip())
+            current._last_definition = _definition_name(hunk.group(5))
+            if hunk.group(5).strip():
+                current.headers.append(hunk.group(5).strip())
             continue
         new_line = _body_line(current, raw, new_line)
     return files
