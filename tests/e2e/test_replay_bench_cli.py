@@ -86,11 +86,11 @@ def test_bench_replay_finds_the_partner_and_the_usage_and_explains_the_rest(
     assert "pkg/tables.py" in text and "| context |" in text
 
 
-def test_what_the_budget_leaves_out_is_reported_below_the_cut_with_its_rank(
+def test_what_the_budget_leaves_out_is_reported_below_the_cut_with_its_rank_and_signals_are_fitted(
     tmp_path: Path, shop: tuple[Path, dict[str, str]]
 ) -> None:
     repo, _ = shop
-    out = replay(tmp_path, repo, "--changes", "1", "--budget-tokens", "100")
+    out = replay(tmp_path, repo, "--changes", "1", "--budget-tokens", "100", "--signals")
     [record] = out["records"]
     below = [m for m in record["missing"] if m["why"] == "below_cut"]
     assert below, record["missing"]
@@ -98,3 +98,7 @@ def test_what_the_budget_leaves_out_is_reported_below_the_cut_with_its_rank(
         assert m["reason"] == "budget" and m["rank"] >= 1 and m["source"]
     assert {m["why"] for m in record["missing"]} <= {"below_cut", "not_indexed"}
     assert out["missing_why"]["below_cut"] == len(below)
+    # --signals: every candidate file's rank per source, and each source's precision fitted on them
+    assert record["signals"]["pkg/ledger.py"]["cochange"] == 0
+    fit = out["precision_fit"]["cochange"]
+    assert 0 < fit["a"] < 1 and fit["k"] >= 0 and fit["candidates"] >= 1

@@ -15,11 +15,12 @@ candidate) or from the snapshot (not indexed).
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ async def run_bench_replay(
     changes: int,
     seeds: Sequence[int],
     budget: int,
+    signals: bool = False,
     say: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     repo = repo.resolve()
@@ -80,7 +82,9 @@ async def run_bench_replay(
             tenant = await local_tenant(infra.pool, Path(s.home))
             for i, change in enumerate(union, 1):
                 say(f"[{i}/{len(union)}] {change.sha[:12]}")
-                records[change.sha] = await _replay_one(infra.pool, infra.nc, tenant, repo, scratch, change)
+                records[change.sha] = await _replay_one(
+                    infra.pool, infra.nc, tenant, repo, scratch, change, with_signals=signals
+                )
     return {
         "benchmark": "replay",
         "repository": repo.name,
@@ -91,6 +95,7 @@ async def run_bench_replay(
         "seeds": list(seeds),
         "budget_tokens": budget,
         **summarize(records, samples),
+        **({"precision_fit": fit_precision(records.values())} if signals else {}),
         "records": [records[c.sha] for c in union],
     }
 
@@ -120,7 +125,7 @@ def _scratch_repository(source: Path, path: Path) -> Path:
 
 
 async def _replay_one(
-    pool: Pool, nc: NATS, tenant: UUID, repo: Path, scratch: Path, change: Change
+    pool: Pool, nc: NATS, tenant: UUID, repo: Path, scratch: Path, change: Change, *, with_signals: bool
 ) -> dict[str, Any]:
     git(scratch, "update-ref", "refs/heads/main", change.parent)
     repo_id = await register_path(pool, tenant, scratch)
@@ -131,11 +136,7 @@ async def _replay_one(
     review = await review_local(pool, nc, tenant, scratch, change.parent, head, say=lambda _: None)
     wall_ms = (time.perf_counter() - started) * 1000
     files = _context_files(review, truth.seed)
-    signals = (
-        await _signals(pool, tenant, repo_id, scratch, change, head)
-        if os.environ.get("PALIMPSEST_REPLAY_SIGNALS")
-        else {}
-    )
+    signals = await _signals(pool, tenant, repo_id, scratch, change, head) if with_signals else {}
     base = await asyncio.to_thread(replay.baselines, repo, change, truth, len(files))
     found = {"context": files, **base}
     indexed = await _indexed(pool, tenant, review.get("snapshot_id"), truth.both)
@@ -158,6 +159,7 @@ async def _replay_one(
         "review_ms": round(wall_ms, 1),
         "recall": {name: _recalls(paths, truth) for name, paths in found.items()},
         "found_first": _found_first(review, truth),
+        "source_tokens": _source_tokens(review),
         "missing": _missing(review, truth, files, indexed),
         "context": files,
         "reasons": _reasons(review, files),
@@ -197,13 +199,14 @@ def _context_files(review: dict[str, Any], seed: str) -> list[str]:
 
 async def _signals(
     pool: Pool, tenant: UUID, repo_id: UUID, scratch: Path, change: Change, head: str
-) -> dict[str, Any]:
-    """Every candidate file's per-source ranks (the context assembled once more, directly)."""
+) -> dict[str, dict[str, int]]:
+    """Every candidate file's rank in each source that found it (the context assembled once more,
+    directly, for ``--signals``)."""
     from palimpsest.reviewer.context import assemble_context
 
     diff = git(scratch, "diff", change.parent, head)
-    at_head = {}
-    for path in git(scratch, "diff", "--name-only", change.parent, head).split():
+    at_head: dict[str, str | None] = {}
+    for path in git(scratch, "diff", "--name-only", change.parent, head).splitlines():
         at_head[path] = git(scratch, "show", f"{head}:{path}")
     async with tenant_tx(pool, tenant) as conn:
         ctx = await assemble_context(conn, repo_id, diff, at_head, 8000, base_sha=change.parent)
@@ -257,6 +260,14 @@ def _found_first(review: dict[str, Any], truth: Truth) -> dict[str, int]:
     return out
 
 
+def _source_tokens(review: dict[str, Any]) -> dict[str, int]:
+    """Per source: the tokens its items spent in the context."""
+    out: dict[str, int] = {}
+    for item in review.get("context", []):
+        out[item["source"]] = out.get(item["source"], 0) + int(item.get("tokens") or 0)
+    return out
+
+
 def _missing(
     review: dict[str, Any], truth: Truth, files: Sequence[str], indexed: dict[str, str | None]
 ) -> list[dict[str, Any]]:
@@ -295,6 +306,34 @@ def _missing(
 # ------------------------------------------------------------------------------------- summary
 
 
+def fit_precision(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per source, the curve ``a · (1 + rank) ** -k`` that best explains (maximum likelihood over
+    a grid) which of its candidate files were truth files: how the reviewer's
+    ``SOURCE_PRECISION`` is measured."""
+    points: dict[str, list[tuple[int, bool]]] = {}
+    for record in records:
+        truth = {*record["targets"], *record["usages"]}
+        for path, ranks in (record.get("signals") or {}).items():
+            if path != record["seed"]:
+                for source, rank in ranks.items():
+                    points.setdefault(source, []).append((int(rank), path in truth))
+    out: dict[str, dict[str, float]] = {}
+    for source, xs in sorted(points.items()):
+        best: tuple[float, float, float] | None = None
+        for a in (i / 100 for i in range(10, 92, 2)):
+            for k in (i / 20 for i in range(0, 30)):
+                ll = sum(_log_likelihood(min(0.99, max(0.01, a * (1 + rank) ** -k)), hit) for rank, hit in xs)
+                if best is None or ll > best[0]:
+                    best = (ll, a, k)
+        assert best is not None
+        out[source] = {"a": round(best[1], 2), "k": round(best[2], 2), "candidates": len(xs)}
+    return out
+
+
+def _log_likelihood(p: float, hit: bool) -> float:
+    return math.log(p if hit else 1.0 - p)
+
+
 def summarize(records: dict[str, dict[str, Any]], samples: dict[int, list[Change]]) -> dict[str, Any]:
     """Mean recall per seed and strategy, the mean over seeds with its spread, sources, reasons."""
     per_seed: dict[str, Any] = {}
@@ -321,6 +360,9 @@ def summarize(records: dict[str, dict[str, Any]], samples: dict[int, list[Change
         "usage_share_of_grep": _usage_share(means),
         "per_seed": per_seed,
         "found_first": _add_up(r["found_first"] for r in rows),
+        "source_tokens_mean": {
+            source: round(n / len(rows), 1) for source, n in _add_up(r["source_tokens"] for r in rows).items()
+        },
         "missing_why": _add_up({m["why"]: 1} for r in rows for m in r["missing"]),
         "files_mean": round(statistics.fmean(r["files"] for r in rows), 2) if rows else 0,
         "tokens_mean": round(statistics.fmean(r["tokens"] for r in rows), 1) if rows else 0,
@@ -399,7 +441,13 @@ def markdown_report(result: dict[str, Any]) -> str:
             f"| {strategy} | {_fmt(r['targets']['mean'])} | {_fmt(r['usages']['mean'])} |"
             f" {_fmt(r['both']['mean'])} ± {_fmt(r['both']['spread'])} |"
         )
-    lines += ["", f"Why truth files were missing: {result['missing_why']}", ""]
+    lines += [
+        "",
+        f"Truth files found first, per source: {result['found_first']}",
+        f"Tokens spent per change, per source: {result['source_tokens_mean']}",
+        f"Why truth files were missing: {result['missing_why']}",
+        "",
+    ]
     lines += [
         "| change | seed | missing file | kind | why | source | rank | reason |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",

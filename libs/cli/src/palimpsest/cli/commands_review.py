@@ -77,6 +77,11 @@ def register(cli: click.Group) -> None:
         type=click.Path(dir_okay=False, path_type=Path),
         help="Write the missing-context report (Markdown).",
     )
+    @click.option(
+        "--signals",
+        is_flag=True,
+        help="Record every candidate file's rank per source and fit each source's precision.",
+    )
     @click.option("--json", "as_json", is_flag=True)
     @run_async
     async def bench_replay(
@@ -85,6 +90,7 @@ def register(cli: click.Group) -> None:
         seeds: tuple[int, ...],
         budget_tokens: int,
         report: Path | None,
+        signals: bool,
         as_json: bool,
     ) -> None:
         """Replay merged changes of a local clone as pull requests; recall of the review context
@@ -101,6 +107,7 @@ def register(cli: click.Group) -> None:
                 changes=changes,
                 seeds=seeds or (1,),
                 budget=budget_tokens,
+                signals=signals,
                 say=progress,
             )
         except ReplayError as exc:
