@@ -102,3 +102,6 @@ def test_what_the_budget_leaves_out_is_reported_below_the_cut_with_its_rank_and_
     assert record["signals"]["pkg/ledger.py"]["cochange"] == 0
     fit = out["precision_fit"]["cochange"]
     assert 0 < fit["a"] < 1 and fit["k"] >= 0 and fit["candidates"] >= 1
+    # the ranking from every source and from all but one, at the same file count
+    assert {"all", "without_cochange", "without_usage"} <= set(out["ablation"])
+    assert all(0 <= v <= 1 for v in out["ablation"].values())

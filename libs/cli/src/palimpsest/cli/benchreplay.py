@@ -95,7 +95,11 @@ async def run_bench_replay(
         "seeds": list(seeds),
         "budget_tokens": budget,
         **summarize(records, samples),
-        **({"precision_fit": fit_precision(records.values())} if signals else {}),
+        **(
+            {"precision_fit": fit_precision(records.values()), "ablation": ablation(records.values())}
+            if signals
+            else {}
+        ),
         "records": [records[c.sha] for c in union],
     }
 
@@ -327,6 +331,34 @@ def fit_precision(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, floa
                     best = (ll, a, k)
         assert best is not None
         out[source] = {"a": round(best[1], 2), "k": round(best[2], 2), "candidates": len(xs)}
+    return out
+
+
+def ablation(records: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """Recall of targets and usages together at the context's file count when the files are ranked
+    from every source (``all``) and from all but one: what each source adds to the ranking."""
+    from palimpsest.reviewer.context import SOURCE_PRECISION
+
+    rows = [r for r in records if r.get("signals") and (r["targets"] or r["usages"])]
+    out: dict[str, float] = {}
+    for left_out in ("all", *sorted(SOURCE_PRECISION)):
+        values = []
+        for record in rows:
+            truth = {*record["targets"], *record["usages"]}
+            chance: dict[str, float] = {}
+            for path, ranks in record["signals"].items():
+                miss = 1.0
+                for source, rank in ranks.items():
+                    if source != left_out:
+                        a, k = SOURCE_PRECISION.get(source, (0.0, 1.0))
+                        miss *= 1.0 - a * (1 + int(rank)) ** -k
+                if path != record["seed"] and miss < 1.0:
+                    chance[path] = 1.0 - miss
+            top = sorted(chance, key=lambda p: (-chance[p], p))[: record["files"]]
+            values.append(len(truth & set(top)) / len(truth))
+        out[left_out if left_out == "all" else f"without_{left_out}"] = (
+            round(statistics.fmean(values), 4) if values else 0.0
+        )
     return out
 
 
