@@ -188,3 +188,20 @@ def test_evidence_kept_as_of_the_last_co_change_only_decays_to_the_present() -> 
     assert last is not None
     direct = sum(pair_weight(n) * 0.5 ** ((now - when).days / half_life) for when, n in commits)
     assert evidence * 0.5 ** ((now - last).days / half_life) == pytest.approx(direct)
+
+
+def test_a_limited_ranking_is_the_same_prefix_of_the_full_one() -> None:
+    graph, _ = graph_of(CHAIN)
+    now = datetime(2025, 6, 1, tzinfo=UTC)
+    signals = Signals(
+        cochange={"src/island.py": CoChangeSignal(5, now), "src/d.py": CoChangeSignal(2, now)},
+        modified={p: now - timedelta(days=i) for i, p in enumerate(sorted(CHAIN))},
+    )
+    seeds = resolve_seeds(graph, ["src/a.py"])
+    full = rank(graph, seeds, signals=signals)
+    assert len(full) > 3
+    for limit in (0, 1, 2, 3, len(full), len(full) + 5):
+        limited = rank(graph, seeds, signals=signals, limit=limit)
+        assert [(r.path, r.score, r.reason) for r in limited] == [
+            (r.path, r.score, r.reason) for r in full[:limit]
+        ]

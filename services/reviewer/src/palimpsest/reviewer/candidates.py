@@ -266,7 +266,14 @@ async def neighbourhood(
         if not seeds:
             return []
         result = await graph_context(
-            conn, repository_id, seeds, budget=10**9, hops=1, snapshot_id=snapshot_id, history=True
+            conn,
+            repository_id,
+            seeds,
+            budget=10**9,
+            hops=1,
+            snapshot_id=snapshot_id,
+            history=True,
+            limit=limit + len(changed),
         )
     except PalimpsestError as exc:
         log.info("neighbourhood source unavailable: %s", exc)
