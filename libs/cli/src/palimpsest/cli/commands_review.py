@@ -152,10 +152,21 @@ async def review_local(
     base_sha, head_sha = _rev_parse(path, base), _rev_parse(path, head)
     repo_id = await register_path(pool, tenant, path)
     async with tenant_tx(pool, tenant) as conn:
-        ready = await for_commit(conn, repo_id, base_sha) or await newest_ready(conn, repo_id)
-    if ready is None:
+        branch = await newest_ready(conn, repo_id)
+        on_base = await for_commit(conn, repo_id, base_sha)
+    if branch is None:
         say(f"indexing {path} first (repository {repo_id})…")
         await index_and_wait(pool, nc, tenant, repo_id, timeout_s=timeout_s)
+    if on_base is None and (branch is None or branch["commit_sha"] != base_sha):
+        say(f"indexing the base {base_sha[:12]} (kept beside the branch's index for reviews of it)…")
+        built = await index_and_wait(
+            pool, nc, tenant, repo_id, timeout_s=timeout_s, reason="review", commit_sha=base_sha
+        )
+        if built["snapshot.built"]["state"] == "failed":
+            say(
+                f"note: the base could not be indexed ({built['snapshot.built'].get('reason')});"
+                " the context comes from the newest indexed commit"
+            )
     event = ReviewRequested(
         tenant_id=tenant,
         repository_id=repo_id,
@@ -165,13 +176,6 @@ async def review_local(
         base_ref=base,
         head_ref=head,
     )
-    async with tenant_tx(pool, tenant) as conn:
-        on_base = await for_commit(conn, repo_id, base_sha)
-    if on_base is None:
-        say(
-            f"note: the base {base_sha[:12]} has no snapshot of its own; the context comes from the newest"
-            " indexed commit and candidates whose text changed since are dropped as stale"
-        )
     say(f"reviewing {base_sha[:12]}..{head_sha[:12]}…")
     async with watching(nc, event.request_id, ("review.completed",)) as waiter:
         await request(pool, event)

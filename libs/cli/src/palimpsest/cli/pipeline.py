@@ -100,9 +100,17 @@ async def index_and_wait(
     reason: str = "cli",
     timeout_s: float = 3600.0,
     tick: Callable[[UUID], Awaitable[None]] | None = None,
+    commit_sha: str | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Request an index build and wait for ``snapshot.built`` (and ``recency.scanned``)."""
-    event = IndexRequested(tenant_id=tenant, repository_id=repository_id, reason=reason)  # type: ignore[arg-type]
+    """Request an index build and wait for ``snapshot.built`` (and ``recency.scanned``, except for
+    a review base's pinned snapshot, which the scanner leaves alone)."""
+    event = IndexRequested(
+        tenant_id=tenant,
+        repository_id=repository_id,
+        reason=reason,  # type: ignore[arg-type]
+        commit_sha=commit_sha,
+    )
+    optional = () if reason == "review" else ("recency.scanned",)
     async with watching(nc, event.request_id, ("snapshot.built", "recency.scanned")) as waiter:
         await request(pool, event)
 
@@ -111,5 +119,5 @@ async def index_and_wait(
                 await tick(event.request_id)
 
         return await wait_for(
-            waiter, ("snapshot.built",), timeout_s=timeout_s, tick=on_tick, optional=("recency.scanned",)
+            waiter, ("snapshot.built",), timeout_s=timeout_s, tick=on_tick, optional=optional
         )

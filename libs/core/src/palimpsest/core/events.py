@@ -59,7 +59,8 @@ class IndexRequested(Event):
 
     repository_id: UUID
     request_id: UUID = Field(default_factory=uuid7)
-    reason: Literal["push", "rebuild", "register", "cli", "mode"] = "cli"
+    # "review": build ``commit_sha`` (a review's base) as a pinned snapshot beside the branch's
+    reason: Literal["push", "rebuild", "register", "cli", "mode", "review"] = "cli"
     branch: str | None = None
     commit_sha: str | None = None  # None: resolve the branch head at build time
     head_commit_at: datetime | None = None  # the pushed head commit's date, when known
@@ -99,6 +100,7 @@ class SnapshotBuilt(Event):
     skipped: dict[str, int] = Field(default_factory=dict)
     duration_s: float = 0.0
     timings: dict[str, float] = Field(default_factory=dict)  # phase → seconds, for operators
+    pinned: bool = False  # a review base's snapshot beside the branch's (never the newest)
 
 
 class SnapshotEmbedded(Event):

@@ -201,7 +201,7 @@ async def _newest_ready_snapshot(conn: Conn, repository_id: UUID) -> UUID | None
     if row is None or not row["present"]:
         return None
     cur = await conn.execute(
-        "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND state = 'ready'"
+        "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND state = 'ready' AND NOT pinned"
         " ORDER BY created_at DESC LIMIT 1",
         (repository_id,),
     )

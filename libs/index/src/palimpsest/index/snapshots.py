@@ -10,7 +10,7 @@ from palimpsest.core.db import Conn
 
 async def newest_ready(conn: Conn, repository_id: UUID) -> dict[str, Any] | None:
     cur = await conn.execute(
-        "SELECT * FROM code_index_snapshots WHERE repository_id = %s AND state = 'ready'"
+        "SELECT * FROM code_index_snapshots WHERE repository_id = %s AND state = 'ready' AND NOT pinned"
         " ORDER BY created_at DESC LIMIT 1",
         (repository_id,),
     )

@@ -104,7 +104,7 @@ class AnalyzerService:
     async def on_snapshot(self, event: SnapshotBuilt | SnapshotEmbedded, ctx: HandlerContext) -> None:
         if not self.settings.analysis_auto or event.snapshot_id is None:
             return
-        if isinstance(event, SnapshotBuilt) and event.state != "ready":
+        if isinstance(event, SnapshotBuilt) and (event.state != "ready" or event.pinned):
             return
         async with ctx.transaction() as conn:
             await mark_due(conn, event.tenant_id, event.repository_id, event.snapshot_id, self.schedule)

@@ -41,6 +41,7 @@ from palimpsest.core.git_errors import GitError, GitFailure
 log = logging.getLogger(__name__)
 
 ANALYZE_AFTER_BLOBS = 500
+KEEP_PINNED = 3  # snapshots of review bases kept per repository (the newest)
 REGULAR_MODES = frozenset({"100644", "100755"})
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
@@ -262,15 +263,18 @@ async def _build(
     progress: Progress | None = None,
     heartbeat: Callable[[], Awaitable[None]] | None = None,
     skip_if_ready: bool = False,
+    pinned: bool = False,
 ) -> BuildStats:
     started = time.monotonic()
     stats = BuildStats()
     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
     if skip_if_ready:  # another request built this commit while we waited for the lock
         cur = await conn.execute(
+            # the branch's build is made unnecessary by the branch's snapshot only; a review's base
+            # by any ready snapshot of its commit
             "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND commit_sha = %s"
-            " AND state = 'ready' LIMIT 1",
-            (repository_id, source.commit),
+            " AND state = 'ready' AND (%s OR NOT pinned) LIMIT 1",
+            (repository_id, source.commit, pinned),
         )
         ready = await cur.fetchone()
         if ready is not None:
@@ -529,9 +533,20 @@ async def _write_files(
 
 
 async def finish(
-    conn: Conn, repository_id: UUID, snapshot_id: UUID, stats: BuildStats, duration_s: float, keep_ready: int
+    conn: Conn,
+    repository_id: UUID,
+    snapshot_id: UUID,
+    stats: BuildStats,
+    duration_s: float,
+    keep_ready: int,
+    *,
+    pinned: bool = False,
 ) -> None:
-    """Mark ready, supersede the previous ready snapshot, delete beyond ``keep_ready``, collect blobs."""
+    """Mark ready, supersede the previous ready snapshot, delete beyond ``keep_ready``, collect blobs.
+
+    The branch's snapshots and a review base's pinned ones are kept apart: a branch build
+    supersedes and prunes only the branch's; a pinned one supersedes nothing and the repository
+    keeps its ``KEEP_PINNED`` newest pinned snapshots."""
     t = time.monotonic()
     await conn.execute(
         "UPDATE code_index_snapshots SET state = 'ready', reason = NULL, ready_at = now(), files = %s,"
@@ -549,16 +564,18 @@ async def finish(
             snapshot_id,
         ),
     )
-    await conn.execute(
-        "UPDATE code_index_snapshots SET state = 'superseded' WHERE repository_id = %s AND state = 'ready'"
-        " AND snapshot_id <> %s",
-        (repository_id, snapshot_id),
-    )
+    if not pinned:
+        await conn.execute(
+            "UPDATE code_index_snapshots SET state = 'superseded' WHERE repository_id = %s AND state = 'ready'"
+            " AND snapshot_id <> %s AND NOT pinned",
+            (repository_id, snapshot_id),
+        )
     await conn.execute(
         "DELETE FROM code_index_snapshots WHERE repository_id = %s AND state IN ('ready', 'superseded')"
-        " AND snapshot_id NOT IN (SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s"
-        "   AND state IN ('ready', 'superseded') ORDER BY created_at DESC LIMIT %s)",
-        (repository_id, repository_id, keep_ready),
+        " AND pinned = %s AND snapshot_id NOT IN (SELECT snapshot_id FROM code_index_snapshots"
+        "   WHERE repository_id = %s AND state IN ('ready', 'superseded') AND pinned = %s"
+        "   ORDER BY created_at DESC LIMIT %s)",
+        (repository_id, pinned, repository_id, pinned, KEEP_PINNED if pinned else keep_ready),
     )
     await conn.execute(
         "DELETE FROM code_index_snapshots WHERE repository_id = %s AND state = 'failed'"

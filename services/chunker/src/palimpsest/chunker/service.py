@@ -171,17 +171,19 @@ class Chunker:
     ) -> None:
         s = self.settings
         branch = repo["default_branch"]
+        pinned = event.reason == "review" and event.commit_sha is not None
         async with open_source(
             repo["clone_url"],
             branch,
             auth=await self._auth(ctx, repo),
             policy=s.source_policy(),
             timeout_s=s.clone_timeout_s,
+            commit=event.commit_sha if pinned else None,
         ) as source:
-            existing = await _ready_for(ctx, event.repository_id, source.commit)
+            existing = await _ready_for(ctx, event.repository_id, source.commit, pinned=pinned)
             if existing is not None and event.reason != "rebuild":
                 raise BuildSkipped("up_to_date", existing)
-            snapshot_id = await _start_snapshot(ctx, event, source.commit)
+            snapshot_id = await _start_snapshot(ctx, event, source.commit, pinned=pinned)
             try:
                 async with ctx.transaction() as conn:
                     stats = await build(
@@ -195,10 +197,17 @@ class Chunker:
                         progress=lambda done, total: _progress(ctx, snapshot_id, done),
                         heartbeat=ctx.heartbeat,
                         skip_if_ready=event.reason != "rebuild",
+                        pinned=pinned,
                     )
                     duration = round(time.monotonic() - started, 3)
                     await finish(
-                        conn, event.repository_id, snapshot_id, stats, duration, s.keep_ready_snapshots
+                        conn,
+                        event.repository_id,
+                        snapshot_id,
+                        stats,
+                        duration,
+                        s.keep_ready_snapshots,
+                        pinned=pinned,
                     )
                     await emit(
                         conn,
@@ -209,6 +218,7 @@ class Chunker:
                             commit=source.commit,
                             stats=stats,
                             duration_s=duration,
+                            pinned=pinned,
                         ),
                     )
             except BuildFailed as failure:
@@ -265,18 +275,21 @@ class Chunker:
         log.warning("snapshot %s failed: %s", snapshot_id, failure)
 
 
-async def _ready_for(ctx: HandlerContext, repository_id: UUID, commit: str) -> UUID | None:
+async def _ready_for(ctx: HandlerContext, repository_id: UUID, commit: str, *, pinned: bool) -> UUID | None:
+    """A kept snapshot of ``commit`` that makes this build unnecessary: for the branch, its ready
+    snapshot (a pinned one is not the branch's); for a review's base, any kept one."""
     async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
         cur = await conn.execute(
             "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND commit_sha = %s"
-            " AND state = 'ready' ORDER BY created_at DESC LIMIT 1",
-            (repository_id, commit),
+            " AND (state = 'ready' AND NOT pinned OR %s AND state IN ('ready', 'superseded'))"
+            " ORDER BY created_at DESC LIMIT 1",
+            (repository_id, commit, pinned),
         )
         row = await cur.fetchone()
         return row["snapshot_id"] if row else None
 
 
-async def _start_snapshot(ctx: HandlerContext, event: IndexRequested, commit: str) -> UUID:
+async def _start_snapshot(ctx: HandlerContext, event: IndexRequested, commit: str, *, pinned: bool) -> UUID:
     """A committed ``building`` row, visible to progress readers; interrupted builds become failed."""
     snapshot_id = uuid7()
     async with tenant_tx(ctx.pool, event.tenant_id) as conn:
@@ -286,9 +299,9 @@ async def _start_snapshot(ctx: HandlerContext, event: IndexRequested, commit: st
             (event.repository_id,),
         )
         await conn.execute(
-            "INSERT INTO code_index_snapshots (tenant_id, repository_id, snapshot_id, commit_sha, request_id)"
-            " VALUES (%s, %s, %s, %s, %s)",
-            (event.tenant_id, event.repository_id, snapshot_id, commit, event.request_id),
+            "INSERT INTO code_index_snapshots (tenant_id, repository_id, snapshot_id, commit_sha, request_id, pinned)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            (event.tenant_id, event.repository_id, snapshot_id, commit, event.request_id, pinned),
         )
     return snapshot_id
 
@@ -309,6 +322,7 @@ def _built(
     commit: str | None = None,
     stats: BuildStats | None = None,
     duration_s: float = 0.0,
+    pinned: bool = False,
 ) -> SnapshotBuilt:
     counts: dict[str, Any] = {}
     if stats is not None:
@@ -330,6 +344,7 @@ def _built(
         state=state,  # type: ignore[arg-type]
         reason=reason,
         duration_s=duration_s,
+        pinned=pinned,
         **counts,
     )
 

@@ -41,13 +41,17 @@ async def open_source(
     policy: SourcePolicy,
     timeout_s: float,
     tmp_parent: Path | None = None,
+    commit: str | None = None,
 ) -> AsyncIterator[Source]:
+    """The tree of ``branch``'s head, or of ``commit`` (a review's base; local sources only)."""
     try:
         target = await check_remote(clone_url, policy)
         if target.local is not None:
-            commit = await resolve_ref(target.local, branch, timeout_s=timeout_s)
-            yield Source(target.local, commit, local=True)
+            resolved = await resolve_ref(target.local, commit or branch, timeout_s=timeout_s)
+            yield Source(target.local, resolved, local=True)
             return
+        if commit is not None:
+            raise BuildFailed("source_unsupported", "a pinned commit is built from local sources only")
         async with temporary_clone_dir(tmp_parent) as tmp:
             await run_git(
                 [

@@ -87,6 +87,8 @@ class RecencyScanner:
         self.auth_provider = auth_provider
 
     async def handle(self, event: IndexRequested, ctx: HandlerContext) -> None:
+        if event.reason == "review":
+            return  # a review base's pinned snapshot: recency follows the branch, not that commit
         started = time.monotonic()
         if not self.options.enabled:
             await self._disabled(event, ctx)

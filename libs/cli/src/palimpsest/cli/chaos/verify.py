@@ -271,6 +271,7 @@ async def _check_snapshots(
             )
         cur = await db.execute(
             "SELECT snapshot_id, commit_sha FROM code_index_snapshots WHERE repository_id = %s AND state = 'ready'"
+            " AND NOT pinned"
             " ORDER BY ready_at DESC NULLS LAST, created_at DESC LIMIT 1",
             (repo.repository_id,),
         )
