@@ -189,3 +189,41 @@ async def test_a_cached_graph_is_not_visible_to_another_tenant(infra: Infra, ind
             await graph_context(conn, indexed.repository_id, ["src/api.py"], cache=cache)
         with pytest.raises(IndexNotReady):
             await graph_report(conn, indexed.repository_id, cache=cache)
+
+
+async def test_dates_are_read_once_per_recency_scan_and_again_after_the_next(
+    infra: Infra, indexed: Indexed
+) -> None:
+    """The ranking's dates are cached per recency scan (a 50 000-file repository's take ~0.5 s to
+    read): a date written without a new scan is not seen; the next scan's is."""
+    first, second = datetime(2024, 4, 1, tzinfo=UTC), datetime(2024, 4, 20, tzinfo=UTC)
+
+    async def recent_reason() -> str:
+        result = await graph_context(
+            conn, indexed.repository_id, ["src/billing/invoice.py"], cache=GraphCache()
+        )
+        return next(e.reason for e in result.entries if e.path == "config/settings.yaml")
+
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        await conn.execute(
+            "INSERT INTO recency_scans (tenant_id, repository_id, status, scanned_at) VALUES (%s, %s, 'ok', %s)",
+            (indexed.tenant, indexed.repository_id, first),
+        )
+        await conn.execute(
+            "INSERT INTO file_recency (tenant_id, repository_id, path, last_commit, last_modified_at)"
+            " VALUES (%s, %s, 'config/settings.yaml', %s, %s)",
+            (indexed.tenant, indexed.repository_id, indexed.commit, first),
+        )
+        assert await recent_reason() == "recently changed (2024-04-01)"
+        await conn.execute(
+            "UPDATE file_recency SET last_modified_at = %s WHERE repository_id = %s",
+            (second, indexed.repository_id),
+        )
+        assert await recent_reason() == "recently changed (2024-04-01)"  # same scan: cached
+        await conn.execute(
+            "UPDATE recency_scans SET scanned_at = %s WHERE repository_id = %s",
+            (second, indexed.repository_id),
+        )
+        assert await recent_reason() == "recently changed (2024-04-20)"  # the next scan: read again
+        await conn.execute("DELETE FROM file_recency WHERE repository_id = %s", (indexed.repository_id,))
+        await conn.execute("DELETE FROM recency_scans WHERE repository_id = %s", (indexed.repository_id,))
