@@ -211,6 +211,23 @@ def snapshot_note(out: dict[str, Any]) -> str:
     )
 
 
+def dropped_text(dropped: list[dict[str, Any]]) -> str:
+    """What was left out, by reason: the files named (once each), except for the budget, counted."""
+    by_reason: dict[str, list[str]] = {}
+    for d in dropped:
+        by_reason.setdefault(d["reason"], []).append(str(d.get("path") or d.get("repository")))
+    parts = []
+    for reason, paths in by_reason.items():
+        unique = list(dict.fromkeys(paths))
+        if reason == "budget":
+            parts.append(
+                f"{len(paths)} chunks of {len(unique)} files over the budget (--json lists them, ranked)"
+            )
+        else:
+            parts.append(f"{reason}: " + ", ".join(unique))
+    return "; ".join(parts)
+
+
 def review_text(out: dict[str, Any]) -> str:
     if out.get("state") == "failed":
         return f"review failed: {out.get('reason')}"
@@ -221,10 +238,7 @@ def review_text(out: dict[str, Any]) -> str:
         why = f"  — {c['reason']}" if c.get("reason") else ""
         lines.append(f"  [{label}] {c['path']}:{c['start_line']}-{c['end_line']}{note}{why}")
     if out.get("dropped"):
-        lines.append(
-            "Dropped: "
-            + ", ".join(f"{d.get('path') or d.get('repository')} ({d['reason']})" for d in out["dropped"])
-        )
+        lines.append("Dropped: " + dropped_text(out["dropped"]))
     for f in out.get("findings", []):
         lines.append(f"{f['severity']:>8}  {f['path']}:{f['start_line']}-{f['end_line']}  {f['message']}")
     return "\n".join(lines)

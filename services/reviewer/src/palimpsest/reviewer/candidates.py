@@ -26,6 +26,7 @@ from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
 from palimpsest.index.recency import cochange_neighbours
 from palimpsest.index.search import SearchHit, lexical_search
+from palimpsest.index.staleness import is_doc
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ SOURCES: tuple[Source, ...] = OWN_SOURCES + CROSS_SOURCES
 QueryEmbedder = Callable[[str, str], Awaitable[Sequence[float]]]
 
 COCHANGE_MIN_COMMITS = 2
+MAX_DEFINERS = 3  # a called name defined in more blobs than this is ambiguous: not looked up
 COCHANGE_PER_PATH = 40  # partners read per changed file (the strongest by decayed evidence)
 MIN_MENTION_NAME = 4  # shorter names say too little to follow through the text
 MAX_MENTION_FILES = 25  # a name found in more files is too common to point at its users
@@ -118,7 +120,9 @@ async def definitions(
         "   FROM palimpsest_symbol_blobs(%(r)s, %(names)s::text[]) b"
         "   CROSS JOIN LATERAL palimpsest_symbol_rows(b.symbols) r"
         "   WHERE r.name = ANY(%(names)s::text[]) ORDER BY b.blob_sha, r.name, r.start_line),"
-        " top AS (SELECT f.path, s.name, s.blob_sha, s.start_line FROM s"
+        # a name defined in many places (read, open, get) does not say which one the diff means
+        " clear AS (SELECT name FROM s GROUP BY name HAVING count(*) <= %(definers)s),"
+        " top AS (SELECT f.path, s.name, s.blob_sha, s.start_line FROM s JOIN clear USING (name)"
         "   CROSS JOIN LATERAL (SELECT f.path FROM code_index_files f WHERE f.snapshot_id = %(snap)s"
         "     AND f.blob_sha = s.blob_sha ORDER BY f.path LIMIT %(n)s) f"
         "   ORDER BY array_position(%(names)s::text[], s.name), f.path LIMIT %(n)s)"
@@ -127,7 +131,7 @@ async def definitions(
         "   AND c.blob_sha = top.blob_sha AND c.start_line <= top.start_line AND c.end_line >= top.start_line"
         "   ORDER BY (c.name = top.name) DESC NULLS LAST, c.end_line - c.start_line, c.ordinal LIMIT 1) c"
         " ORDER BY array_position(%(names)s::text[], top.name), top.path",
-        {"r": repository_id, "snap": snapshot_id, "names": list(names), "n": limit},
+        {"r": repository_id, "snap": snapshot_id, "names": list(names), "n": limit, "definers": MAX_DEFINERS},
     )
     return [_candidate("definitions", row, f"defines {row['name']}") for row in await cur.fetchall()]
 
@@ -255,14 +259,22 @@ async def related(
 
 
 async def neighbourhood(
-    conn: Conn, repository_id: UUID, snapshot_id: UUID, changed: frozenset[str], limit: int
+    conn: Conn,
+    repository_id: UUID,
+    snapshot_id: UUID,
+    changed: frozenset[str],
+    limit: int,
+    *,
+    words: Sequence[str] = (),
 ) -> list[Candidate]:
-    """The graph's 1-hop personalized ranking seeded by the changed files (those it knows)."""
+    """The changed files' tests (or code under test), then the graph's 1-hop ranking blended with
+    co-change history and recency, seeded by the changed code files the graph knows; each file
+    shown at the part that mentions most of ``words`` (the diff's names), else its start."""
     if not changed or limit <= 0:
         return []
     try:
         _, graph, _ = await snapshot_graph(conn, repository_id, snapshot_id=snapshot_id)
-        seeds = sorted(p for p in changed if p in graph.path_index)
+        seeds = sorted(p for p in history_sources(sorted(changed)) if p in graph.path_index)
         if not seeds:
             return []
         result = await graph_context(
@@ -284,15 +296,19 @@ async def neighbourhood(
     for entry in result.entries:
         if entry.path not in changed and len(reasons) < limit:
             reasons.setdefault(entry.path, entry.reason)
-    return [
-        _candidate("neighbourhood", row, reasons[row["path"]])
-        for row in await first_chunks(conn, repository_id, snapshot_id, list(reasons)[:limit])
-    ]
+    pattern = _words_pattern(words)
+    out = []
+    for row in await best_chunks(conn, repository_id, snapshot_id, list(reasons)[:limit], words):
+        cand = _candidate("neighbourhood", row, reasons[row["path"]])
+        line = _match_line(row, pattern)
+        out.append(focus(cand, line) if line is not None else cand)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
 class Partner:
-    """A co-change partner of the changed files: shared commits and decayed evidence, summed."""
+    """A co-change partner of the changed files: its decayed evidence summed over them, and the
+    changed file it pairs with most strongly with their shared commits."""
 
     path: str
     commits: int
@@ -303,23 +319,30 @@ class Partner:
 async def partners(
     conn: Conn, repository_id: UUID, changed: Sequence[str], *, per_path: int = COCHANGE_PER_PATH
 ) -> list[Partner]:
-    """Files that changed together with the changed files (not in the PR), strongest first."""
+    """Files that changed together with the changed files (not in the PR), strongest first; each
+    names the changed file it is most strongly paired with and their shared commits."""
     touched = frozenset(changed)
-    counts: dict[str, int] = {}
     strength: dict[str, float] = {}  # evidence decayed to now (the count where none is stored)
-    partner_of: dict[str, str] = {}
+    best: dict[str, tuple[float, str, int]] = {}  # partner -> its strongest pair (weight, path, commits)
     now = datetime.now(UTC)
-    for path in changed:
+    for path in history_sources(changed):
         for neighbour in await cochange_neighbours(conn, repository_id, path, limit=per_path):
             if neighbour.path in touched:
                 continue
-            counts[neighbour.path] = counts.get(neighbour.path, 0) + neighbour.commits
             evidence = neighbour.evidence
             weight = neighbour.commits if evidence is None else decayed(evidence, neighbour.last_at, now)
             strength[neighbour.path] = strength.get(neighbour.path, 0.0) + weight
-            partner_of.setdefault(neighbour.path, path)
-    ranked = sorted(counts, key=lambda p: (-strength[p], p))
-    return [Partner(p, counts[p], strength[p], partner_of[p]) for p in ranked]
+            if neighbour.path not in best or weight > best[neighbour.path][0]:
+                best[neighbour.path] = (weight, path, neighbour.commits)
+    ranked = sorted(strength, key=lambda p: (-strength[p], p))
+    return [Partner(p, best[p][2], strength[p], best[p][1]) for p in ranked]
+
+
+def history_sources(changed: Sequence[str]) -> list[str]:
+    """The changed files whose history speaks for the change: its code (a changelog or a doc
+    changes with every feature and says nothing about which code belongs), else all of them."""
+    code = [p for p in changed if not is_doc(p)]
+    return code or list(changed)
 
 
 async def cochange(

@@ -242,7 +242,7 @@ async def _gather(
     words = list(dict.fromkeys([*names.defined[:3], *names.called[:3], *names.mentioned]))[:6]
     found += await sources.related(conn, rid, sid, words, changed, n, embed_query=embed_query)
     clock("related")
-    found += await sources.neighbourhood(conn, rid, sid, changed, n * 4)
+    found += await sources.neighbourhood(conn, rid, sid, changed, n * 4, words=[*defined, *names.called])
     clock("neighbourhood")
     partners, missing = await sources.cochange(
         conn, rid, sid, ctx.changed, n * 4, words=[*defined, *names.called]
