@@ -62,6 +62,33 @@ def pinned_hashes(files: Iterable[Path]) -> set[str]:
     return found
 
 
+def entry_hashes(path: Path) -> list[set[str]]:
+    """Per requirement of the file, the sha256 values it allows."""
+    entries: list[set[str]] = []
+    for line in path.read_text("utf-8").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():
+            entries.append(set())
+        for token in line.replace("\\", " ").split():
+            if token.startswith("--hash=sha256:") and entries:
+                entries[-1].add(token.removeprefix("--hash=sha256:"))
+    return entries
+
+
+def satisfied(requirements: Path, present: set[str]) -> bool:
+    """Whether the folder already holds a wheel for every requirement (by hash): no pip needed."""
+    return all(hashes & present for hashes in entry_hashes(requirements))
+
+
+def present_hashes(dest: Path, arch: str) -> set[str]:
+    """The hashes of the wheels in the folder, if it was made for ``arch`` (else none count)."""
+    manifest = dest / MANIFEST
+    if not manifest.is_file() or json.loads(manifest.read_text("utf-8")).get("arch") != arch:
+        return set()
+    return {sha256(wheel) for wheel in dest.glob("*.whl")}
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -103,8 +130,12 @@ def build(dest: Path, root: Path, arch: str) -> dict[str, object]:
     files = requirement_files(root)
     dest.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    present = present_hashes(dest, arch)
+    fetched = []
     for requirements in files:  # one by one: the tools may pin other versions than the lock
-        download(dest, requirements, arch)
+        if not satisfied(requirements, present):
+            download(dest, requirements, arch)
+            fetched.append(requirements.name)
     removed = prune(dest, pinned_hashes(files))
     wheels = sorted(dest.glob("*.whl"))
     manifest = {
@@ -118,6 +149,7 @@ def build(dest: Path, root: Path, arch: str) -> dict[str, object]:
         "dest": str(dest),
         "wheels": len(wheels),
         "bytes": sum(w.stat().st_size for w in wheels),
+        "downloaded_for": fetched,
         "removed": removed,
         "seconds": round(time.monotonic() - started, 1),
     }
