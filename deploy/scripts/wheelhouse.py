@@ -132,10 +132,13 @@ def build(dest: Path, root: Path, arch: str) -> dict[str, object]:
     started = time.monotonic()
     present = present_hashes(dest, arch)
     fetched = []
-    for requirements in files:  # one by one: the tools may pin other versions than the lock
+    # One file at a time (the tools may pin other versions than the lock), largest first: what it
+    # brings usually covers the smaller service files, which then need no pip run at all.
+    for requirements in sorted(files, key=lambda p: -p.stat().st_size):
         if not satisfied(requirements, present):
             download(dest, requirements, arch)
             fetched.append(requirements.name)
+            present = {sha256(wheel) for wheel in dest.glob("*.whl")}
     removed = prune(dest, pinned_hashes(files))
     wheels = sorted(dest.glob("*.whl"))
     manifest = {
