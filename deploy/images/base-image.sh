@@ -39,6 +39,7 @@ if [[ -f "$layout/index.json" ]]; then
     id=$("${BUILDAH[@]}" pull --quiet "oci:$layout:${BASE_IMAGE##*:}$v" 2>/dev/null) \
       && "${BUILDAH[@]}" tag "$id" "$BASE_IMAGE$v" || true
   done
+  "${BUILDAH[@]}" rmi "localhost$layout" >/dev/null 2>&1 || true  # the name pulling gave; tags stay
   all_present && exit 0
   log "the cached layout is incomplete; rebuilding"
 fi
