@@ -90,6 +90,9 @@ class Engine:
     def copy_out(self, tag: str, path: str, dest: Path) -> None:
         raise NotImplementedError
 
+    def prune(self) -> None:
+        """Drop what a rebuild left behind (the previous image under the same tag)."""
+
     def common_args(self, service: str, tag: str, args: argparse.Namespace) -> list[str]:
         out = ["-f", "deploy/Dockerfile", "-t", tag, "--build-arg", f"SERVICE={service}"]
         out += ["--build-arg", f"VERSION={args.version}"]
@@ -120,6 +123,10 @@ class Buildah(Engine):
             shutil.copyfile(mount / path.lstrip("/"), dest)
         finally:
             subprocess.run([*BUILDAH, "rm", container], capture_output=True, check=False)
+
+    def prune(self) -> None:
+        # vfs keeps every layer as a full copy: an untagged previous build is ~0.5 GB each.
+        subprocess.run([*BUILDAH, "rmi", "--prune"], capture_output=True, check=False)
 
 
 class Docker(Engine):
@@ -222,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for service in services:
         built = build_one(engine, service, args)
+        engine.prune()
         results.append(built)
         state = f"{built.size_bytes / 1e6:.0f} MB" if built.ok else f"FAILED: {built.error}"
         print(f"{built.tag}: {built.seconds:.0f} s, {state}", file=sys.stderr)
