@@ -134,7 +134,9 @@ def test_dockerfile_goes_offline_exactly_when_a_wheelhouse_is_given() -> None:
 
     assert re.search(r"^FROM scratch AS wheelhouse$", text, re.M)  # empty unless --build-context
     assert len(source) == 1
-    assert 'if [ -n "$(ls -A /wheelhouse)" ]; then echo "--no-index --find-links /wheelhouse"; fi' in source[0]
+    assert (
+        'if [ -n "$(ls -A /wheelhouse)" ]; then echo "--no-index --find-links /wheelhouse"; fi' in source[0]
+    )
 
 
 def test_dockerfile_copies_only_paths_that_exist_and_runs_non_root() -> None:
