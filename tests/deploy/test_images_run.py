@@ -105,15 +105,15 @@ def _service_env(servers: ServerSet, ops_port: int, **extra: str) -> dict[str, s
 
 
 PROBE = r"""
-import glob, json, os, shutil, subprocess
-def writable(path):
+import errno, glob, json, os, shutil, subprocess
+def writable(path):  # True, or why not: EROFS is the read-only mount, EACCES mere permissions
     try:
         with open(path, "w") as handle:
             handle.write("x")
         os.unlink(path)
         return True
-    except OSError:
-        return False
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
 pythons = sorted({os.path.realpath(p) for p in glob.glob("/usr/bin/python3*") + glob.glob("/usr/local/bin/python3*")
                   + ["/opt/venv/bin/python"] if os.path.isfile(p) and os.access(p, os.X_OK)})
 print(json.dumps({
@@ -146,7 +146,7 @@ def test_runtime_is_non_root_read_only_without_pip_or_compiler(
     facts = json.loads(out.strip().splitlines()[-1])
     assert (facts["uid"], facts["gid"], facts["groups"]) == (APP_UID, APP_UID, [])
     assert (facts["no_new_privs"], int(facts["cap_eff"], 16)) == ("1", 0)
-    assert not facts["root_writable"] and not facts["venv_writable"] and facts["tmp_writable"]
+    assert (facts["root_writable"], facts["venv_writable"], facts["tmp_writable"]) == ("EROFS", "EROFS", True)
     assert facts["pip_importable"] == [] and facts["pip_dirs"] == []
     assert {name: path for name, path in facts["executables"].items() if path} == {}
     assert (facts["git"] is not None) == (service in GIT_SERVICES), facts["git"]
