@@ -26,11 +26,14 @@ import time
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("ingest", "recency-scanner", "chunker", "embedder", "analyzer", "reviewer")
 GIT_SERVICES = frozenset({"recency-scanner", "chunker", "reviewer"})
 SBOM_IN_IMAGE = "/opt/venv/share/palimpsest/sbom.cdx.json"
+DPKG_STATUS = "/var/lib/dpkg/status"
+OS_RELEASE = "/usr/lib/os-release"
 BUILDAH = ("buildah", "--storage-driver", "vfs")
 DEFAULT_BASE = "localhost/palimpsest-base:bookworm"
 
@@ -87,7 +90,8 @@ class Engine:
     def image_facts(self, tag: str) -> tuple[str, int]:
         raise NotImplementedError
 
-    def copy_out(self, tag: str, path: str, dest: Path) -> None:
+    def copy_out(self, tag: str, files: dict[str, Path]) -> None:
+        """Copy files (image path → host path) out of the image."""
         raise NotImplementedError
 
     def prune(self) -> None:
@@ -116,11 +120,12 @@ class Buildah(Engine):
         layers = json.loads(facts["Manifest"])["layers"]  # uncompressed layer tars (vfs)
         return str(facts["FromImageID"]), sum(int(layer["size"]) for layer in layers)
 
-    def copy_out(self, tag: str, path: str, dest: Path) -> None:
+    def copy_out(self, tag: str, files: dict[str, Path]) -> None:
         container = capture([*BUILDAH, "from", "--quiet", tag])
         try:
             mount = Path(capture([*BUILDAH, "mount", container]))
-            shutil.copyfile(mount / path.lstrip("/"), dest)
+            for path, dest in files.items():
+                shutil.copyfile(mount / path.lstrip("/"), dest)
         finally:
             subprocess.run([*BUILDAH, "rm", container], capture_output=True, check=False)
 
@@ -142,10 +147,11 @@ class Docker(Engine):
         facts = capture(["docker", "image", "inspect", "--format", "{{.Id}} {{.Size}}", tag]).split()
         return facts[0], int(facts[1])
 
-    def copy_out(self, tag: str, path: str, dest: Path) -> None:
+    def copy_out(self, tag: str, files: dict[str, Path]) -> None:
         container = capture(["docker", "create", tag])
         try:
-            capture(["docker", "cp", f"{container}:{path}", str(dest)])
+            for path, dest in files.items():
+                capture(["docker", "cp", "--follow-link", f"{container}:{path}", str(dest)])
         finally:
             subprocess.run(["docker", "rm", container], capture_output=True, check=False)
 
@@ -172,6 +178,50 @@ def ensure_bases(args: argparse.Namespace, log: Path) -> None:
         raise BuildError(f"the base images could not be made (see {log})")
 
 
+def dpkg_installed(status: str) -> list[dict[str, str]]:
+    """The installed packages of a dpkg status file: Package, Version, Architecture, Source."""
+    packages = []
+    for paragraph in status.split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in paragraph.splitlines():
+            if line and not line[0].isspace() and ":" in line:
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+        if fields.get("Status", "").endswith(" installed") and "Package" in fields:
+            packages.append(fields)
+    return packages
+
+
+def add_debian_packages(sbom: dict[str, Any], status: str, os_release: str) -> int:
+    """Add the image's installed Debian packages to a CycloneDX SBOM (purl ``pkg:deb/debian``).
+
+    The build's SBOM covers the Python environment; the operating system's packages are read
+    from the built image's dpkg database. Returns how many were added.
+    """
+    release = dict(line.split("=", 1) for line in os_release.splitlines() if "=" in line)
+    distro = f"debian-{release.get('VERSION_ID', '').strip(chr(34))}"
+    components = sbom.setdefault("components", [])
+    known = {c.get("bom-ref") for c in components}
+    added = 0
+    for pkg in dpkg_installed(status):
+        purl = f"pkg:deb/debian/{pkg['Package']}@{pkg['Version']}?arch={pkg.get('Architecture', 'all')}"
+        purl += f"&distro={distro}"
+        if purl in known:
+            continue
+        component: dict[str, Any] = {
+            "type": "library",
+            "bom-ref": purl,
+            "name": pkg["Package"],
+            "version": pkg["Version"],
+            "purl": purl,
+        }
+        if pkg.get("Source"):
+            component["properties"] = [{"name": "debian:source", "value": pkg["Source"].split()[0]}]
+        components.append(component)
+        added += 1
+    return added
+
+
 def build_one(engine: Engine, service: str, args: argparse.Namespace) -> Built:
     tag = f"{args.prefix}-{service}:{args.version}"
     log = args.out / "logs" / f"{service}.log"
@@ -182,9 +232,15 @@ def build_one(engine: Engine, service: str, args: argparse.Namespace) -> Built:
         seconds = round(time.monotonic() - started, 1)
         image_id, size = engine.image_facts(tag)
         sbom = args.out / "sbom" / f"{args.prefix.rsplit('/', 1)[-1]}-{service}-{args.version}.cdx.json"
-        engine.copy_out(tag, SBOM_IN_IMAGE, sbom)
-        json.loads(sbom.read_text("utf-8"))  # the build wrote a JSON document
-    except (BuildError, OSError, ValueError) as exc:
+        dpkg, os_release = (
+            args.out / "logs" / f"{service}.dpkg-status",
+            args.out / "logs" / f"{service}.os-release",
+        )
+        engine.copy_out(tag, {SBOM_IN_IMAGE: sbom, DPKG_STATUS: dpkg, OS_RELEASE: os_release})
+        document = json.loads(sbom.read_text("utf-8"))  # the build wrote a JSON document
+        add_debian_packages(document, dpkg.read_text("utf-8"), os_release.read_text("utf-8"))
+        sbom.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    except (BuildError, OSError, ValueError, KeyError) as exc:
         return Built(service, tag, False, round(time.monotonic() - started, 1), error=str(exc))
     return Built(service, tag, True, seconds, size, image_id, str(sbom.relative_to(args.out)))
 

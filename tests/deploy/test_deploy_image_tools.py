@@ -129,6 +129,40 @@ def test_git_images_match_the_dockerfile_and_the_tags_follow_the_chart() -> None
     assert images.project_version(REPO_ROOT) == str(chart["appVersion"])  # the chart's default tag
 
 
+DPKG_STATUS = """Package: libc6
+Status: install ok installed
+Architecture: amd64
+Source: glibc
+Version: 2.36-9+deb12u10
+
+Package: git
+Status: deinstall ok config-files
+Architecture: amd64
+Version: 1:2.39.5-0+deb12u2
+
+Package: python3.11
+Status: install ok installed
+Architecture: amd64
+Version: 3.11.2-6+deb12u6
+Description: Interactive high-level object-oriented language
+ Python is a high-level, interactive, object-oriented language.
+"""
+
+
+def test_the_sbom_gains_the_images_installed_debian_packages_only() -> None:
+    sbom: dict[str, object] = {"components": [{"bom-ref": "pkg:pypi/httpx@0.28.1", "name": "httpx"}]}
+
+    added = images.add_debian_packages(sbom, DPKG_STATUS, 'ID=debian\nVERSION_ID="12"\n')
+    again = images.add_debian_packages(sbom, DPKG_STATUS, 'ID=debian\nVERSION_ID="12"\n')
+
+    assert (added, again) == (2, 0)  # git's configuration files alone are not an installed package
+    components = sbom["components"]
+    assert isinstance(components, list)
+    assert [c["name"] for c in components] == ["httpx", "libc6", "python3.11"]
+    assert components[1]["purl"] == "pkg:deb/debian/libc6@2.36-9+deb12u10?arch=amd64&distro=debian-12"
+    assert components[1]["properties"] == [{"name": "debian:source", "value": "glibc"}]
+
+
 @pytest.mark.parametrize(
     "script", sorted((REPO_ROOT / "deploy" / "images").glob("*.sh")), ids=lambda p: p.name
 )
