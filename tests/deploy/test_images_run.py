@@ -161,9 +161,16 @@ def test_the_sbom_lists_what_the_image_installs(service: str, report: dict[str, 
     assert sbom["bomFormat"] == "CycloneDX"
     main = sbom["metadata"]["component"]  # the service itself, from its pyproject.toml
     assert (main["name"], main["type"]) == (f"palimpsest-{service}", "application")
-    components = {canonicalize_name(c["name"]): c["version"] for c in sbom["components"]}
+    components = {
+        canonicalize_name(c["name"]): c["version"]
+        for c in sbom["components"]
+        if not c.get("purl", "").startswith("pkg:deb/")  # the Python distributions
+    }
     assert {"palimpsest-core", "palimpsest-index"} <= set(components)
     assert "pip" not in components and "setuptools" not in components
+    debian = {c["name"] for c in sbom["components"] if c.get("purl", "").startswith("pkg:deb/debian/")}
+    assert {"libc6", "python3.11", "ca-certificates"} <= debian  # the image's own dpkg database
+    assert ("git" in debian) == (service in GIT_SERVICES) and "python3-venv" not in debian
     pins = [line.split(" ")[0] for line in locked.splitlines() if "==" in line and not line.startswith("#")]
     for pin in pins:
         name, version = pin.split("==")
