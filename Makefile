@@ -10,7 +10,8 @@ LOCAL_PKGS := libs/core libs/index services/ingest services/recency-scanner serv
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: help setup lock lint typecheck check test test-external demo bench chart chaos clean
+.PHONY: help setup lock lint typecheck check test test-external demo bench chart chaos clean \
+        wheelhouse images images-test image-tools-lock
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -49,6 +50,33 @@ chaos: $(STAMP) ## soak with faults (kill -9, NATS/PostgreSQL restarts, relay pa
 
 chart: $(STAMP) ## lint, render and validate the Helm chart offline (Helm's engine via helm-python-sdk)
 	$(BIN)/pytest -q -p no:cacheprovider tests/deploy
+
+# Images: built offline from a wheelhouse; the wheelhouse, the Debian base images and the audit tools
+# are cached outside the clone, so a second run downloads and bootstraps nothing.
+IMAGE_CACHE ?= /var/cache/palimpsest-images
+WHEELHOUSE ?= $(IMAGE_CACHE)/wheelhouse
+IMAGES_OUT ?= dist/images
+IMAGE_SERVICES ?= ingest,recency-scanner,chunker,embedder,analyzer,reviewer
+IMAGE_ENGINE ?= auto
+
+wheelhouse: $(STAMP) ## download every wheel the images need (hash-checked, deploy/requirements/*.txt) into $(WHEELHOUSE)
+	$(PY) deploy/scripts/wheelhouse.py --dest $(WHEELHOUSE)
+
+images: wheelhouse ## build the six images offline from the wheelhouse (docker build, or buildah on a debootstrap base)
+	$(PY) deploy/scripts/images.py --wheelhouse $(WHEELHOUSE) --out $(IMAGES_OUT) --cache $(IMAGE_CACHE) \
+	  --services $(IMAGE_SERVICES) --engine $(IMAGE_ENGINE)
+
+# The run checks start the images from buildah's storage (podman run needs cgroups; see tests/deploy).
+images-test: IMAGE_ENGINE = buildah
+images-test: images ## build the images, list the lock's vulnerabilities, run every image as the chart does
+	$(PY) deploy/scripts/audit.py --wheelhouse $(WHEELHOUSE) --tools-venv $(IMAGE_CACHE)/tools-venv --out $(IMAGES_OUT)
+	PALIMPSEST_IMAGES_REPORT=$(abspath $(IMAGES_OUT))/images.json \
+	  $(BIN)/pytest -q -p no:cacheprovider tests/deploy/test_images_run.py
+
+image-tools-lock: $(STAMP) ## re-resolve deploy/requirements/tools.in (SBOM writer, pip-audit) with hashes
+	{ echo '# Compiled from deploy/requirements/tools.in by `make image-tools-lock`; do not edit.'; \
+	  $(BIN)/uv pip compile deploy/requirements/tools.in --generate-hashes --python-version 3.11 --no-header \
+	    --no-annotate 2>/dev/null; } > deploy/requirements/tools.txt
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache

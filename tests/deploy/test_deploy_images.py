@@ -67,7 +67,7 @@ def test_every_pin_an_image_installs_is_in_the_lock_with_identical_hashes(target
         assert entry.hashes == lock[name].hashes, name
 
 
-@pytest.mark.parametrize("target", [*SERVICES, "build"])
+@pytest.mark.parametrize("target", [*SERVICES, "build", "tools"])
 def test_derived_files_name_no_index_url_or_host(target: str) -> None:
     text = (REQUIREMENTS_DIR / f"{target}.txt").read_text("utf-8")
 
@@ -114,15 +114,29 @@ def test_dockerfile_installs_the_derived_lock_subset_with_hashes() -> None:
     runs = _run_instructions()
     service_install = [r for r in runs if "deploy/requirements/${SERVICE}.txt" in r]
     build_install = [r for r in runs if "deploy/requirements/build.txt" in r]
-    third_party = [r for r in runs if re.search(r"pip install(?![^&]*--no-index)", r)]
+    tools_install = [r for r in runs if "deploy/requirements/tools.txt" in r]
+    third_party = [r for r in runs if re.search(r"pip (--python \S+ )?install(?![^&]*--no-index)", r)]
 
-    assert len(service_install) == 1
-    assert len(build_install) == 1
-    for run in (*service_install, *build_install):
+    assert len(service_install) == len(build_install) == len(tools_install) == 1
+    for run in (*service_install, *build_install, *tools_install):
         assert "--require-hashes" in run
         assert "--no-deps" in run
+        # Offline when a wheelhouse is given: every third-party install reads the same source.
+        assert run.startswith("--mount=type=bind,from=wheelhouse,target=/wheelhouse ")
+        assert "install $(cat /tmp/pip-source) --require-hashes" in run
     # Nothing else is installed from an index: first-party wheels come with --no-index.
-    assert sorted(third_party) == sorted([*service_install, *build_install])
+    assert sorted(third_party) == sorted([*service_install, *build_install, *tools_install])
+
+
+def test_dockerfile_goes_offline_exactly_when_a_wheelhouse_is_given() -> None:
+    text = DOCKERFILE.read_text("utf-8")
+    source = [r for r in _run_instructions() if "> /tmp/pip-source" in r]
+
+    assert re.search(r"^FROM scratch AS wheelhouse$", text, re.M)  # empty unless --build-context
+    assert len(source) == 1
+    assert (
+        'if [ -n "$(ls -A /wheelhouse)" ]; then echo "--no-index --find-links /wheelhouse"; fi' in source[0]
+    )
 
 
 def test_dockerfile_copies_only_paths_that_exist_and_runs_non_root() -> None:
@@ -134,7 +148,8 @@ def test_dockerfile_copies_only_paths_that_exist_and_runs_non_root() -> None:
             path = REPO_ROOT / source.replace("${SERVICE}", service)
             assert path.exists(), f"{source} for {service}"
     assert re.search(r"^USER 10001:10001$", text, re.M)
-    assert re.search(r"^FROM \$\{PYTHON_IMAGE\} AS builder$", text, re.M)
+    assert re.search(r"^ARG BUILDER_IMAGE=\$\{PYTHON_IMAGE\}$", text, re.M)
+    assert re.search(r"^FROM \$\{BUILDER_IMAGE\} AS builder$", text, re.M)
     assert re.search(r"^FROM \$\{PYTHON_IMAGE\} AS runtime$", text, re.M)
 
 
