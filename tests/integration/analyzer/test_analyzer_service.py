@@ -42,7 +42,7 @@ SEVEN = "\n\n".join(f"## {title}\n\nFake text for {title}." for title in SECTION
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Code of 2024, a design doc of 2022 (stale), a guide of 2024 (current), a README naming a
-    renamed function; ``src/undated.py`` gets its date removed after indexing."""
+    function renamed in 2024 (``start_service`` → ``start_app``), the design doc a module deleted then; ``src/undated.py`` gets its date removed after indexing."""
     r = init_repo(tmp_path_factory.mktemp("svc") / "repo")
     commit(
         r,
@@ -50,7 +50,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {
             "docs/design.md": "# Design\n\nThe scheduler lives in `src/scheduler.py`.\n",
             "README.md": "# Service\n\nCall `start_service()` to begin.\n",
-            "src/app.py": "def start(config):\n    return config\n",
+            "src/app.py": "def start_service(config):\n    return config\n",
+            "src/scheduler.py": "def tick():\n    return 0\n",
         },
     )
     commit(
@@ -58,6 +59,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "2024-03-05T00:00:00+00:00",
         {
             "src/app.py": "def start_app(config):\n    return config\n",
+            "src/scheduler.py": None,
             "src/undated.py": "def helper():\n    return 1\n",
             "docs/guide.md": "# Guide\n\nRun `start_app()` with a config.\n",
         },

@@ -72,9 +72,9 @@ def test_mentions_from_inline_code_fences_and_links() -> None:
         ("config.yml", "path", "code", 6),
         ("docs/guide.md", "path", "link", 7),
         ("img/a.png", "path", "link", 7),
-        ("compute_total", "identifier", "fence", 10),
-        ("sum_line_items", "identifier", "fence", 12),
-        ("PALIMPSEST_URL", "identifier", "fence", 20),
+        ("compute_total", "identifier", "fence:python", 10),
+        ("sum_line_items", "identifier", "fence:python", 12),
+        ("PALIMPSEST_URL", "identifier", "fence:shell", 20),
         ("../other/README.md", "path", "link", 29),
     }
 
@@ -153,3 +153,40 @@ def test_governs_is_a_doc_fact_only() -> None:
 def test_a_doc_without_language_is_recognised_by_extension() -> None:
     facts = analyze_file("docs/notes.txt", "Supersedes: 0009\n", None).facts
     assert facts == [Fact("supersedes", "0009", 1)]
+
+
+SPHINX = """\
+Guide
+=====
+
+Start with :doc:`tutorial/index`, :doc:`the proxy <deploying/proxy_fix>` and :ref:`install`.
+Call :func:`~flask.Flask.run` or :py:meth:`app.render`; set :envvar:`FLASK_APP`.
+The app lives in flaskr/__init__.py and the templates in flaskr/templates/auth/; see
+https://example.com/src/x.py and `auth/register`.
+
+.. versionchanged:: 2.0
+    :func:`old_helper` moved to :func:`new_helper`.
+
+`gone_function` was removed in 2.0.
+"""
+
+
+def test_sphinx_roles_prose_paths_and_history_lines() -> None:
+    facts = analyze_file("docs/guide.rst", SPHINX, "rst").facts
+    mentions = {(f.name, f.target, f.detail, f.line) for f in _kinds(facts, "mention")}
+    assert mentions == {
+        ("tutorial/index", "path", "docref", 4),
+        ("deploying/proxy_fix", "path", "docref", 4),
+        ("flask.Flask.run", "identifier", "role", 5),
+        ("app.render", "identifier", "role", 5),
+        ("flaskr/__init__.py", "path", "prose", 6),
+        ("flaskr/templates/auth", "path", "prose", 6),
+        ("auth/register", "path", "code", 7),
+    }
+
+
+def test_fences_name_their_language() -> None:
+    text = "# X\n\n```golang\nfunc runServer() {}\n```\n\n```\nother_name()\n```\n\n```console\n$ run_it_now\n```\n"
+    facts = analyze_file("README.md", text, "markdown").facts
+    mentions = {(f.name, f.detail) for f in _kinds(facts, "mention")}
+    assert mentions == {("runServer", "fence:go"), ("other_name", "fence")}

@@ -138,24 +138,66 @@ def findings_section(findings: Sequence[DocFinding], title: str) -> list[str]:
     lines = [title, ""]
     if not findings:
         lines.append(
-            "No drift found: every identifier, path and `Governs:` target the documentation names exists "
-            "in this snapshot, and no doc is stale by the rule."
+            "No drift found: no identifier, path or `Governs:` target the documentation names was removed "
+            "from the code by history, and no doc is stale by the rule."
         )
         return lines
     counts = Counter(f.kind for f in findings)
     lines.append(
         f"{len(findings)} finding(s): "
         + ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(counts.items()))
-        + ". Computed from the index, without a model."
+        + ". Computed from the index and git history, without a model. Each drift finding names the"
+        " commit at which the doc's subject last existed in the code and the commit that removed it"
+        " (check them out with plain git)."
     )
-    lines += ["", "| doc | line | kind | claim | nearest current match |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| doc | line | kind | claim | last seen in code | removed in | became | doc line written |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for f in findings[: MAX_TABLE_ROWS * 3]:
-        claim = _cell(f.claim + (f" — {f.detail}" if f.detail and f.kind == "stale_doc" else ""))
-        nearest = f"`{_cell(f.nearest)}`" if f.nearest else ""
-        lines.append(f"| `{_cell(f.doc)}` | {f.line} | {f.kind.replace('_', ' ')} | {claim} | {nearest} |")
+        lines.append(_finding_row(f))
     if len(findings) > MAX_TABLE_ROWS * 3:
-        lines.append(f"| … | | | {len(findings) - MAX_TABLE_ROWS * 3} more | |")
+        lines.append(f"| … | | | {len(findings) - MAX_TABLE_ROWS * 3} more | | | | |")
     return lines
+
+
+def _finding_row(f: DocFinding) -> str:
+    claim = _cell(f.claim + (f" — {f.detail}" if f.detail and f.kind == "stale_doc" else ""))
+    head = f"| `{_cell(f.doc)}` | {f.line} | {f.kind.replace('_', ' ')} | {claim} |"
+    e = f.evidence
+    if e is None:
+        return head + " | | | |"
+    seen = f"`{e.last_seen_commit[:12]}` {_day(e.last_seen_at)}" + (
+        f" (`{_cell(e.seen_in)}`)" if e.seen_in else ""
+    )
+    removed = f"`{e.removed_in_commit[:12]}` {_day(e.removed_at)}"
+    became = f"`{_cell(e.renamed_to)}`" if e.renamed_to else "removed"
+    written = "unknown"
+    if e.line_written_at is not None:
+        when = "while it existed" if e.written_while_existed else "after it was removed"
+        written = f"{_day(e.line_written_at)} ({when})"
+    return f"{head} {seen} | {removed} | {became} | {written} |"
+
+
+def _check_line(facts: dict[str, Any]) -> list[str]:
+    """What the history check read, and how many named things never existed in the code."""
+    check = facts.get("doc_check") or {}
+    if not check or check.get("history") == "not_needed":
+        return []
+    if check.get("history") != "read":
+        return [
+            f"_History could not be read ({check.get('reason', 'unknown reason')}): no drift finding can be"
+            f" proved, so none is reported; {check.get('claims', 0)} doc reference(s) were left unchecked._",
+            "",
+        ]
+    return [
+        f"_History: {check.get('commits', 0)} commits walked, {check.get('blobs_read', 0)} old blobs read in"
+        f" {check.get('seconds', 0)} s. {check.get('unverified_count', 0)} doc reference(s) name something"
+        " that never existed in this repository's code (not drift; listed only with"
+        " PALIMPSEST_ANALYSIS_LIST_UNVERIFIED)._",
+        "",
+    ]
 
 
 # ----------------------------------------------------------------------------- whole reports
@@ -188,6 +230,7 @@ def mechanical_report(
         )
     lines = [*_header(repo, mode), notice, "", *_facts_section(facts), ""]
     lines += findings_section(findings, "## Documentation Accuracy (mechanical check)")
+    lines += ["", *_check_line(facts)]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -1,0 +1,103 @@
+"""From claims to proved findings: open the history, walk it once, blame the claimed lines.
+
+Runs between the read transaction and the model call, with no transaction open. Returns the
+judged check and what it cost (``facts.doc_check`` of the analysis): the history's status,
+commits walked, blobs read, seconds, and how many claims stayed unverified (named in docs, never
+in the code by history).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from palimpsest.analyzer.doccheck import Claims, Judged, judge
+from palimpsest.analyzer.history import History, blame_lines, read_history
+from palimpsest.analyzer.snapshot import SnapshotIndex
+from palimpsest.analyzer.source import open_history
+from palimpsest.core.db import Conn
+from palimpsest.core.git import GitAuth, decode_path, run_git
+from palimpsest.core.git_errors import GitError
+from palimpsest.core.sources import SourcePolicy
+
+log = logging.getLogger(__name__)
+
+__all__ = ["AuthProvider", "prove", "prove_in"]
+
+AuthProvider = Callable[[Conn, UUID], Awaitable[GitAuth | None]]
+
+
+async def prove(
+    claims: Claims,
+    index: SnapshotIndex,
+    *,
+    clone_url: str,
+    branch: str,
+    policy: SourcePolicy,
+    auth: GitAuth | None = None,
+    list_unverified: bool = False,
+    timeout_s: float = 1800.0,
+) -> tuple[Judged, dict[str, Any]]:
+    """The judged documentation check of ``index`` and its cost (``facts.doc_check``)."""
+    if not claims.claims:
+        return judge(claims, None, list_unverified=list_unverified), {"history": "not_needed", "claims": 0}
+    async with open_history(
+        clone_url, branch, index.commit_sha, policy=policy, auth=auth, timeout_s=timeout_s
+    ) as source:
+        if source.git_dir is None:
+            judged = judge(claims, None, list_unverified=list_unverified)
+            return judged, _stats(claims, judged, None, 0.0, reason=source.reason)
+        return await prove_in(source.git_dir, claims, index.commit_sha, list_unverified, timeout_s)
+
+
+async def prove_in(
+    git_dir: Path, claims: Claims, commit: str, list_unverified: bool = False, timeout_s: float = 1800.0
+) -> tuple[Judged, dict[str, Any]]:
+    """The check against the history of ``commit`` in ``git_dir`` (also used by the benchmark)."""
+    started = time.monotonic()
+    try:
+        head_paths = await _tree_paths(git_dir, commit, timeout_s)
+        history = await read_history(
+            git_dir, commit, claims.identifiers, head_paths=head_paths, timeout_s=timeout_s
+        )
+    except GitError as exc:
+        log.warning("reading history for the documentation check failed: %s", exc)
+        judged = judge(claims, None, list_unverified=list_unverified)
+        return judged, _stats(claims, judged, None, time.monotonic() - started, reason=str(exc))
+    first = judge(claims, history)
+    lines = await blame_lines(git_dir, commit, ((f.doc, f.line) for f in first.findings if f.evidence))
+    judged = judge(claims, history, lines=lines, list_unverified=list_unverified)
+    return judged, _stats(claims, judged, history, time.monotonic() - started)
+
+
+async def _tree_paths(git_dir: Path, commit: str, timeout_s: float) -> set[str]:
+    out = await run_git(["ls-tree", "-r", "-z", "--name-only", commit], cwd=git_dir, timeout_s=timeout_s)
+    return {decode_path(p) for p in out.split(b"\0") if p}
+
+
+def _stats(
+    claims: Claims, judged: Judged, history: History | None, seconds: float, *, reason: str | None = None
+) -> dict[str, Any]:
+    stats: dict[str, Any] = {
+        "history": "read" if history is not None else "unavailable",
+        "claims": len(claims.claims),
+        "proved": sum(1 for f in judged.findings if f.evidence is not None),
+        "unverified_count": judged.unverified_count,
+        "seconds": round(seconds, 3),
+    }
+    if reason:
+        stats["reason"] = reason[:300]
+    if history is not None:
+        stats.update(
+            commits=history.commits,
+            blobs_read=history.blobs_read,
+            bytes_read=history.bytes_read,
+            complete=history.complete,
+        )
+    if judged.unverified:
+        stats["unverified"] = judged.unverified
+    return stats
