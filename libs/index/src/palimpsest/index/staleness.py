@@ -44,7 +44,10 @@ FileKind = Literal["doc", "code"]
 _NOT_DOC_STEMS = re.compile(
     r"^(?:requirements|constraints|dev-requirements|test-requirements)([._-].*)?$"
     r"|^(?:licen[cs]e|copying|copyright|notice|patents|third[._-]party[._-]notices)([._-].*)?$"
-    r"|^(?:cmakelists|robots|humans|security\.txt|version|build|todo\.txt)$"
+    r"|^(?:cmakelists|robots|humans|version|build)$"
+    # community and ownership files: not about the code
+    r"|^(?:code[._-]of[._-]conduct|authors|contributors|maintainers|codeowners|funding|backers|sponsors)$"
+    r"|^(?:pull[._-]request[._-]template|issue[._-]template)$"
 )
 # … and by place: fixtures, golden files, templates and vendored trees hold data, not prose.
 _NOT_DOC_DIRS = frozenset(
@@ -52,6 +55,7 @@ _NOT_DOC_DIRS = frozenset(
         "fixtures", "fixture", "testdata", "test-data", "test_data", "__snapshots__", "snapshots",
         "golden", "goldens", "expected", "templates", "template", "vendor", "vendored", "third_party",
         "third-party", "node_modules", "site-packages", "testcases", "test-cases", "corpus",
+        "issue_template", "pull_request_template", "discussion_template",
     }
 )  # fmt: skip
 _TEST_DIRS = frozenset({"test", "tests", "testing", "spec", "specs", "__tests__", "t"})

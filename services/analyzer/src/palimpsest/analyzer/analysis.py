@@ -26,7 +26,7 @@ from palimpsest.analyzer.doccheck import DocFinding, gather_claims
 from palimpsest.analyzer.prompts import RepositoryFacts, analysis_messages, summary_messages
 from palimpsest.analyzer.proof import AuthProvider, prove
 from palimpsest.analyzer.report import mechanical_report, mechanical_summary, model_report, selection_facts
-from palimpsest.analyzer.selection import Selection, select_from_index
+from palimpsest.analyzer.selection import Selection, select_from_index, selection_plan
 from palimpsest.analyzer.snapshot import SnapshotIndex, load_snapshot, resolve_snapshot
 from palimpsest.analyzer.store import AnalysisRecord, Trigger
 from palimpsest.core import metrics
@@ -121,8 +121,9 @@ class Analyzer:
             if snapshot is None:
                 return _no_snapshot(job, repo_row["full_name"])
             index = await load_snapshot(conn, job.repository_id, snapshot)
-            analysis = await select_from_index(conn, index, self.config.analysis_chunks)
-            summary = await select_from_index(conn, index, self.config.summary_chunks)
+            plan = await selection_plan(conn, index)
+            analysis = await select_from_index(conn, index, self.config.analysis_chunks, plan)
+            summary = await select_from_index(conn, index, self.config.summary_chunks, plan)
             claims = await gather_claims(conn, index)
             auth = await self.auth(conn, job.repository_id) if self.auth is not None else None
         # history is read with no transaction open: a long pass must not hold one

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from palimpsest.analyzer.history import Evidence, History, LineOrigin
+from palimpsest.analyzer.history import Evidence, History, LineOrigin, defined_names
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
 from palimpsest.index.staleness import is_history_doc, is_stale, stale_annotation
@@ -149,12 +149,34 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
         elif mention.target == "identifier" and _checked_identifier(mention, symbols, languages):
             identifiers.append(mention)
     present = await _present_lexemes(conn, index, identifiers)
-    for mention in identifiers:
-        if not any(lex in present for lex in _lexemes(mention.name)):
+    missing = [m for m in identifiers if not any(lex in present for lex in _lexemes(m.name))]
+    own = await _own_examples(conn, index, missing)
+    for mention in missing:
+        if _last(mention.name) not in own.get(mention.doc, set()):
             out.claims.append(
                 Claim(mention, "missing_identifier", f"`{mention.name}`", (_last(mention.name),))
             )
     return out
+
+
+async def _own_examples(conn: Conn, index: SnapshotIndex, mentions: list[_Mention]) -> dict[str, set[str]]:
+    """Per doc, the claimed names its own text defines: a name from the doc's example (``app =
+    Flask(...)``, ``def show(...)``) is about the example, not about the repository's code."""
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for mention in mentions:
+        wanted[mention.doc].add(_last(mention.name))
+    blobs = {f.blob_sha: f.path for f in index.files if f.path in wanted}
+    if not blobs:
+        return {}
+    cur = await conn.execute(
+        "SELECT blob_sha, content FROM code_chunks WHERE repository_id = %s AND blob_sha = ANY(%s::text[])"
+        " ORDER BY blob_sha, ordinal",
+        (index.repository_id, list(blobs)),
+    )
+    texts: dict[str, list[str]] = defaultdict(list)
+    for row in await cur.fetchall():
+        texts[blobs[row["blob_sha"]]].append(row["content"])
+    return {doc: defined_names("\n".join(parts).encode(), wanted[doc]) for doc, parts in texts.items()}
 
 
 def _checked_identifier(mention: _Mention, symbols: set[str], languages: set[str]) -> bool:
@@ -201,9 +223,21 @@ def judge(
         if claim.kind == "missing_identifier" and evidence.renamed_to not in claims.symbols:
             evidence = replace(evidence, renamed_to=None)  # what it became must exist now
         origin = (lines or {}).get((claim.mention.doc, claim.mention.line))
-        findings.append(_finding(claim, read_as, evidence.with_line(origin)))
+        evidence = evidence.with_line(origin)
+        if claim.kind == "missing_identifier" and evidence.written_while_existed is False:
+            # a name written after its definition was gone names something else (another
+            # library's API, the doc's own example): not drift
+            count += 1
+            if list_unverified and len(unverified) < MAX_UNVERIFIED:
+                unverified.append(_unverified(claim, "written after the definition was removed"))
+            continue
+        findings.append(_finding(claim, read_as, evidence))
     findings.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
     return Judged(findings[:MAX_FINDINGS], unverified, count)
+
+
+def _unverified(claim: Claim, why: str) -> dict[str, Any]:
+    return {"doc": claim.mention.doc, "line": claim.mention.line, "claim": claim.shown, "why": why}
 
 
 def _prove(claim: Claim, history: History) -> tuple[str, Evidence] | None:

@@ -47,7 +47,7 @@ __all__ = [
     "History",
     "LineOrigin",
     "blame_lines",
-    "definition_names",
+    "defined_names",
     "read_history",
 ]
 
@@ -485,7 +485,7 @@ def _definitions_of(names: Iterable[str]) -> re.Pattern[bytes] | None:
 
     return re.compile(
         rb"(?:\b(?:" + _DEF_KEYWORDS + rb")\s+(?:\([^)\n]*\)\s*)?(?:[\w$]+\.)*[*&]?" + name(b"keyword") + rb")"
-        rb"|(?:^[ \t]*" + _MODIFIERS + rb"(?:[\w$]+\.)?" + name(b"assigned") + rb"\s*(?::[^=\n]+)?=(?!=))"
+        rb"|(?:^[ \t]*" + _MODIFIERS + rb"(?:[\w$]+\.)?" + name(b"assigned") + rb"(?:\s+|\s*:[^=\n]+)=(?!=))"
         rb"|(?:^[ \t]*" + _MODIFIERS + rb"(?P<type>[\w<>\[\],.*&?:]+\s+)?[*&]?" + name(b"method")
         + rb"\s*(?:<[^>\n]*>)?\([^;\n]*\)\s*(?:[:\-]>?[^{;\n]*)?(?:throws [\w., ]+)?\{\s*$)",
         re.MULTILINE,
@@ -505,14 +505,12 @@ def _defined(content: bytes, names: set[str], pattern: re.Pattern[bytes] | None)
         if kind is not None and kind.strip() in _NOT_A_TYPE:
             continue
         found = match.group("keyword") or match.group("assigned") or match.group("method")
-        out.add(found.decode("ascii"))
+        out.add(found.decode("utf-8", "replace"))
     return frozenset(out & tokens)
 
 
-def definition_names(content: bytes) -> set[str]:
-    """Every name a blob defines (for the rename check: what the file gained)."""
-    generic = re.compile(rb"[A-Za-z_$][\w$]*")
-    names = {t.decode("ascii") for t in set(generic.findall(content))}
+def defined_names(content: bytes, names: set[str]) -> set[str]:
+    """Which of ``names`` ``content`` defines (a document's own example, an old blob)."""
     return set(_defined(content, names, _definitions_of(names)))
 
 

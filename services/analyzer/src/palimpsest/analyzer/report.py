@@ -53,6 +53,8 @@ def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any
             },
         )
         entry["chunks"] += 1
+        entry.setdefault("why", chunk.why)
+        entry.setdefault("primary", chunk.primary)
     docs = sorted(
         (f for f in index.files if f.kind == "doc"),
         key=lambda f: (
@@ -70,6 +72,8 @@ def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any
         "dated_files": sum(1 for f in index.files if f.last_modified_at is not None),
         "median_code": median.isoformat() if median else None,
         "languages": [{"language": lang, "files": n} for lang, n in languages.most_common()],
+        "primary_packages": _packages(selection),
+        "primary_share": _primary_share(selection),
         "top_files": list(ranked.values()),
         "doc_freshness": [
             {
@@ -83,11 +87,36 @@ def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any
     }
 
 
+def _packages(selection: Selection) -> list[dict[str, str]]:
+    found = selection.packages
+    if found is None:
+        return []
+    return [{"root": root, "declared_by": found.declared_by.get(root, "")} for root in found.roots]
+
+
+def _primary_share(selection: Selection) -> float | None:
+    """The share of selected code chunks that are source of a primary package."""
+    code = selection.code
+    return round(sum(1 for c in code if c.primary) / len(code), 3) if code else None
+
+
 # ----------------------------------------------------------------------------- sections
 
 
 def _header(repo: RepositoryFacts, mode: str) -> list[str]:
     return [f"# Repository analysis: {repo.name}", "", f"_Commit `{repo.commit_sha[:12]}` · {mode}_", ""]
+
+
+def _package_list(facts: dict[str, Any]) -> str:
+    found = facts.get("primary_packages") or []
+    if not found:
+        return "none found"
+    return ", ".join(f"`{p['root'] or '.'}` ({p['declared_by']})" for p in found[:8])
+
+
+def _share(facts: dict[str, Any]) -> str:
+    share = facts.get("primary_share")
+    return f"{share:.0%}" if isinstance(share, float) else "none"
 
 
 def _facts_section(facts: dict[str, Any]) -> list[str]:
@@ -101,19 +130,23 @@ def _facts_section(facts: dict[str, Any]) -> list[str]:
         f"- Median code-file date: {median[:10] if median else 'unknown (no recency data)'}.",
         f"- Languages (files): {langs}.",
         "",
-        "### Top-ranked files",
+        f"- Primary source packages: {_package_list(facts)}; {_share(facts)} of the selected code chunks"
+        " come from them.",
         "",
-        "| # | file | kind | last modified | chunks |",
-        "|---|---|---|---|---|",
+        "### Selected files (what the analysis reads, and why)",
+        "",
+        "| # | file | kind | last modified | chunks | why |",
+        "|---|---|---|---|---|---|",
     ]
     for number, entry in enumerate(facts["top_files"][:MAX_TABLE_ROWS], start=1):
         when = entry["last_modified_at"][:10] if entry["last_modified_at"] else "unknown"
         stale = " (stale)" if entry["stale"] else ""
+        why = _cell(entry.get("why") or "")
         lines.append(
-            f"| {number} | `{_cell(entry['path'])}` | {entry['kind']}{stale} | {when} | {entry['chunks']} |"
+            f"| {number} | `{_cell(entry['path'])}` | {entry['kind']}{stale} | {when} | {entry['chunks']} | {why} |"
         )
     if len(facts["top_files"]) > MAX_TABLE_ROWS:
-        lines.append(f"| … | {len(facts['top_files']) - MAX_TABLE_ROWS} more | | | |")
+        lines.append(f"| … | {len(facts['top_files']) - MAX_TABLE_ROWS} more | | | | |")
     lines += ["", "### Documentation freshness", ""]
     docs = facts["doc_freshness"]
     if not docs:

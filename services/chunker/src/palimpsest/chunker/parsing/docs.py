@@ -63,6 +63,8 @@ _MD_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"']*[\"']
 _MD_REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
 _RST_LINK = re.compile(r"`[^`<]*<([^>`]+)>`__?")
 _RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:include|literalinclude|image|figure)::\s*(\S+)")
+_STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`")
+_COMMENT = re.compile(r"(?:^|\s)(?:#|//|--|;;).*$")
 _SEPARATOR = re.compile(r"\.|::|#|->")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PROSE_FENCES = frozenset({"text", "txt", "console", "output", "log", "diff", "plain"})
@@ -343,7 +345,10 @@ def _prose_mentions(found: _Mentions, line: str, number: int) -> None:
 
 
 def _fenced_mentions(found: _Mentions, line: str, number: int, source: str) -> None:
-    for name in _IDENTIFIER.findall(line):
+    """Compound identifiers of a code line, not of its string literals and comments (a printed
+    trace or a comment names other programs' things as often as this repository's)."""
+    code = _COMMENT.sub("", _STRING.sub('""', line))
+    for name in _IDENTIFIER.findall(code):
         if _is_compound_name(name):
             found.add(name, number, "identifier", source)
 
