@@ -190,3 +190,19 @@ def test_fences_name_their_language() -> None:
     facts = analyze_file("README.md", text, "markdown").facts
     mentions = {(f.name, f.detail) for f in _kinds(facts, "mention")}
     assert mentions == {("runServer", "fence:go"), ("other_name", "fence")}
+
+
+def test_api_reference_directives_name_code() -> None:
+    text = "API\n===\n\n.. autoclass:: flask.Flask\n    :members:\n\n.. autofunction:: flask.url_for\n\n.. py:function:: send_file(path)\n"
+    facts = analyze_file("docs/api.rst", text, "rst").facts
+    assert {(f.name, f.detail, f.line) for f in _kinds(facts, "mention")} == {
+        ("flask.Flask", "role", 4),
+        ("flask.url_for", "role", 7),
+        ("send_file", "role", 9),
+    }
+    md = "# API\n\n::: httpx.Client\n\n::: httpx.get\n"
+    facts = analyze_file("docs/api.md", md, "markdown").facts
+    assert {(f.name, f.detail) for f in _kinds(facts, "mention")} == {
+        ("httpx.Client", "role"),
+        ("httpx.get", "role"),
+    }

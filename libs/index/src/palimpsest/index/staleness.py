@@ -68,7 +68,7 @@ _HISTORY_DIRS = frozenset(
     {
         "changelog", "changelogs", "changes", "changelog.d", "changes.d", "newsfragments", "news",
         "release-notes", "release_notes", "releasenotes", "releases", "whatsnew", "whats_new",
-        "history", "upgrading", "migrations",
+        "history", "upgrading", "migrations", "blog", "_posts", "posts", "announcements",
     }
 )  # fmt: skip
 

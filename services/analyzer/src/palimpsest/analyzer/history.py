@@ -189,7 +189,10 @@ class History:
         return self._evidence(first, renamed_to=_moved_directory(path, moved), seen_in=None)
 
     def suffix(self, tail: str) -> tuple[str, Evidence] | None:
-        """The newest removed path ending in ``/tail`` (a path relative to a subfolder)."""
+        """The newest removed path ending in ``/tail`` (a path relative to a subfolder); a bare
+        name is too weak a match (``run.sh`` is in many folders)."""
+        if "/" not in tail.strip("/"):
+            return None
         last = tail.rsplit("/", 1)[-1]
         if not self._under:
             for removed in self.removed_paths:

@@ -91,6 +91,12 @@ _HISTORICAL = re.compile(
     re.IGNORECASE,
 )
 _VERSION_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(?:versionchanged|versionremoved|deprecated|versionadded)::")
+# API reference directives name code: Sphinx autodoc and domain directives, mkdocstrings
+_API_DIRECTIVE = re.compile(
+    r"^\s*\.\.\s+(?:py:|js:)?(?:auto)?(?:function|class|method|attribute|exception|data|module|decorator"
+    r"|classmethod|staticmethod|property)::\s+~?([A-Za-z_$][\w$.]*)"
+    r"|^\s*:::\s+([A-Za-z_$][\w$.]*)\s*$"
+)
 _PROSE_PATH = re.compile(r"(?<![\w/.:@~$-])((?:\.{1,2}/)?[\w@+-][\w@.+-]*(?:/[\w@.+-]+)+/?)(?![\w/])")
 _NOT_SYMBOLS = frozenset(
     {
@@ -262,6 +268,9 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
             continue
         directive = _directive(line, directive)
         if directive is not None or _HISTORICAL.search(line):
+            continue
+        if api := _API_DIRECTIVE.match(line):
+            found.add(api.group(1) or api.group(2), number, "identifier", "role")
             continue
         _inline_mentions(found, line, number)
         _link_mentions(found, line, number)
