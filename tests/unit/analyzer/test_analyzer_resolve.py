@@ -131,3 +131,16 @@ def test_blame_porcelain_gives_each_line_its_commit_and_date() -> None:
 def test_documentation_by_name_and_place(path: str, doc: bool, history: bool) -> None:
     assert is_doc(path) is doc
     assert is_history_doc(path) is history
+
+
+def test_translations_and_doc_versions_fall_back_to_a_mirrored_path() -> None:
+    tree = _Tree.of(["docs/en/docs/newsletter.md", "docs/de/docs/index.md", "src/app.py"])
+    assert tree.mirrored("docs/de/docs/newsletter.md")  # MkDocs i18n falls back to English
+    assert not tree.mirrored("docs/de/docs/gone.md")
+    assert not tree.mirrored("docs/de/guide/newsletter.md")  # two folders differ: not a mirror
+
+
+def test_a_qualified_name_must_start_with_something_of_this_repository() -> None:
+    tree = _Tree.of(["src/flask/app.py", "README.md"])
+    assert tree.has_stem("flask") and tree.has_stem("app") and tree.has_stem("readme")
+    assert not tree.has_stem("tempfile") and not tree.has_stem("sphinxcontrib")

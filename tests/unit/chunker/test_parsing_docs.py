@@ -206,3 +206,12 @@ def test_api_reference_directives_name_code() -> None:
         ("httpx.Client", "role"),
         ("httpx.get", "role"),
     }
+
+
+def test_roles_are_qualified_by_the_current_module() -> None:
+    text = "X\n=\n\n.. currentmodule:: sphinxcontrib.websupport\n\nSubclass :class:`BaseSearch` or :meth:`~.WebSupport.get`.\n"
+    facts = analyze_file("docs/x.rst", text, "rst").facts
+    assert {f.name for f in _kinds(facts, "mention")} == {
+        "sphinxcontrib.websupport.BaseSearch",
+        "sphinxcontrib.websupport.WebSupport.get",
+    }

@@ -146,7 +146,7 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
             out.claims.extend(_governs_claim(mention, tree))
         elif mention.target == "path":
             out.claims.extend(_path_claim(mention, tree))
-        elif mention.target == "identifier" and _checked_identifier(mention, symbols, languages):
+        elif mention.target == "identifier" and _checked_identifier(mention, symbols, languages, tree):
             identifiers.append(mention)
     present = await _present_lexemes(conn, index, identifiers)
     missing = [m for m in identifiers if not any(lex in present for lex in _lexemes(m.name))]
@@ -179,12 +179,16 @@ async def _own_examples(conn: Conn, index: SnapshotIndex, mentions: list[_Mentio
     return {doc: defined_names("\n".join(parts).encode(), wanted[doc]) for doc, parts in texts.items()}
 
 
-def _checked_identifier(mention: _Mention, symbols: set[str], languages: set[str]) -> bool:
-    """An identifier worth asking history about: long enough, not defined now, and from fenced
-    code only when the fence is in one of the repository's own languages."""
+def _checked_identifier(mention: _Mention, symbols: set[str], languages: set[str], tree: _Tree) -> bool:
+    """An identifier worth asking history about: long enough, not defined now, qualified (if
+    at all) by something of this repository, and from fenced code only when the fence is in one
+    of the repository's own languages."""
     last = _last(mention.name)
     if len(last) < 3 or last in symbols or mention.name in symbols:
         return False
+    root = next((s for s in _SEGMENTS.split(mention.name) if s), last)
+    if root != last and root not in symbols and not tree.has_stem(root):
+        return False  # ``tempfile.gettempdir``, ``sphinxcontrib.websupport.X``: another package
     source = mention.source or ""
     if source.startswith("fence"):
         language = source.partition(":")[2]
@@ -341,6 +345,8 @@ class _Tree:
     files: frozenset[str]
     dirs: frozenset[str]
     by_last: dict[str, list[str]]  # last segment → files and directories ending in it
+    stems: set[str] = field(default_factory=set)  # built on first use
+    mirrors: set[tuple[int, str, str]] = field(default_factory=set)  # built on first use
 
     @classmethod
     def of(cls, paths: Iterable[str]) -> _Tree:
@@ -357,6 +363,27 @@ class _Tree:
 
     def exists(self, path: str) -> bool:
         return path in ("", ".") or path in self.files or path in self.dirs
+
+    def has_stem(self, name: str) -> bool:
+        """A file or folder of the tree is called ``name`` (``flask`` for ``src/flask/``)."""
+        if not self.stems:
+            for entry in self.files | self.dirs:
+                last = entry.rsplit("/", 1)[-1]
+                self.stems.add(last.split(".", 1)[0].lower())
+        return name.lower() in self.stems
+
+    def mirrored(self, path: str) -> bool:
+        """The same path with one folder swapped exists: a translation (``docs/de/…`` →
+        ``docs/en/…``, which MkDocs and Sphinx fall back to) or another version of the docs."""
+        parts = path.split("/")
+        if not self.mirrors:
+            for entry in self.files:
+                entry_parts = entry.split("/")
+                for i in range(len(entry_parts) - 1):
+                    self.mirrors.add((i, "/".join(entry_parts[:i]), "/".join(entry_parts[i + 1 :])))
+        return any(
+            (i, "/".join(parts[:i]), "/".join(parts[i + 1 :])) in self.mirrors for i in range(len(parts) - 1)
+        )
 
     def exists_as_doc(self, path: str) -> bool:
         """A document reference: ``guide/index`` for ``guide/index.rst``, ``x.html`` for ``x.md``."""
@@ -378,6 +405,8 @@ def _path_claim(mention: _Mention, tree: _Tree) -> list[Claim]:
         return []
     resolved = _resolutions(mention.doc, target, mention.source)
     if not resolved or any(tree.exists(p) or tree.exists_as_doc(p) for p in resolved):
+        return []
+    if mention.source in ("link", "docref") and tree.mirrored(resolved[0]):
         return []
     if "/" in target.strip("/") and not target.startswith(("/", "../")) and tree.ends_with(target.strip("/")):
         return []

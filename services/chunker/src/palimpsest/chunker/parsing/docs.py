@@ -97,6 +97,7 @@ _API_DIRECTIVE = re.compile(
     r"|classmethod|staticmethod|property)::\s+~?([A-Za-z_$][\w$.]*)"
     r"|^\s*:::\s+([A-Za-z_$][\w$.]*)\s*$"
 )
+_CURRENT_MODULE = re.compile(r"^\s*\.\.\s+(?:py:)?(?:current)?module::\s+([A-Za-z_][\w.]*)\s*$")
 _PROSE_PATH = re.compile(r"(?<![\w/.:@~$-])((?:\.{1,2}/)?[\w@+-][\w@.+-]*(?:/[\w@.+-]+)+/?)(?![\w/])")
 _NOT_SYMBOLS = frozenset(
     {
@@ -243,10 +244,17 @@ def _superseded_ids(value: str) -> list[str]:
 @dataclass(slots=True)
 class _Mentions:
     seen: dict[tuple[str, str], Fact] = field(default_factory=dict)
+    module: str | None = None  # the Sphinx ``currentmodule`` names in roles are relative to
 
     def add(self, name: str, line: int, category: str, source: str) -> None:
         if len(self.seen) < MAX_MENTIONS:
             self.seen.setdefault((name, source), Fact("mention", name, line, category, source))
+
+    def add_api(self, name: str, line: int) -> None:
+        """A role or directive target, qualified by the current module when it is relative."""
+        if self.module and (name.startswith(".") or "." not in name):
+            name = f"{self.module}.{name.lstrip('.')}"
+        self.add(name.lstrip("."), line, "identifier", "role")
 
 
 def _mentions(lines: list[str], language: str | None) -> list[Fact]:
@@ -269,8 +277,11 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
         directive = _directive(line, directive)
         if directive is not None or _HISTORICAL.search(line):
             continue
+        if module := _CURRENT_MODULE.match(line):
+            found.module = module.group(1)
+            continue
         if api := _API_DIRECTIVE.match(line):
-            found.add(api.group(1) or api.group(2), number, "identifier", "role")
+            found.add_api(api.group(1) or api.group(2), number)
             continue
         _inline_mentions(found, line, number)
         _link_mentions(found, line, number)
@@ -334,8 +345,8 @@ def _role_mention(found: _Mentions, roles: str, text: str, number: int) -> None:
     elif role == "file":
         if _is_path(value):
             found.add(value.removeprefix("./").rstrip("/"), number, "path", "code")
-    elif role in _IDENTIFIER_ROLES and _QUALIFIED.match(value):
-        found.add(value, number, "identifier", "role")
+    elif role in _IDENTIFIER_ROLES and _QUALIFIED.match(value.lstrip(".")):
+        found.add_api(value, number)
 
 
 def _prose_mentions(found: _Mentions, line: str, number: int) -> None:
