@@ -7,8 +7,8 @@ the commit at which the subject last existed in the code, the commit that remove
 became — and both commits must check out with plain git. Around them, things that are not drift
 must stay quiet: an accurate doc, a changelog naming the old function on purpose, names that
 never existed in the code (a MIME type, a standard-library function), a path written relative to
-the example folder a tutorial is about, a Sphinx document reference, and files that only carry a
-doc extension (requirements, a test template).
+the example folder a tutorial is about, a Sphinx document reference, a path through a symbolic
+link, and files that only carry a doc extension (requirements, a test template).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ CHANGES = (
 )
 NEVER = (
     "# Uploads\n\nPost `multipart/form-data` to `auth/register`; temporary files go to\n"
-    "`tempfile.gettempdir()`. Configure `yourapp.default_settings` in `config/settings.py`.\n"
+    "`tempfile.gettempdir()`. Configure `yourapp.default_settings` in `conf/uploads.py`.\n"
 )
 TUTORIAL = "# Views\n\nOpen `flaskr/blog.py` and add the view (see flaskr/blog.py).\n"
 INDEX_RST = "Index\n=====\n\nStart with :doc:`guide/index` and :ref:`install`.\n"
@@ -76,6 +76,7 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
             "src/workers/queue.py": QUEUE,
             "src/ledger.py": LEDGER,
             "src/report.py": REPORT,
+            "config/settings.py": "DEBUG = False\n",
             "README.md": README,
             "docs/design.md": DESIGN,
             "docs/billing.md": BILLING,
@@ -87,6 +88,9 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     )
     shas["move_billing"] = move(repo, "2024-06-02T00:00:00+00:00", "src/billing", "src/payments/billing")
     shas["move_report"] = move(repo, "2024-06-02T00:00:00+00:00", "src/report.py", "src/reports/monthly.py")
+    # config/ becomes a symbolic link to etc/conf_v2: config/settings.py still resolves through it
+    move(repo, "2024-06-02T00:00:00+00:00", "config", "etc/conf_v2")
+    (repo / "config").symlink_to("etc/conf_v2")
     commit(
         repo,
         "2024-06-02T00:00:00+00:00",
@@ -94,6 +98,7 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
             "docs/ledger.md": ACCURATE,
             "CHANGES.md": CHANGES,
             "docs/uploads.md": NEVER,
+            "docs/settings.md": "# Settings\n\nEdit config/settings.py to switch DEBUG on.\n",
             "docs/tutorial/views.md": TUTORIAL,
             "examples/tutorial/flaskr/blog.py": "def index():\n    return 'blog'\n",
             "docs/index.rst": INDEX_RST,
@@ -222,6 +227,7 @@ async def test_what_is_not_drift_stays_quiet(findings: list[DocFinding]) -> None
         "docs/tutorial/views.md",  # relative to the example the tutorial is about
         "docs/index.rst",  # a Sphinx document reference and a label
         "docs/guide/index.rst",
+        "docs/settings.md",  # a path through a symbolic link
         "requirements.txt",  # not documentation
         "tests/templates/mail.txt",
     }
@@ -230,7 +236,7 @@ async def test_what_is_not_drift_stays_quiet(findings: list[DocFinding]) -> None
 
 async def test_never_existing_names_are_unverified_not_findings(judged: Judged) -> None:
     listed = {(u["doc"], u["claim"]) for u in judged.unverified}
-    assert ("docs/uploads.md", "`config/settings.py`") in listed
+    assert ("docs/uploads.md", "`conf/uploads.py`") in listed
     assert ("docs/uploads.md", "`multipart/form-data`") in listed
     # a qualified name rooted in nothing of this repository (the standard library) is no claim at all
     assert ("docs/uploads.md", "`tempfile.gettempdir`") not in listed

@@ -9,8 +9,10 @@ in the code by history).
 from __future__ import annotations
 
 import logging
+import posixpath
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -20,7 +22,7 @@ from palimpsest.analyzer.history import History, blame_lines, read_history
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.analyzer.source import open_history
 from palimpsest.core.db import Conn
-from palimpsest.core.git import GitAuth, decode_path, run_git
+from palimpsest.core.git import GitAuth, decode_path, read_blobs, run_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
 
@@ -60,7 +62,8 @@ async def prove_in(
     """The check against the history of ``commit`` in ``git_dir`` (also used by the benchmark)."""
     started = time.monotonic()
     try:
-        head_paths = await _tree_paths(git_dir, commit, timeout_s)
+        head_paths, links = await _tree_paths(git_dir, commit, timeout_s)
+        claims = _linked_away(claims, head_paths, links)
         history = await read_history(
             git_dir, commit, claims.identifiers, head_paths=head_paths, timeout_s=timeout_s
         )
@@ -74,9 +77,55 @@ async def prove_in(
     return judged, _stats(claims, judged, history, time.monotonic() - started)
 
 
-async def _tree_paths(git_dir: Path, commit: str, timeout_s: float) -> set[str]:
-    out = await run_git(["ls-tree", "-r", "-z", "--name-only", commit], cwd=git_dir, timeout_s=timeout_s)
-    return {decode_path(p) for p in out.split(b"\0") if p}
+async def _tree_paths(git_dir: Path, commit: str, timeout_s: float) -> tuple[set[str], dict[str, str]]:
+    """Every path of the snapshot's tree, and its symbolic links with their targets."""
+    out = await run_git(["ls-tree", "-r", "-z", commit], cwd=git_dir, timeout_s=timeout_s)
+    paths: set[str] = set()
+    links: dict[str, str] = {}  # blob id → link path, until the targets are read
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw = record.partition(b"\t")
+        path = decode_path(raw)
+        paths.add(path)
+        mode, _, rest = meta.partition(b" ")
+        if mode == b"120000":
+            links[rest.split(b" ")[-1].decode("ascii")] = path
+    targets: dict[str, str] = {}
+    if links:
+        async for sha, content in read_blobs(git_dir, links, missing_ok=True, lazy_fetch=False):
+            targets[links[sha]] = content.decode("utf-8", "replace")
+    return paths, targets
+
+
+def _through_links(path: str, links: dict[str, str], tree: set[str], dirs: set[str]) -> bool:
+    """Whether ``path`` exists once symbolic links on its way are followed (a few hops at most)."""
+    for _ in range(8):
+        parts = path.split("/")
+        for i in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:i])
+            if prefix in links:
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(prefix), links[prefix]))
+                path = "/".join([target, *parts[i:]])
+                break
+        else:
+            return False
+        if not path.startswith("..") and (path in tree or path in dirs):
+            return True
+    return False
+
+
+def _linked_away(claims: Claims, tree: set[str], links: dict[str, str]) -> Claims:
+    """The claims left once paths reached through symbolic links are resolved."""
+    if not links:
+        return claims
+    dirs = {"/".join(p.split("/")[:i]) for p in tree for i in range(1, p.count("/") + 1)}
+    kept = [
+        c
+        for c in claims.claims
+        if c.kind == "missing_identifier" or not any(_through_links(p, links, tree, dirs) for p in c.lookups)
+    ]
+    return replace(claims, claims=kept)
 
 
 def _stats(
