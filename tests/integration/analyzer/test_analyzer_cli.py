@@ -97,6 +97,7 @@ async def test_analyze_indexes_when_needed_and_returns_the_json_view(
         "line_commit": first,
         "line_written_at": "2023-01-01T00:00:00+00:00",
         "written_while_existed": True,
+        "subject": "serve_forever",
     }
     assert view["facts"]["doc_check"]["history"] == "read"
     assert again["analysis_id"] != view["analysis_id"] and again["snapshot_id"] == view["snapshot_id"]

@@ -55,14 +55,14 @@ _NOT_DOC_DIRS = frozenset(
         "fixtures", "fixture", "testdata", "test-data", "test_data", "__snapshots__", "snapshots",
         "golden", "goldens", "expected", "templates", "template", "vendor", "vendored", "third_party",
         "third-party", "node_modules", "site-packages", "testcases", "test-cases", "corpus",
-        "issue_template", "pull_request_template", "discussion_template",
+        "issue_template", "pull_request_template", "discussion_template", "playground", "playgrounds",
     }
 )  # fmt: skip
 _TEST_DIRS = frozenset({"test", "tests", "testing", "spec", "specs", "__tests__", "t"})
 # Changelogs and release notes are history by design: what they name was true once, on purpose.
 _HISTORY_STEMS = re.compile(
     r"^(?:changes|changelog|change[._-]log|history|news|releases?|release[._-]?notes|whats[._-]?new"
-    r"|upgrading|migrating|migration[._-]guide|breaking[._-]changes|deprecated|deprecations|removals)([._-].*)?$"
+    r"|upgrading|migrating|migration|migration[._-]guide|breaking[._-]changes|deprecated|deprecations|removals)([._-].*)?$"
 )
 _HISTORY_DIRS = frozenset(
     {
@@ -82,10 +82,15 @@ def is_doc(path: str) -> bool:
         return False
     parts = lowered.split("/")
     stem = parts[-1].rsplit(".", 1)[0]
-    if _NOT_DOC_STEMS.match(stem) or any(p in _NOT_DOC_DIRS for p in parts[:-1]):
+    if _NOT_DOC_STEMS.match(stem) or any(_data_dir(p) for p in parts[:-1]):
         return False
     # a .txt beside tests is test data (expected output, inputs), not prose
     return not (lowered.endswith(".txt") and any(p in _TEST_DIRS for p in parts[:-1]))
+
+
+def _data_dir(part: str) -> bool:
+    """A folder of fixtures, templates (``template-vue-ts``), playgrounds or vendored code."""
+    return part in _NOT_DOC_DIRS or part.startswith(("template-", "template_", "templates-"))
 
 
 def is_history_doc(path: str) -> bool:

@@ -235,7 +235,7 @@ def judge(
             if list_unverified and len(unverified) < MAX_UNVERIFIED:
                 unverified.append(_unverified(claim, "written after the definition was removed"))
             continue
-        findings.append(_finding(claim, read_as, evidence))
+        findings.append(_finding(claim, read_as, replace(evidence, subject=read_as)))
     findings.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
     return Judged(findings[:MAX_FINDINGS], unverified, count)
 

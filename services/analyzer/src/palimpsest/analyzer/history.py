@@ -32,7 +32,7 @@ import difflib
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -90,6 +90,7 @@ class Evidence:
     seen_in: str | None = None  # the code file that defined an identifier at last_seen
     line_commit: str | None = None  # the commit that last wrote the doc line (blame)
     line_written_at: datetime | None = None
+    subject: str | None = None  # what was looked up: the path as resolved, or the identifier
 
     @property
     def written_while_existed(self) -> bool | None:
@@ -109,21 +110,13 @@ class Evidence:
             "line_commit": self.line_commit,
             "line_written_at": self.line_written_at.isoformat() if self.line_written_at else None,
             "written_while_existed": self.written_while_existed,
+            "subject": self.subject,
         }
 
     def with_line(self, origin: LineOrigin | None) -> Evidence:
         if origin is None:
             return self
-        return Evidence(
-            self.last_seen_commit,
-            self.last_seen_at,
-            self.removed_in_commit,
-            self.removed_at,
-            self.renamed_to,
-            self.seen_in,
-            origin.commit,
-            origin.when,
-        )
+        return replace(self, line_commit=origin.commit, line_written_at=origin.when)
 
 
 @dataclass(frozen=True, slots=True)
