@@ -417,12 +417,12 @@ class _Walker:
     async def _read(self, blobs: list[str]) -> None:
         if not blobs:
             return
-        pattern = _definitions_of(self.unresolved)
+        matcher = _Matcher(self.unresolved, _definitions_of(self.unresolved))
         try:
             async for sha, content in read_blobs(self.git_dir, blobs, missing_ok=True, lazy_fetch=False):
                 self.history.blobs_read += 1
                 self.history.bytes_read += len(content)
-                self.cache[sha] = _defined(content, self.unresolved, pattern)
+                self.cache[sha] = matcher.defined(content)
                 if self.history.bytes_read > self.max_bytes:
                     self.history.complete = False
                     break
@@ -490,19 +490,56 @@ def _definitions_of(names: Iterable[str]) -> re.Pattern[bytes] | None:
 
 def _defined(content: bytes, names: set[str], pattern: re.Pattern[bytes] | None) -> frozenset[str]:
     """The candidate names ``content`` defines (a quick token test first, then the definition)."""
-    if pattern is None or len(content) > MAX_BLOB_SIZE or b"\0" in content[:8000]:
-        return frozenset()
-    tokens = {t.decode("ascii") for t in set(_TOKEN.findall(content))} & names
-    if not tokens:
-        return frozenset()
-    out: set[str] = set()
-    for match in pattern.finditer(content):
-        kind = match.group("type")
-        if kind is not None and kind.strip() in _NOT_A_TYPE:
-            continue
-        found = match.group("keyword") or match.group("assigned") or match.group("method")
-        out.add(found.decode("utf-8", "replace"))
-    return frozenset(out & tokens)
+    return _Matcher(names, pattern).defined(content)
+
+
+class _Matcher:
+    """Candidate names (as bytes, so tokens are never decoded) and their definition pattern."""
+
+    __slots__ = ("pattern", "probe")
+
+    def __init__(self, names: Iterable[str], pattern: re.Pattern[bytes] | None) -> None:
+        encoded = sorted({n.encode() for n in names})
+        self.pattern = pattern
+        # a trie of the names as one regex: ~2x faster than tokenising a blob that has none
+        self.probe = re.compile(rb"(?<![\w$])" + _trie(encoded) + rb"(?![\w$])") if encoded else None
+
+    def defined(self, content: bytes) -> frozenset[str]:
+        if self.pattern is None or self.probe is None or len(content) > MAX_BLOB_SIZE:
+            return frozenset()
+        if b"\0" in content[:8000]:
+            return frozenset()
+        tokens = set(self.probe.findall(content))
+        if not tokens:
+            return frozenset()
+        out: set[bytes] = set()
+        for match in self.pattern.finditer(content):
+            kind = match.group("type")
+            if kind is not None and kind.strip() in _NOT_A_TYPE:
+                continue
+            out.add(match.group("keyword") or match.group("assigned") or match.group("method"))
+        return frozenset(n.decode("utf-8", "replace") for n in out & tokens)
+
+
+def _trie(words: list[bytes]) -> bytes:
+    """A regex matching exactly ``words``, with common prefixes shared."""
+    root: dict[int, Any] = {}
+    for word in words:
+        node = root
+        for byte in word:
+            node = node.setdefault(byte, {})
+        node[-1] = {}  # the end of a word
+    return _trie_node(root)
+
+
+def _trie_node(node: dict[int, Any]) -> bytes:
+    branches = [
+        re.escape(bytes([key])) + _trie_node(child) for key, child in sorted(node.items()) if key >= 0
+    ]
+    if not branches:
+        return b""
+    body = branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+    return b"(?:" + body + b")?" if -1 in node else body
 
 
 def defined_names(content: bytes, names: set[str]) -> set[str]:
