@@ -6,8 +6,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from palimpsest.analyzer.doccheck import _is_tree_claim, _resolutions, _Tree
-from palimpsest.analyzer.history import _defined, _definitions_of, _moved_directory, _porcelain, _Removal
+from palimpsest.analyzer.doccheck import Claim, Claims, _is_tree_claim, _Mention, _resolutions, _Tree, judge
+from palimpsest.analyzer.history import (
+    History,
+    LineOrigin,
+    _defined,
+    _definitions_of,
+    _moved_directory,
+    _porcelain,
+    _Removal,
+)
 from palimpsest.index.staleness import is_doc, is_history_doc
 
 TREE = _Tree.of(
@@ -151,3 +159,46 @@ def test_a_qualified_name_must_start_with_something_of_this_repository() -> None
     tree = _Tree.of(["src/flask/app.py", "README.md"])
     assert tree.has_stem("flask") and tree.has_stem("app") and tree.has_stem("readme")
     assert not tree.has_stem("tempfile") and not tree.has_stem("sphinxcontrib")
+
+
+def _claims(*mentions: tuple[str, str]) -> Claims:
+    claims = Claims()
+    for name, source in mentions:
+        mention = _Mention("docs/guide.md", 10, "mention", name, "identifier", source)
+        claims.claims.append(Claim(mention, "missing_identifier", f"`{name}`", (name,)))
+    return claims
+
+
+def _history(**seen_in: str) -> History:
+    history = History()
+    removed, parent = datetime(2022, 3, 10, tzinfo=UTC), "p" * 40
+    history.dates[parent] = datetime(2022, 3, 9, tzinfo=UTC)
+    for name, path in seen_in.items():
+        history.identifiers[name] = _Removal(5, "r" * 40, removed, parent, seen_in=path)
+    return history
+
+
+def test_an_example_can_only_use_public_api() -> None:
+    claims = _claims(
+        ("addCmd", "fence:go"), ("NewRunner", "fence:go"), ("_helper", "fence:python"), ("runAll", "code")
+    )
+    history = _history(addCmd="cmd/add.go", NewRunner="runner.go", _helper="pkg/util.py", runAll="run.go")
+    written = {("docs/guide.md", 10): LineOrigin("l" * 40, datetime(2021, 1, 1, tzinfo=UTC))}
+    judged = judge(claims, history, lines=written, list_unverified=True)
+    assert [f.claim for f in judged.findings] == [
+        "`NewRunner`",
+        "`runAll`",
+    ]  # inline code may name private code
+    assert {u["claim"]: u["why"] for u in judged.unverified} == {
+        "`addCmd`": "a private name used in an example",
+        "`_helper`": "a private name used in an example",
+    }
+
+
+def test_a_name_written_after_its_definition_was_gone_is_not_a_finding() -> None:
+    claims = _claims(("build_only", "code"))
+    history = _history(build_only="flask/app.py")
+    later = {("docs/guide.md", 10): LineOrigin("l" * 40, datetime(2023, 1, 1, tzinfo=UTC))}
+    judged = judge(claims, history, lines=later, list_unverified=True)
+    assert judged.findings == [] and judged.unverified[0]["why"] == "written after the definition was removed"
+    assert judge(claims, history).findings[0].evidence is not None  # without blame: reported, date unknown

@@ -228,16 +228,37 @@ def judge(
             evidence = replace(evidence, renamed_to=None)  # what it became must exist now
         origin = (lines or {}).get((claim.mention.doc, claim.mention.line))
         evidence = evidence.with_line(origin)
-        if claim.kind == "missing_identifier" and evidence.written_while_existed is False:
-            # a name written after its definition was gone names something else (another
-            # library's API, the doc's own example): not drift
+        refused = _not_about_the_code(claim, evidence)
+        if refused is not None:
             count += 1
             if list_unverified and len(unverified) < MAX_UNVERIFIED:
-                unverified.append(_unverified(claim, "written after the definition was removed"))
+                unverified.append(_unverified(claim, refused))
             continue
         findings.append(_finding(claim, read_as, replace(evidence, subject=read_as)))
     findings.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
     return Judged(findings[:MAX_FINDINGS], unverified, count)
+
+
+def _not_about_the_code(claim: Claim, evidence: Evidence) -> str | None:
+    """Why a proved identifier still does not make a finding, or None.
+
+    A name written after its definition was gone names something else (another library's API,
+    the doc's own example). An example program can only use a package's public API, so a name
+    from fenced code whose definition was private (unexported in Go, ``_private`` in Python)
+    is the example's own name that happened to exist in the code once.
+    """
+    if claim.kind != "missing_identifier":
+        return None
+    if evidence.written_while_existed is False:
+        return "written after the definition was removed"
+    name = claim.lookups[0]
+    if (claim.mention.source or "").startswith("fence") and evidence.seen_in:
+        private = (evidence.seen_in.endswith(".go") and name[:1].islower()) or (
+            evidence.seen_in.endswith(".py") and name.startswith("_")
+        )
+        if private:
+            return "a private name used in an example"
+    return None
 
 
 def _unverified(claim: Claim, why: str) -> dict[str, Any]:

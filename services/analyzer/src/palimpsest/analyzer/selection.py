@@ -71,6 +71,7 @@ DOC_SHARE = 0.2
 MAX_CHUNKS_PER_FILE = 3
 CENTRAL_PER_RECENT = 3  # primary files: three by centrality, then one by recency
 ENTRY_DEPTH = 2  # an entry point at most this many folders below its package root
+MAX_ENTRY_FILES = 6  # entry points read first; more of them (a package of packages) compete on rank
 MANIFESTS = (
     "package.json",
     "pyproject.toml",
@@ -220,9 +221,9 @@ def _primary_order(files: dict[str, list[ChunkRef]], plan: Plan) -> Iterator[tup
     owners = {p: o for p in files if files[p][0].kind == "code" and (o := plan.owner(p)) is not None}
     entries = sorted(
         (p for p, o in owners.items() if entry_point(p) and _depth(p, o) <= ENTRY_DEPTH),
-        key=lambda p: (_depth(p, owners[p]), p),
+        key=lambda p: (_depth(p, owners[p]), -plan.rank.get(p, 0.0), p),
     )
-    for path in entries:
+    for path in entries[:MAX_ENTRY_FILES]:  # the rest compete on centrality
         yield path, f"entry point of {owners[path] or 'the root package'}"
     # equal rank (no graph, or files nothing uses) is broken by recency
     central = sorted(owners, key=lambda p: (-round(plan.rank.get(p, 0.0), 12), *_newest_first(files[p])))
