@@ -131,6 +131,8 @@ def test_blame_porcelain_gives_each_line_its_commit_and_date() -> None:
         ("playground/fs-serve/root/unsafe.txt", False, False),
         (".github/ISSUE_TEMPLATE/bug.md", False, False),
         ("CODE_OF_CONDUCT.md", False, False),
+        (".hyperlint/styles/vocabularies/accept.txt", False, False),
+        (".hyperlint/style_guide_test.md", False, False),
         ("doc/extdev/deprecated.rst", True, True),
         ("docs/blog/announcing-vite5.md", True, True),
         ("docs/migration.md", True, True),

@@ -3,8 +3,10 @@
 The repository is indexed and analysed through the bus, as ``palimpsest analyze`` does. Then the
 documentation check is run once more in this process, alone, to measure it: the one pass over
 first-parent history (commits walked, old blobs read), the blame of the claimed lines, seconds,
-and peak memory — the process's resident set sampled every 20 ms during the check (its rise
-above the level before it), and the peak of the git processes it ran. The JSON also lists
+and peak memory — the check's Python heap peak (a second run under ``tracemalloc``), the
+process's resident set sampled every 20 ms during the first run (its rise above the level before
+it; the embedded stack's services share the process), and the largest finished child process
+(git). The JSON also lists
 every finding with its evidence (for judging them one by one) and the selection's share of code
 chunks from the primary source packages.
 """
@@ -16,6 +18,7 @@ import contextlib
 import os
 import resource
 import time
+import tracemalloc
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -73,6 +76,13 @@ async def _measure_check(sess: Session, tenant: UUID, repo_id: UUID, repo: Path)
     progress(f"documentation check alone: {len(claims.claims)} claims against the history…")
     async with _peak_rss() as peak:
         judged, stats = await prove_in(repo, claims, index.commit_sha, list_unverified=True)
+    progress("documentation check again, under tracemalloc, for its Python heap peak…")
+    tracemalloc.start()
+    try:
+        await prove_in(repo, claims, index.commit_sha)
+        _, heap_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     kinds = Counter(f.kind for f in judged.findings)
     return {
         "files": len(index.files),
@@ -82,6 +92,7 @@ async def _measure_check(sess: Session, tenant: UUID, repo_id: UUID, repo: Path)
         "unverified": judged.unverified_count,
         "history": {k: v for k, v in stats.items() if k != "unverified"},
         "unverified_listed": judged.unverified,
+        "check_heap_peak_mb": round(heap_peak / 2**20, 1),
         "check_peak_rss_mb": round(peak["delta"] / 2**20, 1),
         "process_peak_rss_mb": round(peak["peak"] / 2**20, 1),
         "git_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),

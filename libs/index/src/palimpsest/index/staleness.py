@@ -84,8 +84,10 @@ def is_doc(path: str) -> bool:
     stem = parts[-1].rsplit(".", 1)[0]
     if _NOT_DOC_STEMS.match(stem) or any(_data_dir(p) for p in parts[:-1]):
         return False
-    # a .txt beside tests is test data (expected output, inputs), not prose
-    return not (lowered.endswith(".txt") and any(p in _TEST_DIRS for p in parts[:-1]))
+    if stem.startswith("test_") or stem.endswith(("_test", ".test")):
+        return False  # a test's input or expected output
+    # a .txt beside tests or in a tool's hidden folder is data (word lists, expected output)
+    return not (lowered.endswith(".txt") and any(p in _TEST_DIRS or p.startswith(".") for p in parts[:-1]))
 
 
 def _data_dir(part: str) -> bool:
