@@ -64,6 +64,9 @@ def test_paths_relative_to_an_example_folder_resolve() -> None:
         ("node_modules/x/index.js", "code", False),  # generated
         ("github.com/org/repo", "code", False),  # a domain
         ("src/{name}.py", "code", False),
+        ("-f/--file", "code", False),  # a flag
+        ("multipart/form-data", "code", False),  # a MIME type
+        ("application/vnd.api+json", "code", False),
     ],
 )
 def test_what_counts_as_a_claim_about_the_tree(target: str, source: str, claim: bool) -> None:

@@ -63,6 +63,7 @@ _DOMAIN = re.compile(
     r"^[a-z0-9-]+(\.[a-z0-9-]+)*\.(com|org|net|io|dev|app|co|rs|me|sh|ai|gov|edu|info)$", re.I
 )
 _DOC_EXTENSIONS = (".rst", ".md", ".mdx", ".txt", "/index.rst", "/index.md", "/README.md", ".ipynb")
+_MIME = re.compile(r"^(?:application|text|image|audio|video|multipart|font|model|message)/[\w.+-]+$")
 _SEGMENTS = re.compile(r"\.|::|#|->")
 
 
@@ -436,8 +437,10 @@ def _path_claim(mention: _Mention, tree: _Tree) -> list[Claim]:
 
 def _is_tree_claim(target: str, source: str | None, tree: _Tree) -> bool:
     """Whether a path a doc names is a claim about this repository's tree."""
-    if not target or _PLACEHOLDER.search(target) or target.startswith(("~", "#")):
-        return False
+    if not target or _PLACEHOLDER.search(target) or target.startswith(("~", "#", "-")):
+        return False  # a placeholder, a home path, an anchor, a command-line flag (``-f/--file``)
+    if _MIME.match(target):
+        return False  # ``multipart/form-data``
     if "/" not in target.strip("/") and source not in ("link", "docref"):
         return False  # a bare file name in inline code is often a runtime file, not a claim
     first = target.lstrip("./").split("/", 1)[0]
