@@ -79,20 +79,23 @@ async def test_analyze_indexes_when_needed_and_returns_the_json_view(
         assert {"path", "kind", "last_modified_at", "stale"} <= set(entry)
     finding = next(f for f in view["doc_findings"] if f["kind"] == "missing_identifier")
     evidence = finding.pop("evidence")
-    assert finding == {
-        "doc": "README.md",
-        "line": 3,
-        "claim": "`serve_forever`",
-        "kind": "missing_identifier",
-        "nearest": None,
-        "detail": f"defined in app/main.py until {second[:12]}; the line was written while it existed",
-    }
+    assert (
+        finding
+        == {
+            "doc": "README.md",
+            "line": 3,
+            "claim": "`serve_forever`",
+            "kind": "missing_identifier",
+            "nearest": "serve",  # the one definition app/main.py gained when it lost serve_forever
+            "detail": f"defined in app/main.py until {second[:12]}, which made it serve; the line was written while it existed",
+        }
+    )
     assert evidence == {
         "last_seen_commit": first,
         "last_seen_at": "2023-01-01T00:00:00+00:00",
         "removed_in_commit": second,
         "removed_at": "2024-01-01T00:00:00+00:00",
-        "renamed_to": None,
+        "renamed_to": "serve",
         "seen_in": "app/main.py",
         "line_commit": first,
         "line_written_at": "2023-01-01T00:00:00+00:00",

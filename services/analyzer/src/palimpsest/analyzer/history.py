@@ -134,6 +134,7 @@ class _Removal:
     renamed_to: str | None = None
     seen_in: str | None = None
     new_blob: str | None = None  # identifiers: the same file's blob after the removal
+    old_blob: str | None = None  # … and before it
 
 
 @dataclass(slots=True)
@@ -443,20 +444,21 @@ class _Walker:
                     commit.parent,
                     seen_in=entry.old_path,
                     new_blob=entry.new_blob if entry.new_blob != _ZERO else None,
+                    old_blob=entry.old_blob,
                 )
 
     async def _renamed_definitions(self) -> None:
-        """A removed name whose file, in the same commit, gained a similar definition."""
-        found = {n: r for n, r in self.history.identifiers.items() if r.new_blob is not None}
-        blobs = {r.new_blob for r in found.values() if r.new_blob is not None}
+        """A removed name whose file, in the same commit, gained a definition in its place."""
+        found = {n: r for n, r in self.history.identifiers.items() if r.new_blob and r.old_blob}
+        blobs = {b for r in found.values() for b in (r.new_blob, r.old_blob) if b}
         contents: dict[str, bytes] = {}
         with contextlib.suppress(GitError):
             async for sha, content in read_blobs(self.git_dir, blobs, missing_ok=True, lazy_fetch=False):
                 contents[sha] = content
         for name, removal in found.items():
-            after = contents.get(removal.new_blob or "")
-            if after is not None:
-                removal.renamed_to = _similar_definition(name, after)
+            before, after = contents.get(removal.old_blob or ""), contents.get(removal.new_blob or "")
+            if before is not None and after is not None:
+                removal.renamed_to = _replacement(name, before, after)
 
 
 def _code_entry(entry: _Entry) -> bool:
@@ -547,20 +549,22 @@ def defined_names(content: bytes, names: set[str]) -> set[str]:
     return set(_defined(content, names, _definitions_of(names)))
 
 
-def _similar_definition(name: str, content: bytes) -> str | None:
-    """The definition in ``content`` most like ``name`` (a rename), when one is close enough."""
-    tokens = {t.decode("ascii") for t in set(_TOKEN.findall(content))} - {name}
-    lowered = name.lower()
-    close = difflib.get_close_matches(lowered, {t.lower(): t for t in tokens}.keys(), n=5, cutoff=0.6)
-    if not close:
-        return None
-    by_lower: dict[str, str] = {t.lower(): t for t in tokens}
-    candidates: list[str] = [by_lower[c] for c in close]
-    defined = _defined(content, set(candidates), _definitions_of(candidates))
-    for candidate in candidates:
-        if candidate in defined:
-            return candidate
-    return None
+def _replacement(name: str, before: bytes, after: bytes) -> str | None:
+    """What ``name`` became in the commit that removed it from a file: the one definition the
+    file gained when it lost only ``name``, else the gained definition most like it."""
+    old, new = _all_definitions(before), _all_definitions(after)
+    gained, lost = sorted(new - old), old - new
+    if len(gained) == 1 and lost == {name}:
+        return gained[0]
+    close = difflib.get_close_matches(name.lower(), [g.lower() for g in gained], n=1, cutoff=0.6)
+    return next((g for g in gained if close and g.lower() == close[0]), None)
+
+
+def _all_definitions(content: bytes) -> set[str]:
+    if len(content) > MAX_BLOB_SIZE:
+        return set()
+    names = {t.decode("ascii") for t in set(_TOKEN.findall(content))}
+    return defined_names(content, names) if names else set()
 
 
 # ----------------------------------------------------------------------------- blame
