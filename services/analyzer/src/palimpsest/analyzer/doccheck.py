@@ -216,28 +216,34 @@ def judge(
     unverified: list[dict[str, Any]] = []
     count = 0
     for claim in claims.claims:
-        proved = _prove(claim, history) if history is not None else None
-        if proved is None:
-            count += 1
-            if list_unverified and len(unverified) < MAX_UNVERIFIED:
-                unverified.append(
-                    {"doc": claim.mention.doc, "line": claim.mention.line, "claim": claim.shown}
-                )
+        outcome = _judge_one(claim, history, claims.symbols, lines or {})
+        if isinstance(outcome, DocFinding):
+            findings.append(outcome)
             continue
-        read_as, evidence = proved
-        if claim.kind == "missing_identifier" and evidence.renamed_to not in claims.symbols:
-            evidence = replace(evidence, renamed_to=None)  # what it became must exist now
-        origin = (lines or {}).get((claim.mention.doc, claim.mention.line))
-        evidence = evidence.with_line(origin)
-        refused = _not_about_the_code(claim, evidence)
-        if refused is not None:
-            count += 1
-            if list_unverified and len(unverified) < MAX_UNVERIFIED:
-                unverified.append(_unverified(claim, refused))
-            continue
-        findings.append(_finding(claim, read_as, replace(evidence, subject=read_as)))
+        count += 1
+        if list_unverified and len(unverified) < MAX_UNVERIFIED:
+            unverified.append(_unverified(claim, outcome))
     findings.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
     return Judged(findings[:MAX_FINDINGS], unverified, count)
+
+
+def _judge_one(
+    claim: Claim, history: History | None, symbols: set[str], lines: dict[tuple[str, int], LineOrigin]
+) -> DocFinding | str:
+    """The finding a claim makes, or why it makes none."""
+    if history is None:
+        return "history unavailable"
+    proved = _prove(claim, history)
+    if proved is None:
+        return "never in the code by history"
+    read_as, evidence = proved
+    if claim.kind == "missing_identifier" and evidence.renamed_to not in symbols:
+        evidence = replace(evidence, renamed_to=None)  # what it became must exist now
+    evidence = evidence.with_line(lines.get((claim.mention.doc, claim.mention.line)))
+    refused = _not_about_the_code(claim, evidence)
+    if refused is not None:
+        return refused
+    return _finding(claim, read_as, replace(evidence, subject=read_as))
 
 
 def _not_about_the_code(claim: Claim, evidence: Evidence) -> str | None:
