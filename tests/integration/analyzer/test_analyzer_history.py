@@ -124,3 +124,20 @@ async def test_the_source_policy_decides_whether_history_is_read(tmp_path: Path,
             assert source.git_dir is None and source.reason is not None and "refused" in source.reason
     async with open_history(str(repo), "main", "f" * 40, policy=SourcePolicy(allow_local=True)) as source:
         assert source.git_dir is None and "no longer holds" in (source.reason or "")
+
+
+async def test_test_data_golden_files_and_vendored_code_are_not_the_code(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    body = "var (\n\tcfgFile string\n)\nfunc initConfig() {}\n"
+    commit(
+        repo,
+        "2023-01-01",
+        {
+            "cmd/testdata/root.go.golden": body,
+            "vendor/x/lib.go": "func VendoredThing() {}\n",
+            "a.go": "package a\n",
+        },
+    )
+    last = commit(repo, "2023-02-01", {"cmd/testdata/root.go.golden": None, "vendor/x/lib.go": None})
+    history = await read_history(repo, last, {"initConfig", "VendoredThing"}, head_paths=_paths(repo))
+    assert history.identifier("initConfig") is None and history.identifier("VendoredThing") is None

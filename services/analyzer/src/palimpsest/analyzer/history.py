@@ -61,6 +61,14 @@ _ASSETS = frozenset(
         ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".bmp", ".pdf", ".zip", ".gz", ".tgz",
         ".bz2", ".xz", ".jar", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3", ".mp4", ".wav", ".lock",
         ".min.js", ".map", ".pyc", ".so", ".dll", ".exe", ".bin", ".dat", ".csv", ".tsv", ".json",
+        ".golden", ".snap", ".expected", ".out",
+    }
+)  # fmt: skip
+_NOT_CODE_DIRS = frozenset(
+    {
+        "testdata", "test-data", "test_data", "fixtures", "fixture", "__snapshots__", "snapshots",
+        "golden", "goldens", "expected", "vendor", "vendored", "third_party", "third-party",
+        "node_modules",
     }
 )  # fmt: skip
 _TOKEN = re.compile(rb"[A-Za-z_$][\w$]*")
@@ -468,7 +476,9 @@ def _code_entry(entry: _Entry) -> bool:
     path = entry.old_path.lower()
     if is_doc(path) or is_history_doc(path):
         return False
-    name = path.rsplit("/", 1)[-1]
+    *folders, name = path.split("/")
+    if any(folder in _NOT_CODE_DIRS for folder in folders):
+        return False  # test data, golden files and vendored code are not this repository's code
     return not any(name.endswith(ext) for ext in _ASSETS)
 
 
