@@ -139,6 +139,8 @@ def test_blame_porcelain_gives_each_line_its_commit_and_date() -> None:
         ("doc/extdev/deprecated.rst", True, True),
         ("docs/blog/announcing-vite5.md", True, True),
         ("docs/migration.md", True, True),
+        ("sep/sep-019.rst", True, True),
+        ("docs/adr/0004-billing.md", True, False),  # ADRs are docs: their Governs: lines are checked
         ("CHANGES.rst", True, True),
         ("docs/changelog.md", True, True),
         ("HISTORY.md", True, True),
@@ -161,9 +163,10 @@ def test_translations_and_doc_versions_fall_back_to_a_mirrored_path() -> None:
 
 
 def test_a_qualified_name_must_start_with_something_of_this_repository() -> None:
-    tree = _Tree.of(["src/flask/app.py", "README.md"])
-    assert tree.has_stem("flask") and tree.has_stem("app") and tree.has_stem("readme")
+    tree = _Tree.of(["src/flask/app.py", "README.md", "doc/websupport/index.rst"])
+    assert tree.has_stem("flask") and tree.has_stem("app") and tree.has_stem("Flask")
     assert not tree.has_stem("tempfile") and not tree.has_stem("sphinxcontrib")
+    assert not tree.has_stem("websupport") and not tree.has_stem("readme")  # folders and files of docs
 
 
 def _claims(*mentions: tuple[str, str]) -> Claims:

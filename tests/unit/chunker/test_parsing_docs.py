@@ -215,3 +215,15 @@ def test_roles_are_qualified_by_the_current_module() -> None:
         "sphinxcontrib.websupport.BaseSearch",
         "sphinxcontrib.websupport.WebSupport.get",
     }
+
+
+def test_a_relative_role_belongs_to_the_module_its_name_was_declared_under() -> None:
+    text = (
+        "B\n=\n\n.. module:: sphinxcontrib.serializinghtml\n\n.. class:: PickleHTMLBuilder\n\n"
+        ".. module:: sphinx.builders.xml\n\nThe :class:`.PickleHTMLBuilder` and :class:`.XMLBuilder`.\n"
+    )
+    names = {f.name for f in _kinds(analyze_file("docs/b.rst", text, "rst").facts, "mention")}
+    assert names == {
+        "sphinxcontrib.serializinghtml.PickleHTMLBuilder",  # declared under that module
+        "sphinx.builders.xml.XMLBuilder",  # the current module
+    }

@@ -69,6 +69,9 @@ _HISTORY_DIRS = frozenset(
         "changelog", "changelogs", "changes", "changelog.d", "changes.d", "newsfragments", "news",
         "release-notes", "release_notes", "releasenotes", "releases", "whatsnew", "whats_new",
         "history", "upgrading", "migrations", "blog", "_posts", "posts", "announcements",
+        # enhancement proposals record a design as it was proposed (ADRs stay docs: their
+        # Governs: lines are checked)
+        "sep", "seps", "pep", "peps", "rfc", "rfcs", "kep", "keps", "proposals", "enhancements",
     }
 )  # fmt: skip
 

@@ -35,7 +35,7 @@ from typing import Any, Literal
 from palimpsest.analyzer.history import Evidence, History, LineOrigin, defined_names
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
-from palimpsest.index.staleness import is_history_doc, is_stale, stale_annotation
+from palimpsest.index.staleness import is_doc, is_history_doc, is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
 
 __all__ = [
@@ -393,11 +393,12 @@ class _Tree:
         return path in ("", ".") or path in self.files or path in self.dirs
 
     def has_stem(self, name: str) -> bool:
-        """A file or folder of the tree is called ``name`` (``flask`` for ``src/flask/``)."""
+        """A code file, or a folder holding code, is called ``name`` (``flask`` for
+        ``src/flask/``); a folder of docs named like an old package does not count."""
         if not self.stems:
-            for entry in self.files | self.dirs:
-                last = entry.rsplit("/", 1)[-1]
-                self.stems.add(last.split(".", 1)[0].lower())
+            for path in self.files:
+                if not is_doc(path):
+                    self.stems.update(part.split(".", 1)[0].lower() for part in path.split("/"))
         return name.lower() in self.stems
 
     def mirrored(self, path: str) -> bool:

@@ -245,16 +245,24 @@ def _superseded_ids(value: str) -> list[str]:
 class _Mentions:
     seen: dict[tuple[str, str], Fact] = field(default_factory=dict)
     module: str | None = None  # the Sphinx ``currentmodule`` names in roles are relative to
+    declared: dict[str, str] = field(default_factory=dict)  # name → module of its API directive
 
     def add(self, name: str, line: int, category: str, source: str) -> None:
         if len(self.seen) < MAX_MENTIONS:
             self.seen.setdefault((name, source), Fact("mention", name, line, category, source))
 
-    def add_api(self, name: str, line: int) -> None:
-        """A role or directive target, qualified by the current module when it is relative."""
-        if self.module and (name.startswith(".") or "." not in name):
-            name = f"{self.module}.{name.lstrip('.')}"
-        self.add(name.lstrip("."), line, "identifier", "role")
+    def add_api(self, name: str, line: int, *, declares: bool = False) -> None:
+        """A role or directive target, qualified by the module it belongs to when it is relative:
+        the module the doc declared it under (``.. class:: X`` after ``.. module:: M``), else
+        the current module."""
+        bare = name.lstrip(".")
+        if declares and self.module and "." not in bare:
+            self.declared.setdefault(bare, self.module)
+        if name.startswith(".") or "." not in name:
+            module = self.declared.get(bare.split(".", 1)[0], self.module)
+            if module:
+                bare = f"{module}.{bare}"
+        self.add(bare, line, "identifier", "role")
 
 
 def _mentions(lines: list[str], language: str | None) -> list[Fact]:
@@ -281,7 +289,7 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
             found.module = module.group(1)
             continue
         if api := _API_DIRECTIVE.match(line):
-            found.add_api(api.group(1) or api.group(2), number)
+            found.add_api(api.group(1) or api.group(2), number, declares=True)
             continue
         _inline_mentions(found, line, number)
         _link_mentions(found, line, number)
