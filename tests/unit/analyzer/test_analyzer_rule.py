@@ -159,5 +159,11 @@ def test_workspaces_go_modules_cargo_and_the_largest_tree() -> None:
         [("src/main.rs", "rust"), ("crates/core/src/lib.rs", "rust"), ("crates/cli/src/lib.rs", "rust")],
     )
     assert cargo.roots == ["src", "crates/cli/src", "crates/core/src"]
+    shipped = primary_packages(
+        {"package.json": '{"name": "express", "files": ["LICENSE", "index.js", "lib/"]}'},
+        [("index.js", "javascript"), ("lib/express.js", "javascript"), ("examples/a/index.js", "javascript")],
+    )
+    assert shipped.roots == ["index.js", "lib"] and shipped.owner("index.js", "javascript") == "index.js"
+    assert shipped.owner("examples/a/index.js", "javascript") is None
     largest = primary_packages({}, [("lib/a/x.rb", "ruby"), ("lib/a/y.rb", "ruby"), ("tools/z.rb", "ruby")])
     assert largest.roots == ["lib/a"] and largest.declared_by == {"lib/a": "largest code tree"}

@@ -56,6 +56,7 @@ _NOT_DOC_DIRS = frozenset(
         "golden", "goldens", "expected", "templates", "template", "vendor", "vendored", "third_party",
         "third-party", "node_modules", "site-packages", "testcases", "test-cases", "corpus",
         "issue_template", "pull_request_template", "discussion_template", "playground", "playgrounds",
+        "public", "static", "views", "assets", "files", "data",
     }
 )  # fmt: skip
 _TEST_DIRS = frozenset({"test", "tests", "testing", "spec", "specs", "__tests__", "t"})

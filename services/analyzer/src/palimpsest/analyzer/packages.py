@@ -95,6 +95,8 @@ class Packages:
         if not is_source(path, language):
             return None
         for root in sorted(self.roots, key=len, reverse=True):
+            if path == root:  # a declared file (package.json "files": ["index.js", "lib/"])
+                return root
             if root == "" or path.startswith(root + "/"):
                 rest = path[len(root) + 1 :] if root else path
                 return None if _outside_source(rest) else root
@@ -146,6 +148,8 @@ def _source_dirs(source: list[str]) -> set[str]:
 
 
 def _has_source(root: str, source: list[str]) -> bool:
+    if root in source:
+        return True
     prefix = root + "/" if root else ""
     return any(p.startswith(prefix) and not _outside_source(p[len(prefix) :]) for p in source)
 
@@ -157,7 +161,7 @@ def _declared(path: str, text: str, dirs: set[str], source: list[str]) -> list[s
         "pyproject.toml": _python_toml,
         "setup.cfg": _python_text,
         "setup.py": _python_text,
-        "package.json": _package_json,
+        "package.json": lambda _t, _b, _d: _package_json(_t, _b, _d, source),
         "pnpm-workspace.yaml": _pnpm_workspace,
         "go.mod": lambda _t, _b, _d: _go_packages(_b, source),
         "Cargo.toml": _cargo,
@@ -210,7 +214,7 @@ def _python_text(text: str, base: str, dirs: set[str]) -> list[str]:
     return _python_names(names[:5], base, dirs)
 
 
-def _package_json(text: str, base: str, dirs: set[str]) -> list[str]:
+def _package_json(text: str, base: str, dirs: set[str], source: list[str]) -> list[str]:
     try:
         data = json.loads(text)
     except ValueError:
@@ -222,16 +226,30 @@ def _package_json(text: str, base: str, dirs: set[str]) -> list[str]:
         workspaces = workspaces.get("packages")
     if isinstance(workspaces, list):
         return _workspace_dirs([str(w) for w in workspaces], base, dirs)
+    out = _shipped(data.get("files"), base, dirs, source)
     entries = [data.get(k) for k in ("main", "module", "source", "types")]
     bin_ = data.get("bin")
     entries += list(bin_.values()) if isinstance(bin_, dict) else [bin_]
-    out: list[str] = []
     for entry in entries:
         if isinstance(entry, str) and "/" in entry.strip("./"):
             folder = _join(base, posixpath.dirname(entry))
             if folder in dirs and folder not in out:
                 out.append(folder)
     return out or [d for d in (_join(base, "src"), _join(base, "lib")) if d in dirs][:1]
+
+
+def _shipped(files: object, base: str, dirs: set[str], source: list[str]) -> list[str]:
+    """The source folders and files a package.json ``files`` list ships."""
+    if not isinstance(files, list):
+        return []
+    out: list[str] = []
+    for entry in files:
+        if not isinstance(entry, str) or any(c in entry for c in "*!"):
+            continue
+        path = _join(base, entry.rstrip("/"))
+        if path and (path in dirs or path in source) and path not in out:
+            out.append(path)
+    return out
 
 
 def _pnpm_workspace(text: str, base: str, dirs: set[str]) -> list[str]:
