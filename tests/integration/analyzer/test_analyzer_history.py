@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from palimpsest.analyzer.history import blame_lines, read_history
+from palimpsest.analyzer.history import blame_lines, first_mentions, read_history
 from palimpsest.analyzer.source import open_history
 from palimpsest.core.sources import SourcePolicy
 from tests.support.gitrepo import checkout, commit, git, init_repo, merge, move
@@ -141,3 +141,16 @@ async def test_test_data_golden_files_and_vendored_code_are_not_the_code(tmp_pat
     last = commit(repo, "2023-02-01", {"cmd/testdata/root.go.golden": None, "vendor/x/lib.go": None})
     history = await read_history(repo, last, {"initConfig", "VendoredThing"}, head_paths=_paths(repo))
     assert history.identifier("initConfig") is None and history.identifier("VendoredThing") is None
+
+
+async def test_when_a_doc_first_named_something_survives_a_reformatting(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    first = commit(repo, "2015-01-01", {"docs/tree.rst": "Tree\n====\n\n* celery.bin.amqp.AMQPAdmin\n"})
+    commit(repo, "2016-04-13", {"docs/tree.rst": "Tree\n====\n\n* ``celery.bin.amqp.AMQPAdmin``\n"})
+    head = commit(repo, "2017-01-01", {"other.py": "X = 1\n"})
+    lines = await blame_lines(repo, head, [("docs/tree.rst", 4)])
+    assert lines[("docs/tree.rst", 4)].when.year == 2016  # blame sees the markup change
+    named = await first_mentions(repo, head, [("docs/tree.rst", 4, "celery.bin.amqp.AMQPAdmin")])
+    assert named[("docs/tree.rst", 4)].commit == first  # the doc has named it since 2015
+    fallback = await first_mentions(repo, head, [("docs/tree.rst", 4, "not in the doc")])
+    assert fallback[("docs/tree.rst", 4)].when.year == 2016  # nothing added it: blame decides

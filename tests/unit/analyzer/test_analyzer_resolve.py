@@ -140,6 +140,7 @@ def test_blame_porcelain_gives_each_line_its_commit_and_date() -> None:
         ("docs/blog/announcing-vite5.md", True, True),
         ("docs/migration.md", True, True),
         ("sep/sep-019.rst", True, True),
+        ("docs/internals/deprecation.rst", True, True),
         ("examples/static-files/public/hello.txt", False, False),
         ("examples/markdown/views/index.md", False, False),
         ("docs/adr/0004-billing.md", True, False),  # ADRs are docs: their Governs: lines are checked

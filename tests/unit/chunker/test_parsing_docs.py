@@ -227,3 +227,16 @@ def test_a_relative_role_belongs_to_the_module_its_name_was_declared_under() -> 
         "sphinxcontrib.serializinghtml.PickleHTMLBuilder",  # declared under that module
         "sphinx.builders.xml.XMLBuilder",  # the current module
     }
+
+
+def test_rows_of_a_table_that_maps_old_names_to_new_ones_are_no_claims() -> None:
+    rst = (
+        "S\n=\n\n=========================  =====================\n**Setting name**           **Replace with**\n"
+        "=========================  =====================\n``CELERY_ACKS_LATE``       :setting:`task_acks_late`\n"
+        "=========================  =====================\n\nUse ``task_acks_late_now`` today.\n"
+    )
+    names = {f.name for f in _kinds(analyze_file("docs/c.rst", rst, "rst").facts, "mention")}
+    assert names == {"task_acks_late_now"}
+    md = "# M\n\n| Old name | New name |\n|---|---|\n| `old_fn` | `new_fn` |\n\n| Name | Use |\n|---|---|\n| `run_all` | x |\n"
+    names = {f.name for f in _kinds(analyze_file("docs/m.md", md, "markdown").facts, "mention")}
+    assert names == {"run_all"}

@@ -63,7 +63,8 @@ _TEST_DIRS = frozenset({"test", "tests", "testing", "spec", "specs", "__tests__"
 # Changelogs and release notes are history by design: what they name was true once, on purpose.
 _HISTORY_STEMS = re.compile(
     r"^(?:changes|changelog|change[._-]log|history|news|releases?|release[._-]?notes|whats[._-]?new"
-    r"|upgrading|migrating|migration|migration[._-]guide|breaking[._-]changes|deprecated|deprecations|removals)([._-].*)?$"
+    r"|upgrading|migrating|migration|migration[._-]guide|breaking[._-]changes|deprecated|deprecations"
+    r"|deprecation|removals)([._-].*)?$"
 )
 _HISTORY_DIRS = frozenset(
     {

@@ -20,8 +20,10 @@ batches through one ``cat-file --batch`` per batch and every blob is read at mos
 keyed by blob id: reverts, renames and cherry-picks share blobs). Reading stops as soon as every
 candidate is resolved, and at ``max_blob_bytes``.
 
-Whether the doc line was written while X existed comes from ``git blame`` of that line at the
-snapshot: a claim true when written that went stale is the finding users want most.
+Whether the doc named X while X existed comes from the doc's own history: the oldest commit
+that added the name to the doc (``git log --follow -S<name> -- <doc>``), or, when the pickaxe
+finds none, ``git blame`` of the line. A claim true when written that went stale is the finding
+users want most; the pickaxe is not fooled by a later reformatting of the line, as blame is.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "LineOrigin",
     "blame_lines",
     "defined_names",
+    "first_mentions",
     "read_history",
 ]
 
@@ -96,7 +99,7 @@ class Evidence:
     removed_at: datetime
     renamed_to: str | None = None
     seen_in: str | None = None  # the code file that defined an identifier at last_seen
-    line_commit: str | None = None  # the commit that last wrote the doc line (blame)
+    line_commit: str | None = None  # the commit that first named it in the doc (pickaxe, else blame)
     line_written_at: datetime | None = None
     subject: str | None = None  # what was looked up: the path as resolved, or the identifier
 
@@ -575,6 +578,48 @@ def _all_definitions(content: bytes) -> set[str]:
         return set()
     names = {t.decode("ascii") for t in set(_TOKEN.findall(content))}
     return defined_names(content, names) if names else set()
+
+
+# ----------------------------------------------------------------------------- when the doc named it
+
+
+async def first_mentions(
+    git_dir: Path, commit: str, items: Iterable[tuple[str, int, str]], *, timeout_s: float = 60.0
+) -> dict[tuple[str, int], LineOrigin]:
+    """When each doc first named each text: ``(doc, line, text)`` → the oldest commit of ``doc``'s
+    history (following renames) that added ``text``, or the blame of the line when none did."""
+    wanted = list(dict.fromkeys(items))[:MAX_BLAMES]
+    blamed = await blame_lines(git_dir, commit, ((doc, line) for doc, line, _ in wanted), timeout_s=timeout_s)
+    gate = asyncio.Semaphore(4)
+
+    async def one(doc: str, line: int, text: str) -> tuple[tuple[str, int], LineOrigin | None]:
+        async with gate:
+            return (doc, line), await _added(git_dir, commit, doc, text, timeout_s)
+
+    found = dict(await asyncio.gather(*(one(*item) for item in wanted)))
+    out: dict[tuple[str, int], LineOrigin] = {}
+    for key, origin in found.items():
+        best = origin if origin is not None else blamed.get(key)
+        if best is not None:
+            out[key] = best
+    return out
+
+
+async def _added(git_dir: Path, commit: str, doc: str, text: str, timeout_s: float) -> LineOrigin | None:
+    from palimpsest.core.git import run_git
+
+    if not text.strip() or "\n" in text:
+        return None
+    args = ["log", "--follow", "--no-color", "--format=%H %cI", f"-S{text}", commit, "--", doc]
+    try:
+        out = await run_git(args, cwd=git_dir, timeout_s=timeout_s)
+    except GitError:
+        return None
+    lines = out.decode("ascii", "replace").split()
+    if len(lines) < 2:
+        return None
+    sha, when = lines[-2], lines[-1]
+    return LineOrigin(sha, datetime.fromisoformat(when).astimezone(UTC))
 
 
 # ----------------------------------------------------------------------------- blame

@@ -1,4 +1,4 @@
-"""From claims to proved findings: open the history, walk it once, blame the claimed lines.
+"""From claims to proved findings: open the history, walk it once, date when each doc named it.
 
 Runs between the read transaction and the model call, with no transaction open. Returns the
 judged check and what it cost (``facts.doc_check`` of the analysis): the history's status,
@@ -18,7 +18,7 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.analyzer.doccheck import Claims, Judged, judge
-from palimpsest.analyzer.history import History, blame_lines, read_history
+from palimpsest.analyzer.history import History, first_mentions, read_history
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.analyzer.source import open_history
 from palimpsest.core.db import Conn
@@ -72,7 +72,9 @@ async def prove_in(
         judged = judge(claims, None, list_unverified=list_unverified)
         return judged, _stats(claims, judged, None, time.monotonic() - started, reason=str(exc))
     first = judge(claims, history)
-    lines = await blame_lines(git_dir, commit, ((f.doc, f.line) for f in first.findings if f.evidence))
+    proved = {(f.doc, f.line) for f in first.findings if f.evidence is not None}
+    named = [(c.mention.doc, c.mention.line, c.mention.name) for c in claims.claims]
+    lines = await first_mentions(git_dir, commit, (n for n in named if (n[0], n[1]) in proved))
     judged = judge(claims, history, lines=lines, list_unverified=list_unverified)
     return judged, _stats(claims, judged, history, time.monotonic() - started)
 

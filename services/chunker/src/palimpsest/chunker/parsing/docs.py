@@ -87,9 +87,12 @@ _ROLE_TARGET = re.compile(r"<([^<>]+)>\s*$")
 # a line that tells history ("`foo` was removed in 2.0") names the old thing on purpose
 _HISTORICAL = re.compile(
     r"\b(?:removed|renamed|deprecated|deprecation|no longer|formerly|previously|used to be|was replaced"
-    r"|were replaced|superseded|obsolete|legacy|dropped|moved to|instead of|backwards? compat)",
+    r"|were replaced|superseded|obsolete|legacy|dropped|moved to|instead of|backwards? compat"
+    r"|replace with|replaced by|old name|new name)",
     re.IGNORECASE,
 )
+_RST_TABLE_BORDER = re.compile(r"^\s*=+(?:\s+=+)+\s*$")
+_MD_TABLE_ROW = re.compile(r"^\s*\|")
 _VERSION_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(?:versionchanged|versionremoved|deprecated|versionadded)::")
 # API reference directives name code: Sphinx autodoc and domain directives, mkdocstrings
 _API_DIRECTIVE = re.compile(
@@ -270,6 +273,7 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
     fence: str | None = None
     fence_language: str | None = None  # None: prose (a text/console block)
     directive: int | None = None  # indentation of an open version directive
+    tables = _Tables()
     for number, line in enumerate(lines, start=1):
         opened = _FENCE.match(line)
         if fence is not None:
@@ -283,7 +287,7 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
             fence_language = _fence_language(opened.group(2))
             continue
         directive = _directive(line, directive)
-        if directive is not None or _HISTORICAL.search(line):
+        if tables.historical(line) or directive is not None or _HISTORICAL.search(line):
             continue
         if module := _CURRENT_MODULE.match(line):
             found.module = module.group(1)
@@ -295,6 +299,34 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
         _link_mentions(found, line, number)
         _prose_mentions(found, line, number)
     return list(found.seen.values())
+
+
+@dataclass(slots=True)
+class _Tables:
+    """Whether a line is a row of a table whose header tells history ("Setting name | Replace
+    with", "Old name | New name"): its rows name the old things on purpose."""
+
+    rst_borders: int = 0  # borders seen in the current RST simple table (3 closes it)
+    md_rows: int = 0  # rows seen in the current Markdown table
+    history: bool = False
+
+    def historical(self, line: str) -> bool:
+        if _RST_TABLE_BORDER.match(line):
+            self.rst_borders = (self.rst_borders + 1) % 3
+            if self.rst_borders == 1:
+                self.history = False
+            return self.history
+        if self.rst_borders:
+            if self.rst_borders == 1 and _HISTORICAL.search(line):
+                self.history = True  # a header row
+            return self.history
+        if _MD_TABLE_ROW.match(line):
+            self.md_rows += 1
+            if self.md_rows == 1:
+                self.history = bool(_HISTORICAL.search(line))
+            return self.history
+        self.md_rows, self.history = 0, False
+        return False
 
 
 def _fence_language(tag: str) -> str | None:
