@@ -85,6 +85,12 @@ def test_what_counts_as_a_claim_about_the_tree(target: str, source: str, claim: 
         (b"public static int countLines(String s) throws IOException {\n", "countLines", True),
         (b"MAX_RETRIES = 3\n", "MAX_RETRIES", True),
         (b"type Options struct {\n", "Options", True),
+        (b"class Model(BaseModel):\n    list_of_ints: list[int]\n", "list_of_ints", True),
+        (
+            b"def get(url,\n        allow_redirects: bool = True,\n):\n",
+            "allow_redirects",
+            False,
+        ),  # a parameter
         (b"total = compute_total(lines)\n", "compute_total", False),  # a use, not a definition
         (b"    return compute_total(x) {\n", "compute_total", False),
         (b"  compute_total(a, b);\n", "compute_total", False),

@@ -240,3 +240,12 @@ def test_rows_of_a_table_that_maps_old_names_to_new_ones_are_no_claims() -> None
     md = "# M\n\n| Old name | New name |\n|---|---|\n| `old_fn` | `new_fn` |\n\n| Name | Use |\n|---|---|\n| `run_all` | x |\n"
     names = {f.name for f in _kinds(analyze_file("docs/m.md", md, "markdown").facts, "mention")}
     assert names == {"run_all"}
+
+
+def test_keyword_arguments_and_sections_that_tell_history_are_no_claims() -> None:
+    md = (
+        "# Guide\n\n```python\nresponse = session.send(request, allow_redirects=False)\nx = run_all(y)\n```\n\n"
+        "## Deprecated\n\n- `ping_task()` goes away.\n\n## Usage\n\nCall `start_all()`.\n"
+    )
+    names = {f.name for f in _kinds(analyze_file("docs/g.md", md, "markdown").facts, "mention")}
+    assert names == {"run_all", "start_all"}

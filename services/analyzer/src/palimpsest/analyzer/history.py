@@ -72,8 +72,15 @@ _NOT_CODE_DIRS = frozenset(
         "testdata", "test-data", "test_data", "fixtures", "fixture", "__snapshots__", "snapshots",
         "golden", "goldens", "expected", "vendor", "vendored", "third_party", "third-party",
         "node_modules",
+        # tests: a doc naming a test's helper claims nothing about the product
+        "test", "tests", "testing", "__tests__", "spec", "specs",
     }
 )  # fmt: skip
+_TEST_FILE = re.compile(
+    rb"^(?:test_.*\.py|.*_test\.(?:py|go|rs|rb)|.*\.(?:test|spec)\.[cm]?[jt]sx?|conftest\.py)$"
+)
+# configuration and markup: keys and ids there are not definitions of the code
+_NOT_CODE = (".yml", ".yaml", ".toml", ".ini", ".cfg", ".conf", ".xml", ".html", ".htm", ".css", ".scss")
 _TOKEN = re.compile(rb"[A-Za-z_$][\w$]*")
 # what defines a name, in the languages a repository is usually written in
 _DEF_KEYWORDS = (
@@ -480,9 +487,9 @@ def _code_entry(entry: _Entry) -> bool:
     if is_doc(path) or is_history_doc(path):
         return False
     *folders, name = path.split("/")
-    if any(folder in _NOT_CODE_DIRS for folder in folders):
-        return False  # test data, golden files and vendored code are not this repository's code
-    return not any(name.endswith(ext) for ext in _ASSETS)
+    if any(folder in _NOT_CODE_DIRS for folder in folders) or _TEST_FILE.match(name.encode()):
+        return False  # tests, test data, golden files and vendored code are not the product's code
+    return not name.endswith(_NOT_CODE) and not any(name.endswith(ext) for ext in _ASSETS)
 
 
 def _definitions_of(names: Iterable[str]) -> re.Pattern[bytes] | None:
@@ -496,7 +503,11 @@ def _definitions_of(names: Iterable[str]) -> re.Pattern[bytes] | None:
 
     return re.compile(
         rb"(?:\b(?:" + _DEF_KEYWORDS + rb")\s+(?:\([^)\n]*\)\s*)?(?:[\w$]+\.)*[*&]?" + name(b"keyword") + rb")"
-        rb"|(?:^[ \t]*" + _MODIFIERS + rb"(?:[\w$]+\.)?" + name(b"assigned") + rb"(?:\s+|\s*:[^=\n]+)=(?!=))"
+        # an assignment, not a parameter of a multi-line signature (``name: bool = True,``)
+        rb"|(?:^[ \t]*" + _MODIFIERS + rb"(?:[\w$]+\.)?" + name(b"assigned")
+        + rb"(?:\s+|\s*:[^=\n]+)=(?!=)(?![^\n]*,[ \t]*$))"
+        # a declared field (``    list_of_ints: list[int]``)
+        + rb"|(?:^[ \t]+" + name(b"field") + rb"[ \t]*:[ \t]*[A-Za-z_][\w\[\]., |]*[ \t]*$)"
         rb"|(?:^[ \t]*" + _MODIFIERS + rb"(?P<type>[\w<>\[\],.*&?:]+\s+)?[*&]?" + name(b"method")
         + rb"\s*(?:<[^>\n]*>)?\([^;\n]*\)\s*(?:[:\-]>?[^{;\n]*)?(?:throws [\w., ]+)?\{\s*$)",
         re.MULTILINE,
@@ -532,7 +543,9 @@ class _Matcher:
             kind = match.group("type")
             if kind is not None and kind.strip() in _NOT_A_TYPE:
                 continue
-            out.add(match.group("keyword") or match.group("assigned") or match.group("method"))
+            out.add(
+                match.group("keyword") or match.group("assigned") or match.group("method") or match["field"]
+            )
         return frozenset(n.decode("utf-8", "replace") for n in out & tokens)
 
 

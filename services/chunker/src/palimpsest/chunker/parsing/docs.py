@@ -270,6 +270,7 @@ class _Mentions:
 
 def _mentions(lines: list[str], language: str | None) -> list[Fact]:
     found = _Mentions()
+    history = _historical_sections(lines, language)
     fence: str | None = None
     fence_language: str | None = None  # None: prose (a text/console block)
     directive: int | None = None  # indentation of an open version directive
@@ -287,7 +288,7 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
             fence_language = _fence_language(opened.group(2))
             continue
         directive = _directive(line, directive)
-        if tables.historical(line) or directive is not None or _HISTORICAL.search(line):
+        if tables.historical(line) or directive is not None or _HISTORICAL.search(line) or number in history:
             continue
         if module := _CURRENT_MODULE.match(line):
             found.module = module.group(1)
@@ -299,6 +300,18 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
         _link_mentions(found, line, number)
         _prose_mentions(found, line, number)
     return list(found.seen.values())
+
+
+def _historical_sections(lines: list[str], language: str | None) -> set[int]:
+    """Lines of sections whose heading tells history ("Deprecated", "Removed in 3.0",
+    "Aliases (pending deprecation)"): what they name is gone on purpose."""
+    starts = section_starts(lines, language)
+    out: set[int] = set()
+    for index, (first, title) in enumerate(starts):
+        if _HISTORICAL.search(title):
+            last = starts[index + 1][0] - 1 if index + 1 < len(starts) else len(lines)
+            out.update(range(first, last + 1))
+    return out
 
 
 @dataclass(slots=True)
@@ -408,9 +421,16 @@ def _fenced_mentions(found: _Mentions, line: str, number: int, source: str) -> N
     """Compound identifiers of a code line, not of its string literals and comments (a printed
     trace or a comment names other programs' things as often as this repository's)."""
     code = _COMMENT.sub("", _STRING.sub('""', line))
-    for name in _IDENTIFIER.findall(code):
-        if _is_compound_name(name):
+    for match in _IDENTIFIER.finditer(code):
+        name = match.group()
+        if _is_compound_name(name) and not _keyword_argument(code, match.start(), match.end()):
             found.add(name, number, "identifier", source)
+
+
+def _keyword_argument(code: str, start: int, end: int) -> bool:
+    """``f(x, allow_redirects=False)``: the keyword belongs to the callee, whatever it is."""
+    before = code[:start].rstrip()
+    return code[end : end + 1] == "=" and code[end + 1 : end + 2] != "=" and before.endswith(("(", ","))
 
 
 def _link_mentions(found: _Mentions, line: str, number: int) -> None:
