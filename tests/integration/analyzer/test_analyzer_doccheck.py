@@ -59,6 +59,12 @@ NEVER = (
     "# Uploads\n\nPost `multipart/form-data` to `auth/register`; temporary files go to\n"
     "`tempfile.gettempdir()`. Configure `yourapp.default_settings` in `conf/uploads.py`.\n"
 )
+CLIENT_METHOD = "    def mount_adapter(self, adapter):\n        return adapter\n"
+CLIENT = "import requests\n\n\nclass Client(requests.Session):\n" + CLIENT_METHOD
+PLUGIN = (
+    "# Widgets\n\nThis page is about the otherpkg plugin:\n\n```python\nfrom otherpkg import Widget\n```\n\n"
+    "Call `render_widget()` on each `Widget`, and `Client.mount_adapter()` to add an adapter.\n"
+)
 TUTORIAL = "# Views\n\nOpen `flaskr/blog.py` and add the view (see flaskr/blog.py).\n"
 INDEX_RST = "Index\n=====\n\nStart with :doc:`guide/index` and :ref:`install`.\n"
 GUIDE_RST = "Guide\n=====\n\nRead on.\n"
@@ -77,6 +83,9 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
             "src/ledger.py": LEDGER,
             "src/report.py": REPORT,
             "config/settings.py": "DEBUG = False\n",
+            "src/client.py": CLIENT,
+            "src/widgets.py": "def render_widget(widget):\n    return widget\n",
+            "docs/plugin.md": PLUGIN,
             "README.md": README,
             "docs/design.md": DESIGN,
             "docs/billing.md": BILLING,
@@ -84,7 +93,14 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     )
     # the code moves on; the prose does not
     shas["rename"] = commit(
-        repo, "2024-06-01T00:00:00+00:00", {"src/billing/invoice.py": RENAMED, "src/workers/queue.py": None}
+        repo,
+        "2024-06-01T00:00:00+00:00",
+        {
+            "src/billing/invoice.py": RENAMED,
+            "src/workers/queue.py": None,
+            "src/client.py": CLIENT.replace(CLIENT_METHOD, "    pass\n"),
+            "src/widgets.py": None,
+        },
     )
     shas["move_billing"] = move(repo, "2024-06-02T00:00:00+00:00", "src/billing", "src/payments/billing")
     shas["move_report"] = move(repo, "2024-06-02T00:00:00+00:00", "src/report.py", "src/reports/monthly.py")
@@ -219,6 +235,12 @@ async def test_governs_line_to_a_moved_path(
     assert not _exists_at(repo, e.removed_in_commit, "src/billing")
 
 
+async def test_a_page_about_another_package_and_inherited_members_stay_quiet(
+    findings: list[DocFinding],
+) -> None:
+    assert [f for f in findings if f.doc == "docs/plugin.md" and f.kind != "stale_doc"] == []
+
+
 async def test_what_is_not_drift_stays_quiet(findings: list[DocFinding]) -> None:
     quiet = {
         "docs/ledger.md",  # accurate
@@ -228,6 +250,8 @@ async def test_what_is_not_drift_stays_quiet(findings: list[DocFinding]) -> None
         "docs/index.rst",  # a Sphinx document reference and a label
         "docs/guide/index.rst",
         "docs/settings.md",  # a path through a symbolic link
+        # a page whose examples import only another package, and a method the class may inherit
+        # from a base outside the repository (both were in the code once)
         "requirements.txt",  # not documentation
         "tests/templates/mail.txt",
     }
@@ -247,7 +271,7 @@ async def test_stale_docs_by_the_shared_rule(findings: list[DocFinding]) -> None
     stale = {f.doc: f for f in findings if f.kind == "stale_doc"}
     # code dates: ledger.py 2023-01-01; everything else (moved, added, and requirements.txt and
     # the test template, which are not docs) 2024-06-02 → median 2024-06-02
-    assert set(stale) == {"README.md", "docs/billing.md", "docs/design.md"}
+    assert set(stale) == {"README.md", "docs/billing.md", "docs/design.md", "docs/plugin.md"}
     assert stale["README.md"].claim == "last modified 2023-01-01"
     assert stale["README.md"].detail == "17 months older than typical code in this repo"
     assert stale["README.md"].evidence is None
@@ -262,5 +286,6 @@ async def test_findings_are_ordered_and_only_these(findings: list[DocFinding]) -
         ("docs/billing.md", "unmatched_governs"),
         ("docs/design.md", "missing_path"),
         ("docs/design.md", "stale_doc"),
+        ("docs/plugin.md", "stale_doc"),
     }
     assert all(f.evidence is not None for f in findings if f.kind != "stale_doc")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -63,6 +64,14 @@ _DOMAIN = re.compile(
     r"^[a-z0-9-]+(\.[a-z0-9-]+)*\.(com|org|net|io|dev|app|co|rs|me|sh|ai|gov|edu|info)$", re.I
 )
 _DOC_EXTENSIONS = (".rst", ".md", ".mdx", ".txt", "/index.rst", "/index.md", "/README.md", ".ipynb")
+_IMPORT = re.compile(
+    r"^\s*(?:>>>\s*)?(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+)\s*$)"
+    r"|(?:\bfrom\s+|\brequire\()['\"]([@\w./-]+)['\"]",
+    re.MULTILINE,
+)
+_STANDARD_LIBRARIES = frozenset(sys.stdlib_module_names) | {
+    "node:fs", "fs", "path", "http", "https", "url", "os", "util", "crypto", "stream", "events", "child_process",
+}  # fmt: skip
 _MIME = re.compile(r"^(?:application|text|image|audio|video|multipart|font|model|message)/[\w.+-]+$")
 _SEGMENTS = re.compile(r"\.|::|#|->")
 
@@ -151,22 +160,35 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
             identifiers.append(mention)
     present = await _present_lexemes(conn, index, identifiers)
     missing = [m for m in identifiers if not any(lex in present for lex in _lexemes(m.name))]
-    own = await _own_examples(conn, index, missing)
+    texts = await _doc_texts(conn, index, {m.doc for m in missing})
     for mention in missing:
-        if _last(mention.name) not in own.get(mention.doc, set()):
+        if not _about_something_else(mention, texts.get(mention.doc, ""), tree):
             out.claims.append(
                 Claim(mention, "missing_identifier", f"`{mention.name}`", (_last(mention.name),))
             )
     return out
 
 
-async def _own_examples(conn: Conn, index: SnapshotIndex, mentions: list[_Mention]) -> dict[str, set[str]]:
-    """Per doc, the claimed names its own text defines: a name from the doc's example (``app =
-    Flask(...)``, ``def show(...)``) is about the example, not about the repository's code."""
-    wanted: dict[str, set[str]] = defaultdict(set)
-    for mention in mentions:
-        wanted[mention.doc].add(_last(mention.name))
-    blobs = {f.blob_sha: f.path for f in index.files if f.path in wanted}
+def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> bool:
+    """A name the doc's own example defines (``app = Flask(...)``, ``def show(...)``), or an
+    unqualified name in a doc whose examples import only other packages (a page about
+    ``sphinxcontrib.websupport`` kept in Sphinx's docs): not a claim about this repository."""
+    if not text:
+        return False
+    last = _last(mention.name)
+    if last in defined_names(text.encode(), {last}):
+        return True
+    if _SEGMENTS.search(mention.name):
+        return False  # qualified: its root was already checked against the repository
+    roots = {m.group(1) or m.group(2) or m.group(3) for m in _IMPORT.finditer(text)}
+    roots = {r.split(".")[0].split("/")[0].lstrip("@") for r in roots if r and not r.startswith(".")}
+    roots -= _STANDARD_LIBRARIES  # ``import os`` says nothing about which package a page is about
+    return bool(roots) and not any(tree.has_stem(r) for r in roots)
+
+
+async def _doc_texts(conn: Conn, index: SnapshotIndex, docs: set[str]) -> dict[str, str]:
+    """The text of each doc in ``docs`` (from its stored section chunks)."""
+    blobs = {f.blob_sha: f.path for f in index.files if f.path in docs}
     if not blobs:
         return {}
     cur = await conn.execute(
@@ -177,7 +199,7 @@ async def _own_examples(conn: Conn, index: SnapshotIndex, mentions: list[_Mentio
     texts: dict[str, list[str]] = defaultdict(list)
     for row in await cur.fetchall():
         texts[blobs[row["blob_sha"]]].append(row["content"])
-    return {doc: defined_names("\n".join(parts).encode(), wanted[doc]) for doc, parts in texts.items()}
+    return {doc: "\n".join(parts) for doc, parts in texts.items()}
 
 
 def _checked_identifier(mention: _Mention, symbols: set[str], languages: set[str], tree: _Tree) -> bool:
@@ -280,8 +302,8 @@ def _prove(claim: Claim, history: History) -> tuple[str, Evidence] | None:
         found = history.path(path)
         if found is not None:
             return path, found
-    tail = claim.lookups[-1]
-    if claim.mention.fact != "governs" and tail.count("/") >= 1 and not tail.startswith("../"):
+    tail = claim.mention.name.strip().removeprefix("./").strip("/")
+    if claim.mention.source in ("code", "prose") and "/" in tail and not tail.startswith(".."):
         return history.suffix(tail)  # written relative to the subfolder a doc is about
     return None
 
@@ -439,6 +461,8 @@ def _path_claim(mention: _Mention, tree: _Tree) -> list[Claim]:
         return []
     if "/" in target.strip("/") and not target.startswith(("/", "../")) and tree.ends_with(target.strip("/")):
         return []
+    if mention.source in ("link", "docref") and not target.startswith("/"):
+        resolved = resolved[:1]  # a link is relative to its document, nothing else
     return [Claim(mention, "missing_path", f"`{target}`", tuple(resolved))]
 
 

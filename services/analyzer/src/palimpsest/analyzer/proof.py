@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import re
 import time
+from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from palimpsest.analyzer.doccheck import Claims, Judged, judge
+from palimpsest.analyzer.doccheck import Claim, Claims, Judged, judge
 from palimpsest.analyzer.history import History, first_mentions, read_history
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.analyzer.source import open_history
@@ -31,6 +33,24 @@ log = logging.getLogger(__name__)
 __all__ = ["AuthProvider", "prove", "prove_in"]
 
 AuthProvider = Callable[[Conn, UUID], Awaitable[GitAuth | None]]
+
+MAX_CLASSES = 200
+_SEGMENTS = re.compile(r"\.|::|#|->")
+_CLASS_LINE = re.compile(r"class\s+(\w+)\s*(?:\(([^)]*)\)|extends\s+([\w.]+))?")
+_CLASS_FILES = (
+    "*.py",
+    "*.pyi",
+    "*.js",
+    "*.mjs",
+    "*.ts",
+    "*.tsx",
+    "*.java",
+    "*.kt",
+    "*.scala",
+    "*.rb",
+    "*.php",
+)
+_NO_MEMBERS = frozenset({"object", "ABC", "Protocol", "Generic", "NamedTuple", "TypedDict", "Enum"})
 
 
 async def prove(
@@ -64,6 +84,7 @@ async def prove_in(
     try:
         head_paths, links = await _tree_paths(git_dir, commit, timeout_s)
         claims = _linked_away(claims, head_paths, links)
+        claims = await _inherited_away(git_dir, commit, claims, timeout_s)
         history = await read_history(
             git_dir, commit, claims.identifiers, head_paths=head_paths, timeout_s=timeout_s
         )
@@ -128,6 +149,43 @@ def _linked_away(claims: Claims, tree: set[str], links: dict[str, str]) -> Claim
         if c.kind == "missing_identifier" or not any(_through_links(p, links, tree, dirs) for p in c.lookups)
     ]
     return replace(claims, claims=kept)
+
+
+async def _inherited_away(git_dir: Path, commit: str, claims: Claims, timeout_s: float) -> Claims:
+    """Drop ``Class.member`` claims whose class still exists and extends a class from outside
+    the repository (``class Selector(parsel.Selector)``): the member may well be inherited."""
+    owners: dict[str, list[Claim]] = defaultdict(list)
+    for claim in claims.claims:
+        segments = [s for s in _SEGMENTS.split(claim.mention.name) if s]
+        if claim.kind == "missing_identifier" and len(segments) >= 2 and segments[-2] in claims.symbols:
+            owners[segments[-2]].append(claim)
+    if not owners:
+        return claims
+    foreign = await _foreign_bases(git_dir, commit, sorted(owners)[:MAX_CLASSES], claims.symbols, timeout_s)
+    dropped = {id(c) for name in foreign for c in owners[name]}
+    return replace(claims, claims=[c for c in claims.claims if id(c) not in dropped])
+
+
+async def _foreign_bases(
+    git_dir: Path, commit: str, classes: list[str], symbols: set[str], timeout_s: float
+) -> set[str]:
+    """Which of ``classes`` are declared (at ``commit``) with a base class defined elsewhere."""
+    names = "|".join(re.escape(c) for c in classes)
+    args = ["grep", "-h", "-I", "-E", "-e", f"class[[:space:]]+({names})([^[:alnum:]_]|$)", commit]
+    try:
+        out = await run_git([*args, "--", *_CLASS_FILES], cwd=git_dir, timeout_s=timeout_s)
+    except GitError:  # git grep exits 1 when nothing matches
+        return set()
+    foreign: set[str] = set()
+    for line in out.decode("utf-8", "replace").splitlines():
+        found = _CLASS_LINE.search(line)
+        if found is None or found.group(1) not in classes:
+            continue
+        written = found.group(2) or found.group(3) or ""
+        bases = [b.strip().split(".")[-1].split("[")[0] for b in written.split(",")]
+        if any(b.isidentifier() and b not in symbols and b not in _NO_MEMBERS for b in bases):
+            foreign.add(found.group(1))
+    return foreign
 
 
 def _stats(
