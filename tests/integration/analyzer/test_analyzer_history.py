@@ -74,9 +74,6 @@ async def test_paths_deleted_moved_and_re_added(tmp_path: Path) -> None:
     assert (script.last_seen_commit, script.removed_in_commit) == (moved, gone)
     assert history.path("tools") is not None  # the folder went with its only file
     assert history.path("back.py") is None and history.path("never/there.py") is None
-    assert history.suffix("run.sh") is None  # a bare name is too weak to stand for a path
-    relative = history.suffix("tools/run.sh")
-    assert relative is None  # the suffix lookup is for paths below a subfolder, not the path itself
     moved_file = history.path("pkg/a.py")
     assert moved_file is not None and moved_file.renamed_to == "lib/pkg/a.py"
 

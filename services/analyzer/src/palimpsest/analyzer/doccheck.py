@@ -66,7 +66,7 @@ _DOMAIN = re.compile(
 _DOC_EXTENSIONS = (".rst", ".md", ".mdx", ".txt", "/index.rst", "/index.md", "/README.md", ".ipynb")
 _IMPORT = re.compile(
     r"^\s*(?:>>>\s*)?(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+)\s*$)"
-    r"|(?:\bfrom\s+|\brequire\()['\"]([@\w./-]+)['\"]",
+    r"|\bimport\s[^'\"\n]*\bfrom\s+['\"]([@\w][@\w./-]*)['\"]|\brequire\(\s*['\"]([@\w][@\w./-]*)['\"]",
     re.MULTILINE,
 )
 _STANDARD_LIBRARIES = frozenset(sys.stdlib_module_names) | {
@@ -180,8 +180,8 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> bool:
         return True
     if _SEGMENTS.search(mention.name):
         return False  # qualified: its root was already checked against the repository
-    roots = {m.group(1) or m.group(2) or m.group(3) for m in _IMPORT.finditer(text)}
-    roots = {r.split(".")[0].split("/")[0].lstrip("@") for r in roots if r and not r.startswith(".")}
+    written = {next((g for g in m.groups() if g), "") for m in _IMPORT.finditer(text)}
+    roots = {r.split(".")[0].split("/")[0].lstrip("@") for r in written} - {""}
     roots -= _STANDARD_LIBRARIES  # ``import os`` says nothing about which package a page is about
     return bool(roots) and not any(tree.has_stem(r) for r in roots)
 
@@ -302,9 +302,9 @@ def _prove(claim: Claim, history: History) -> tuple[str, Evidence] | None:
         found = history.path(path)
         if found is not None:
             return path, found
-    tail = claim.mention.name.strip().removeprefix("./").strip("/")
-    if claim.mention.source in ("code", "prose") and "/" in tail and not tail.startswith(".."):
-        return history.suffix(tail)  # written relative to the subfolder a doc is about
+    # A path written relative to the folder a doc is about resolves by suffix (``_path_claim``),
+    # but a removed path that merely ends like it proves nothing: the doc may describe the
+    # reader's own project (``app/routers/items.py``) while an example of the repository moved.
     return None
 
 

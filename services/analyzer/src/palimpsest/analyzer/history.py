@@ -184,7 +184,6 @@ class History:
     removed_paths: dict[str, _Removal] = field(default_factory=dict)
     identifiers: dict[str, _Removal] = field(default_factory=dict)
     dates: dict[str, datetime] = field(default_factory=dict)  # every commit walked
-    _under: dict[str, list[str]] = field(default_factory=dict)  # last segment → removed paths
 
     def path(self, path: str) -> Evidence | None:
         """A removed file, or the newest removal of a file under a removed directory."""
@@ -199,22 +198,6 @@ class History:
         moved = [(p, self.removed_paths[p]) for o, p in inside if o == newest]
         first = moved[0][1]
         return self._evidence(first, renamed_to=_moved_directory(path, moved), seen_in=None)
-
-    def suffix(self, tail: str) -> tuple[str, Evidence] | None:
-        """The newest removed path ending in ``/tail`` (a path relative to a subfolder); a bare
-        name is too weak a match (``run.sh`` is in many folders)."""
-        if "/" not in tail.strip("/"):
-            return None
-        last = tail.rsplit("/", 1)[-1]
-        if not self._under:
-            for removed in self.removed_paths:
-                self._under.setdefault(removed.rsplit("/", 1)[-1], []).append(removed)
-        matches = [p for p in self._under.get(last, []) if p.endswith("/" + tail)]
-        if not matches:
-            return None
-        best = min(matches, key=lambda p: (self.removed_paths[p].order, p))
-        evidence = self.path(best)
-        return (best, evidence) if evidence is not None else None
 
     def identifier(self, name: str) -> Evidence | None:
         found = self.identifiers.get(name)
