@@ -135,6 +135,10 @@ def test_blame_porcelain_gives_each_line_its_commit_and_date() -> None:
         ("CMakeLists.txt", False, False),
         ("tests/templates/mail.txt", False, False),
         ("tests/data/expected.txt", False, False),
+        ("tests/roots/test-root/index.rst", False, False),  # a Sphinx test project's input
+        ("pelican/tests/content/article.md", False, False),
+        ("samples/content/super_article.rst", False, False),
+        ("tests/README.md", True, False),  # how the tests work: a doc
         ("src/fixtures/readme.md", False, False),
         ("packages/create-vite/template-vue-ts/README.md", False, False),
         ("playground/fs-serve/root/unsafe.txt", False, False),

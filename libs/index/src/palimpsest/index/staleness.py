@@ -60,6 +60,8 @@ _NOT_DOC_DIRS = frozenset(
     }
 )  # fmt: skip
 _TEST_DIRS = frozenset({"test", "tests", "testing", "spec", "specs", "__tests__", "t"})
+_SAMPLE_DIRS = frozenset({"samples", "sample"})
+_ABOUT_FOLDER = frozenset({"readme", "contributing", "howto", "guide"})
 # Changelogs and release notes are history by design: what they name was true once, on purpose.
 _HISTORY_STEMS = re.compile(
     r"^(?:changes|changelog|change[._-]log|history|news|releases?|release[._-]?notes|whats[._-]?new"
@@ -91,8 +93,10 @@ def is_doc(path: str) -> bool:
         return False
     if stem.startswith("test_") or stem.endswith(("_test", ".test")):
         return False  # a test's input or expected output
-    # a .txt beside tests or in a tool's hidden folder is data (word lists, expected output)
-    return not (lowered.endswith(".txt") and any(p in _TEST_DIRS or p.startswith(".") for p in parts[:-1]))
+    if stem not in _ABOUT_FOLDER and any(p in _TEST_DIRS or p in _SAMPLE_DIRS for p in parts[:-1]):
+        return False  # pages a test or a sample site reads as input; their README is a doc
+    # a .txt in a tool's hidden folder is data (word lists, vocabularies)
+    return not (lowered.endswith(".txt") and any(p.startswith(".") for p in parts[:-1]))
 
 
 def _data_dir(part: str) -> bool:
