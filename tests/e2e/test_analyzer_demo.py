@@ -25,9 +25,14 @@ def test_demo_prints_the_mechanical_analysis(tmp_path: Path) -> None:
         {
             "README.md": "# Demo\n\nStart with `launch_rocket()`.\n",
             "docs/plan.md": "# Plan\n\nGoverns: src/engine\n",
+            "src/engine/run.py": "def launch_rocket(x):\n    return x\n",
         },
     )
-    commit(repo, "2024-05-01T00:00:00+00:00", {"src/motor/run.py": "def launch(x):\n    return x\n"})
+    commit(
+        repo,
+        "2024-05-01T00:00:00+00:00",
+        {"src/engine/run.py": None, "src/motor/run.py": "def launch(x):\n    return x\n"},
+    )
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PALIMPSEST_", "LITELLM_"))}
     env.update(

@@ -26,7 +26,7 @@ from tests.integration.analyzer.support import (
     query,
     running,
 )
-from tests.support.gitrepo import commit, init_repo
+from tests.support.gitrepo import commit, head, init_repo
 from tests.support.servers import ServerSet
 
 
@@ -44,10 +44,19 @@ async def test_analyze_indexes_when_needed_and_returns_the_json_view(
         "2023-01-01T00:00:00+00:00",
         {
             "README.md": "# CLI\n\nRun `serve_forever()`.\n",
-            "app/main.py": "def serve(port):\n    return port\n",
+            "app/main.py": "def serve_forever(port):\n    return port\n",
         },
     )
-    commit(repo, "2024-01-01T00:00:00+00:00", {"app/db.py": "def connect(url):\n    return url\n"})
+    first = head(repo)
+    commit(
+        repo,
+        "2024-01-01T00:00:00+00:00",
+        {
+            "app/main.py": "def serve(port):\n    return port\n",
+            "app/db.py": "def connect(url):\n    return url\n",
+        },
+    )
+    second = head(repo)
     tenant = await create_tenant(infra.pool, "cli")
     sess, settings = session_for(infra, stack), settings_for(stack)
     definitions = [
@@ -69,14 +78,31 @@ async def test_analyze_indexes_when_needed_and_returns_the_json_view(
     for entry in view["selection"]:
         assert {"path", "kind", "last_modified_at", "stale"} <= set(entry)
     finding = next(f for f in view["doc_findings"] if f["kind"] == "missing_identifier")
-    assert finding == {
-        "doc": "README.md",
-        "line": 3,
-        "claim": "`serve_forever`",
-        "kind": "missing_identifier",
-        "nearest": None,
-        "detail": "no definition or use of this identifier in the code",
+    evidence = finding.pop("evidence")
+    assert (
+        finding
+        == {
+            "doc": "README.md",
+            "line": 3,
+            "claim": "`serve_forever`",
+            "kind": "missing_identifier",
+            "nearest": "serve",  # the one definition app/main.py gained when it lost serve_forever
+            "detail": f"defined in app/main.py until {second[:12]}, which made it serve; the line was written while it existed",
+        }
+    )
+    assert evidence == {
+        "last_seen_commit": first,
+        "last_seen_at": "2023-01-01T00:00:00+00:00",
+        "removed_in_commit": second,
+        "removed_at": "2024-01-01T00:00:00+00:00",
+        "renamed_to": "serve",
+        "seen_in": "app/main.py",
+        "line_commit": first,
+        "line_written_at": "2023-01-01T00:00:00+00:00",
+        "written_while_existed": True,
+        "subject": "serve_forever",
     }
+    assert view["facts"]["doc_check"]["history"] == "read"
     assert again["analysis_id"] != view["analysis_id"] and again["snapshot_id"] == view["snapshot_id"]
     assert third["snapshot_id"] != view["snapshot_id"]
     assert "app/cache.py" in {s["path"] for s in third["selection"]}

@@ -1,8 +1,14 @@
-"""The mechanical documentation check on planted drift, with no model involved.
+"""The mechanical documentation check on planted drift, proved from the history the test builds.
 
-The repository's history plants three lies: the README names a function that was renamed, a
-design doc points at a directory that was deleted, and a ``Governs:`` line names a directory
-that moved. A fourth doc is accurate and must produce nothing.
+The repository's history plants four lies: the README names a function that was renamed, a
+design doc points at a directory that was deleted and names (in plain prose) a file that moved,
+and a ``Governs:`` line names a directory that moved. Every finding must carry its evidence —
+the commit at which the subject last existed in the code, the commit that removed it, what it
+became — and both commits must check out with plain git. Around them, things that are not drift
+must stay quiet: an accurate doc, a changelog naming the old function on purpose, names that
+never existed in the code (a MIME type, a standard-library function), a path written relative to
+the example folder a tutorial is about, a Sphinx document reference, a path through a symbolic
+link, and files that only carry a doc extension (requirements, a test template).
 """
 
 from __future__ import annotations
@@ -12,12 +18,13 @@ from uuid import UUID
 
 import pytest
 
-from palimpsest.analyzer.doccheck import DocFinding, check_documentation
+from palimpsest.analyzer.doccheck import DocFinding, Judged, gather_claims
+from palimpsest.analyzer.proof import prove_in
 from palimpsest.analyzer.snapshot import load_snapshot, resolve_snapshot
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
 from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
-from tests.support.gitrepo import commit, init_repo, move
+from tests.support.gitrepo import commit, git, init_repo, move
 
 INVOICE = '''"""Invoices."""
 
@@ -34,94 +41,240 @@ def post_entry(ledger, entry):
     return ledger
 '''
 QUEUE = "def enqueue_job(job):\n    return [job]\n"
+REPORT = "def monthly_report(entries):\n    return len(entries)\n"
 README = "# Billing service\n\nCall `compute_total()` to sum an invoice.\n"
-DESIGN = "# Design\n\n## Workers\n\nJobs run in `src/workers/` (see [the queue](../src/workers/queue.py)).\n"
+DESIGN = (
+    "# Design\n\n## Workers\n\nJobs run in `src/workers/` (see [the queue](../src/workers/queue.py)).\n\n"
+    "Monthly totals come from src/report.py, every night.\n"
+)
 BILLING = "# Billing\n\nGoverns: src/billing\n\nInvoices are summed per line.\n"
 ACCURATE = (
     "# Ledger\n\nGoverns: src/ledger.py\n\n"
     "Use `post_entry()` from `src/ledger.py` ([source](../src/ledger.py)) to record an entry.\n"
 )
+CHANGES = (
+    "# Changes\n\n## 2.0\n\n- `compute_total()` is now `compute_invoice_total()`; see src/workers/queue.py.\n"
+)
+NEVER = (
+    "# Uploads\n\nPost `multipart/form-data` to `auth/register`; temporary files go to\n"
+    "`tempfile.gettempdir()`. Configure `yourapp.default_settings` in `conf/uploads.py`.\n"
+)
+CLIENT_METHOD = "    def mount_adapter(self, adapter):\n        return adapter\n"
+CLIENT = "import requests\n\n\nclass Client(requests.Session):\n" + CLIENT_METHOD
+PLUGIN = (
+    "# Widgets\n\nThis page is about the otherpkg plugin:\n\n```python\nfrom otherpkg import Widget\n```\n\n"
+    "Call `render_widget()` on each `Widget`, and `Client.mount_adapter()` to add an adapter.\n"
+)
+TUTORIAL = "# Views\n\nOpen `flaskr/blog.py` and add the view (see flaskr/blog.py).\n"
+INDEX_RST = "Index\n=====\n\nStart with :doc:`guide/index` and :ref:`install`.\n"
+GUIDE_RST = "Guide\n=====\n\nRead on.\n"
 
 
 @pytest.fixture(scope="module")
-def drifted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     repo = init_repo(tmp_path_factory.mktemp("drift") / "repo")
-    commit(
+    shas: dict[str, str] = {}
+    shas["first"] = commit(
         repo,
         "2023-01-01T00:00:00+00:00",
         {
             "src/billing/invoice.py": INVOICE,
             "src/workers/queue.py": QUEUE,
             "src/ledger.py": LEDGER,
+            "src/report.py": REPORT,
+            "config/settings.py": "DEBUG = False\n",
+            "src/client.py": CLIENT,
+            "src/widgets.py": "def render_widget(widget):\n    return widget\n",
+            "docs/plugin.md": PLUGIN,
             "README.md": README,
             "docs/design.md": DESIGN,
             "docs/billing.md": BILLING,
         },
     )
     # the code moves on; the prose does not
-    commit(
-        repo, "2024-06-01T00:00:00+00:00", {"src/billing/invoice.py": RENAMED, "src/workers/queue.py": None}
+    shas["rename"] = commit(
+        repo,
+        "2024-06-01T00:00:00+00:00",
+        {
+            "src/billing/invoice.py": RENAMED,
+            "src/workers/queue.py": None,
+            "src/client.py": CLIENT.replace(CLIENT_METHOD, "    pass\n"),
+            "src/widgets.py": None,
+        },
     )
-    move(repo, "2024-06-02T00:00:00+00:00", "src/billing", "src/payments/billing")
-    commit(repo, "2024-06-02T00:00:00+00:00", {"docs/ledger.md": ACCURATE})
-    return repo
+    shas["move_billing"] = move(repo, "2024-06-02T00:00:00+00:00", "src/billing", "src/payments/billing")
+    shas["move_report"] = move(repo, "2024-06-02T00:00:00+00:00", "src/report.py", "src/reports/monthly.py")
+    # config/ becomes a symbolic link to etc/conf_v2: config/settings.py still resolves through it
+    move(repo, "2024-06-02T00:00:00+00:00", "config", "etc/conf_v2")
+    (repo / "config").symlink_to("etc/conf_v2")
+    commit(
+        repo,
+        "2024-06-02T00:00:00+00:00",
+        {
+            "docs/ledger.md": ACCURATE,
+            "CHANGES.md": CHANGES,
+            "docs/uploads.md": NEVER,
+            "docs/settings.md": "# Settings\n\nEdit config/settings.py to switch DEBUG on.\n",
+            "docs/tutorial/views.md": TUTORIAL,
+            "examples/tutorial/flaskr/blog.py": "def index():\n    return 'blog'\n",
+            "docs/index.rst": INDEX_RST,
+            "docs/guide/index.rst": GUIDE_RST,
+            "requirements.txt": "flask>=3\n",
+            "tests/templates/mail.txt": "Hello {{ name }}, see src/old/thing.py\n",
+        },
+    )
+    return repo, shas
 
 
 @pytest.fixture(scope="module")
-async def findings(infra: Infra, drifted: Path) -> list[DocFinding]:
-    tenant, repo_id = await new_repository(infra, drifted, "doccheck")
+async def judged(infra: Infra, drifted: tuple[Path, dict[str, str]]) -> Judged:
+    repo, _ = drifted
+    tenant, repo_id = await new_repository(infra, repo, "doccheck")
     async with running(infra, indexer_definitions({tenant})):
         await index(infra, tenant, repo_id)
-    return await _check(infra, tenant, repo_id)
+    return await _check(infra, tenant, repo_id, repo)
 
 
-async def _check(infra: Infra, tenant: UUID, repo_id: UUID) -> list[DocFinding]:
+@pytest.fixture(scope="module")
+def findings(judged: Judged) -> list[DocFinding]:
+    return judged.findings
+
+
+async def _check(infra: Infra, tenant: UUID, repo_id: UUID, repo: Path) -> Judged:
     async with tenant_tx(infra.pool, tenant) as conn:
         snapshot = await resolve_snapshot(conn, repo_id, None)
         assert snapshot is not None
         snap_index = await load_snapshot(conn, repo_id, snapshot)
-        return await check_documentation(conn, snap_index)
+        claims = await gather_claims(conn, snap_index)
+    result, stats = await prove_in(repo, claims, snap_index.commit_sha, list_unverified=True)
+    assert stats["history"] == "read" and stats["complete"], stats
+    return result
 
 
 def _of(findings: list[DocFinding], doc: str, kind: str) -> list[DocFinding]:
     return [f for f in findings if f.doc == doc and f.kind == kind]
 
 
-async def test_renamed_function_named_in_readme(findings: list[DocFinding]) -> None:
+def _exists_at(repo: Path, commit: str, path: str) -> bool:
+    listed = git(repo, "ls-tree", "-r", "--name-only", commit, "--", path).split()
+    return bool(listed)
+
+
+def _defined_at(repo: Path, commit: str, name: str) -> list[str]:
+    """Code files (not docs) defining ``name`` at ``commit`` — plain ``git grep``."""
+    out = git(repo, "grep", "-l", "-E", rf"def {name}\b", commit, "--", "*.py", ok=(0, 1))
+    return [line.split(":", 1)[1] for line in out.splitlines()]
+
+
+async def test_renamed_function_named_in_readme(
+    findings: list[DocFinding], drifted: tuple[Path, dict[str, str]]
+) -> None:
+    repo, shas = drifted
     [found] = _of(findings, "README.md", "missing_identifier")
-    assert found.claim == "`compute_total`"
-    assert found.line == 3
-    assert found.nearest == "compute_invoice_total"
+    assert (found.claim, found.line, found.nearest) == ("`compute_total`", 3, "compute_invoice_total")
+    e = found.evidence
+    assert e is not None
+    assert (e.last_seen_commit, e.removed_in_commit) == (shas["first"], shas["rename"])
+    assert (
+        e.removed_at.date().isoformat() == "2024-06-01" and e.last_seen_at.date().isoformat() == "2023-01-01"
+    )
+    assert e.renamed_to == "compute_invoice_total" and e.seen_in == "src/billing/invoice.py"
+    # both commits check out with plain git: defined at last_seen, gone at the removal and the head
+    assert _defined_at(repo, e.last_seen_commit, "compute_total") == ["src/billing/invoice.py"]
+    assert _defined_at(repo, e.removed_in_commit, "compute_total") == []
+    assert _defined_at(repo, "HEAD", "compute_total") == []
+    assert e.written_while_existed is True and e.line_commit == shas["first"]
 
 
-async def test_design_doc_pointing_at_a_deleted_directory(findings: list[DocFinding]) -> None:
-    missing = _of(findings, "docs/design.md", "missing_path")
-    by_claim = {f.claim: f for f in missing}
-    assert sorted(by_claim) == ["`../src/workers/queue.py`", "`src/workers`"]
-    assert {f.line for f in missing} == {5}
-    assert all(f.nearest is None or "workers" not in f.nearest for f in missing)
-    assert "read as src/workers/queue.py" in (by_claim["`../src/workers/queue.py`"].detail or "")
+async def test_design_doc_pointing_at_a_deleted_directory(
+    findings: list[DocFinding], drifted: tuple[Path, dict[str, str]]
+) -> None:
+    repo, shas = drifted
+    missing = {f.claim: f for f in _of(findings, "docs/design.md", "missing_path")}
+    assert {"`src/workers`", "`../src/workers/queue.py`"} <= set(missing)
+    for claim in ("`src/workers`", "`../src/workers/queue.py`"):
+        e = missing[claim].evidence
+        assert e is not None and missing[claim].line == 5
+        assert (e.last_seen_commit, e.removed_in_commit, e.renamed_to) == (
+            shas["first"],
+            shas["rename"],
+            None,
+        )
+        assert _exists_at(repo, e.last_seen_commit, "src/workers/queue.py")
+        assert not _exists_at(repo, e.removed_in_commit, "src/workers")
+    assert "src/workers/queue.py existed until" in (missing["`../src/workers/queue.py`"].detail or "")
 
 
-async def test_governs_line_to_a_moved_path(findings: list[DocFinding]) -> None:
+async def test_moved_file_named_in_prose(
+    findings: list[DocFinding], drifted: tuple[Path, dict[str, str]]
+) -> None:
+    repo, shas = drifted
+    [found] = [f for f in _of(findings, "docs/design.md", "missing_path") if f.claim == "`src/report.py`"]
+    e = found.evidence
+    assert e is not None and found.line == 7
+    assert (e.removed_in_commit, e.renamed_to, found.nearest) == (
+        shas["move_report"],
+        "src/reports/monthly.py",
+        "src/reports/monthly.py",
+    )
+    assert e.last_seen_commit == shas["move_billing"]  # the removal's first parent
+    assert _exists_at(repo, e.last_seen_commit, "src/report.py")
+    assert not _exists_at(repo, "HEAD", "src/report.py")
+
+
+async def test_governs_line_to_a_moved_path(
+    findings: list[DocFinding], drifted: tuple[Path, dict[str, str]]
+) -> None:
+    repo, shas = drifted
     [found] = _of(findings, "docs/billing.md", "unmatched_governs")
-    assert found.claim == "Governs: src/billing"
-    assert found.line == 3
-    assert found.nearest == "src/payments/billing"
+    assert (found.claim, found.line, found.nearest) == ("Governs: src/billing", 3, "src/payments/billing")
+    e = found.evidence
+    assert e is not None
+    assert (e.last_seen_commit, e.removed_in_commit) == (shas["rename"], shas["move_billing"])
+    assert _exists_at(repo, e.last_seen_commit, "src/billing/invoice.py")
+    assert not _exists_at(repo, e.removed_in_commit, "src/billing")
 
 
-async def test_accurate_doc_has_no_finding(findings: list[DocFinding]) -> None:
-    assert [f for f in findings if f.doc == "docs/ledger.md"] == []
+async def test_a_page_about_another_package_and_inherited_members_stay_quiet(
+    findings: list[DocFinding],
+) -> None:
+    assert [f for f in findings if f.doc == "docs/plugin.md" and f.kind != "stale_doc"] == []
+
+
+async def test_what_is_not_drift_stays_quiet(findings: list[DocFinding]) -> None:
+    quiet = {
+        "docs/ledger.md",  # accurate
+        "CHANGES.md",  # a changelog names removed things on purpose
+        "docs/uploads.md",  # MIME type, route, stdlib, placeholder, a path that never existed
+        "docs/tutorial/views.md",  # relative to the example the tutorial is about
+        "docs/index.rst",  # a Sphinx document reference and a label
+        "docs/guide/index.rst",
+        "docs/settings.md",  # a path through a symbolic link
+        # a page whose examples import only another package, and a method the class may inherit
+        # from a base outside the repository (both were in the code once)
+        "requirements.txt",  # not documentation
+        "tests/templates/mail.txt",
+    }
+    assert [f for f in findings if f.doc in quiet] == []
+
+
+async def test_never_existing_names_are_unverified_not_findings(judged: Judged) -> None:
+    listed = {(u["doc"], u["claim"]) for u in judged.unverified}
+    assert ("docs/uploads.md", "`conf/uploads.py`") in listed
+    assert ("docs/uploads.md", "`auth/register`") in listed  # a route: never a path of the code
+    # a qualified name rooted in nothing of this repository (the standard library) is no claim at all
+    assert ("docs/uploads.md", "`tempfile.gettempdir`") not in listed
+    assert judged.unverified_count == len(judged.unverified)
 
 
 async def test_stale_docs_by_the_shared_rule(findings: list[DocFinding]) -> None:
     stale = {f.doc: f for f in findings if f.kind == "stale_doc"}
-    # code dates: ledger.py 2023-01-01, invoice.py 2024-06-02 → median 2023-09-17; docs of
-    # 2023-01-01 are 8 months older than that, the ledger doc (2024-06-02) is current
-    assert set(stale) == {"README.md", "docs/billing.md", "docs/design.md"}
+    # code dates: ledger.py 2023-01-01; everything else (moved, added, and requirements.txt and
+    # the test template, which are not docs) 2024-06-02 → median 2024-06-02
+    assert set(stale) == {"README.md", "docs/billing.md", "docs/design.md", "docs/plugin.md"}
     assert stale["README.md"].claim == "last modified 2023-01-01"
-    assert stale["README.md"].detail == "8 months older than typical code in this repo"
-    assert stale["README.md"].line == 1
+    assert stale["README.md"].detail == "17 months older than typical code in this repo"
+    assert stale["README.md"].evidence is None
 
 
 async def test_findings_are_ordered_and_only_these(findings: list[DocFinding]) -> None:
@@ -133,4 +286,6 @@ async def test_findings_are_ordered_and_only_these(findings: list[DocFinding]) -
         ("docs/billing.md", "unmatched_governs"),
         ("docs/design.md", "missing_path"),
         ("docs/design.md", "stale_doc"),
+        ("docs/plugin.md", "stale_doc"),
     }
+    assert all(f.evidence is not None for f in findings if f.kind != "stale_doc")

@@ -74,15 +74,16 @@ async def test_doc_cap_seeds_and_directory_round_robin(infra: Infra, indexed: tu
     assert len(paths) == 10
     # docs ≤ 20 % of the limit; the old root README is seeded anyway (ahead of six newer docs)
     assert [p for p, kind in paths if kind == "doc"] == ["README.md", "README.md"]
-    # code first; the root manifest leads, then one chunk per top-level directory in turn,
-    # directories with the newest code first (src 2024-06, lib 2024-03, app 2022-05)
+    # code first; the root manifest leads, then the primary package (no directory matches the
+    # project's name "m", so the largest code tree: src/) — its files by graph centrality, ties
+    # (nothing imports anything here) broken by recency — before any other directory
     code = [p for p, kind in paths if kind == "code"]
-    assert code == [
-        "pyproject.toml",
-        "src/new.py", "lib/x.py", "app/y.py",
-        "src/new.py", "lib/x.py", "app/y.py",
-        "src/new.py",
-    ]  # fmt: skip
+    assert code == ["pyproject.toml"] + ["src/new.py"] * 3 + ["src/mid.py"] * 2 + ["src/old.py"] * 2
+    why = {c.path: c.why for c in selection.chunks}
+    assert why["pyproject.toml"] == "root manifest" and why["README.md"] == "root README"
+    assert why["src/new.py"] == "central in src (PageRank #1)"
+    assert all(c.primary == c.path.startswith("src/") for c in selection.chunks)
+    assert selection.packages is not None and selection.packages.declared_by == {"src": "largest code tree"}
     assert paths.index(("README.md", "doc")) > max(i for i, (_, k) in enumerate(paths) if k == "code")
 
 
@@ -124,9 +125,9 @@ async def test_undated_files_come_last(infra: Infra, indexed: tuple[UUID, UUID],
     assert src == ["src/mid.py"] * 2 + ["src/old.py"] * 3 + ["src/new.py"] * 3
     new = next(c for c in selection.chunks if c.path == "src/new.py")
     assert new.last_modified_at is None and not new.stale
-    # directories are ordered by their newest dated file: lib 2024-03, src 2023-01, app 2022-05
-    code = [c.path for c in selection.code][1:4]
-    assert code == ["lib/x.py", "src/mid.py", "app/y.py"]
+    # other directories follow the primary package, ordered by their newest dated file
+    code = list(dict.fromkeys(c.path for c in selection.code if not c.primary))
+    assert code == ["pyproject.toml", "lib/x.py", "app/y.py"]
 
 
 async def test_spill_over_fills_the_doc_budget_with_code(infra: Infra, tmp_path: Path) -> None:

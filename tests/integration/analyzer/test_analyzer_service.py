@@ -42,7 +42,7 @@ SEVEN = "\n\n".join(f"## {title}\n\nFake text for {title}." for title in SECTION
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Code of 2024, a design doc of 2022 (stale), a guide of 2024 (current), a README naming a
-    renamed function; ``src/undated.py`` gets its date removed after indexing."""
+    function renamed in 2024 (``start_service`` → ``start_app``), the design doc a module deleted then; ``src/undated.py`` gets its date removed after indexing."""
     r = init_repo(tmp_path_factory.mktemp("svc") / "repo")
     commit(
         r,
@@ -50,7 +50,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {
             "docs/design.md": "# Design\n\nThe scheduler lives in `src/scheduler.py`.\n",
             "README.md": "# Service\n\nCall `start_service()` to begin.\n",
-            "src/app.py": "def start(config):\n    return config\n",
+            "src/app.py": "def start_service(config):\n    return config\n",
+            "src/scheduler.py": "def tick():\n    return 0\n",
         },
     )
     commit(
@@ -58,6 +59,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "2024-03-05T00:00:00+00:00",
         {
             "src/app.py": "def start_app(config):\n    return config\n",
+            "src/scheduler.py": None,
             "src/undated.py": "def helper():\n    return 1\n",
             "docs/guide.md": "# Guide\n\nRun `start_app()` with a config.\n",
         },
@@ -147,6 +149,20 @@ async def test_without_a_model_the_report_says_what_is_missing(
     kinds = {(f["doc"], f["kind"]) for f in stored["doc_findings"]}
     assert ("README.md", "missing_identifier") in kinds
     assert ("docs/design.md", "missing_path") in kinds
+    # each drift finding is shown with its proof: last seen, removed in (commit and date), what it became
+    renamed = next(f for f in stored["doc_findings"] if f["kind"] == "missing_identifier")
+    evidence = renamed["evidence"]
+    assert evidence["renamed_to"] == "start_app" and evidence["written_while_existed"] is True
+    row = (
+        f"| `README.md` | 3 | missing identifier | `start_service` | `{evidence['last_seen_commit'][:12]}` 2022-01-10"
+        f" (`src/app.py`) | `{evidence['removed_in_commit'][:12]}` 2024-03-05 | `start_app` | 2022-01-10 (while it existed) |"
+    )
+    assert row in markdown
+    assert "History: 3 commits walked" in markdown
+    # the selection says why it read each file
+    why = {s["path"]: s["why"] for s in stored["selection"]}
+    assert why["README.md"] == "root README" and why["src/app.py"] == "entry point of src"
+    assert stored["facts"]["primary_packages"] == [{"root": "src", "declared_by": "largest code tree"}]
     assert stored["summary"].startswith("repo: ") and "stale" in stored["summary"]
     assert stored["median_code"] is not None
     assert {s["path"] for s in stored["selection"]} >= {"src/app.py", "README.md", "docs/design.md"}

@@ -72,9 +72,9 @@ def test_mentions_from_inline_code_fences_and_links() -> None:
         ("config.yml", "path", "code", 6),
         ("docs/guide.md", "path", "link", 7),
         ("img/a.png", "path", "link", 7),
-        ("compute_total", "identifier", "fence", 10),
-        ("sum_line_items", "identifier", "fence", 12),
-        ("PALIMPSEST_URL", "identifier", "fence", 20),
+        ("compute_total", "identifier", "fence:python", 10),
+        ("sum_line_items", "identifier", "fence:python", 12),
+        ("PALIMPSEST_URL", "identifier", "fence:shell", 20),
         ("../other/README.md", "path", "link", 29),
     }
 
@@ -153,3 +153,99 @@ def test_governs_is_a_doc_fact_only() -> None:
 def test_a_doc_without_language_is_recognised_by_extension() -> None:
     facts = analyze_file("docs/notes.txt", "Supersedes: 0009\n", None).facts
     assert facts == [Fact("supersedes", "0009", 1)]
+
+
+SPHINX = """\
+Guide
+=====
+
+Start with :doc:`tutorial/index`, :doc:`the proxy <deploying/proxy_fix>` and :ref:`install`.
+Call :func:`~flask.Flask.run` or :py:meth:`app.render`; set :envvar:`FLASK_APP`.
+The app lives in flaskr/__init__.py and the templates in flaskr/templates/auth/; see
+https://example.com/src/x.py and `auth/register`.
+
+.. versionchanged:: 2.0
+    :func:`old_helper` moved to :func:`new_helper`.
+
+`gone_function` was removed in 2.0.
+"""
+
+
+def test_sphinx_roles_prose_paths_and_history_lines() -> None:
+    facts = analyze_file("docs/guide.rst", SPHINX, "rst").facts
+    mentions = {(f.name, f.target, f.detail, f.line) for f in _kinds(facts, "mention")}
+    assert mentions == {
+        ("tutorial/index", "path", "docref", 4),
+        ("deploying/proxy_fix", "path", "docref", 4),
+        ("flask.Flask.run", "identifier", "role", 5),
+        ("app.render", "identifier", "role", 5),
+        ("flaskr/__init__.py", "path", "prose", 6),
+        ("flaskr/templates/auth", "path", "prose", 6),
+        ("auth/register", "path", "code", 7),
+    }
+
+
+def test_fences_name_their_language() -> None:
+    text = "# X\n\n```golang\nfunc runServer() {}\n```\n\n```\nother_name()\n```\n\n```console\n$ run_it_now\n```\n"
+    facts = analyze_file("README.md", text, "markdown").facts
+    mentions = {(f.name, f.detail) for f in _kinds(facts, "mention")}
+    assert mentions == {("runServer", "fence:go"), ("other_name", "fence")}
+
+
+def test_api_reference_directives_name_code() -> None:
+    text = "API\n===\n\n.. autoclass:: flask.Flask\n    :members:\n\n.. autofunction:: flask.url_for\n\n.. py:function:: send_file(path)\n"
+    facts = analyze_file("docs/api.rst", text, "rst").facts
+    assert {(f.name, f.detail, f.line) for f in _kinds(facts, "mention")} == {
+        ("flask.Flask", "role", 4),
+        ("flask.url_for", "role", 7),
+        ("send_file", "role", 9),
+    }
+    md = "# API\n\n::: httpx.Client\n\n::: httpx.get\n"
+    facts = analyze_file("docs/api.md", md, "markdown").facts
+    assert {(f.name, f.detail) for f in _kinds(facts, "mention")} == {
+        ("httpx.Client", "role"),
+        ("httpx.get", "role"),
+    }
+
+
+def test_roles_are_qualified_by_the_current_module() -> None:
+    text = "X\n=\n\n.. currentmodule:: sphinxcontrib.websupport\n\nSubclass :class:`BaseSearch` or :meth:`~.WebSupport.get`.\n"
+    facts = analyze_file("docs/x.rst", text, "rst").facts
+    assert {f.name for f in _kinds(facts, "mention")} == {
+        "sphinxcontrib.websupport.BaseSearch",
+        "sphinxcontrib.websupport.WebSupport.get",
+    }
+
+
+def test_a_relative_role_belongs_to_the_module_its_name_was_declared_under() -> None:
+    text = (
+        "B\n=\n\n.. module:: sphinxcontrib.serializinghtml\n\n.. class:: PickleHTMLBuilder\n\n"
+        ".. module:: sphinx.builders.xml\n\nThe :class:`.PickleHTMLBuilder` and :class:`.XMLBuilder`.\n"
+    )
+    names = {f.name for f in _kinds(analyze_file("docs/b.rst", text, "rst").facts, "mention")}
+    assert names == {
+        "sphinxcontrib.serializinghtml.PickleHTMLBuilder",  # declared under that module
+        "sphinx.builders.xml.XMLBuilder",  # the current module
+    }
+
+
+def test_rows_of_a_table_that_maps_old_names_to_new_ones_are_no_claims() -> None:
+    rst = (
+        "S\n=\n\n=========================  =====================\n**Setting name**           **Replace with**\n"
+        "=========================  =====================\n``CELERY_ACKS_LATE``       :setting:`task_acks_late`\n"
+        "=========================  =====================\n\nUse ``task_acks_late_now`` today.\n"
+    )
+    names = {f.name for f in _kinds(analyze_file("docs/c.rst", rst, "rst").facts, "mention")}
+    assert names == {"task_acks_late_now"}
+    md = "# M\n\n| Old name | New name |\n|---|---|\n| `old_fn` | `new_fn` |\n\n| Name | Use |\n|---|---|\n| `run_all` | x |\n"
+    names = {f.name for f in _kinds(analyze_file("docs/m.md", md, "markdown").facts, "mention")}
+    assert names == {"run_all"}
+
+
+def test_keyword_arguments_and_sections_that_tell_history_are_no_claims() -> None:
+    md = (
+        "# Guide\n\n```python\nresponse = session.send(request, allow_redirects=False)\nx = run_all(y)\n```\n\n"
+        "## Deprecated\n\n- `ping_task()` goes away.\n\n## Usage\n\nCall `start_all()`.\n"
+    )
+    names = {f.name for f in _kinds(analyze_file("docs/g.md", md, "markdown").facts, "mention")}
+    assert names == {"run_all", "start_all"}

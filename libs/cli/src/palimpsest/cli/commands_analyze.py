@@ -61,6 +61,31 @@ def register(cli: click.Group) -> None:
         if view["state"] == "failed":
             raise SystemExit(1)
 
+    bench = cli.commands.get("bench")
+    if isinstance(bench, click.Group):
+        _register_bench(bench)
+
+
+def _register_bench(bench: click.Group) -> None:
+    from palimpsest.cli.main import run_async, settings
+
+    @bench.command("analyze")
+    @click.option(
+        "--repo", "repo", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
+    )
+    @click.option("--timeout", "timeout_s", default=7200.0, show_default=True, help="Seconds.")
+    @click.option("--json", "as_json", is_flag=True)
+    @run_async
+    async def bench_analyze(repo: Path, timeout_s: float, as_json: bool) -> None:
+        """One analysis of a real repository: commits walked, findings, seconds, peak memory."""
+        from palimpsest.cli.benchanalyze import run_bench_analyze
+        from palimpsest.cli.session import session
+
+        s = settings()
+        async with session(s) as sess:
+            result = await run_bench_analyze(sess, s, repo.resolve(), timeout_s=timeout_s)
+        emit(result, as_json=True)
+
 
 def render_text(view: dict[str, Any]) -> str:
     """The analysis Markdown, then the summary (and the failure reason, if any)."""

@@ -55,7 +55,8 @@ async def analysis_view(conn: Conn, analysis_id: UUID) -> dict[str, Any] | None:
     if row is None:
         return None
     cur = await conn.execute(
-        "SELECT doc_path, line, claim, kind, nearest, detail FROM doc_findings WHERE analysis_id = %s ORDER BY ordinal",
+        "SELECT doc_path, line, claim, kind, nearest, detail, evidence FROM doc_findings"
+        " WHERE analysis_id = %s ORDER BY ordinal",
         (analysis_id,),
     )
     findings = [
@@ -66,6 +67,7 @@ async def analysis_view(conn: Conn, analysis_id: UUID) -> dict[str, Any] | None:
             "kind": f["kind"],
             "nearest": f["nearest"],
             "detail": f["detail"],
+            "evidence": f["evidence"],
         }
         for f in await cur.fetchall()
     ]

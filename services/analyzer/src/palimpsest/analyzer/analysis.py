@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from palimpsest.analyzer.doccheck import DocFinding, check_documentation
+from palimpsest.analyzer.doccheck import DocFinding, gather_claims
 from palimpsest.analyzer.prompts import RepositoryFacts, analysis_messages, summary_messages
+from palimpsest.analyzer.proof import AuthProvider, prove
 from palimpsest.analyzer.report import mechanical_report, mechanical_summary, model_report, selection_facts
-from palimpsest.analyzer.selection import Selection, select_from_index
+from palimpsest.analyzer.selection import Selection, select_from_index, selection_plan
 from palimpsest.analyzer.snapshot import SnapshotIndex, load_snapshot, resolve_snapshot
 from palimpsest.analyzer.store import AnalysisRecord, Trigger
 from palimpsest.core import metrics
@@ -34,6 +35,7 @@ from palimpsest.core.errors import BudgetExceeded, LLMError, ModelCallFailed
 from palimpsest.core.events import AnalysisCompleted
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import ChatResult, Gateway
+from palimpsest.core.sources import SourcePolicy
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,8 @@ class AnalyzerConfig:
     analysis_max_tokens: int = 5120
     summary_max_tokens: int = 1024
     heartbeat_s: float = 20.0
+    list_unverified: bool = False  # list doc references that never existed in the code
+    history_timeout_s: float = 1800.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +77,20 @@ class _Read:
 class Analyzer:
     """Runs analyses; stateless between jobs."""
 
-    def __init__(self, pool: Pool, gateway: Gateway, config: AnalyzerConfig) -> None:
+    def __init__(
+        self,
+        pool: Pool,
+        gateway: Gateway,
+        config: AnalyzerConfig,
+        *,
+        policy: SourcePolicy | None = None,
+        auth: AuthProvider | None = None,
+    ) -> None:
         self.pool = pool
         self.gateway = gateway
         self.config = config
+        self.policy = policy or SourcePolicy()
+        self.auth = auth
 
     async def run(self, job: Job, *, heartbeat: Heartbeat | None = None) -> AnalysisRecord | None:
         """The analysis of ``job``; None when the repository no longer exists."""
@@ -97,7 +111,8 @@ class Analyzer:
     async def _read(self, job: Job) -> _Read | AnalysisRecord | None:
         async with tenant_tx(self.pool, job.tenant_id) as conn:
             cur = await conn.execute(
-                "SELECT full_name FROM repositories WHERE repository_id = %s", (job.repository_id,)
+                "SELECT full_name, clone_url, default_branch FROM repositories WHERE repository_id = %s",
+                (job.repository_id,),
             )
             repo_row = await cur.fetchone()
             if repo_row is None:
@@ -106,11 +121,26 @@ class Analyzer:
             if snapshot is None:
                 return _no_snapshot(job, repo_row["full_name"])
             index = await load_snapshot(conn, job.repository_id, snapshot)
-            analysis = await select_from_index(conn, index, self.config.analysis_chunks)
-            summary = await select_from_index(conn, index, self.config.summary_chunks)
-            findings = await check_documentation(conn, index)
+            plan = await selection_plan(conn, index)
+            analysis = await select_from_index(conn, index, self.config.analysis_chunks, plan)
+            summary = await select_from_index(conn, index, self.config.summary_chunks, plan)
+            claims = await gather_claims(conn, index)
+            auth = await self.auth(conn, job.repository_id) if self.auth is not None else None
+        # history is read with no transaction open: a long pass must not hold one
+        judged, check = await prove(
+            claims,
+            index,
+            clone_url=repo_row["clone_url"],
+            branch=repo_row["default_branch"] or "main",
+            policy=self.policy,
+            auth=auth,
+            list_unverified=self.config.list_unverified,
+            timeout_s=self.config.history_timeout_s,
+        )
         repo = RepositoryFacts(repo_row["full_name"], index.commit_sha, len(index.files), len(index.chunks))
-        return _Read(repo, index, analysis, summary, findings, selection_facts(index, analysis))
+        facts = selection_facts(index, analysis)
+        facts["doc_check"] = check
+        return _Read(repo, index, analysis, summary, judged.findings, facts)
 
     # ------------------------------------------------------------------------ model phase
 

@@ -1,65 +1,78 @@
-"""The mechanical documentation check: what the docs claim that the snapshot no longer contains.
+"""The mechanical documentation check: what the docs claim that the code no longer has — proved.
 
 No model is needed. The chunker recorded, per document, the identifiers and paths it names
-(inline code, fenced code, link targets) and its ``Governs:`` lines (``code_facts``); the check
-compares them with the snapshot:
+(inline code, fenced code, link targets, Sphinx roles, paths in prose) and its ``Governs:`` lines
+(``code_facts``). The check runs in two steps:
 
-* ``missing_identifier`` -- an identifier that is neither a definition (``code_symbols``) nor
-  present anywhere in the snapshot's code (the lexical index, through the SECURITY DEFINER
-  function ``palimpsest_code_lexemes_present``). Inline code counts as a claim. Names from fenced
-  examples, SCREAMING_CASE names (environment variables, settings) and lone PascalCase words
-  (states and types of other systems) are reported only when a current definition is a probable
-  rename of them, since examples and prose name many things that are not the repository's code;
-* ``missing_path`` -- a path (relative to the document for links, to it or to the root for inline
-  code) that is neither a file nor a directory of the snapshot. Globs, placeholders, home and
-  system paths, generated directories and domain-like first segments are not claims about the
-  tree; neither are bare file names in inline code (often runtime files) — links to them are;
-* ``unmatched_governs`` -- a ``Governs:`` target matching no file or directory, by path segment
-  (``src/bill`` covers ``src/bill/…``, not ``src/billing_old``);
-* ``stale_doc`` -- a doc stale by the shared rule (:mod:`palimpsest.index.staleness`).
+1. :func:`gather_claims` (in the read transaction) keeps the mentions the snapshot does not
+   satisfy, after resolving the documentation's own reference forms: links relative to the
+   doc's folder, Sphinx/MkDocs document references written without their extension (or as
+   ``.html``), paths relative to the example or package folder a doc is about (any path of the
+   snapshot ending in the claim), URLs, placeholders, system and generated paths. Changelogs
+   and release notes (:func:`palimpsest.index.staleness.is_history_doc`) are history by design
+   and give no claim; identifiers already defined or used in the snapshot's code are current.
+2. :func:`judge` keeps a claim as a finding only when git history proves its subject existed
+   in the repository's code and says where it stopped (:mod:`palimpsest.analyzer.history`):
+   ``missing_path`` / ``unmatched_governs`` for a path that was deleted or moved,
+   ``missing_identifier`` for a definition that was removed or renamed. A name that never
+   existed in the code is not drift: it is an *unverified reference*, counted (and listed only
+   when asked). Without history (no readable source) no drift finding is made at all.
 
-Each finding cites the doc and line and, where one exists, the nearest current match: a renamed
-definition (shares a word and looks alike) or a moved file or directory (same last segment).
+``stale_doc`` keeps the shared rule (:mod:`palimpsest.index.staleness`), for docs that are not
+changelogs.
 """
 
 from __future__ import annotations
 
-import difflib
 import posixpath
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from palimpsest.analyzer.history import Evidence, History, LineOrigin, defined_names
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
-from palimpsest.index.staleness import is_stale, stale_annotation
+from palimpsest.index.staleness import is_doc, is_history_doc, is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
 
-__all__ = ["MAX_FINDINGS", "DocFinding", "FindingKind", "check_documentation"]
+__all__ = [
+    "MAX_FINDINGS",
+    "Claim",
+    "Claims",
+    "DocFinding",
+    "FindingKind",
+    "gather_claims",
+    "judge",
+]
 
 FindingKind = Literal["missing_identifier", "missing_path", "unmatched_governs", "stale_doc"]
 MAX_FINDINGS = 500
-MAX_NEAREST_LOOKUPS = 400
-_RENAME_CUTOFF = 0.6  # a strong claim's nearest match
-_WEAK_CUTOFF = 0.7  # a weak claim is reported only with a match this close (and alike in words)
-_PATH_CUTOFF = 0.75
+MAX_UNVERIFIED = 200
 _GENERATED = frozenset(
     {
         "node_modules", "dist", "build", "target", "out", ".venv", "venv", "env", "__pycache__", ".git",
         ".cache", "coverage", "tmp", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".next",
-        "vendor", "site-packages",
+        "vendor", "site-packages", "_build", "site", "public",
     }
 )  # fmt: skip
-_PLACEHOLDER = re.compile(r"[*?\[\]{}<>$%|]")
+_PLACEHOLDER = re.compile(r"[*?\[\]{}<>$%|]|\.\.\.|(?:^|/)(?:your\w*|path/to|foo|bar)(?:[./-]|$)", re.I)
 _DOMAIN = re.compile(
     r"^[a-z0-9-]+(\.[a-z0-9-]+)*\.(com|org|net|io|dev|app|co|rs|me|sh|ai|gov|edu|info)$", re.I
 )
-# SCREAMING_CASE (settings, environment variables) and a lone PascalCase word (a Kubernetes
-# state, a product, a type of another system) are often not this repository's code
-_WEAK_NAME = re.compile(r"^(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)*)$")
+_DOC_EXTENSIONS = (".rst", ".md", ".mdx", ".txt", "/index.rst", "/index.md", "/README.md", ".ipynb")
+_IMPORT = re.compile(
+    r"^\s*(?:>>>\s*)?(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+)\s*$)"
+    r"|\bimport\s[^'\"\n]*\bfrom\s+['\"]([@\w][@\w./-]*)['\"]|\brequire\(\s*['\"]([@\w][@\w./-]*)['\"]",
+    re.MULTILINE,
+)
+_STANDARD_LIBRARIES = frozenset(sys.stdlib_module_names) | {
+    "node:fs", "fs", "path", "http", "https", "url", "os", "util", "crypto", "stream", "events", "child_process",
+}  # fmt: skip
+_MIME = re.compile(r"^(?:application|text|image|audio|video|multipart|font|model|message)/[\w.+-]+$")
 _SEGMENTS = re.compile(r"\.|::|#|->")
 
 
@@ -71,6 +84,7 @@ class DocFinding:
     claim: str
     nearest: str | None = None
     detail: str | None = None
+    evidence: Evidence | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +94,7 @@ class DocFinding:
             "kind": self.kind,
             "nearest": self.nearest,
             "detail": self.detail,
+            "evidence": self.evidence.as_dict() if self.evidence else None,
         }
 
 
@@ -90,31 +105,227 @@ class _Mention:
     fact: str  # mention | governs
     name: str
     target: str | None  # identifier | path (mentions)
-    source: str | None  # code | fence | link (mentions)
+    source: str | None  # code | fence[:language] | link | docref | role | prose (mentions)
 
 
-# ----------------------------------------------------------------------------- entry point
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A mention the snapshot does not satisfy: what history is asked about."""
+
+    mention: _Mention
+    kind: FindingKind
+    shown: str  # the claim as the report shows it
+    lookups: tuple[str, ...]  # paths (resolved forms) or the identifier's name
 
 
-async def check_documentation(conn: Conn, index: SnapshotIndex) -> list[DocFinding]:
-    """Every finding for the snapshot's docs, ordered by doc, line and kind (at most MAX_FINDINGS)."""
+@dataclass(slots=True)
+class Claims:
+    claims: list[Claim] = field(default_factory=list)
+    stale: list[DocFinding] = field(default_factory=list)
+    symbols: set[str] = field(default_factory=set)  # the snapshot's definitions
+
+    @property
+    def identifiers(self) -> set[str]:
+        return {c.lookups[0] for c in self.claims if c.kind == "missing_identifier"}
+
+    @property
+    def lines(self) -> set[tuple[str, int]]:
+        return {(c.mention.doc, c.mention.line) for c in self.claims}
+
+
+@dataclass(slots=True)
+class Judged:
+    findings: list[DocFinding]
+    unverified: list[dict[str, Any]]  # claims whose subject never existed in the code (by history)
+    unverified_count: int
+
+
+# ----------------------------------------------------------------------------- step 1: claims
+
+
+async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
+    """The doc mentions the snapshot does not satisfy, and the stale docs (read transaction)."""
     tree = _Tree.of(f.path for f in index.files)
     mentions = await _doc_mentions(conn, index)
-    symbols = _Symbols(await _symbol_names(conn, index))
-    findings: list[DocFinding] = []
+    symbols = await _symbol_names(conn, index)
+    languages = {f.language for f in index.files if f.language and f.kind == "code"}
+    out = Claims(stale=_stale_docs(index), symbols=symbols)
     identifiers: list[_Mention] = []
     for mention in mentions:
         if mention.fact == "governs":
-            findings.extend(_check_governs(mention, tree))
+            out.claims.extend(_governs_claim(mention, tree))
         elif mention.target == "path":
-            findings.extend(_check_path(mention, tree))
-        elif mention.target == "identifier" and not symbols.defines(mention.name):
+            out.claims.extend(_path_claim(mention, tree))
+        elif mention.target == "identifier" and _checked_identifier(mention, symbols, languages, tree):
             identifiers.append(mention)
     present = await _present_lexemes(conn, index, identifiers)
-    findings.extend(_check_identifiers(identifiers, present, symbols))
-    findings.extend(_stale_docs(index))
+    missing = [m for m in identifiers if not any(lex in present for lex in _lexemes(m.name))]
+    texts = await _doc_texts(conn, index, {m.doc for m in missing})
+    for mention in missing:
+        if not _about_something_else(mention, texts.get(mention.doc, ""), tree):
+            out.claims.append(
+                Claim(mention, "missing_identifier", f"`{mention.name}`", (_last(mention.name),))
+            )
+    return out
+
+
+def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> bool:
+    """A name the doc's own example defines (``app = Flask(...)``, ``def show(...)``), or an
+    unqualified name in a doc whose examples import only other packages (a page about
+    ``sphinxcontrib.websupport`` kept in Sphinx's docs): not a claim about this repository."""
+    if not text:
+        return False
+    last = _last(mention.name)
+    if last in defined_names(text.encode(), {last}):
+        return True
+    if _SEGMENTS.search(mention.name):
+        return False  # qualified: its root was already checked against the repository
+    written = {next((g for g in m.groups() if g), "") for m in _IMPORT.finditer(text)}
+    roots = {r.split(".")[0].split("/")[0].lstrip("@") for r in written} - {""}
+    roots -= _STANDARD_LIBRARIES  # ``import os`` says nothing about which package a page is about
+    return bool(roots) and not any(tree.has_stem(r) for r in roots)
+
+
+async def _doc_texts(conn: Conn, index: SnapshotIndex, docs: set[str]) -> dict[str, str]:
+    """The text of each doc in ``docs`` (from its stored section chunks)."""
+    blobs = {f.blob_sha: f.path for f in index.files if f.path in docs}
+    if not blobs:
+        return {}
+    cur = await conn.execute(
+        "SELECT blob_sha, content FROM code_chunks WHERE repository_id = %s AND blob_sha = ANY(%s::text[])"
+        " ORDER BY blob_sha, ordinal",
+        (index.repository_id, list(blobs)),
+    )
+    texts: dict[str, list[str]] = defaultdict(list)
+    for row in await cur.fetchall():
+        texts[blobs[row["blob_sha"]]].append(row["content"])
+    return {doc: "\n".join(parts) for doc, parts in texts.items()}
+
+
+def _checked_identifier(mention: _Mention, symbols: set[str], languages: set[str], tree: _Tree) -> bool:
+    """An identifier worth asking history about: long enough, not defined now, qualified (if
+    at all) by something of this repository, and from fenced code only when the fence is in one
+    of the repository's own languages."""
+    last = _last(mention.name)
+    if len(last) < 3 or last in symbols or mention.name in symbols:
+        return False
+    root = next((s for s in _SEGMENTS.split(mention.name) if s), last)
+    if root != last and root not in symbols and not tree.has_stem(root):
+        return False  # ``tempfile.gettempdir``, ``sphinxcontrib.websupport.X``: another package
+    source = mention.source or ""
+    if source.startswith("fence"):
+        language = source.partition(":")[2]
+        return bool(language) and language in languages
+    return True
+
+
+def _last(name: str) -> str:
+    return ([s for s in _SEGMENTS.split(name) if s] or [name])[-1]
+
+
+# ----------------------------------------------------------------------------- step 2: proof
+
+
+def judge(
+    claims: Claims,
+    history: History | None,
+    *,
+    lines: dict[tuple[str, int], LineOrigin] | None = None,
+    list_unverified: bool = False,
+) -> Judged:
+    """Findings: the claims history proves (with their evidence), and the stale docs."""
+    findings: list[DocFinding] = list(claims.stale)
+    unverified: list[dict[str, Any]] = []
+    count = 0
+    for claim in claims.claims:
+        outcome = _judge_one(claim, history, claims.symbols, lines or {})
+        if isinstance(outcome, DocFinding):
+            findings.append(outcome)
+            continue
+        count += 1
+        if list_unverified and len(unverified) < MAX_UNVERIFIED:
+            unverified.append(_unverified(claim, outcome))
     findings.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
-    return findings[:MAX_FINDINGS]
+    return Judged(findings[:MAX_FINDINGS], unverified, count)
+
+
+def _judge_one(
+    claim: Claim, history: History | None, symbols: set[str], lines: dict[tuple[str, int], LineOrigin]
+) -> DocFinding | str:
+    """The finding a claim makes, or why it makes none."""
+    if history is None:
+        return "history unavailable"
+    proved = _prove(claim, history)
+    if proved is None:
+        return "never in the code by history"
+    read_as, evidence = proved
+    if claim.kind == "missing_identifier" and evidence.renamed_to not in symbols:
+        evidence = replace(evidence, renamed_to=None)  # what it became must exist now
+    evidence = evidence.with_line(lines.get((claim.mention.doc, claim.mention.line)))
+    refused = _not_about_the_code(claim, evidence)
+    if refused is not None:
+        return refused
+    return _finding(claim, read_as, replace(evidence, subject=read_as))
+
+
+def _not_about_the_code(claim: Claim, evidence: Evidence) -> str | None:
+    """Why a proved identifier still does not make a finding, or None.
+
+    A name written after its definition was gone names something else (another library's API,
+    the doc's own example). An example program can only use a package's public API, so a name
+    from fenced code whose definition was private (unexported in Go, ``_private`` in Python)
+    is the example's own name that happened to exist in the code once.
+    """
+    if claim.kind != "missing_identifier":
+        return None
+    if evidence.written_while_existed is False:
+        return "written after the definition was removed"
+    name = claim.lookups[0]
+    if (claim.mention.source or "").startswith("fence") and evidence.seen_in:
+        private = (evidence.seen_in.endswith(".go") and name[:1].islower()) or (
+            evidence.seen_in.endswith(".py") and name.startswith("_")
+        )
+        if private:
+            return "a private name used in an example"
+    return None
+
+
+def _unverified(claim: Claim, why: str) -> dict[str, Any]:
+    return {"doc": claim.mention.doc, "line": claim.mention.line, "claim": claim.shown, "why": why}
+
+
+def _prove(claim: Claim, history: History) -> tuple[str, Evidence] | None:
+    if claim.kind == "missing_identifier":
+        found = history.identifier(claim.lookups[0])
+        return (claim.lookups[0], found) if found is not None else None
+    for path in claim.lookups:
+        found = history.path(path)
+        if found is not None:
+            return path, found
+    # A path written relative to the folder a doc is about resolves by suffix (``_path_claim``),
+    # but a removed path that merely ends like it proves nothing: the doc may describe the
+    # reader's own project (``app/routers/items.py``) while an example of the repository moved.
+    return None
+
+
+def _finding(claim: Claim, read_as: str, evidence: Evidence) -> DocFinding:
+    mention = claim.mention
+    if claim.kind == "missing_identifier":
+        detail = f"defined in {evidence.seen_in} until {evidence.removed_in_commit[:12]}"
+    else:
+        detail = f"{read_as} existed until {evidence.removed_in_commit[:12]}"
+    if evidence.renamed_to:
+        detail += f", which made it {evidence.renamed_to}"
+    written = evidence.written_while_existed
+    if written is not None:
+        detail += (
+            "; the line was written while it existed"
+            if written
+            else "; the line was written after it was gone"
+        )
+    return DocFinding(
+        mention.doc, mention.line, claim.kind, claim.shown, evidence.renamed_to, detail, evidence
+    )
 
 
 # ----------------------------------------------------------------------------- reading the index
@@ -123,7 +334,7 @@ async def check_documentation(conn: Conn, index: SnapshotIndex) -> list[DocFindi
 async def _doc_mentions(conn: Conn, index: SnapshotIndex) -> list[_Mention]:
     docs: dict[str, list[str]] = defaultdict(list)
     for f in index.files:
-        if f.kind == "doc" and f.skip_reason is None:
+        if f.kind == "doc" and f.skip_reason is None and not is_history_doc(f.path):
             docs[f.blob_sha].append(f.path)
     if not docs:
         return []
@@ -176,93 +387,6 @@ def _lexemes(name: str) -> list[str]:
     return out
 
 
-# ----------------------------------------------------------------------------- identifiers
-
-
-class _Symbols:
-    """Definition names of the snapshot, with a word index to find a renamed one quickly."""
-
-    def __init__(self, names: Iterable[str]) -> None:
-        self.names = set(names)
-        self.lower = {n.lower() for n in self.names}
-        self.by_word: dict[str, set[str]] = defaultdict(set)
-        for name in self.names:
-            for word in _words(name):
-                self.by_word[word].add(name)
-        self.lookups = 0
-
-    def defines(self, name: str) -> bool:
-        last = [s for s in _SEGMENTS.split(name) if s][-1:] or [name]
-        return name in self.names or last[0] in self.names or last[0].lower() in self.lower
-
-    def nearest(self, name: str, *, strict: bool) -> str | None:
-        """The current definition ``name`` most probably became, or None.
-
-        Candidates share a word with ``name``'s last segment. A strict match (for weak claims)
-        must also look alike (ratio ≥ 0.7), share at least half of the words, and not merely drop
-        words (``generate_key`` → ``generate`` is another thing, ``compute_total`` →
-        ``compute_invoice_total`` a rename).
-        """
-        if self.lookups >= MAX_NEAREST_LOOKUPS:
-            return None
-        self.lookups += 1
-        last = ([s for s in _SEGMENTS.split(name) if s] or [name])[-1]
-        words = set(_words(last))
-        candidates: set[str] = set()
-        for word in words:
-            candidates |= self.by_word.get(word, set())
-        key = _joined(last)
-        scored = sorted((-_similarity(key, c), c) for c in candidates if c != last)
-        if not scored:
-            return None
-        ratio, best = -scored[0][0], scored[0][1]
-        if ratio < (_WEAK_CUTOFF if strict else _RENAME_CUTOFF):
-            return None
-        if strict:
-            theirs = set(_words(best))
-            if len(words & theirs) * 2 < len(words | theirs) or theirs < words:
-                return None
-        return best
-
-
-def _similarity(key: str, candidate: str) -> float:
-    return difflib.SequenceMatcher(None, key, _joined(candidate)).ratio()
-
-
-def _words(name: str) -> list[str]:
-    tokens = code_tokens(name).split()
-    words = tokens[1:] if len(tokens) > 1 else tokens
-    return [w for w in words if len(w) >= 3]
-
-
-def _joined(name: str) -> str:
-    tokens = code_tokens(name).split()
-    return tokens[0] if tokens else name.lower()
-
-
-def _check_identifiers(mentions: list[_Mention], present: set[str], symbols: _Symbols) -> list[DocFinding]:
-    findings: list[DocFinding] = []
-    for mention in mentions:
-        if len(mention.name) < 3 or any(lex in present for lex in _lexemes(mention.name)):
-            continue
-        weak = mention.source == "fence" or bool(_WEAK_NAME.match(mention.name))
-        nearest = symbols.nearest(mention.name, strict=weak)
-        if weak and nearest is None:
-            continue
-        findings.append(
-            DocFinding(
-                mention.doc,
-                mention.line,
-                "missing_identifier",
-                f"`{mention.name}`",
-                nearest,
-                "no definition or use of this identifier in the code"
-                + (" (named in a fenced example)" if mention.source == "fence" else ""),
-            )
-        )
-    return findings
-
-
 # ----------------------------------------------------------------------------- paths
 
 
@@ -271,6 +395,8 @@ class _Tree:
     files: frozenset[str]
     dirs: frozenset[str]
     by_last: dict[str, list[str]]  # last segment → files and directories ending in it
+    stems: set[str] = field(default_factory=set)  # built on first use
+    mirrors: set[tuple[int, str, str]] = field(default_factory=set)  # built on first use
 
     @classmethod
     def of(cls, paths: Iterable[str]) -> _Tree:
@@ -288,38 +414,65 @@ class _Tree:
     def exists(self, path: str) -> bool:
         return path in ("", ".") or path in self.files or path in self.dirs
 
+    def has_stem(self, name: str) -> bool:
+        """A code file, or a folder holding code, is called ``name`` (``flask`` for
+        ``src/flask/``); a folder of docs named like an old package does not count."""
+        if not self.stems:
+            for path in self.files:
+                if not is_doc(path):
+                    self.stems.update(part.split(".", 1)[0].lower() for part in path.split("/"))
+        return name.lower() in self.stems
+
+    def mirrored(self, path: str) -> bool:
+        """The same path with one folder swapped exists: a translation (``docs/de/…`` →
+        ``docs/en/…``, which MkDocs and Sphinx fall back to) or another version of the docs."""
+        parts = path.split("/")
+        if not self.mirrors:
+            for entry in self.files:
+                entry_parts = entry.split("/")
+                for i in range(len(entry_parts) - 1):
+                    self.mirrors.add((i, "/".join(entry_parts[:i]), "/".join(entry_parts[i + 1 :])))
+        return any(
+            (i, "/".join(parts[:i]), "/".join(parts[i + 1 :])) in self.mirrors for i in range(len(parts) - 1)
+        )
+
+    def exists_as_doc(self, path: str) -> bool:
+        """A document reference: ``guide/index`` for ``guide/index.rst``, ``x.html`` for ``x.md``."""
+        base = path.removesuffix(".html").removesuffix(".htm")
+        return any(self.exists(base + ext) for ext in _DOC_EXTENSIONS) or self.exists(base)
+
+    def ends_with(self, tail: str) -> bool:
+        """Some entry is ``…/tail``: a path written relative to the folder a doc is about."""
+        last = tail.rsplit("/", 1)[-1]
+        return any(entry.endswith("/" + tail) for entry in self.by_last.get(last, ()))
+
     def top_level(self, segment: str) -> bool:
         return segment in self.files or segment in self.dirs
 
-    def nearest(self, path: str) -> str | None:
-        """A moved file or directory: the entry with the same last segment most like ``path``."""
-        last = path.rsplit("/", 1)[-1]
-        candidates = [c for c in self.by_last.get(last, []) if c != path]
-        if candidates:
-            return max(candidates, key=lambda c: (difflib.SequenceMatcher(None, path, c).ratio(), c))
-        close = difflib.get_close_matches(path, sorted(self.files | self.dirs), n=1, cutoff=_PATH_CUTOFF)
-        return close[0] if close else None
 
-
-def _check_path(mention: _Mention, tree: _Tree) -> list[DocFinding]:
+def _path_claim(mention: _Mention, tree: _Tree) -> list[Claim]:
     target = mention.name.strip()
     if not _is_tree_claim(target, mention.source, tree):
         return []
     resolved = _resolutions(mention.doc, target, mention.source)
-    if not resolved or any(tree.exists(p) for p in resolved):
+    if not resolved or any(tree.exists(p) or tree.exists_as_doc(p) for p in resolved):
         return []
-    shown = resolved[0]
-    detail = "no such file or directory in this snapshot"
-    if shown != target:
-        detail += f" (read as {shown})"
-    return [DocFinding(mention.doc, mention.line, "missing_path", f"`{target}`", tree.nearest(shown), detail)]
+    if mention.source in ("link", "docref") and tree.mirrored(resolved[0]):
+        return []
+    if "/" in target.strip("/") and not target.startswith(("/", "../")) and tree.ends_with(target.strip("/")):
+        return []
+    if mention.source in ("link", "docref") and not target.startswith("/"):
+        resolved = resolved[:1]  # a link is relative to its document, nothing else
+    return [Claim(mention, "missing_path", f"`{target}`", tuple(resolved))]
 
 
 def _is_tree_claim(target: str, source: str | None, tree: _Tree) -> bool:
     """Whether a path a doc names is a claim about this repository's tree."""
-    if not target or _PLACEHOLDER.search(target) or target.startswith(("~", "#")):
-        return False
-    if "/" not in target.strip("/") and source != "link":
+    if not target or _PLACEHOLDER.search(target) or target.startswith(("~", "#", "-")):
+        return False  # a placeholder, a home path, an anchor, a command-line flag (``-f/--file``)
+    if _MIME.match(target):
+        return False  # ``multipart/form-data``
+    if "/" not in target.strip("/") and source not in ("link", "docref"):
         return False  # a bare file name in inline code is often a runtime file, not a claim
     first = target.lstrip("./").split("/", 1)[0]
     if first in _GENERATED or (_DOMAIN.match(first) and not tree.top_level(first)):
@@ -334,7 +487,7 @@ def _resolutions(doc: str, target: str, source: str | None) -> list[str]:
     else:
         here = posixpath.dirname(doc)
         relative = posixpath.join(here, target) if here else target
-        candidates = [relative, target] if source == "link" else [target, relative]
+        candidates = [relative, target] if source in ("link", "docref") else [target, relative]
     out: list[str] = []
     for candidate in candidates:
         normal = posixpath.normpath(candidate).rstrip("/")
@@ -345,31 +498,11 @@ def _resolutions(doc: str, target: str, source: str | None) -> list[str]:
     return out
 
 
-def _check_governs(mention: _Mention, tree: _Tree) -> list[DocFinding]:
+def _governs_claim(mention: _Mention, tree: _Tree) -> list[Claim]:
     target = mention.name.strip().strip("/")
-    if not target or _matches_governed(target, tree):
+    if not target or _PLACEHOLDER.search(target) or tree.exists(target):
         return []
-    return [
-        DocFinding(
-            mention.doc,
-            mention.line,
-            "unmatched_governs",
-            f"Governs: {mention.name}",
-            tree.nearest(target) if not _PLACEHOLDER.search(target) else None,
-            "the governed path matches no file or directory",
-        )
-    ]
-
-
-def _matches_governed(target: str, tree: _Tree) -> bool:
-    """Path-segment match (globs allowed): ``src/bill`` covers ``src/bill/…``, not ``src/billing``."""
-    if _PLACEHOLDER.search(target):
-        import fnmatch
-
-        return any(
-            fnmatch.fnmatchcase(p, target) or fnmatch.fnmatchcase(p, f"{target}/*") for p in tree.files
-        )
-    return tree.exists(target)
+    return [Claim(mention, "unmatched_governs", f"Governs: {mention.name}", (target,))]
 
 
 # ----------------------------------------------------------------------------- stale docs
@@ -379,7 +512,7 @@ def _stale_docs(index: SnapshotIndex) -> list[DocFinding]:
     median = index.median_code
     findings = []
     for f in index.files:
-        if f.kind == "doc" and is_stale(f.path, f.last_modified_at, median):
+        if f.kind == "doc" and not is_history_doc(f.path) and is_stale(f.path, f.last_modified_at, median):
             when: datetime = f.last_modified_at  # type: ignore[assignment]  # stale ⇒ dated
             findings.append(
                 DocFinding(

@@ -110,7 +110,7 @@ def _preamble(repo: RepositoryFacts, selection: Selection) -> str:
 
 
 def finding_line(finding: DocFinding) -> str:
-    nearest = f" (nearest current match: `{finding.nearest}`)" if finding.nearest else ""
+    nearest = f" (it became `{finding.nearest}`)" if finding.nearest else ""
     detail = f" — {finding.detail}" if finding.detail else ""
     return f"- {finding.doc}:{finding.line} {finding.kind} {finding.claim}{detail}{nearest}"
 

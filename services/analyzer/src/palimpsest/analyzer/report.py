@@ -53,6 +53,8 @@ def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any
             },
         )
         entry["chunks"] += 1
+        entry.setdefault("why", chunk.why)
+        entry.setdefault("primary", chunk.primary)
     docs = sorted(
         (f for f in index.files if f.kind == "doc"),
         key=lambda f: (
@@ -70,6 +72,8 @@ def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any
         "dated_files": sum(1 for f in index.files if f.last_modified_at is not None),
         "median_code": median.isoformat() if median else None,
         "languages": [{"language": lang, "files": n} for lang, n in languages.most_common()],
+        "primary_packages": _packages(selection),
+        "primary_share": _primary_share(selection),
         "top_files": list(ranked.values()),
         "doc_freshness": [
             {
@@ -83,11 +87,36 @@ def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any
     }
 
 
+def _packages(selection: Selection) -> list[dict[str, str]]:
+    found = selection.packages
+    if found is None:
+        return []
+    return [{"root": root, "declared_by": found.declared_by.get(root, "")} for root in found.roots]
+
+
+def _primary_share(selection: Selection) -> float | None:
+    """The share of selected code chunks that are source of a primary package."""
+    code = selection.code
+    return round(sum(1 for c in code if c.primary) / len(code), 3) if code else None
+
+
 # ----------------------------------------------------------------------------- sections
 
 
 def _header(repo: RepositoryFacts, mode: str) -> list[str]:
     return [f"# Repository analysis: {repo.name}", "", f"_Commit `{repo.commit_sha[:12]}` · {mode}_", ""]
+
+
+def _package_list(facts: dict[str, Any]) -> str:
+    found = facts.get("primary_packages") or []
+    if not found:
+        return "none found"
+    return ", ".join(f"`{p['root'] or '.'}` ({p['declared_by']})" for p in found[:8])
+
+
+def _share(facts: dict[str, Any]) -> str:
+    share = facts.get("primary_share")
+    return f"{share:.0%}" if isinstance(share, float) else "none"
 
 
 def _facts_section(facts: dict[str, Any]) -> list[str]:
@@ -101,19 +130,23 @@ def _facts_section(facts: dict[str, Any]) -> list[str]:
         f"- Median code-file date: {median[:10] if median else 'unknown (no recency data)'}.",
         f"- Languages (files): {langs}.",
         "",
-        "### Top-ranked files",
+        f"- Primary source packages: {_package_list(facts)}; {_share(facts)} of the selected code chunks"
+        " come from them.",
         "",
-        "| # | file | kind | last modified | chunks |",
-        "|---|---|---|---|---|",
+        "### Selected files (what the analysis reads, and why)",
+        "",
+        "| # | file | kind | last modified | chunks | why |",
+        "|---|---|---|---|---|---|",
     ]
     for number, entry in enumerate(facts["top_files"][:MAX_TABLE_ROWS], start=1):
         when = entry["last_modified_at"][:10] if entry["last_modified_at"] else "unknown"
         stale = " (stale)" if entry["stale"] else ""
+        why = _cell(entry.get("why") or "")
         lines.append(
-            f"| {number} | `{_cell(entry['path'])}` | {entry['kind']}{stale} | {when} | {entry['chunks']} |"
+            f"| {number} | `{_cell(entry['path'])}` | {entry['kind']}{stale} | {when} | {entry['chunks']} | {why} |"
         )
     if len(facts["top_files"]) > MAX_TABLE_ROWS:
-        lines.append(f"| … | {len(facts['top_files']) - MAX_TABLE_ROWS} more | | | |")
+        lines.append(f"| … | {len(facts['top_files']) - MAX_TABLE_ROWS} more | | | | |")
     lines += ["", "### Documentation freshness", ""]
     docs = facts["doc_freshness"]
     if not docs:
@@ -138,24 +171,66 @@ def findings_section(findings: Sequence[DocFinding], title: str) -> list[str]:
     lines = [title, ""]
     if not findings:
         lines.append(
-            "No drift found: every identifier, path and `Governs:` target the documentation names exists "
-            "in this snapshot, and no doc is stale by the rule."
+            "No drift found: no identifier, path or `Governs:` target the documentation names was removed "
+            "from the code by history, and no doc is stale by the rule."
         )
         return lines
     counts = Counter(f.kind for f in findings)
     lines.append(
         f"{len(findings)} finding(s): "
         + ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(counts.items()))
-        + ". Computed from the index, without a model."
+        + ". Computed from the index and git history, without a model. Each drift finding names the"
+        " commit at which the doc's subject last existed in the code and the commit that removed it"
+        " (check them out with plain git)."
     )
-    lines += ["", "| doc | line | kind | claim | nearest current match |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| doc | line | kind | claim | last seen in code | removed in | became | doc line written |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for f in findings[: MAX_TABLE_ROWS * 3]:
-        claim = _cell(f.claim + (f" — {f.detail}" if f.detail and f.kind == "stale_doc" else ""))
-        nearest = f"`{_cell(f.nearest)}`" if f.nearest else ""
-        lines.append(f"| `{_cell(f.doc)}` | {f.line} | {f.kind.replace('_', ' ')} | {claim} | {nearest} |")
+        lines.append(_finding_row(f))
     if len(findings) > MAX_TABLE_ROWS * 3:
-        lines.append(f"| … | | | {len(findings) - MAX_TABLE_ROWS * 3} more | |")
+        lines.append(f"| … | | | {len(findings) - MAX_TABLE_ROWS * 3} more | | | | |")
     return lines
+
+
+def _finding_row(f: DocFinding) -> str:
+    claim = _cell(f.claim + (f" — {f.detail}" if f.detail and f.kind == "stale_doc" else ""))
+    head = f"| `{_cell(f.doc)}` | {f.line} | {f.kind.replace('_', ' ')} | {claim} |"
+    e = f.evidence
+    if e is None:
+        return head + " | | | |"
+    seen = f"`{e.last_seen_commit[:12]}` {_day(e.last_seen_at)}" + (
+        f" (`{_cell(e.seen_in)}`)" if e.seen_in else ""
+    )
+    removed = f"`{e.removed_in_commit[:12]}` {_day(e.removed_at)}"
+    became = f"`{_cell(e.renamed_to)}`" if e.renamed_to else "removed"
+    written = "unknown"
+    if e.line_written_at is not None:
+        when = "while it existed" if e.written_while_existed else "after it was removed"
+        written = f"{_day(e.line_written_at)} ({when})"
+    return f"{head} {seen} | {removed} | {became} | {written} |"
+
+
+def _check_line(facts: dict[str, Any]) -> list[str]:
+    """What the history check read, and how many named things never existed in the code."""
+    check = facts.get("doc_check") or {}
+    if not check or check.get("history") == "not_needed":
+        return []
+    if check.get("history") != "read":
+        return [
+            f"_History could not be read ({check.get('reason', 'unknown reason')}): no drift finding can be"
+            f" proved, so none is reported; {check.get('claims', 0)} doc reference(s) were left unchecked._",
+            "",
+        ]
+    return [
+        f"_History: {check.get('commits', 0)} commits walked, {check.get('blobs_read', 0)} old blobs read in"
+        f" {check.get('seconds', 0)} s. {check.get('unverified_count', 0)} doc reference(s) name something"
+        " that never existed in this repository's code (not drift; listed only with"
+        " PALIMPSEST_ANALYSIS_LIST_UNVERIFIED)._",
+        "",
+    ]
 
 
 # ----------------------------------------------------------------------------- whole reports
@@ -188,6 +263,7 @@ def mechanical_report(
         )
     lines = [*_header(repo, mode), notice, "", *_facts_section(facts), ""]
     lines += findings_section(findings, "## Documentation Accuracy (mechanical check)")
+    lines += ["", *_check_line(facts)]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -17,6 +17,10 @@ Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALI
                                             ``PALIMPSEST_SUMMARY_CHUNKS`` (40)
 ``PALIMPSEST_ANALYSIS_MAX_TOKENS``          the analysis's output token limit (5120); the
                                             summary's is ``PALIMPSEST_SUMMARY_MAX_TOKENS`` (1024)
+``PALIMPSEST_ANALYSIS_LIST_UNVERIFIED``     list doc references that never existed in the code
+                                            in ``facts.doc_check.unverified`` (default off; the
+                                            count is always there)
+``PALIMPSEST_ANALYSIS_HISTORY_TIMEOUT_S``   bound on reading history for the doc check (1800)
 ==========================================  =====================================================
 """
 
@@ -25,15 +29,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any
+from uuid import UUID
 
 from pydantic import Field
 
 from palimpsest.analyzer.analysis import Analyzer, AnalyzerConfig, Job, completed_event
+from palimpsest.analyzer.proof import AuthProvider
 from palimpsest.analyzer.schedule import ScheduleConfig, mark_due, run_scheduler
 from palimpsest.analyzer.store import save_analysis
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.consumer import HandlerContext
+from palimpsest.core.credentials import box_for, git_auth_for
+from palimpsest.core.db import Conn
 from palimpsest.core.events import AnalysisRequested, SnapshotBuilt, SnapshotEmbedded
+from palimpsest.core.git import GitAuth
+from palimpsest.core.git_errors import GitError
+from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.llm import Gateway, LLMSettings
 from palimpsest.core.outbox import emit
 from palimpsest.core.service import Background, Infra, ServiceDefinition
@@ -56,6 +67,8 @@ class Settings(BaseServiceSettings, LLMSettings):
     summary_chunks: int = Field(default=40, ge=1, le=1000)
     analysis_max_tokens: int = Field(default=5120, ge=256, le=200_000)
     summary_max_tokens: int = Field(default=1024, ge=64, le=200_000)
+    analysis_list_unverified: bool = False
+    analysis_history_timeout_s: float = Field(default=1800.0, gt=0)
 
     def analyzer_config(self) -> AnalyzerConfig:
         return AnalyzerConfig(
@@ -64,6 +77,8 @@ class Settings(BaseServiceSettings, LLMSettings):
             analysis_max_tokens=self.analysis_max_tokens,
             summary_max_tokens=self.summary_max_tokens,
             heartbeat_s=max(0.5, min(20.0, self.ack_wait_s / 3)),
+            list_unverified=self.analysis_list_unverified,
+            history_timeout_s=self.analysis_history_timeout_s,
         )
 
     def schedule_config(self) -> ScheduleConfig:
@@ -128,7 +143,14 @@ def definition(
 ) -> ServiceDefinition:
     """The service with explicit settings (tests pass their own consumer and gateway)."""
     gateway = gateway or Gateway(infra.pool, settings)
-    service = AnalyzerService(Analyzer(infra.pool, gateway, settings.analyzer_config()), settings)
+    analyzer = Analyzer(
+        infra.pool,
+        gateway,
+        settings.analyzer_config(),
+        policy=settings.source_policy(),
+        auth=_auth_provider(settings, embedded=bool(infra.extras.get("embedded"))),
+    )
+    service = AnalyzerService(analyzer, settings)
     infra.extras["analyzer"] = service
     return ServiceDefinition(
         name="analyzer",
@@ -140,6 +162,21 @@ def definition(
         consumer=consumer or CONSUMERS["analyzer"],
         background=service.background(gateway),
     )
+
+
+def _auth_provider(settings: Settings, *, embedded: bool) -> AuthProvider:
+    """Credentials for reading a repository's history: the installation's, as the chunker's."""
+    box = box_for(settings, embedded=embedded)
+    tokens = InstallationTokens(api_url=settings.github_api_url)
+
+    async def provide(conn: Conn, repository_id: UUID) -> GitAuth | None:
+        try:
+            return await git_auth_for(conn, repository_id, box, tokens=tokens)
+        except GitError as exc:  # no credential: the check proves nothing, the analysis goes on
+            log.warning("no credentials to read history of repository %s: %s", repository_id, exc)
+            return None
+
+    return provide
 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:

@@ -95,7 +95,8 @@ async def save_analysis(conn: Conn, tenant_id: UUID, record: AnalysisRecord) -> 
         async with conn.cursor() as cur:
             await cur.executemany(
                 "INSERT INTO doc_findings (tenant_id, analysis_id, ordinal, repository_id, snapshot_id, doc_path,"
-                " line, kind, claim, nearest, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                " line, kind, claim, nearest, detail, evidence)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 [
                     (
                         tenant_id,
@@ -109,6 +110,7 @@ async def save_analysis(conn: Conn, tenant_id: UUID, record: AnalysisRecord) -> 
                         f.claim[:1000],
                         f.nearest,
                         f.detail,
+                        Jsonb(f.evidence.as_dict()) if f.evidence else None,
                     )
                     for ordinal, f in enumerate(record.findings)
                 ],

@@ -159,6 +159,11 @@ class DocFinding(_Out):
     kind: str
     nearest: str | None
     detail: str | None
+    evidence: dict[str, Any] | None = Field(
+        default=None,
+        description="The proof from git history: last_seen_commit/_at, removed_in_commit/_at, renamed_to, "
+        "seen_in, line_commit, line_written_at, written_while_existed (null for stale docs).",
+    )
 
 
 class Analysis(_AnalysisHead):

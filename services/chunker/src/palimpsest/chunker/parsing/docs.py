@@ -10,9 +10,15 @@ Facts:
   first ``HEADER_LINES`` lines (the same window every reader of them uses; plain, bold, list
   and field-list spellings are accepted);
 * ``mention`` -- what a document names as code: inline code spans, code-like identifiers in
-  fenced blocks, relative link targets. ``target`` says ``identifier`` or ``path`` and
-  ``detail`` where it was found (``code``, ``fence``, ``link``). The analyzer's mechanical
-  documentation check compares them with the index.
+  fenced blocks, relative link targets, Sphinx roles, paths written in plain prose. ``target``
+  says ``identifier`` or ``path`` and ``detail`` where it was found: ``code``, ``fence:<language>``
+  (``fence`` when the block names no known language), ``link``, ``docref`` (a Sphinx ``:doc:``
+  reference, written without its extension), ``role`` (``:func:``, ``:class:``, …) or ``prose``
+  (a path with a file extension or a trailing slash, outside code and links). Sphinx roles that
+  name no code (``:ref:``, ``:term:``, ``:envvar:``, …) are not mentions, and neither is anything
+  on a line that says it is history (removed, renamed, deprecated, formerly …) or inside a
+  ``versionchanged``/``deprecated``/``versionremoved`` directive. The analyzer's mechanical
+  documentation check compares them with the index and git history.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from palimpsest.chunker.parsing.languages import KNOWN_EXTENSIONS
+from palimpsest.chunker.parsing.languages import KNOWN_EXTENSIONS, LANGUAGE_NAMES, detect_language
 from palimpsest.chunker.parsing.lines import window_chunks
 from palimpsest.chunker.parsing.model import SECTION, Chunk, Fact
 
@@ -57,9 +63,45 @@ _MD_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"']*[\"']
 _MD_REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
 _RST_LINK = re.compile(r"`[^`<]*<([^>`]+)>`__?")
 _RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:include|literalinclude|image|figure)::\s*(\S+)")
+_STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`")
+_COMMENT = re.compile(r"(?:^|\s)(?:#|//|--|;;).*$")
 _SEPARATOR = re.compile(r"\.|::|#|->")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PROSE_FENCES = frozenset({"text", "txt", "console", "output", "log", "diff", "plain"})
+_FENCE_ALIASES = {
+    "golang": "go",
+    "pycon": "python",
+    "python3": "python",
+    "py3": "python",
+    "node": "javascript",
+}
+_ROLE = re.compile(r"((?::[\w+-]+)+):$")
+_IDENTIFIER_ROLES = frozenset(
+    {
+        "func", "meth", "class", "mod", "attr", "data", "exc", "obj", "const", "type", "member", "var",
+        "macro", "struct", "enum", "enumerator", "function", "method", "property", "decorator",
+        "union", "interface", "field",
+    }
+)  # fmt: skip
+_ROLE_TARGET = re.compile(r"<([^<>]+)>\s*$")
+# a line that tells history ("`foo` was removed in 2.0") names the old thing on purpose
+_HISTORICAL = re.compile(
+    r"\b(?:removed|renamed|deprecated|deprecation|no longer|formerly|previously|used to be|was replaced"
+    r"|were replaced|superseded|obsolete|legacy|dropped|moved to|instead of|backwards? compat"
+    r"|replace with|replaced by|old name|new name)",
+    re.IGNORECASE,
+)
+_RST_TABLE_BORDER = re.compile(r"^\s*=+(?:\s+=+)+\s*$")
+_MD_TABLE_ROW = re.compile(r"^\s*\|")
+_VERSION_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(?:versionchanged|versionremoved|deprecated|versionadded)::")
+# API reference directives name code: Sphinx autodoc and domain directives, mkdocstrings
+_API_DIRECTIVE = re.compile(
+    r"^\s*\.\.\s+(?:py:|js:)?(?:auto)?(?:function|class|method|attribute|exception|data|module|decorator"
+    r"|classmethod|staticmethod|property)::\s+~?([A-Za-z_$][\w$.]*)"
+    r"|^\s*:::\s+([A-Za-z_$][\w$.]*)\s*$"
+)
+_CURRENT_MODULE = re.compile(r"^\s*\.\.\s+(?:py:)?(?:current)?module::\s+([A-Za-z_][\w.]*)\s*$")
+_PROSE_PATH = re.compile(r"(?<![\w/.:@~$-])((?:\.{1,2}/)?[\w@+-][\w@.+-]*(?:/[\w@.+-]+)+/?)(?![\w/])")
 _NOT_SYMBOLS = frozenset(
     {
         "True", "False", "None", "Null", "Exception", "Error", "Object", "String", "Number",
@@ -205,31 +247,120 @@ def _superseded_ids(value: str) -> list[str]:
 @dataclass(slots=True)
 class _Mentions:
     seen: dict[tuple[str, str], Fact] = field(default_factory=dict)
+    module: str | None = None  # the Sphinx ``currentmodule`` names in roles are relative to
+    declared: dict[str, str] = field(default_factory=dict)  # name → module of its API directive
 
     def add(self, name: str, line: int, category: str, source: str) -> None:
         if len(self.seen) < MAX_MENTIONS:
             self.seen.setdefault((name, source), Fact("mention", name, line, category, source))
 
+    def add_api(self, name: str, line: int, *, declares: bool = False) -> None:
+        """A role or directive target, qualified by the module it belongs to when it is relative:
+        the module the doc declared it under (``.. class:: X`` after ``.. module:: M``), else
+        the current module."""
+        bare = name.lstrip(".")
+        if declares and self.module and "." not in bare:
+            self.declared.setdefault(bare, self.module)
+        if name.startswith(".") or "." not in name:
+            module = self.declared.get(bare.split(".", 1)[0], self.module)
+            if module:
+                bare = f"{module}.{bare}"
+        self.add(bare, line, "identifier", "role")
+
 
 def _mentions(lines: list[str], language: str | None) -> list[Fact]:
     found = _Mentions()
+    history = _historical_sections(lines, language)
     fence: str | None = None
-    fence_is_code = False
+    fence_language: str | None = None  # None: prose (a text/console block)
+    directive: int | None = None  # indentation of an open version directive
+    tables = _Tables()
     for number, line in enumerate(lines, start=1):
         opened = _FENCE.match(line)
         if fence is not None:
             if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
                 fence = None
-            elif fence_is_code:
-                _fenced_mentions(found, line, number)
+            elif fence_language is not None:
+                _fenced_mentions(found, line, number, fence_language)
             continue
         if opened and language != "rst":
             fence = opened.group(1)
-            fence_is_code = opened.group(2).lower() not in _PROSE_FENCES
+            fence_language = _fence_language(opened.group(2))
+            continue
+        directive = _directive(line, directive)
+        if tables.historical(line) or directive is not None or _HISTORICAL.search(line) or number in history:
+            continue
+        if module := _CURRENT_MODULE.match(line):
+            found.module = module.group(1)
+            continue
+        if api := _API_DIRECTIVE.match(line):
+            found.add_api(api.group(1) or api.group(2), number, declares=True)
             continue
         _inline_mentions(found, line, number)
         _link_mentions(found, line, number)
+        _prose_mentions(found, line, number)
     return list(found.seen.values())
+
+
+def _historical_sections(lines: list[str], language: str | None) -> set[int]:
+    """Lines of sections whose heading tells history ("Deprecated", "Removed in 3.0",
+    "Aliases (pending deprecation)"): what they name is gone on purpose."""
+    starts = section_starts(lines, language)
+    out: set[int] = set()
+    for index, (first, title) in enumerate(starts):
+        if _HISTORICAL.search(title):
+            last = starts[index + 1][0] - 1 if index + 1 < len(starts) else len(lines)
+            out.update(range(first, last + 1))
+    return out
+
+
+@dataclass(slots=True)
+class _Tables:
+    """Whether a line is a row of a table whose header tells history ("Setting name | Replace
+    with", "Old name | New name"): its rows name the old things on purpose."""
+
+    rst_borders: int = 0  # borders seen in the current RST simple table (3 closes it)
+    md_rows: int = 0  # rows seen in the current Markdown table
+    history: bool = False
+
+    def historical(self, line: str) -> bool:
+        if _RST_TABLE_BORDER.match(line):
+            self.rst_borders = (self.rst_borders + 1) % 3
+            if self.rst_borders == 1:
+                self.history = False
+            return self.history
+        if self.rst_borders:
+            if self.rst_borders == 1 and _HISTORICAL.search(line):
+                self.history = True  # a header row
+            return self.history
+        if _MD_TABLE_ROW.match(line):
+            self.md_rows += 1
+            if self.md_rows == 1:
+                self.history = bool(_HISTORICAL.search(line))
+            return self.history
+        self.md_rows, self.history = 0, False
+        return False
+
+
+def _fence_language(tag: str) -> str | None:
+    """``fence:<language>`` for a fence in a known language, ``fence`` for other code, None for prose."""
+    lowered = tag.lower()
+    if lowered in _PROSE_FENCES:
+        return None
+    lowered = _FENCE_ALIASES.get(lowered, lowered)
+    known = lowered if lowered in LANGUAGE_NAMES else detect_language(f"x.{lowered}") if lowered else None
+    return f"fence:{known}" if known else "fence"
+
+
+def _directive(line: str, open_indent: int | None) -> int | None:
+    """The indentation of the version directive a line is inside, or None."""
+    started = _VERSION_DIRECTIVE.match(line)
+    if started:
+        return len(started.group(1))
+    if open_indent is None or not line.strip():
+        return open_indent
+    indent = len(line) - len(line.lstrip())
+    return open_indent if indent > open_indent else None
 
 
 def _inline_mentions(found: _Mentions, line: str, number: int) -> None:
@@ -237,7 +368,10 @@ def _inline_mentions(found: _Mentions, line: str, number: int) -> None:
         return
     for span in _INLINE_CODE.finditer(line):
         code = span.group(2).strip()
-        if _is_path(code):
+        role = _ROLE.search(line[: span.start()])
+        if role is not None:
+            _role_mention(found, role.group(1), code, number)
+        elif _is_path(code):
             found.add(code.removeprefix("./").rstrip("/"), number, "path", "code")
         elif qualified := _QUALIFIED.match(code):
             name = qualified.group(1)
@@ -252,10 +386,51 @@ def _inline_mentions(found: _Mentions, line: str, number: int) -> None:
             found.add(callee.group(1), number, "identifier", "code")
 
 
-def _fenced_mentions(found: _Mentions, line: str, number: int) -> None:
-    for name in _IDENTIFIER.findall(line):
-        if _is_compound_name(name):
-            found.add(name, number, "identifier", "fence")
+def _role_mention(found: _Mentions, roles: str, text: str, number: int) -> None:
+    """A Sphinx role: ``:doc:`` names a document, ``:func:`` & co. code; the rest name neither."""
+    role = roles.rsplit(":", 1)[-1]
+    target = _ROLE_TARGET.search(text)
+    value = (target.group(1) if target else text).strip().lstrip("~!").removesuffix("()")
+    if not value:
+        return
+    if role == "doc":
+        found.add(value.rstrip("/"), number, "path", "docref")
+    elif role == "file":
+        if _is_path(value):
+            found.add(value.removeprefix("./").rstrip("/"), number, "path", "code")
+    elif role in _IDENTIFIER_ROLES and _QUALIFIED.match(value.lstrip(".")):
+        found.add_api(value, number)
+
+
+def _prose_mentions(found: _Mentions, line: str, number: int) -> None:
+    """Paths in plain prose: a slash and a known file extension, or a trailing slash."""
+    if "/" not in line or any(p.match(line) for p in (_HEADER_FACT, _MD_REFERENCE, _RST_DIRECTIVE)):
+        return
+    prose = _INLINE_CODE.sub(" ", _MD_LINK.sub(" ", _RST_LINK.sub(" ", line)))
+    if "://" in prose:
+        prose = re.sub(r"\S*://\S*", " ", prose)
+    for match in _PROSE_PATH.finditer(prose):
+        path = match.group(1).rstrip(".")
+        last = path.rstrip("/").rsplit("/", 1)[-1]
+        extension = last.rsplit(".", 1)[-1].lower() if "." in last else ""
+        if (path.endswith("/") and path.count("/") >= 2) or f".{extension}" in KNOWN_EXTENSIONS:
+            found.add(path.removeprefix("./").rstrip("/"), number, "path", "prose")
+
+
+def _fenced_mentions(found: _Mentions, line: str, number: int, source: str) -> None:
+    """Compound identifiers of a code line, not of its string literals and comments (a printed
+    trace or a comment names other programs' things as often as this repository's)."""
+    code = _COMMENT.sub("", _STRING.sub('""', line))
+    for match in _IDENTIFIER.finditer(code):
+        name = match.group()
+        if _is_compound_name(name) and not _keyword_argument(code, match.start(), match.end()):
+            found.add(name, number, "identifier", source)
+
+
+def _keyword_argument(code: str, start: int, end: int) -> bool:
+    """``f(x, allow_redirects=False)``: the keyword belongs to the callee, whatever it is."""
+    before = code[:start].rstrip()
+    return code[end : end + 1] == "=" and code[end + 1 : end + 2] != "=" and before.endswith(("(", ","))
 
 
 def _link_mentions(found: _Mentions, line: str, number: int) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "DOC_EXTENSIONS",
     "DOC_LANGUAGES",
     "KNOWN_EXTENSIONS",
+    "LANGUAGE_NAMES",
     "PARSED_LANGUAGES",
     "TEXT_LANGUAGES",
     "detect_language",
@@ -187,6 +188,9 @@ _PREFIXED_FILENAMES: tuple[tuple[str, str], ...] = (
 
 KNOWN_EXTENSIONS = frozenset(_EXTENSIONS) | {".lock", ".sum", ".mod", ".env", ".example", ".sample"}
 """Extensions this module recognises; a dotted word ending in one reads as a file name."""
+
+LANGUAGE_NAMES = frozenset(_EXTENSIONS.values())
+"""The languages extensions map to (``python``, ``go``, …): a fence tag spelled as one is one."""
 
 TEXT_LANGUAGES = frozenset(
     (set(_EXTENSIONS.values()) | set(_FILENAMES.values()) | {k for _, k in _PREFIXED_FILENAMES})

@@ -1,0 +1,212 @@
+"""From claims to proved findings: open the history, walk it once, date when each doc named it.
+
+Runs between the read transaction and the model call, with no transaction open. Returns the
+judged check and what it cost (``facts.doc_check`` of the analysis): the history's status,
+commits walked, blobs read, seconds, and how many claims stayed unverified (named in docs, never
+in the code by history).
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from palimpsest.analyzer.doccheck import Claim, Claims, Judged, judge
+from palimpsest.analyzer.history import History, first_mentions, read_history
+from palimpsest.analyzer.snapshot import SnapshotIndex
+from palimpsest.analyzer.source import open_history
+from palimpsest.core.db import Conn
+from palimpsest.core.git import GitAuth, decode_path, read_blobs, run_git
+from palimpsest.core.git_errors import GitError
+from palimpsest.core.sources import SourcePolicy
+
+log = logging.getLogger(__name__)
+
+__all__ = ["AuthProvider", "prove", "prove_in"]
+
+AuthProvider = Callable[[Conn, UUID], Awaitable[GitAuth | None]]
+
+MAX_CLASSES = 200
+_SEGMENTS = re.compile(r"\.|::|#|->")
+_CLASS_LINE = re.compile(r"class\s+(\w+)\s*(?:\(([^)]*)\)|extends\s+([\w.]+))?")
+_CLASS_FILES = (
+    "*.py",
+    "*.pyi",
+    "*.js",
+    "*.mjs",
+    "*.ts",
+    "*.tsx",
+    "*.java",
+    "*.kt",
+    "*.scala",
+    "*.rb",
+    "*.php",
+)
+_NO_MEMBERS = frozenset({"object", "ABC", "Protocol", "Generic", "NamedTuple", "TypedDict", "Enum"})
+
+
+async def prove(
+    claims: Claims,
+    index: SnapshotIndex,
+    *,
+    clone_url: str,
+    branch: str,
+    policy: SourcePolicy,
+    auth: GitAuth | None = None,
+    list_unverified: bool = False,
+    timeout_s: float = 1800.0,
+) -> tuple[Judged, dict[str, Any]]:
+    """The judged documentation check of ``index`` and its cost (``facts.doc_check``)."""
+    if not claims.claims:
+        return judge(claims, None, list_unverified=list_unverified), {"history": "not_needed", "claims": 0}
+    async with open_history(
+        clone_url, branch, index.commit_sha, policy=policy, auth=auth, timeout_s=timeout_s
+    ) as source:
+        if source.git_dir is None:
+            judged = judge(claims, None, list_unverified=list_unverified)
+            return judged, _stats(claims, judged, None, 0.0, reason=source.reason)
+        return await prove_in(source.git_dir, claims, index.commit_sha, list_unverified, timeout_s)
+
+
+async def prove_in(
+    git_dir: Path, claims: Claims, commit: str, list_unverified: bool = False, timeout_s: float = 1800.0
+) -> tuple[Judged, dict[str, Any]]:
+    """The check against the history of ``commit`` in ``git_dir`` (also used by the benchmark)."""
+    started = time.monotonic()
+    try:
+        head_paths, links = await _tree_paths(git_dir, commit, timeout_s)
+        claims = _linked_away(claims, head_paths, links)
+        claims = await _inherited_away(git_dir, commit, claims, timeout_s)
+        history = await read_history(
+            git_dir, commit, claims.identifiers, head_paths=head_paths, timeout_s=timeout_s
+        )
+    except GitError as exc:
+        log.warning("reading history for the documentation check failed: %s", exc)
+        judged = judge(claims, None, list_unverified=list_unverified)
+        return judged, _stats(claims, judged, None, time.monotonic() - started, reason=str(exc))
+    first = judge(claims, history)
+    proved = {(f.doc, f.line) for f in first.findings if f.evidence is not None}
+    named = [(c.mention.doc, c.mention.line, c.mention.name) for c in claims.claims]
+    lines = await first_mentions(git_dir, commit, (n for n in named if (n[0], n[1]) in proved))
+    judged = judge(claims, history, lines=lines, list_unverified=list_unverified)
+    return judged, _stats(claims, judged, history, time.monotonic() - started)
+
+
+async def _tree_paths(git_dir: Path, commit: str, timeout_s: float) -> tuple[set[str], dict[str, str]]:
+    """Every path of the snapshot's tree, and its symbolic links with their targets."""
+    out = await run_git(["ls-tree", "-r", "-z", commit], cwd=git_dir, timeout_s=timeout_s)
+    paths: set[str] = set()
+    links: dict[str, str] = {}  # blob id → link path, until the targets are read
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw = record.partition(b"\t")
+        path = decode_path(raw)
+        paths.add(path)
+        mode, _, rest = meta.partition(b" ")
+        if mode == b"120000":
+            links[rest.split(b" ")[-1].decode("ascii")] = path
+    targets: dict[str, str] = {}
+    if links:
+        async for sha, content in read_blobs(git_dir, links, missing_ok=True, lazy_fetch=False):
+            targets[links[sha]] = content.decode("utf-8", "replace")
+    return paths, targets
+
+
+def _through_links(path: str, links: dict[str, str], tree: set[str], dirs: set[str]) -> bool:
+    """Whether ``path`` exists once symbolic links on its way are followed (a few hops at most)."""
+    for _ in range(8):
+        parts = path.split("/")
+        for i in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:i])
+            if prefix in links:
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(prefix), links[prefix]))
+                path = "/".join([target, *parts[i:]])
+                break
+        else:
+            return False
+        if not path.startswith("..") and (path in tree or path in dirs):
+            return True
+    return False
+
+
+def _linked_away(claims: Claims, tree: set[str], links: dict[str, str]) -> Claims:
+    """The claims left once paths reached through symbolic links are resolved."""
+    if not links:
+        return claims
+    dirs = {"/".join(p.split("/")[:i]) for p in tree for i in range(1, p.count("/") + 1)}
+    kept = [
+        c
+        for c in claims.claims
+        if c.kind == "missing_identifier" or not any(_through_links(p, links, tree, dirs) for p in c.lookups)
+    ]
+    return replace(claims, claims=kept)
+
+
+async def _inherited_away(git_dir: Path, commit: str, claims: Claims, timeout_s: float) -> Claims:
+    """Drop ``Class.member`` claims whose class still exists and extends a class from outside
+    the repository (``class Selector(parsel.Selector)``): the member may well be inherited."""
+    owners: dict[str, list[Claim]] = defaultdict(list)
+    for claim in claims.claims:
+        segments = [s for s in _SEGMENTS.split(claim.mention.name) if s]
+        if claim.kind == "missing_identifier" and len(segments) >= 2 and segments[-2] in claims.symbols:
+            owners[segments[-2]].append(claim)
+    if not owners:
+        return claims
+    foreign = await _foreign_bases(git_dir, commit, sorted(owners)[:MAX_CLASSES], claims.symbols, timeout_s)
+    dropped = {id(c) for name in foreign for c in owners[name]}
+    return replace(claims, claims=[c for c in claims.claims if id(c) not in dropped])
+
+
+async def _foreign_bases(
+    git_dir: Path, commit: str, classes: list[str], symbols: set[str], timeout_s: float
+) -> set[str]:
+    """Which of ``classes`` are declared (at ``commit``) with a base class defined elsewhere."""
+    names = "|".join(re.escape(c) for c in classes)
+    args = ["grep", "-h", "-I", "-E", "-e", f"class[[:space:]]+({names})([^[:alnum:]_]|$)", commit]
+    try:
+        out = await run_git([*args, "--", *_CLASS_FILES], cwd=git_dir, timeout_s=timeout_s)
+    except GitError:  # git grep exits 1 when nothing matches
+        return set()
+    foreign: set[str] = set()
+    for line in out.decode("utf-8", "replace").splitlines():
+        found = _CLASS_LINE.search(line)
+        if found is None or found.group(1) not in classes:
+            continue
+        written = found.group(2) or found.group(3) or ""
+        bases = [b.strip().split(".")[-1].split("[")[0] for b in written.split(",")]
+        if any(b.isidentifier() and b not in symbols and b not in _NO_MEMBERS for b in bases):
+            foreign.add(found.group(1))
+    return foreign
+
+
+def _stats(
+    claims: Claims, judged: Judged, history: History | None, seconds: float, *, reason: str | None = None
+) -> dict[str, Any]:
+    stats: dict[str, Any] = {
+        "history": "read" if history is not None else "unavailable",
+        "claims": len(claims.claims),
+        "proved": sum(1 for f in judged.findings if f.evidence is not None),
+        "unverified_count": judged.unverified_count,
+        "seconds": round(seconds, 3),
+    }
+    if reason:
+        stats["reason"] = reason[:300]
+    if history is not None:
+        stats.update(
+            commits=history.commits,
+            blobs_read=history.blobs_read,
+            bytes_read=history.bytes_read,
+            complete=history.complete,
+        )
+    if judged.unverified:
+        stats["unverified"] = judged.unverified
+    return stats

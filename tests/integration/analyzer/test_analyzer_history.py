@@ -1,0 +1,153 @@
+"""The history pass on real git repositories the tests build: what it proves, and what it refuses.
+
+No database: :func:`read_history` reads ``git log --first-parent --raw`` and the old blobs of the
+repository directly, as the analyzer does after its read transaction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from palimpsest.analyzer.history import blame_lines, first_mentions, read_history
+from palimpsest.analyzer.source import open_history
+from palimpsest.core.sources import SourcePolicy
+from tests.support.gitrepo import checkout, commit, git, init_repo, merge, move
+
+
+def _paths(repo: Path) -> set[str]:
+    return set(git(repo, "ls-tree", "-r", "--name-only", "HEAD").split())
+
+
+async def test_a_definition_removed_on_a_merged_branch_is_removed_by_the_merge(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    base = commit(repo, "2023-01-01", {"app/core.py": "def old_name(x):\n    return x\n"})
+    checkout(repo, "topic", create=True)
+    commit(repo, "2023-02-01", {"app/core.py": "def new_name(x):\n    return x\n"})
+    checkout(repo, "main")
+    commit(repo, "2023-02-15", {"README.md": "# R\n"})
+    side = git(repo, "rev-parse", "HEAD").strip()
+    merged = merge(repo, "2023-03-01", "topic")
+    history = await read_history(repo, merged, {"old_name"}, head_paths=_paths(repo))
+    evidence = history.identifier("old_name")
+    assert evidence is not None
+    # first-parent: the change landed on main with the merge; its first parent still had it
+    assert (evidence.removed_in_commit, evidence.last_seen_commit) == (merged, side)
+    assert evidence.renamed_to == "new_name" and evidence.seen_in == "app/core.py"
+    assert base != side
+
+
+async def test_docs_examples_and_never_defined_names_prove_nothing(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2023-01-01",
+        {
+            "README.md": "```python\ndef only_in_docs(x):\n    return x\n```\n",
+            "app.py": "value = used_not_defined(1)\n",
+        },
+    )
+    last = commit(repo, "2023-02-01", {"README.md": "# R\n", "app.py": "value = 1\n"})
+    history = await read_history(repo, last, {"only_in_docs", "used_not_defined"}, head_paths=_paths(repo))
+    assert history.identifier("only_in_docs") is None  # a doc is not the code
+    assert history.identifier("used_not_defined") is None  # a use is not a definition
+    assert history.complete and history.commits == 2
+
+
+async def test_paths_deleted_moved_and_re_added(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    first = commit(
+        repo,
+        "2023-01-01",
+        {"pkg/a.py": "A = 1\n", "pkg/b.py": "B = 2\n", "tools/run.sh": "echo\n", "back.py": "X = 1\n"},
+    )
+    moved = move(repo, "2023-02-01", "pkg", "lib/pkg")
+    gone = commit(repo, "2023-03-01", {"tools/run.sh": None, "back.py": None})
+    head = commit(repo, "2023-04-01", {"back.py": "X = 2\n"})  # re-added: it exists again
+    history = await read_history(repo, head, set(), head_paths=_paths(repo))
+    folder = history.path("pkg")
+    assert folder is not None and folder.renamed_to == "lib/pkg"
+    assert (folder.last_seen_commit, folder.removed_in_commit) == (first, moved)
+    script = history.path("tools/run.sh")
+    assert script is not None and script.renamed_to is None
+    assert (script.last_seen_commit, script.removed_in_commit) == (moved, gone)
+    assert history.path("tools") is not None  # the folder went with its only file
+    assert history.path("back.py") is None and history.path("never/there.py") is None
+    moved_file = history.path("pkg/a.py")
+    assert moved_file is not None and moved_file.renamed_to == "lib/pkg/a.py"
+
+
+async def test_each_old_blob_is_read_once(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    body = "def keep(x):\n    return x\n"
+    commit(repo, "2023-01-01", {"m.py": body, "n.py": "N = 1\n"})
+    commit(repo, "2023-02-01", {"m.py": body + "# 1\n"})
+    commit(repo, "2023-03-01", {"m.py": body})  # a revert: the same blob as the first
+    last = commit(repo, "2023-04-01", {"m.py": body + "# 2\n"})
+    history = await read_history(repo, last, {"never_defined"}, head_paths=_paths(repo))
+    assert history.blobs_read == 2 and history.complete  # three old sides, two distinct blobs
+
+
+async def test_a_blob_budget_stops_the_reading_and_says_so(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo, "2023-01-01", {"a.py": "A = 1\n" + "# pad\n" * 50, "b.py": "def gone_later(x):\n    return x\n"}
+    )
+    last = commit(repo, "2023-02-01", {"a.py": "A = 2\n", "b.py": "B = 1\n"})
+    history = await read_history(repo, last, {"gone_later"}, head_paths=_paths(repo), max_blob_bytes=10)
+    # a.py's old blob alone is over the budget: b.py's is never read, so nothing is claimed
+    assert not history.complete and history.blobs_read == 1 and history.identifier("gone_later") is None
+
+
+async def test_blame_dates_each_claimed_line(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    first = commit(repo, "2023-01-01", {"README.md": "# R\n\nCall `a()`.\n"})
+    second = commit(repo, "2024-01-01", {"README.md": "# R\n\nCall `a()`.\n\nCall `b()`.\n"})
+    lines = await blame_lines(repo, second, [("README.md", 3), ("README.md", 5), ("missing.md", 1)])
+    assert lines[("README.md", 3)].commit == first and lines[("README.md", 5)].commit == second
+    assert lines[("README.md", 3)].when.year == 2023 and ("missing.md", 1) not in lines
+
+
+@pytest.mark.parametrize("allow_local", [True, False])
+async def test_the_source_policy_decides_whether_history_is_read(tmp_path: Path, allow_local: bool) -> None:
+    repo = init_repo(tmp_path / "r")
+    sha = commit(repo, "2023-01-01", {"a.py": "A = 1\n"})
+    policy = SourcePolicy(allow_local=allow_local)
+    async with open_history(str(repo), "main", sha, policy=policy) as source:
+        if allow_local:
+            assert source.git_dir == repo and source.local and source.reason is None
+        else:
+            assert source.git_dir is None and source.reason is not None and "refused" in source.reason
+    async with open_history(str(repo), "main", "f" * 40, policy=SourcePolicy(allow_local=True)) as source:
+        assert source.git_dir is None and "no longer holds" in (source.reason or "")
+
+
+async def test_test_data_golden_files_and_vendored_code_are_not_the_code(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    body = "var (\n\tcfgFile string\n)\nfunc initConfig() {}\n"
+    commit(
+        repo,
+        "2023-01-01",
+        {
+            "cmd/testdata/root.go.golden": body,
+            "vendor/x/lib.go": "func VendoredThing() {}\n",
+            "a.go": "package a\n",
+        },
+    )
+    last = commit(repo, "2023-02-01", {"cmd/testdata/root.go.golden": None, "vendor/x/lib.go": None})
+    history = await read_history(repo, last, {"initConfig", "VendoredThing"}, head_paths=_paths(repo))
+    assert history.identifier("initConfig") is None and history.identifier("VendoredThing") is None
+
+
+async def test_when_a_doc_first_named_something_survives_a_reformatting(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    first = commit(repo, "2015-01-01", {"docs/tree.rst": "Tree\n====\n\n* celery.bin.amqp.AMQPAdmin\n"})
+    commit(repo, "2016-04-13", {"docs/tree.rst": "Tree\n====\n\n* ``celery.bin.amqp.AMQPAdmin``\n"})
+    head = commit(repo, "2017-01-01", {"other.py": "X = 1\n"})
+    lines = await blame_lines(repo, head, [("docs/tree.rst", 4)])
+    assert lines[("docs/tree.rst", 4)].when.year == 2016  # blame sees the markup change
+    named = await first_mentions(repo, head, [("docs/tree.rst", 4, "celery.bin.amqp.AMQPAdmin")])
+    assert named[("docs/tree.rst", 4)].commit == first  # the doc has named it since 2015
+    fallback = await first_mentions(repo, head, [("docs/tree.rst", 4, "not in the doc")])
+    assert fallback[("docs/tree.rst", 4)].when.year == 2016  # nothing added it: blame decides
