@@ -9,6 +9,7 @@ stays the repository's newest, and a second review of the same base builds nothi
 from __future__ import annotations
 
 from pathlib import Path
+from uuid import UUID
 
 from palimpsest.cli.commands_review import review_local
 from palimpsest.core.db import tenant_tx
@@ -86,13 +87,7 @@ async def test_a_review_of_an_older_base_builds_and_uses_that_base(infra: Infra,
     assert sum("indexing the base" in line for line in said) == 1  # the second review reuses it
     assert second["snapshot_id"] == first["snapshot_id"]
 
-    rows = await query(
-        infra,
-        tenant,
-        "SELECT commit_sha, state, pinned FROM code_index_snapshots WHERE repository_id = %s ORDER BY created_at",
-        repo_id,
-    )
-    assert [(r["commit_sha"], r["state"], r["pinned"]) for r in rows] == [
+    assert await snapshots(infra, tenant, repo_id) == [
         (shas["main"], "ready", False),
         (shas["base"], "ready", True),
     ]
@@ -100,13 +95,7 @@ async def test_a_review_of_an_older_base_builds_and_uses_that_base(infra: Infra,
     later = commit(tmp_path / "repo", "2024-04-01T00:00:00+00:00", {"src/ledger.py": LEDGER + "\n# later\n"})
     async with running(infra, indexer_definitions({tenant})):
         await index(infra, tenant, repo_id)
-    rows = await query(
-        infra,
-        tenant,
-        "SELECT commit_sha, state, pinned FROM code_index_snapshots WHERE repository_id = %s ORDER BY created_at",
-        repo_id,
-    )
-    assert [(r["commit_sha"], r["state"], r["pinned"]) for r in rows] == [
+    assert await snapshots(infra, tenant, repo_id) == [
         (shas["main"], "superseded", False),
         (shas["base"], "ready", True),
         (later, "ready", False),
@@ -118,6 +107,16 @@ async def test_a_review_of_an_older_base_builds_and_uses_that_base(infra: Infra,
         assert newest is not None and newest["commit_sha"] == shas["main"]
         hits = await lexical_search(conn, repo_id, "balance")
     assert hits and all(h.blob_sha != _blob(tmp_path / "repo", shas["base"], h.path) for h in hits)
+
+
+async def snapshots(infra: Infra, tenant: UUID, repo_id: UUID) -> list[tuple[str, str, bool]]:
+    rows = await query(
+        infra,
+        tenant,
+        "SELECT commit_sha, state, pinned FROM code_index_snapshots WHERE repository_id = %s ORDER BY created_at",
+        repo_id,
+    )
+    return [(r["commit_sha"], r["state"], r["pinned"]) for r in rows]
 
 
 def _blob(repo: Path, rev: str, path: str) -> str:

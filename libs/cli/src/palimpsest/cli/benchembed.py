@@ -33,7 +33,7 @@ from palimpsest.cli.local import local_tenant, register_path
 from palimpsest.cli.output import progress
 from palimpsest.cli.pipeline import request, wait_for, watching
 from palimpsest.cli.runner import running_services
-from palimpsest.cli.stack import open_stack
+from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.ids import uuid7
@@ -60,10 +60,7 @@ async def run_bench_embed(
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-embed-") as tmp:
         root = Path(tmp)
         repo, _, _ = make_repository(root, files, total_bytes)
-        s = settings
-        if not (settings.database_url or settings.migration_database_url):
-            s = settings.model_copy(update={"home": root / "home"})
-        s = s.model_copy(update={"allow_local_sources": True})
+        s = scratch_settings(settings, root / "home")
         with fakeembed.running(DIMENSION) as url:
             async with (
                 open_stack(s) as stack,

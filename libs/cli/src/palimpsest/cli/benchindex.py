@@ -26,7 +26,7 @@ import psutil
 from palimpsest.cli.local import local_tenant, register_path
 from palimpsest.cli.pipeline import index_and_wait
 from palimpsest.cli.runner import running_services
-from palimpsest.cli.stack import open_stack
+from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.index.search import lexical_search
@@ -248,10 +248,7 @@ async def run_bench_index(
         t0 = time.perf_counter()
         repo, idents, corpus = make_repository(root, files, total_bytes)
         generate_s = time.perf_counter() - t0
-        s = settings
-        if not (settings.database_url or settings.migration_database_url):
-            s = settings.model_copy(update={"home": root / "home"})
-        s = s.model_copy(update={"allow_local_sources": True})
+        s = scratch_settings(settings, root / "home")
         async with open_stack(s) as stack, running_services(s, stack) as infra:
             pool, nc = infra.pool, infra.nc
             tenant = await local_tenant(pool, Path(s.home))

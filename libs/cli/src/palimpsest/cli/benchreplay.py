@@ -34,7 +34,7 @@ from palimpsest.cli.local import default_branch, local_tenant, register_path
 from palimpsest.cli.pipeline import request, wait_for, watching
 from palimpsest.cli.replay import Change, Truth, git, recall
 from palimpsest.cli.runner import running_services
-from palimpsest.cli.stack import open_stack
+from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.settings import BaseServiceSettings
@@ -74,10 +74,7 @@ async def run_bench_replay(
     with tempfile.TemporaryDirectory(prefix="palimpsest-replay-") as tmp, _budget_env(budget):
         root = Path(tmp)
         scratch = _scratch_repository(repo, root / "replay.git")
-        s = settings
-        if not (settings.database_url or settings.migration_database_url):
-            s = settings.model_copy(update={"home": root / "home"})
-        s = s.model_copy(update={"allow_local_sources": True})
+        s = scratch_settings(settings, root / "home")
         async with open_stack(s) as stack, running_services(s, stack) as infra:
             tenant = await local_tenant(infra.pool, Path(s.home))
             for i, change in enumerate(union, 1):

@@ -237,14 +237,11 @@ async def run_bench_cochange(
     run every seed against the repository's history."""
     from palimpsest.cli.local import local_tenant
     from palimpsest.cli.runner import running_services
-    from palimpsest.cli.stack import open_stack
+    from palimpsest.cli.stack import open_stack, scratch_settings
 
     sha = _git("-C", str(repo), "rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}")
     with tempfile.TemporaryDirectory(prefix="palimpsest-home-") as home:
-        s = settings
-        if not (settings.database_url or settings.migration_database_url):
-            s = settings.model_copy(update={"home": Path(home)})
-        s = s.model_copy(update={"allow_local_sources": True})
+        s = scratch_settings(settings, Path(home))
         progress(f"indexing {repo} at {sha[:12]} through the pipeline…")
         async with open_stack(s) as stack, running_services(s, stack) as infra:
             tenant = await local_tenant(infra.pool, Path(s.home))

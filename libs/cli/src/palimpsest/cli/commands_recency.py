@@ -93,7 +93,7 @@ async def run_bench_recency(
     """Serve a generated (or given) history over HTTP and scan it on a scratch stack."""
     from pydantic import SecretStr
 
-    from palimpsest.cli.stack import open_stack
+    from palimpsest.cli.stack import open_stack, scratch_settings
     from palimpsest.cli.tenants import create_tenant
     from palimpsest.core.db import tenant_tx
     from palimpsest.core.ids import uuid7
@@ -107,9 +107,7 @@ async def run_bench_recency(
             ["--repo", str(repo)] if repo is not None else ["--generate", str(commits), str(files), str(seed)]
         )
         progress("generating the history with git fast-import…" if repo is None else f"serving {repo}…")
-        s = settings
-        if not (settings.database_url or settings.migration_database_url):
-            s = settings.model_copy(update={"home": root / "home"})
+        s = scratch_settings(settings, root / "home", local_sources=False)
         with BenchServer(["--root", str(root), *source]) as server:
             info = server.info
             progress(f"history ready ({info.get('generate_s', 0)}s); starting a scratch stack…")

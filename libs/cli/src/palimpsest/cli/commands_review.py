@@ -258,15 +258,12 @@ async def run_bench_review(settings: Any, *, files: int, total_bytes: int, runs:
     from palimpsest.cli.local import local_tenant, register_path
     from palimpsest.cli.pipeline import index_and_wait
     from palimpsest.cli.runner import running_services
-    from palimpsest.cli.stack import open_stack
+    from palimpsest.cli.stack import open_stack, scratch_settings
 
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-review-") as tmp:
         root = Path(tmp)
         repo, idents, corpus = make_repository(root, files, total_bytes)
-        s = settings
-        if not (settings.database_url or settings.migration_database_url):
-            s = settings.model_copy(update={"home": root / "home"})
-        s = s.model_copy(update={"allow_local_sources": True})
+        s = scratch_settings(settings, root / "home")
         async with open_stack(s) as stack, running_services(s, stack) as infra:
             tenant = await local_tenant(infra.pool, Path(s.home))
             repo_id = await register_path(infra.pool, tenant, repo)

@@ -47,6 +47,17 @@ class StackInfo:
         return d
 
 
+def scratch_settings(
+    settings: BaseServiceSettings, home: Path, *, local_sources: bool = True
+) -> BaseServiceSettings:
+    """A benchmark's settings: its own scratch ``home`` for the embedded servers (configured
+    servers are used as they are), and local repositories allowed as sources."""
+    s = settings
+    if not (settings.database_url or settings.migration_database_url):
+        s = settings.model_copy(update={"home": home})
+    return s.model_copy(update={"allow_local_sources": True}) if local_sources else s
+
+
 def _redact(url: str) -> str:
     from palimpsest.core.db import describe
 
