@@ -51,8 +51,8 @@ KEEP_STALE_DOC_SCORE = 0.6
 STALE_USAGE_NOTE = "stale: names what this change touches, may need updating"
 RRF_K = 60  # cross-repository chunks: reciprocal rank in their source
 # The chance that a source's n-th file (0-based) belongs in the review is a · (1 + n) ** -k, as
-# measured on real merged changes replayed as pull requests (`palimpsest bench replay`: 96 changes
-# of eight public repositories in five languages; the truth is the rest of the change and the
+# measured on real merged changes replayed as pull requests (`palimpsest bench replay --signals`: 96 changes
+# of eight public repositories in six languages; the truth is the rest of the change and the
 # files that use what it changes). Fitted by maximum likelihood; fitted on seven repositories, the
 # eighth's recall moved by at most 0.02. Usage stays likely deep into its list; co-change and the
 # graph neighbourhood fall off fast; similar text is a weak hint throughout.
