@@ -57,26 +57,19 @@ async def test_a_review_of_an_older_base_builds_and_uses_that_base(infra: Infra,
         ):
             await index(infra, tenant, repo_id)  # the branch's head
             said: list[str] = []
-            first = await review_local(
-                infra.pool,
-                infra.nc,
-                tenant,
-                tmp_path / "repo",
-                shas["base"],
-                "feature",
-                timeout_s=90,
-                say=said.append,
-            )
-            second = await review_local(
-                infra.pool,
-                infra.nc,
-                tenant,
-                tmp_path / "repo",
-                shas["base"],
-                "feature",
-                timeout_s=90,
-                say=said.append,
-            )
+            first, second = [
+                await review_local(
+                    infra.pool,
+                    infra.nc,
+                    tenant,
+                    tmp_path / "repo",
+                    shas["base"],
+                    "feature",
+                    timeout_s=90,
+                    say=said.append,
+                )
+                for _ in range(2)
+            ]
     finally:
         await gateway.aclose()
     assert first["state"] == second["state"] == "completed"

@@ -31,12 +31,11 @@ from nats.aio.client import Client as NATS
 from palimpsest.cli import replay
 from palimpsest.cli.commands_review import review_local
 from palimpsest.cli.local import default_branch, local_tenant, register_path
-from palimpsest.cli.pipeline import request, wait_for, watching
+from palimpsest.cli.pipeline import index_and_wait
 from palimpsest.cli.replay import Change, Truth, git, recall
 from palimpsest.cli.runner import running_services
 from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.core.db import Pool, tenant_tx
-from palimpsest.core.events import IndexRequested
 from palimpsest.core.settings import BaseServiceSettings
 
 __all__ = ["STRATEGIES", "run_bench_replay", "summarize"]
@@ -130,7 +129,10 @@ async def _replay_one(
 ) -> dict[str, Any]:
     git(scratch, "update-ref", "refs/heads/main", change.parent)
     repo_id = await register_path(pool, tenant, scratch)
-    built = await _index(pool, nc, tenant, repo_id)
+    # the branch as it is now, and the history up to it: both are waited for
+    built = (await index_and_wait(pool, nc, tenant, repo_id, reason="push", recency_required=True))[
+        "snapshot.built"
+    ]
     truth = await asyncio.to_thread(replay.truth_of, repo, change)
     head = _seed_commit(scratch, change, truth.seed)
     started = time.perf_counter()
@@ -167,15 +169,6 @@ async def _replay_one(
         "baselines": base,
         **({"signals": signals} if signals else {}),
     }
-
-
-async def _index(pool: Pool, nc: NATS, tenant: UUID, repo_id: UUID) -> dict[str, Any]:
-    """Index the branch as it is now and wait for both the snapshot and the recency scan."""
-    event = IndexRequested(tenant_id=tenant, repository_id=repo_id, reason="push")
-    async with watching(nc, event.request_id, ("snapshot.built", "recency.scanned")) as waiter:
-        await request(pool, event)
-        found = await wait_for(waiter, ("snapshot.built", "recency.scanned"), timeout_s=3600)
-    return found["snapshot.built"]
 
 
 def _seed_commit(scratch: Path, change: Change, seed: str) -> str:
@@ -334,7 +327,7 @@ def fit_precision(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, floa
 def ablation(records: Iterable[dict[str, Any]]) -> dict[str, float]:
     """Recall of targets and usages together at the context's file count when the files are ranked
     from every source (``all``) and from all but one: what each source adds to the ranking."""
-    from palimpsest.reviewer.context import SOURCE_PRECISION
+    from palimpsest.reviewer.context import SOURCE_PRECISION, file_chance
 
     rows = [r for r in records if r.get("signals") and (r["targets"] or r["usages"])]
     out: dict[str, float] = {}
@@ -344,13 +337,9 @@ def ablation(records: Iterable[dict[str, Any]]) -> dict[str, float]:
             truth = {*record["targets"], *record["usages"]}
             chance: dict[str, float] = {}
             for path, ranks in record["signals"].items():
-                miss = 1.0
-                for source, rank in ranks.items():
-                    if source != left_out:
-                        a, k = SOURCE_PRECISION.get(source, (0.0, 1.0))
-                        miss *= 1.0 - a * (1 + int(rank)) ** -k
-                if path != record["seed"] and miss < 1.0:
-                    chance[path] = 1.0 - miss
+                p = file_chance({s: int(r) for s, r in ranks.items() if s != left_out})
+                if path != record["seed"] and p > 0:
+                    chance[path] = p
             top = sorted(chance, key=lambda p: (-chance[p], p))[: record["files"]]
             values.append(len(truth & set(top)) / len(truth))
         out[left_out if left_out == "all" else f"without_{left_out}"] = (

@@ -101,16 +101,19 @@ async def index_and_wait(
     timeout_s: float = 3600.0,
     tick: Callable[[UUID], Awaitable[None]] | None = None,
     commit_sha: str | None = None,
+    recency_required: bool = False,
 ) -> dict[str, dict[str, Any]]:
-    """Request an index build and wait for ``snapshot.built`` (and ``recency.scanned``, except for
-    a review base's pinned snapshot, which the scanner leaves alone)."""
+    """Request an index build and wait for ``snapshot.built`` and ``recency.scanned`` (for the
+    scan, a grace period unless ``recency_required``; not at all for a review base's pinned
+    snapshot, which the scanner leaves alone)."""
     event = IndexRequested(
         tenant_id=tenant,
         repository_id=repository_id,
         reason=reason,  # type: ignore[arg-type]
         commit_sha=commit_sha,
     )
-    optional = () if reason == "review" else ("recency.scanned",)
+    scan = () if reason == "review" else ("recency.scanned",)
+    required, optional = (("snapshot.built", *scan), ()) if recency_required else (("snapshot.built",), scan)
     async with watching(nc, event.request_id, ("snapshot.built", "recency.scanned")) as waiter:
         await request(pool, event)
 
@@ -118,6 +121,4 @@ async def index_and_wait(
             if tick is not None:
                 await tick(event.request_id)
 
-        return await wait_for(
-            waiter, ("snapshot.built",), timeout_s=timeout_s, tick=on_tick, optional=optional
-        )
+        return await wait_for(waiter, required, timeout_s=timeout_s, tick=on_tick, optional=optional)

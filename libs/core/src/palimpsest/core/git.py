@@ -540,6 +540,38 @@ async def run_git(
     return b"".join(parts)
 
 
+async def clone_bare(
+    target: CloneTarget,
+    dest: Path,
+    branch: str,
+    *,
+    auth: GitAuth | None,
+    timeout_s: float,
+    options: Sequence[str] = (),
+) -> None:
+    """``git clone --bare --single-branch --no-tags`` of ``branch`` from a checked remote into
+    ``dest``, reaching exactly the checked transport and addresses; ``options`` narrow it (for
+    example ``--depth 1``)."""
+    await run_git(
+        [
+            "clone",
+            "--bare",
+            "--single-branch",
+            "--no-tags",
+            *options,
+            "--branch",
+            branch,
+            "--",
+            target.url,
+            str(dest),
+        ],
+        auth=auth,
+        timeout_s=timeout_s,
+        allowed_protocols=target.protocols,
+        pins=target.pins,
+    )
+
+
 # ---------------------------------------------------------------------------------- temp dirs
 
 

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from palimpsest.core.git import GitAuth, check_remote, run_git, scrub, temporary_clone_dir
+from palimpsest.core.git import GitAuth, check_remote, clone_bare, run_git, scrub, temporary_clone_dir
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
 
@@ -59,23 +59,7 @@ async def open_history(
     async with temporary_clone_dir(tmp_parent) as tmp:
         repo = tmp / "repo.git"
         try:
-            await run_git(
-                [
-                    "clone",
-                    "--bare",
-                    "--single-branch",
-                    "--no-tags",
-                    "--branch",
-                    branch,
-                    "--",
-                    target.url,
-                    str(repo),
-                ],
-                auth=auth,
-                timeout_s=timeout_s,
-                allowed_protocols=target.protocols,
-                pins=target.pins,
-            )
+            await clone_bare(target, repo, branch, auth=auth, timeout_s=timeout_s)
         except GitError as exc:
             reason = scrub(str(exc), auth)
             log.warning("history clone for the documentation check failed: %s", reason)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from palimpsest.chunker.errors import BuildFailed
-from palimpsest.core.git import GitAuth, check_remote, resolve_ref, run_git, temporary_clone_dir
+from palimpsest.core.git import GitAuth, check_remote, clone_bare, resolve_ref, temporary_clone_dir
 from palimpsest.core.git_errors import GitError, GitFailure, source_reason
 from palimpsest.core.sources import SourcePolicy
 
@@ -53,26 +53,8 @@ async def open_source(
         if commit is not None:
             raise BuildFailed("source_unsupported", "a pinned commit is built from local sources only")
         async with temporary_clone_dir(tmp_parent) as tmp:
-            await run_git(
-                [
-                    "clone",
-                    "--bare",
-                    "--depth",
-                    "1",
-                    "--single-branch",
-                    "--no-tags",
-                    "--branch",
-                    branch,
-                    "--",
-                    target.url,
-                    str(tmp / "repo.git"),
-                ],
-                auth=auth,
-                timeout_s=timeout_s,
-                allowed_protocols=target.protocols,
-                pins=target.pins,
-            )
             repo = tmp / "repo.git"
+            await clone_bare(target, repo, branch, auth=auth, timeout_s=timeout_s, options=("--depth", "1"))
             commit = await resolve_ref(repo, "HEAD", timeout_s=timeout_s)
             yield Source(repo, commit, local=False)
     except GitError as exc:

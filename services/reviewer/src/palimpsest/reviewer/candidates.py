@@ -266,6 +266,7 @@ async def neighbourhood(
     limit: int,
     *,
     words: Sequence[str] = (),
+    memo: ChunkMemo | None = None,
 ) -> list[Candidate]:
     """The changed files' tests (or code under test), then the graph's 1-hop ranking blended with
     co-change history and recency, seeded by the changed code files the graph knows; each file
@@ -296,13 +297,8 @@ async def neighbourhood(
     for entry in result.entries:
         if entry.path not in changed and len(reasons) < limit:
             reasons.setdefault(entry.path, entry.reason)
-    pattern = _words_pattern(words)
-    out = []
-    for row in await best_chunks(conn, repository_id, snapshot_id, list(reasons)[:limit], words):
-        cand = _candidate("neighbourhood", row, reasons[row["path"]])
-        line = _match_line(row, pattern)
-        out.append(focus(cand, line) if line is not None else cand)
-    return out
+    rows = await best_chunks(conn, repository_id, snapshot_id, list(reasons)[:limit], words, memo=memo)
+    return _focused("neighbourhood", rows, reasons, words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +350,7 @@ async def cochange(
     *,
     words: Sequence[str] = (),
     min_commits: int = COCHANGE_MIN_COMMITS,
+    memo: ChunkMemo | None = None,
 ) -> tuple[list[Candidate], list[str]]:
     """Files that historically change with the changed files but are not in the pull request.
 
@@ -369,28 +366,59 @@ async def cochange(
     present = {row["path"] for row in await cur.fetchall()}
     found = [p for p in found if p.path in present]  # a partner the tree no longer has is not missing
     missing = [p.path for p in found if p.commits >= min_commits]
-    chosen = {p.path: p for p in found[:limit]} if limit > 0 else {}
-    rows = await best_chunks(conn, repository_id, snapshot_id, list(chosen), words)
+    reasons = {
+        p.path: f"changed together with {p.partner_of} in {p.commits} commit{'s' if p.commits != 1 else ''}"
+        for p in (found[:limit] if limit > 0 else [])
+    }
+    rows = await best_chunks(conn, repository_id, snapshot_id, list(reasons), words, memo=memo)
+    return _focused("cochange", rows, reasons, words), missing
+
+
+def _focused(
+    source: Source, rows: Sequence[dict[str, Any]], reasons: Mapping[str, str], words: Sequence[str]
+) -> list[Candidate]:
+    """Candidates of ``rows`` (one chunk per path), each narrowed to the lines around the first
+    mention of ``words`` when it has one."""
     pattern = _words_pattern(words)
     out = []
     for row in rows:
-        p = chosen[row["path"]]
-        reason = f"changed together with {p.partner_of} in {p.commits} commit{'s' if p.commits != 1 else ''}"
-        cand = _candidate("cochange", row, reason)
+        cand = _candidate(source, row, reasons[row["path"]])
         line = _match_line(row, pattern)
         out.append(focus(cand, line) if line is not None else cand)
-    return out, missing
+    return out
+
+
+ChunkMemo = dict[tuple[str, tuple[str, ...]], dict[str, Any]]  # (path, words) -> its best chunk
 
 
 async def best_chunks(
-    conn: Conn, repository_id: UUID, snapshot_id: UUID, paths: Sequence[str], words: Sequence[str]
+    conn: Conn,
+    repository_id: UUID,
+    snapshot_id: UUID,
+    paths: Sequence[str],
+    words: Sequence[str],
+    *,
+    memo: ChunkMemo | None = None,
 ) -> list[dict[str, Any]]:
     """Per path (in order): the chunk that mentions most of ``words`` as whole words (the part of
-    the file that relates to the change), else the file's first chunk."""
+    the file that relates to the change), else the file's first chunk. ``memo`` keeps what one
+    context assembly already read (the neighbourhood and co-change share many files)."""
     if not paths:
         return []
     if not words:
         return await first_chunks(conn, repository_id, snapshot_id, paths)
+    memo = memo if memo is not None else {}
+    key = tuple(words)
+    wanted = [p for p in paths if (p, key) not in memo]
+    if wanted:
+        for path, row in (await _best_chunks(conn, repository_id, snapshot_id, wanted, words)).items():
+            memo[(path, key)] = row
+    return [dict(memo[(p, key)]) for p in paths if (p, key) in memo]
+
+
+async def _best_chunks(
+    conn: Conn, repository_id: UUID, snapshot_id: UUID, paths: Sequence[str], words: Sequence[str]
+) -> dict[str, dict[str, Any]]:
     cur = await conn.execute(
         f"SELECT f.path, p.i, {_CHUNK_COLUMNS} FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, i)"
         " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.path = p.path"
@@ -404,7 +432,7 @@ async def best_chunks(
         hits = len(set(pattern.findall(row["content"]))) if pattern is not None else 0
         if row["path"] not in best or hits > best[row["path"]][0]:
             best[row["path"]] = (hits, dict(row))
-    return [best[p][1] for p in paths if p in best]
+    return {path: row for path, (_, row) in best.items()}
 
 
 def _words_pattern(words: Sequence[str]) -> re.Pattern[str] | None:

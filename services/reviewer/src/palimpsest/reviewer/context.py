@@ -64,6 +64,17 @@ SOURCE_PRECISION: dict[str, tuple[float, float]] = {
     "related": (0.30, 0.30),
 }
 
+
+def file_chance(ranks: Mapping[str, int]) -> float:
+    """The chance that a file belongs in the review, from its rank (0-based) in each source that
+    found it: ``1 - Π (1 - a · (1 + rank) ** -k)`` over those sources (independent witnesses)."""
+    missing = 1.0
+    for source, rank in ranks.items():
+        a, k = SOURCE_PRECISION.get(source, (0.0, 1.0))
+        missing *= 1.0 - a * (1.0 + rank) ** -k
+    return 1.0 - missing
+
+
 # (query, documents) → one 0..1 relevance score per document, in document order
 Reranker = Callable[[str, Sequence[str]], Awaitable[Sequence[float]]]
 
@@ -242,11 +253,11 @@ async def _gather(
     words = list(dict.fromkeys([*names.defined[:3], *names.called[:3], *names.mentioned]))[:6]
     found += await sources.related(conn, rid, sid, words, changed, n, embed_query=embed_query)
     clock("related")
-    found += await sources.neighbourhood(conn, rid, sid, changed, n * 4, words=[*defined, *names.called])
+    wanted = [*defined, *names.called]  # what a chunk of a neighbour or partner should mention
+    memo: sources.ChunkMemo = {}
+    found += await sources.neighbourhood(conn, rid, sid, changed, n * 4, words=wanted, memo=memo)
     clock("neighbourhood")
-    partners, missing = await sources.cochange(
-        conn, rid, sid, ctx.changed, n * 4, words=[*defined, *names.called]
-    )
+    partners, missing = await sources.cochange(conn, rid, sid, ctx.changed, n * 4, words=wanted, memo=memo)
     clock("cochange")
     return found + partners, missing
 
@@ -293,17 +304,14 @@ async def _score(found: list[Candidate], ctx: ReviewContext, rerank: Reranker | 
     chunk's reason lists every source's evidence for its file. Duplicate chunks keep their first
     source.
     """
-    missing: dict[str, float] = {}  # path -> probability that no source is right about it
     reasons: dict[str, dict[str, None]] = {}
     ranks: dict[Source, dict[str, int]] = {}
     for cand in found:
         seen_paths = ranks.setdefault(cand.source, {})
         if cand.path not in seen_paths:
-            rank = seen_paths[cand.path] = len(seen_paths)
-            a, k = SOURCE_PRECISION.get(cand.source, (0.0, 1.0))
-            missing[cand.path] = missing.get(cand.path, 1.0) * (1.0 - a * (1.0 + rank) ** -k)
-            ctx.file_signals.setdefault(cand.path, {})[cand.source] = rank
+            seen_paths[cand.path] = ctx.file_signals.setdefault(cand.path, {})[cand.source] = len(seen_paths)
         reasons.setdefault(cand.path, {})[cand.reason] = None
+    chance = {path: file_chance(signals) for path, signals in ctx.file_signals.items()}
     seen: set[tuple[str, str, int]] = set()
     unique = []
     for cand in found:
@@ -314,7 +322,7 @@ async def _score(found: list[Candidate], ctx: ReviewContext, rerank: Reranker | 
     order: dict[str, int] = {}
     for cand in found:
         within = order[cand.path] = order.get(cand.path, -1) + 1
-        cand.score = (1.0 - missing[cand.path]) * (0.999**within)
+        cand.score = chance[cand.path] * (0.999**within)
         cand.reason = "; ".join(r for r in reasons[cand.path] if r)
     if rerank is None or not found:
         return "fused"
