@@ -39,7 +39,7 @@ SOURCES: tuple[Source, ...] = OWN_SOURCES + CROSS_SOURCES
 QueryEmbedder = Callable[[str, str], Awaitable[Sequence[float]]]
 
 COCHANGE_MIN_COMMITS = 2
-MAX_DEFINERS = 3  # a called name defined in more blobs than this is ambiguous: not looked up
+MAX_DEFINERS = 3  # a called name defined in more files of the snapshot is ambiguous: not looked up
 COCHANGE_PER_PATH = 40  # partners read per changed file (the strongest by decayed evidence)
 MIN_MENTION_NAME = 4  # shorter names say too little to follow through the text
 MAX_MENTION_FILES = 25  # a name found in more files is too common to point at its users
@@ -120,12 +120,14 @@ async def definitions(
         "   FROM palimpsest_symbol_blobs(%(r)s, %(names)s::text[]) b"
         "   CROSS JOIN LATERAL palimpsest_symbol_rows(b.symbols) r"
         "   WHERE r.name = ANY(%(names)s::text[]) ORDER BY b.blob_sha, r.name, r.start_line),"
-        # a name defined in many places (read, open, get) does not say which one the diff means
-        " clear AS (SELECT name FROM s GROUP BY name HAVING count(*) <= %(definers)s),"
-        " top AS (SELECT f.path, s.name, s.blob_sha, s.start_line FROM s JOIN clear USING (name)"
+        " here AS (SELECT f.path, s.name, s.blob_sha, s.start_line FROM s"
         "   CROSS JOIN LATERAL (SELECT f.path FROM code_index_files f WHERE f.snapshot_id = %(snap)s"
-        "     AND f.blob_sha = s.blob_sha ORDER BY f.path LIMIT %(n)s) f"
-        "   ORDER BY array_position(%(names)s::text[], s.name), f.path LIMIT %(n)s)"
+        "     AND f.blob_sha = s.blob_sha ORDER BY f.path LIMIT %(n)s) f),"
+        # a name defined in many places of the snapshot (read, open, get) does not say which one
+        # the diff means (counted in the snapshot: the repository keeps older snapshots' blobs)
+        " clear AS (SELECT name FROM here GROUP BY name HAVING count(*) <= %(definers)s),"
+        " top AS (SELECT here.* FROM here JOIN clear USING (name)"
+        "   ORDER BY array_position(%(names)s::text[], here.name), here.path LIMIT %(n)s)"
         f" SELECT top.path, top.name, {_CHUNK_COLUMNS} FROM top"
         " CROSS JOIN LATERAL (SELECT * FROM code_chunks c WHERE c.repository_id = %(r)s"
         "   AND c.blob_sha = top.blob_sha AND c.start_line <= top.start_line AND c.end_line >= top.start_line"
