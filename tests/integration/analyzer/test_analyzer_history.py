@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from palimpsest.analyzer.history import blame_lines, first_mentions, read_history
+from palimpsest.analyzer.proof import _read_history
 from palimpsest.analyzer.source import open_history
+from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
 from tests.support.gitrepo import checkout, commit, git, init_repo, merge, move
 
@@ -151,3 +153,66 @@ async def test_when_a_doc_first_named_something_survives_a_reformatting(tmp_path
     assert named[("docs/tree.rst", 4)].commit == first  # the doc has named it since 2015
     fallback = await first_mentions(repo, head, [("docs/tree.rst", 4, "not in the doc")])
     assert fallback[("docs/tree.rst", 4)].when.year == 2016  # nothing added it: blame decides
+
+
+async def test_what_a_deleted_file_s_definition_became_in_another_file(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2023-01-01",
+        {
+            "orca/call_metric_recorder.go": "package orca\n\nfunc CallMetricRecorderFromContext() {}\n",
+            "orca/orca.go": "package orca\n\nfunc Helper() {}\n",
+        },
+    )
+    removed = commit(
+        repo,
+        "2023-05-02",
+        {
+            "orca/call_metric_recorder.go": None,  # deleted, not renamed: the new file is unlike it
+            "orca/call_metrics.go": "package orca\n\nfunc CallMetricsRecorderFromContext() {}\n"
+            + "// a much longer body\n" * 40,
+            "orca/orca.go": "package orca\n\nfunc Helper() {}\n\nfunc Unrelated() {}\n",
+        },
+    )
+    history = await read_history(repo, removed, {"CallMetricRecorderFromContext"}, head_paths=_paths(repo))
+    evidence = history.identifier("CallMetricRecorderFromContext")
+    assert evidence is not None and evidence.removed_in_commit == removed
+    assert evidence.renamed_to == "CallMetricsRecorderFromContext"  # not ``Unrelated``
+
+
+async def test_imports_bound_to_a_fallback_and_function_locals_are_not_definitions(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2014-01-01",
+        {
+            "pkg/serving.py": "try:\n    import OpenSSL\nexcept ImportError:\n    OpenSSL = None\n",
+            "src/stream.rs": "pub fn linger(&self) {\n        let mio_socket = self.to_mio();\n}\n",
+            "lib/app.js": "const express = require('express')\nconst PORT = 80\n",
+        },
+    )
+    last = commit(repo, "2014-08-22", {"pkg/serving.py": None, "src/stream.rs": "\n", "lib/app.js": "\n"})
+    names = {"OpenSSL", "mio_socket", "express", "PORT"}
+    history = await read_history(repo, last, names, head_paths=_paths(repo))
+    assert history.identifier("OpenSSL") is None  # another package's name, bound here
+    assert history.identifier("mio_socket") is None  # a variable of a function body
+    assert history.identifier("express") is None  # require() binds a package
+    found = history.identifier("PORT")  # a module-level constant is a definition
+    assert found is not None and found.removed_in_commit == last
+
+
+async def test_an_unreadable_old_blob_costs_the_inexact_renames_not_the_proof(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(30))
+    commit(repo, "2023-01-01", {"pkg/old.py": body + "def gone_soon():\n    pass\n", "b.py": "B = 1\n"})
+    moved = commit(repo, "2023-02-01", {"pkg/old.py": None, "pkg/new.py": body + "# edited\n"})
+    lost = git(repo, "rev-parse", f"{moved}^:pkg/old.py").strip()
+    (repo / ".git" / "objects" / lost[:2] / lost[2:]).unlink()  # a partial clone's missing blob
+    paths = _paths(repo)
+    with pytest.raises(GitError, match="unable to read"):
+        await read_history(repo, moved, {"gone_soon"}, head_paths=paths)
+    history = await _read_history(repo, moved, {"gone_soon"}, paths, 60.0)
+    assert history.renames == "exact"
+    removed = history.path("pkg/old.py")  # seen as deleted: the edit hides the rename now
+    assert removed is not None and removed.removed_in_commit == moved and removed.renamed_to is None

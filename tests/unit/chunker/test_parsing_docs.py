@@ -168,6 +168,10 @@ https://example.com/src/x.py and `auth/register`.
     :func:`old_helper` moved to :func:`new_helper`.
 
 `gone_function` was removed in 2.0.
+
+.. versionchanged 0.10:: ``OpenSSL`` contexts are not supported anymore.
+
+``ssl_context_factory`` is not used any more.
 """
 
 

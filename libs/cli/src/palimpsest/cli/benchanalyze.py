@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import os
 import resource
+import tempfile
 import time
 import tracemalloc
 from collections import Counter
@@ -30,7 +31,7 @@ from palimpsest.cli.session import Session
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.settings import BaseServiceSettings
 
-__all__ = ["run_bench_analyze"]
+__all__ = ["run_bench_analyze", "run_bench_planted"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -54,6 +55,36 @@ async def run_bench_analyze(
         **check,
         "selection": selection_share(view),
         "findings": view["doc_findings"],
+    }
+
+
+async def run_bench_planted(
+    sess: Session,
+    settings: BaseServiceSettings,
+    repo: Path,
+    *,
+    names: int,
+    paths: int,
+    seed: int,
+    timeout_s: float = 7200.0,
+) -> dict[str, Any]:
+    """Plant drift in a scratch clone of ``repo`` (:mod:`palimpsest.cli.drift`), analyse the clone
+    through the bus like any repository, and score the findings against the plants."""
+    from palimpsest.cli.commands_analyze import run_analysis
+    from palimpsest.cli.drift import plant, score
+
+    with tempfile.TemporaryDirectory(prefix="palimpsest-drift-") as scratch:
+        progress(f"planting {names} renamed definitions and {paths} moved files in a scratch clone…")
+        plan = plant(repo, Path(scratch) / repo.name, identifiers=names, paths=paths, seed=seed)
+        view = await run_analysis(sess, settings, str(plan.scratch), reindex=True, timeout_s=timeout_s)
+    found = [f for f in view["doc_findings"] if f["kind"] != "stale_doc"]
+    planted_commits = {p.commit for p in plan.planted}
+    other = [f for f in found if (f.get("evidence") or {}).get("removed_in_commit") not in planted_commits]
+    return {
+        "seed": seed,
+        "head": plan.head,
+        **score(plan, found),
+        "other_findings": len(other),  # the repository's own drift, as in the plain analysis
     }
 
 

@@ -74,16 +74,44 @@ def _register_bench(bench: click.Group) -> None:
         "--repo", "repo", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
     )
     @click.option("--timeout", "timeout_s", default=7200.0, show_default=True, help="Seconds.")
+    @click.option(
+        "--plant",
+        "plant_names",
+        type=click.IntRange(0, 200),
+        default=0,
+        help="Also analyse a scratch clone with this many doc-named definitions renamed (one commit "
+        "each) and report the check's recall of them.",
+    )
+    @click.option(
+        "--plant-paths",
+        type=click.IntRange(0, 200),
+        default=0,
+        help="… and this many doc-named code files moved into a new folder.",
+    )
+    @click.option("--seed", type=int, default=1, show_default=True, help="Which names and files are planted.")
     @click.option("--json", "as_json", is_flag=True)
     @run_async
-    async def bench_analyze(repo: Path, timeout_s: float, as_json: bool) -> None:
-        """One analysis of a real repository: commits walked, findings, seconds, peak memory."""
-        from palimpsest.cli.benchanalyze import run_bench_analyze
+    async def bench_analyze(
+        repo: Path, timeout_s: float, plant_names: int, plant_paths: int, seed: int, as_json: bool
+    ) -> None:
+        """One analysis of a real repository: commits walked, findings, seconds, peak memory; with
+        --plant, the recall of drift planted in a scratch clone of it."""
+        from palimpsest.cli.benchanalyze import run_bench_analyze, run_bench_planted
         from palimpsest.cli.session import session
 
         s = settings()
         async with session(s) as sess:
             result = await run_bench_analyze(sess, s, repo.resolve(), timeout_s=timeout_s)
+            if plant_names or plant_paths:
+                result["planted"] = await run_bench_planted(
+                    sess,
+                    s,
+                    repo.resolve(),
+                    names=plant_names,
+                    paths=plant_paths,
+                    seed=seed,
+                    timeout_s=timeout_s,
+                )
         emit(result, as_json=True)
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "blame_lines",
     "defined_names",
     "first_mentions",
+    "is_code_path",
     "read_history",
 ]
 
@@ -58,6 +59,7 @@ DEFAULT_MAX_BLOB_BYTES = 2 * 1024**3
 MAX_BLOB_SIZE = 1024 * 1024  # a larger old blob is data or generated code, not a definition site
 BATCH_COMMITS = 400
 MAX_BLAMES = 300
+MAX_SIBLINGS = 40  # other code files of a removing commit searched for what a name became
 _ZERO = "0" * 40
 _ASSETS = frozenset(
     {
@@ -73,7 +75,7 @@ _NOT_CODE_DIRS = frozenset(
         "golden", "goldens", "expected", "vendor", "vendored", "third_party", "third-party",
         "node_modules",
         # tests: a doc naming a test's helper claims nothing about the product
-        "test", "tests", "testing", "__tests__", "spec", "specs",
+        "test", "tests", "testing", "testsuite", "test_suite", "__tests__", "spec", "specs",
     }
 )  # fmt: skip
 _TEST_FILE = re.compile(
@@ -153,6 +155,8 @@ class _Removal:
     seen_in: str | None = None
     new_blob: str | None = None  # identifiers: the same file's blob after the removal
     old_blob: str | None = None  # … and before it
+    # identifiers: the other code files the removing commit changed, (old blob, new blob)
+    siblings: tuple[tuple[str | None, str | None], ...] = ()
 
 
 @dataclass(slots=True)
@@ -181,6 +185,7 @@ class History:
     blobs_read: int = 0
     bytes_read: int = 0
     complete: bool = True  # False: the blob budget ran out before every identifier was resolved
+    renames: str = "similar"  # "exact": renames with edits could not be compared (unreadable blobs)
     removed_paths: dict[str, _Removal] = field(default_factory=dict)
     identifiers: dict[str, _Removal] = field(default_factory=dict)
     dates: dict[str, datetime] = field(default_factory=dict)  # every commit walked
@@ -444,14 +449,19 @@ class _Walker:
                     commit.when,
                     commit.parent,
                     seen_in=entry.old_path,
-                    new_blob=entry.new_blob if entry.new_blob != _ZERO else None,
+                    new_blob=_blob(entry.new_blob),
                     old_blob=entry.old_blob,
+                    siblings=_siblings(commit, entry),
                 )
 
     async def _renamed_definitions(self) -> None:
-        """A removed name whose file, in the same commit, gained a definition in its place."""
-        found = {n: r for n, r in self.history.identifiers.items() if r.new_blob and r.old_blob}
+        """A removed name whose file, in the same commit, gained a definition in its place; or,
+        when its file was deleted or gained nothing like it, a definition very like it that the
+        commit's other code files gained (``call_metric_recorder.go`` deleted and
+        ``call_metrics.go`` added: ``CallMetricRecorder`` became ``CallMetricsRecorder``)."""
+        found = self.history.identifiers
         blobs = {b for r in found.values() for b in (r.new_blob, r.old_blob) if b}
+        blobs |= {b for r in found.values() for pair in r.siblings for b in pair if b}
         contents: dict[str, bytes] = {}
         with contextlib.suppress(GitError):
             async for sha, content in read_blobs(self.git_dir, blobs, missing_ok=True, lazy_fetch=False):
@@ -460,13 +470,37 @@ class _Walker:
             before, after = contents.get(removal.old_blob or ""), contents.get(removal.new_blob or "")
             if before is not None and after is not None:
                 removal.renamed_to = _replacement(name, before, after)
+            if removal.renamed_to is None and removal.siblings:
+                olds = [contents.get(old or "", b"") for old, _ in removal.siblings]
+                news = [contents.get(new or "", b"") for _, new in removal.siblings]
+                removal.renamed_to = _moved_definition(name, olds, news)
+
+
+def _blob(sha: str) -> str | None:
+    return sha if sha != _ZERO else None
+
+
+def _siblings(commit: _Commit, entry: _Entry) -> tuple[tuple[str | None, str | None], ...]:
+    """The other code files ``commit`` changed or added (old and new blob), a few dozen at most:
+    a commit that touched more is a sweep, not a rename."""
+    others = [
+        (_blob(e.old_blob), _blob(e.new_blob))
+        for e in commit.entries
+        if e is not entry and is_code_path(e.new_path or e.old_path) and _blob(e.new_blob)
+    ]
+    return tuple(others) if len(others) <= MAX_SIBLINGS else ()
 
 
 def _code_entry(entry: _Entry) -> bool:
     """An entry whose old side is a code file (not documentation, not an asset)."""
     if entry.old_blob == _ZERO or entry.status[:1] == "A":
         return False
-    path = entry.old_path.lower()
+    return is_code_path(entry.old_path)
+
+
+def is_code_path(path: str) -> bool:
+    """A code file of the product (not documentation, a test, test data, vendored code, an asset)."""
+    path = path.lower()
     if is_doc(path) or is_history_doc(path):
         return False
     *folders, name = path.split("/")
@@ -526,10 +560,56 @@ class _Matcher:
             kind = match.group("type")
             if kind is not None and kind.strip() in _NOT_A_TYPE:
                 continue
+            if _local(content, match):
+                continue
             out.add(
                 match.group("keyword") or match.group("assigned") or match.group("method") or match["field"]
             )
-        return frozenset(n.decode("utf-8", "replace") for n in out & tokens)
+        found = out & tokens
+        if found:
+            found -= _imported(content, found)
+        return frozenset(n.decode("utf-8", "replace") for n in found)
+
+
+def _local(content: bytes, match: re.Match[bytes]) -> bool:
+    """A variable of a function body (``let mio_socket = …`` eight columns in), not a definition a
+    doc can name: a variable declaration or plain assignment indented past one level, unless it
+    sets an attribute of the object (``self.timeout = …`` in ``__init__``)."""
+    group = "assigned" if match.group("assigned") else "keyword" if match.group("keyword") else None
+    if group is None:
+        return False
+    start = content.rfind(b"\n", 0, match.start()) + 1
+    prefix = content[start : match.start(group)]
+    margin = prefix[: len(prefix) - len(prefix.lstrip(b" \t"))]
+    indent = len(margin) + 3 * margin.count(b"\t")  # a tab is four columns
+    if indent <= 4:
+        return False
+    if group == "keyword":
+        return _VARIABLE.search(prefix) is not None
+    return not prefix.rstrip().endswith((b"self.", b"this.", b"cls.", b"@"))
+
+
+_VARIABLE = re.compile(rb"\b(?:let|var|val|const|my|local)\s")
+
+
+def _imported(content: bytes, names: set[bytes]) -> set[bytes]:
+    """Which of ``names`` ``content`` also imports: ``OpenSSL = None`` after ``import OpenSSL``
+    (a fallback for a missing package), ``const express = require('express')``. Such a name
+    is another package's, bound here; where this repository really defines it, that file says so."""
+    alternatives = b"|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    name = rb"(?<![\w$])(?P<name>" + alternatives + rb")(?![\w$])"
+    found: set[bytes] = set()
+    for before, after in _IMPORT_FORMS:
+        found.update(m.group("name") for m in re.finditer(before + name + after, content, re.MULTILINE))
+    return found & names
+
+
+_IMPORT_FORMS = (
+    (rb"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+[^\n(]*?", b""),  # Python, one line
+    (rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*?", b""),  # Python, parenthesised
+    (rb"\bimport[ \t]+(?:type[ \t]+)?[^;'\"]*?", rb"[^;'\"]*?\bfrom[ \t]*['\"]"),  # ES modules
+    (rb"\b(?:const|let|var)[ \t]+(?:\{[^}]*?)?", rb"[^=;\n]*=[ \t]*require\("),  # CommonJS
+)
 
 
 def _trie(words: list[bytes]) -> bytes:
@@ -567,6 +647,19 @@ def _replacement(name: str, before: bytes, after: bytes) -> str | None:
         return gained[0]
     close = difflib.get_close_matches(name.lower(), [g.lower() for g in gained], n=1, cutoff=0.6)
     return next((g for g in gained if close and g.lower() == close[0]), None)
+
+
+def _moved_definition(name: str, olds: list[bytes], news: list[bytes]) -> str | None:
+    """The definition most like ``name`` that the commit's other files gained (a close match only:
+    across files a loose one would be a guess)."""
+    gained: set[str] = set()
+    for content in news:
+        gained |= _all_definitions(content)
+    for content in olds:
+        gained -= _all_definitions(content)
+    gained.discard(name)
+    close = difflib.get_close_matches(name.lower(), [g.lower() for g in gained], n=1, cutoff=0.85)
+    return next((g for g in sorted(gained) if close and g.lower() == close[0]), None)
 
 
 def _all_definitions(content: bytes) -> set[str]:

@@ -85,9 +85,7 @@ async def prove_in(
         head_paths, links = await _tree_paths(git_dir, commit, timeout_s)
         claims = _linked_away(claims, head_paths, links)
         claims = await _inherited_away(git_dir, commit, claims, timeout_s)
-        history = await read_history(
-            git_dir, commit, claims.identifiers, head_paths=head_paths, timeout_s=timeout_s
-        )
+        history = await _read_history(git_dir, commit, claims.identifiers, head_paths, timeout_s)
     except GitError as exc:
         log.warning("reading history for the documentation check failed: %s", exc)
         judged = judge(claims, None, list_unverified=list_unverified)
@@ -98,6 +96,25 @@ async def prove_in(
     lines = await first_mentions(git_dir, commit, (n for n in named if (n[0], n[1]) in proved))
     judged = judge(claims, history, lines=lines, list_unverified=list_unverified)
     return judged, _stats(claims, judged, history, time.monotonic() - started)
+
+
+async def _read_history(
+    git_dir: Path, commit: str, identifiers: set[str], head_paths: set[str], timeout_s: float
+) -> History:
+    """The history pass; when git cannot read an old blob it needs to compare for renames (a
+    partial clone whose promisor is gone, a damaged pack), again with exact renames only, which
+    need no blob: removals keep their proof, only a rename with edits is seen as delete + add."""
+    try:
+        return await read_history(git_dir, commit, identifiers, head_paths=head_paths, timeout_s=timeout_s)
+    except GitError as exc:
+        if "unable to read" not in str(exc):
+            raise
+        log.warning("history with inexact renames failed (%s); reading it with exact renames only", exc)
+    history = await read_history(
+        git_dir, commit, identifiers, head_paths=head_paths, exact_renames=True, timeout_s=timeout_s
+    )
+    history.renames = "exact"
+    return history
 
 
 async def _tree_paths(git_dir: Path, commit: str, timeout_s: float) -> tuple[set[str], dict[str, str]]:
@@ -202,6 +219,7 @@ def _stats(
         stats["reason"] = reason[:300]
     if history is not None:
         stats.update(
+            renames=history.renames,
             commits=history.commits,
             blobs_read=history.blobs_read,
             bytes_read=history.bytes_read,

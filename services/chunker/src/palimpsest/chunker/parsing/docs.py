@@ -88,12 +88,15 @@ _ROLE_TARGET = re.compile(r"<([^<>]+)>\s*$")
 _HISTORICAL = re.compile(
     r"\b(?:removed|renamed|deprecated|deprecation|no longer|formerly|previously|used to be|was replaced"
     r"|were replaced|superseded|obsolete|legacy|dropped|moved to|instead of|backwards? compat"
-    r"|replace with|replaced by|old name|new name)",
+    r"|replace with|replaced by|old name|new name|any ?more|no more)",
     re.IGNORECASE,
 )
 _RST_TABLE_BORDER = re.compile(r"^\s*=+(?:\s+=+)+\s*$")
 _MD_TABLE_ROW = re.compile(r"^\s*\|")
-_VERSION_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(?:versionchanged|versionremoved|deprecated|versionadded)::")
+# ``.. versionchanged 0.10::`` (the version misplaced) is still read as the directive it means
+_VERSION_DIRECTIVE = re.compile(
+    r"^(\s*)\.\.\s+(?:versionchanged|versionremoved|deprecated|versionadded)\b[^:\n]*::"
+)
 # API reference directives name code: Sphinx autodoc and domain directives, mkdocstrings
 _API_DIRECTIVE = re.compile(
     r"^\s*\.\.\s+(?:py:|js:)?(?:auto)?(?:function|class|method|attribute|exception|data|module|decorator"
