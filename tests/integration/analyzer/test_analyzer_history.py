@@ -216,3 +216,24 @@ async def test_an_unreadable_old_blob_costs_the_inexact_renames_not_the_proof(tm
     assert history.renames == "exact"
     removed = history.path("pkg/old.py")  # seen as deleted: the edit hides the rename now
     assert removed is not None and removed.removed_in_commit == moved and removed.renamed_to is None
+
+
+async def test_a_setting_the_code_read_by_its_quoted_name_is_proved_as_read(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2013-01-01",
+        {
+            "app/auth.py": "def key(handler):\n    return handler.settings['friendfeed_consumer_key']\n",
+            "app/cli.py": "import os\nENDPOINT = os.environ.get(\"ETCDCTL_ENDPOINT\")\nMODE = 'verbose'\n",
+        },
+    )
+    removed = commit(repo, "2019-03-01", {"app/auth.py": None, "app/cli.py": "import os\n"})
+    names = {"friendfeed_consumer_key", "ETCDCTL_ENDPOINT", "verbose"}
+    history = await read_history(repo, removed, names, head_paths=_paths(repo))
+    setting = history.identifier("friendfeed_consumer_key")
+    assert setting is not None and (setting.how, setting.seen_in) == ("read", "app/auth.py")
+    assert setting.removed_in_commit == removed
+    env = history.identifier("ETCDCTL_ENDPOINT")
+    assert env is not None and env.how == "read"
+    assert history.identifier("verbose") is None  # a quoted plain word is data, not a setting's name

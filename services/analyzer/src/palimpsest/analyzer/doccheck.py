@@ -311,7 +311,8 @@ def _prove(claim: Claim, history: History) -> tuple[str, Evidence] | None:
 def _finding(claim: Claim, read_as: str, evidence: Evidence) -> DocFinding:
     mention = claim.mention
     if claim.kind == "missing_identifier":
-        detail = f"defined in {evidence.seen_in} until {evidence.removed_in_commit[:12]}"
+        verb = "read as a key in" if evidence.how == "read" else "defined in"
+        detail = f"{verb} {evidence.seen_in} until {evidence.removed_in_commit[:12]}"
     else:
         detail = f"{read_as} existed until {evidence.removed_in_commit[:12]}"
     if evidence.renamed_to:

@@ -108,6 +108,7 @@ class Evidence:
     removed_at: datetime
     renamed_to: str | None = None
     seen_in: str | None = None  # the code file that defined an identifier at last_seen
+    how: str = "defined"  # identifiers: "defined" there, or "read" as a key (a quoted setting name)
     line_commit: str | None = None  # the commit that first named it in the doc (pickaxe, else blame)
     line_written_at: datetime | None = None
     subject: str | None = None  # what was looked up: the path as resolved, or the identifier
@@ -127,6 +128,7 @@ class Evidence:
             "removed_at": self.removed_at.isoformat(),
             "renamed_to": self.renamed_to,
             "seen_in": self.seen_in,
+            "how": self.how,
             "line_commit": self.line_commit,
             "line_written_at": self.line_written_at.isoformat() if self.line_written_at else None,
             "written_while_existed": self.written_while_existed,
@@ -157,6 +159,7 @@ class _Removal:
     old_blob: str | None = None  # … and before it
     # identifiers: the other code files the removing commit changed, (old blob, new blob)
     siblings: tuple[tuple[str | None, str | None], ...] = ()
+    how: str = "defined"  # identifiers: or "read", when the old blob only quoted it as a key
 
 
 @dataclass(slots=True)
@@ -221,6 +224,7 @@ class History:
             removal.when,
             renamed_to if renamed_to is not None else removal.renamed_to,
             seen_in if seen_in is not None else removal.seen_in,
+            removal.how,
         )
 
 
@@ -354,7 +358,8 @@ class _Walker:
         self.max_bytes = max_bytes
         self.alias: dict[str, str | None] = {}  # going back: old path → current path (None: dead)
         self.batch: list[_Commit] = []
-        self.cache: dict[str, frozenset[str]] = {}  # blob id → candidate names it defines
+        self.cache: dict[str, frozenset[str]] = {}  # blob id → candidate names it defines or reads
+        self.read_only: dict[str, frozenset[str]] = {}  # blob id → names it only quotes as keys
 
     async def add(self, commit: _Commit) -> None:
         self.history.commits += 1
@@ -425,11 +430,16 @@ class _Walker:
         if not blobs:
             return
         matcher = _Matcher(self.unresolved, _definitions_of(self.unresolved))
+        keys = _Keys(self.unresolved)
         try:
             async for sha, content in read_blobs(self.git_dir, blobs, missing_ok=True, lazy_fetch=False):
                 self.history.blobs_read += 1
                 self.history.bytes_read += len(content)
-                self.cache[sha] = matcher.defined(content)
+                defined = matcher.defined(content)
+                read = keys.read(content) - defined
+                self.cache[sha] = defined | read
+                if read:
+                    self.read_only[sha] = read
                 if self.history.bytes_read > self.max_bytes:
                     self.history.complete = False
                     break
@@ -452,6 +462,7 @@ class _Walker:
                     new_blob=_blob(entry.new_blob),
                     old_blob=entry.old_blob,
                     siblings=_siblings(commit, entry),
+                    how="read" if name in self.read_only.get(entry.old_blob, ()) else "defined",
                 )
 
     async def _renamed_definitions(self) -> None:
@@ -534,6 +545,28 @@ def _definitions_of(names: Iterable[str]) -> re.Pattern[bytes] | None:
 def _defined(content: bytes, names: set[str], pattern: re.Pattern[bytes] | None) -> frozenset[str]:
     """The candidate names ``content`` defines (a quick token test first, then the definition)."""
     return _Matcher(names, pattern).defined(content)
+
+
+class _Keys:
+    """Setting and environment names (``friendfeed_consumer_key``, ``ETCDCTL_ENDPOINT``) that code
+    reads by quoting them (``settings["…"]``, ``os.environ.get("…")``, ``viper.GetString("…")``):
+    no definition names them, yet the code that reads the key is what the doc describes. Only
+    names with an underscore and eight or more characters: a quoted short or plain word is data."""
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, names: Iterable[str]) -> None:
+        keys = sorted((n.encode() for n in names if _KEY_LIKE.match(n)), key=len, reverse=True)
+        alternatives = b"|".join(re.escape(k) for k in keys)
+        self.pattern = re.compile(rb"([\"'`])(" + alternatives + rb")\1") if keys else None
+
+    def read(self, content: bytes) -> frozenset[str]:
+        if self.pattern is None or len(content) > MAX_BLOB_SIZE or b"\0" in content[:8000]:
+            return frozenset()
+        return frozenset(m.group(2).decode("ascii") for m in self.pattern.finditer(content))
+
+
+_KEY_LIKE = re.compile(r"^(?=.{8,}$)[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$")
 
 
 class _Matcher:
