@@ -97,6 +97,7 @@ async def test_analyze_indexes_when_needed_and_returns_the_json_view(
         "removed_at": "2024-01-01T00:00:00+00:00",
         "renamed_to": "serve",
         "seen_in": "app/main.py",
+        "how": "defined",
         "line_commit": first,
         "line_written_at": "2023-01-01T00:00:00+00:00",
         "written_while_existed": True,

@@ -253,3 +253,38 @@ def test_keyword_arguments_and_sections_that_tell_history_are_no_claims() -> Non
     )
     names = {f.name for f in _kinds(analyze_file("docs/g.md", md, "markdown").facts, "mention")}
     assert names == {"run_all", "start_all"}
+
+
+RST_CODE = """\
+Coroutines
+==========
+
+Fire and forget with `.IOLoop.spawn_callback`, a `title reference`, or see `the docs`_::
+
+    IOLoop.current().spawn_callback(divide, 1, 0)
+    # comment_name()
+
+Back to prose naming nothing.
+
+.. code-block:: go
+
+    client.UseCompressor(gzip_name)
+
+.. testoutput::
+
+    printed_value
+
+>>> from shop import build_invoice
+>>> build_invoice()
+"""
+
+
+def test_rst_default_role_literal_blocks_code_directives_and_doctests() -> None:
+    facts = analyze_file("docs/guide.rst", RST_CODE, "rst").facts
+    assert {(f.name, f.detail, f.line) for f in _kinds(facts, "mention")} == {
+        ("IOLoop.spawn_callback", "role", 4),  # the default role: an object reference
+        ("spawn_callback", "fence:literal", 6),  # the block after ``::``, highlighted as Python
+        ("UseCompressor", "fence:go", 13),
+        ("gzip_name", "fence:go", 13),
+        ("build_invoice", "fence:python", 19),  # the doctest's first mention
+    }

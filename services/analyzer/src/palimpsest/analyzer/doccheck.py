@@ -159,7 +159,9 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
         elif mention.target == "identifier" and _checked_identifier(mention, symbols, languages, tree):
             identifiers.append(mention)
     present = await _present_lexemes(conn, index, identifiers)
-    missing = [m for m in identifiers if not any(lex in present for lex in _lexemes(m.name))]
+    folded = {m for m in identifiers if any(lex in present for lex in _lexemes(m.name))}
+    exact = await _present_names(conn, index, folded)
+    missing = [m for m in identifiers if m not in folded or _last(m.name) not in exact]
     texts = await _doc_texts(conn, index, {m.doc for m in missing})
     for mention in missing:
         if not _about_something_else(mention, texts.get(mention.doc, ""), tree):
@@ -215,6 +217,8 @@ def _checked_identifier(mention: _Mention, symbols: set[str], languages: set[str
     source = mention.source or ""
     if source.startswith("fence"):
         language = source.partition(":")[2]
+        if language == "literal":  # an RST literal block: Sphinx highlights it as Python by default
+            language = "python"
         return bool(language) and language in languages
     return True
 
@@ -372,6 +376,21 @@ async def _present_lexemes(conn: Conn, index: SnapshotIndex, mentions: list[_Men
             (index.repository_id, index.snapshot_id, wanted[start : start + 2000]),
         )
         present.update(row["lexeme"] for row in await cur.fetchall())
+    return present
+
+
+async def _present_names(conn: Conn, index: SnapshotIndex, mentions: set[_Mention]) -> set[str]:
+    """Which of the mentions' names occur exactly (case, whole word) in the snapshot's code: a
+    lexeme folds ``useCompressor`` and ``local_stack`` into ``UseCompressor``'s and ``LocalStack``'s."""
+    pairs = sorted({(last, lex[0]) for m in mentions if (lex := _lexemes(last := _last(m.name)))})
+    present: set[str] = set()
+    for start in range(0, len(pairs), 2000):
+        chunk = pairs[start : start + 2000]
+        cur = await conn.execute(
+            "SELECT n AS name FROM palimpsest_code_names_present(%s, %s, %s::text[], %s::text[]) AS n",
+            (index.repository_id, index.snapshot_id, [p[0] for p in chunk], [p[1] for p in chunk]),
+        )
+        present.update(row["name"] for row in await cur.fetchall())
     return present
 
 

@@ -52,6 +52,12 @@ _HEADER_FACT = re.compile(
 _VALUE_TRIM = "`'\"[](){}*_<>.,;: "
 
 _INLINE_CODE = re.compile(r"(`+)([^`\n]+?)\1(?!`)")
+_DOCTEST = re.compile(r"^\s*(?:>>>|\.\.\.)(?: |$)")
+_RST_CODE_DIRECTIVE = re.compile(
+    r"^\s*\.\.\s+(code-block|code|sourcecode|testcode|testsetup|testoutput|doctest|ipython)::\s*([\w+#.-]*)"
+)
+_RST_TAGGED = frozenset({"code-block", "code", "sourcecode"})  # the others hold Python
+_RST_ANY_DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::")
 _QUALIFIED = re.compile(r"^([A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*)(\(.*\))?;?$")
 _CALLEE = re.compile(r"^([A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*)\(")
 _SLASHED_PATH = re.compile(r"^(?:\.{1,2}/|/)?[\w@.+~-]+(?:/[\w@.+~-]*)+$")
@@ -278,7 +284,17 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
     fence_language: str | None = None  # None: prose (a text/console block)
     directive: int | None = None  # indentation of an open version directive
     tables = _Tables()
+    literal: _Literal | None = None  # an open RST literal or code block
     for number, line in enumerate(lines, start=1):
+        if language == "rst":
+            if literal is not None and literal.holds(line):
+                if literal.source and line.strip():
+                    _fenced_mentions(found, line, number, literal.source)
+                continue
+            literal = _Literal.opened_by(line)
+            if _DOCTEST.match(line):  # a doctest block: Python after the prompt
+                _fenced_mentions(found, _DOCTEST.sub("", line), number, "fence:python")
+                continue
         opened = _FENCE.match(line)
         if fence is not None:
             if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
@@ -299,7 +315,7 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
         if api := _API_DIRECTIVE.match(line):
             found.add_api(api.group(1) or api.group(2), number, declares=True)
             continue
-        _inline_mentions(found, line, number)
+        _inline_mentions(found, line, number, rst=language == "rst")
         _link_mentions(found, line, number)
         _prose_mentions(found, line, number)
     return list(found.seen.values())
@@ -366,7 +382,7 @@ def _directive(line: str, open_indent: int | None) -> int | None:
     return open_indent if indent > open_indent else None
 
 
-def _inline_mentions(found: _Mentions, line: str, number: int) -> None:
+def _inline_mentions(found: _Mentions, line: str, number: int, *, rst: bool = False) -> None:
     if "`" not in line:
         return
     for span in _INLINE_CODE.finditer(line):
@@ -374,6 +390,8 @@ def _inline_mentions(found: _Mentions, line: str, number: int) -> None:
         role = _ROLE.search(line[: span.start()])
         if role is not None:
             _role_mention(found, role.group(1), code, number)
+        elif rst and span.group(1) == "`" and not _is_path(code):
+            _default_role_mention(found, line, span, number)
         elif _is_path(code):
             found.add(code.removeprefix("./").rstrip("/"), number, "path", "code")
         elif qualified := _QUALIFIED.match(code):
@@ -387,6 +405,44 @@ def _inline_mentions(found: _Mentions, line: str, number: int) -> None:
                 found.add(name, number, "identifier", "code")
         elif callee := _CALLEE.match(code):
             found.add(callee.group(1), number, "identifier", "code")
+
+
+def _default_role_mention(found: _Mentions, line: str, span: re.Match[str], number: int) -> None:
+    """RST interpreted text without a role (`` `.IOLoop.spawn_callback` ``): Sphinx projects set
+    the default role to an object reference (``default_role = "py:obj"``), so a name that reads
+    as code is one; `` `text`_ `` is a hyperlink reference, and a plain word says nothing."""
+    if line[span.end() : span.end() + 1] == "_":
+        return
+    value = span.group(2).strip().lstrip("~!").removesuffix("()")
+    bare = value.lstrip(".")
+    if _QUALIFIED.match(bare) and (_SEPARATOR.search(bare) or _is_compound_name(bare) or _is_type_name(bare)):
+        found.add_api(value, number)
+
+
+@dataclass(frozen=True, slots=True)
+class _Literal:
+    """An RST block of code: after a paragraph ending in ``::`` (Sphinx highlights it with the
+    project's language, Python unless configured: ``fence:literal``), or a code directive with its
+    language (``.. code-block:: go``; doctest and testcode blocks are Python). It holds the blank
+    and the more indented lines after its marker."""
+
+    indent: int
+    source: str | None  # the mention source of its lines; None: output, not code
+
+    @classmethod
+    def opened_by(cls, line: str) -> _Literal | None:
+        indent = len(line) - len(line.lstrip())
+        if code := _RST_CODE_DIRECTIVE.match(line):
+            kind, tag = code.group(1), code.group(2)
+            if kind == "testoutput":
+                return cls(indent, None)
+            return cls(indent, _fence_language(tag) if kind in _RST_TAGGED else "fence:python")
+        if line.rstrip().endswith("::") and not _RST_ANY_DIRECTIVE.match(line):
+            return cls(indent, "fence:literal")
+        return None
+
+    def holds(self, line: str) -> bool:
+        return not line.strip() or len(line) - len(line.lstrip()) > self.indent
 
 
 def _role_mention(found: _Mentions, roles: str, text: str, number: int) -> None:
