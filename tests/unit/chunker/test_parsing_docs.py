@@ -275,7 +275,9 @@ Back to prose naming nothing.
     printed_value
 
 >>> from shop import build_invoice
->>> build_invoice()
+>>> build_invoice(
+...     HTTP_ACCEPT_CHARSET='utf-8',
+... )
 """
 
 

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from palimpsest.analyzer.history import defined_names, is_code_path
 from palimpsest.chunker.parsing.chunks import analyze_file
 from palimpsest.chunker.parsing.languages import detect_language
-from palimpsest.cli.replay import git
+from palimpsest.cli.replay import git, is_code
 from palimpsest.index.staleness import is_doc, is_history_doc
 
 __all__ = ["Plan", "Planted", "plant", "score"]
@@ -91,15 +91,19 @@ def plant(source: Path, scratch: Path, *, identifiers: int, paths: int, seed: in
         if planted is not None:
             plan.planted.append(planted)
     taken = {f for p in plan.planted for f in (p.old, p.new)}
+    named = len(plan.planted)
     existing = set(git(scratch, "ls-files", "-z").split("\0"))
     candidates = sorted(
         {name.strip("/") for name, target in mentions if target == "path"}
-        & {p for p in existing if is_code_path(p)}
+        & {p for p in existing if is_code_path(p) and is_code(p)}
     )
     rng.shuffle(candidates)
-    for path in candidates[:paths]:
-        if path not in taken:
-            plan.planted.append(_move_file(scratch, path, docs))
+    for path in candidates:
+        if len(plan.planted) - named >= paths:
+            break
+        moved = _move_file(scratch, path, docs) if path not in taken else None
+        if moved is not None:
+            plan.planted.append(moved)
     return plan
 
 
@@ -143,11 +147,13 @@ def _read(path: Path) -> str:
         return handle.read()
 
 
-def _move_file(repo: Path, path: str, docs: list[str]) -> Planted:
+def _move_file(repo: Path, path: str, docs: list[str]) -> Planted | None:
     folder, _, base = path.rpartition("/")
     new = f"{folder}/relocated/{base}" if folder else f"relocated/{base}"
-    (repo / new).parent.mkdir(parents=True, exist_ok=True)
     lines = _truth_lines(repo, path, docs, whole_word=False)
+    if not lines:
+        return None
+    (repo / new).parent.mkdir(parents=True, exist_ok=True)
     git(repo, "mv", path, new)
     parent, commit = _commit(repo, [], f"plant: move {path} to {new}")
     return Planted("path", path, new, commit, parent, lines)
@@ -184,6 +190,8 @@ def _truth_lines(repo: Path, text: str, docs: list[str], *, whole_word: bool) ->
             continue
         line = int(line_no)
         form = _form(content, text, fences.inside(doc, line))
+        if form == "link" and not whole_word and "/" in doc:
+            continue  # a link is relative to its doc: from a sub-folder it names another file
         if form is not None:
             found.append(TruthLine(doc, line, form))
     return found

@@ -430,13 +430,11 @@ class _Walker:
         if not blobs:
             return
         matcher = _Matcher(self.unresolved, _definitions_of(self.unresolved))
-        keys = _Keys(self.unresolved)
         try:
             async for sha, content in read_blobs(self.git_dir, blobs, missing_ok=True, lazy_fetch=False):
                 self.history.blobs_read += 1
                 self.history.bytes_read += len(content)
-                defined = matcher.defined(content)
-                read = keys.read(content) - defined
+                defined, read = matcher.scan(content)
                 self.cache[sha] = defined | read
                 if read:
                     self.read_only[sha] = read
@@ -547,26 +545,7 @@ def _defined(content: bytes, names: set[str], pattern: re.Pattern[bytes] | None)
     return _Matcher(names, pattern).defined(content)
 
 
-class _Keys:
-    """Setting and environment names (``friendfeed_consumer_key``, ``ETCDCTL_ENDPOINT``) that code
-    reads by quoting them (``settings["…"]``, ``os.environ.get("…")``, ``viper.GetString("…")``):
-    no definition names them, yet the code that reads the key is what the doc describes. Only
-    names with an underscore and eight or more characters: a quoted short or plain word is data."""
-
-    __slots__ = ("pattern",)
-
-    def __init__(self, names: Iterable[str]) -> None:
-        keys = sorted((n.encode() for n in names if _KEY_LIKE.match(n)), key=len, reverse=True)
-        alternatives = b"|".join(re.escape(k) for k in keys)
-        self.pattern = re.compile(rb"([\"'`])(" + alternatives + rb")\1") if keys else None
-
-    def read(self, content: bytes) -> frozenset[str]:
-        if self.pattern is None or len(content) > MAX_BLOB_SIZE or b"\0" in content[:8000]:
-            return frozenset()
-        return frozenset(m.group(2).decode("ascii") for m in self.pattern.finditer(content))
-
-
-_KEY_LIKE = re.compile(r"^(?=.{8,}$)[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$")
+_KEY_LIKE = re.compile(rb"^(?=.{8,}$)[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$")
 
 
 class _Matcher:
@@ -581,13 +560,30 @@ class _Matcher:
         self.probe = re.compile(rb"(?<![\w$])" + _trie(encoded) + rb"(?![\w$])") if encoded else None
 
     def defined(self, content: bytes) -> frozenset[str]:
+        return self.scan(content)[0]
+
+    def scan(self, content: bytes) -> tuple[frozenset[str], frozenset[str]]:
+        """The candidate names ``content`` defines, and the setting-like ones it only reads by
+        quoting them (``settings["friendfeed_consumer_key"]``, ``os.environ.get("ETCDCTL_ENDPOINT")``):
+        no definition names a setting, yet the code reading the key is what the doc describes.
+        Only names with an underscore and eight or more characters: a quoted plain word is data."""
         if self.pattern is None or self.probe is None or len(content) > MAX_BLOB_SIZE:
-            return frozenset()
+            return frozenset(), frozenset()
         if b"\0" in content[:8000]:
-            return frozenset()
+            return frozenset(), frozenset()
         tokens = set(self.probe.findall(content))
         if not tokens:
-            return frozenset()
+            return frozenset(), frozenset()
+        found = self._defined(content, tokens)
+        keys = [t for t in tokens - found if _KEY_LIKE.match(t)]
+        read: set[bytes] = set()
+        if keys:  # the few candidates this blob has: a small pattern, one pass
+            quoted = re.compile(rb"([\"'`])(" + b"|".join(re.escape(k) for k in keys) + rb")\1")
+            read = {m.group(2) for m in quoted.finditer(content)}
+        return _decoded(found), _decoded(read)
+
+    def _defined(self, content: bytes, tokens: set[bytes]) -> set[bytes]:
+        assert self.pattern is not None
         out: set[bytes] = set()
         for match in self.pattern.finditer(content):
             kind = match.group("type")
@@ -601,7 +597,11 @@ class _Matcher:
         found = out & tokens
         if found:
             found -= _imported(content, found)
-        return frozenset(n.decode("utf-8", "replace") for n in found)
+        return found
+
+
+def _decoded(names: set[bytes]) -> frozenset[str]:
+    return frozenset(n.decode("utf-8", "replace") for n in names)
 
 
 def _local(content: bytes, match: re.Match[bytes]) -> bool:

@@ -487,9 +487,12 @@ def _fenced_mentions(found: _Mentions, line: str, number: int, source: str) -> N
 
 
 def _keyword_argument(code: str, start: int, end: int) -> bool:
-    """``f(x, allow_redirects=False)``: the keyword belongs to the callee, whatever it is."""
+    """``f(x, allow_redirects=False)``: the keyword belongs to the callee, whatever it is; also
+    one argument per line of a call spread over lines (``    HTTP_ACCEPT_CHARSET='utf-8',``)."""
+    if code[end : end + 1] != "=" or code[end + 1 : end + 2] == "=":
+        return False
     before = code[:start].rstrip()
-    return code[end : end + 1] == "=" and code[end + 1 : end + 2] != "=" and before.endswith(("(", ","))
+    return before.endswith(("(", ",")) or (not before and code.rstrip().endswith((",", ")")))
 
 
 def _link_mentions(found: _Mentions, line: str, number: int) -> None:
