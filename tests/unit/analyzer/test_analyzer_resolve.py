@@ -6,7 +6,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from palimpsest.analyzer.doccheck import Claim, Claims, _is_tree_claim, _Mention, _resolutions, _Tree, judge
+from palimpsest.analyzer.doccheck import (
+    Claim,
+    Claims,
+    _about_something_else,
+    _is_tree_claim,
+    _Mention,
+    _resolutions,
+    _Tree,
+    judge,
+)
 from palimpsest.analyzer.history import (
     History,
     LineOrigin,
@@ -223,3 +232,12 @@ def test_a_name_written_after_its_definition_was_gone_is_not_a_finding() -> None
     judged = judge(claims, history, lines=later, list_unverified=True)
     assert judged.findings == [] and judged.unverified[0]["why"] == "written after the definition was removed"
     assert judge(claims, history).findings[0].evidence is not None  # without blame: reported, date unknown
+
+
+def test_a_signature_listing_is_the_repository_s_api_not_the_doc_s_own_example() -> None:
+    tree = _Tree.of(["call.go", "README.md"])
+    listing = "```go\nfunc WithCompressor(c Compressor) DialOption {}\nfunc UseCompressor(name) CallOption {}\n```\n"
+    example = "```go\nfunc UseCompressor(name string) CallOption {\n\treturn nil\n}\n```\n"
+    mention = _Mention("docs/compression.md", 11, "mention", "UseCompressor", "identifier", "code")
+    assert not _about_something_else(mention, listing, tree)  # listed with an empty body: the API
+    assert _about_something_else(mention, example, tree)  # defined with a body: the doc's own example

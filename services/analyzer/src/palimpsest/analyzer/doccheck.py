@@ -72,6 +72,12 @@ _IMPORT = re.compile(
 _STANDARD_LIBRARIES = frozenset(sys.stdlib_module_names) | {
     "node:fs", "fs", "path", "http", "https", "url", "os", "util", "crypto", "stream", "events", "child_process",
 }  # fmt: skip
+# a signature listed with an empty body (``func UseCompressor(name) CallOption {}``, ``def f(x): ...``):
+# the doc lists the repository's API, it does not define an example of its own
+_STUB = re.compile(
+    r"^[ \t]*(?:[\w$]+[ \t]+)*?(?:func|def|fn|function|fun)\b[^\n]*?(?:\{\s*(?:\.\.\.\s*)?\}|:\s*(?:\.\.\.|pass)|;)[ \t]*$",
+    re.MULTILINE,
+)
 _MIME = re.compile(r"^(?:application|text|image|audio|video|multipart|font|model|message)/[\w.+-]+$")
 _SEGMENTS = re.compile(r"\.|::|#|->")
 
@@ -178,7 +184,7 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> bool:
     if not text:
         return False
     last = _last(mention.name)
-    if last in defined_names(text.encode(), {last}):
+    if last in defined_names(_STUB.sub("", text).encode(), {last}):
         return True
     if _SEGMENTS.search(mention.name):
         return False  # qualified: its root was already checked against the repository
