@@ -237,3 +237,22 @@ async def test_a_setting_the_code_read_by_its_quoted_name_is_proved_as_read(tmp_
     env = history.identifier("ETCDCTL_ENDPOINT")
     assert env is not None and env.how == "read"
     assert history.identifier("verbose") is None  # a quoted plain word is data, not a setting's name
+
+
+async def test_code_in_a_blog_folder_or_named_like_a_changelog_is_code(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2023-01-01",
+        {
+            "demos/blog/blog.py": "def render_entry(x):\n    return x\n",
+            "pkg/deprecated.py": "def warn_deprecated(x):\n    return x\n",
+            "CHANGES": "def not_code_entry():\n",
+        },
+    )
+    last = commit(repo, "2023-02-01", {"demos/blog/blog.py": "\n", "pkg/deprecated.py": "\n", "CHANGES": "\n"})
+    names = {"render_entry", "warn_deprecated", "not_code_entry"}
+    history = await read_history(repo, last, names, head_paths=_paths(repo))
+    assert history.identifier("render_entry") is not None  # an app's blog/ package is code
+    assert history.identifier("warn_deprecated") is not None
+    assert history.identifier("not_code_entry") is None  # a changelog without extension is not

@@ -33,7 +33,7 @@ from palimpsest.analyzer.history import defined_names, is_code_path
 from palimpsest.chunker.parsing.chunks import analyze_file
 from palimpsest.chunker.parsing.languages import detect_language
 from palimpsest.cli.replay import git, is_code
-from palimpsest.index.staleness import is_doc, is_history_doc
+from palimpsest.index.staleness import is_doc, is_history_doc, is_history_file
 
 __all__ = ["Plan", "Planted", "plant", "score"]
 
@@ -122,7 +122,7 @@ def _rename_definition(repo: Path, name: str, docs: list[str]) -> Planted | None
     if len(name) < MIN_NAME or not _IDENTIFIER.match(name) or not _NAME_LIKE.search(name):
         return None  # ``Client``, ``failed``: a renamed English word would be found in every prose line
     users = _grep_files(repo, name)
-    code = [p for p in users if not is_doc(p) and not is_history_doc(p)]
+    code = [p for p in users if not is_doc(p) and not is_history_file(p)]
     if not code or len(code) > MAX_NAME_FILES:
         return None
     text = {p: _read(repo / p) for p in code}

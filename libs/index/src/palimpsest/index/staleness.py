@@ -27,6 +27,7 @@ __all__ = [
     "file_kind",
     "is_doc",
     "is_history_doc",
+    "is_history_file",
     "is_stale",
     "median_code_date",
     "months_between",
@@ -102,6 +103,15 @@ def is_doc(path: str) -> bool:
 def _data_dir(part: str) -> bool:
     """A folder of fixtures, templates (``template-vue-ts``), playgrounds or vendored code."""
     return part in _NOT_DOC_DIRS or part.startswith(("template-", "template_", "templates-"))
+
+
+def is_history_file(path: str) -> bool:
+    """A changelog kept as a file of its own (``CHANGES``, ``NEWS``, ``HISTORY.rst``): by its name,
+    with a doc suffix or none. Unlike :func:`is_history_doc`, a code file never is one, wherever it
+    lives and whatever it is called (``blog/views.py``, ``utils/deprecated.py`` are code)."""
+    name = path.rsplit("/", 1)[-1]
+    stem = name.split(".", 1)[0] if not name.startswith(".") else name
+    return bool(_HISTORY_STEMS.match(stem.lower())) and ("." not in name.lstrip(".") or is_doc(path))
 
 
 def is_history_doc(path: str) -> bool:

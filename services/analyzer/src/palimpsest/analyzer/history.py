@@ -41,7 +41,7 @@ from typing import Any
 
 from palimpsest.core.git import decode_path, read_blobs, stream_git
 from palimpsest.core.git_errors import GitError
-from palimpsest.index.staleness import is_doc, is_history_doc
+from palimpsest.index.staleness import is_doc, is_history_file
 
 __all__ = [
     "DEFAULT_MAX_BLOB_BYTES",
@@ -510,7 +510,7 @@ def _code_entry(entry: _Entry) -> bool:
 def is_code_path(path: str) -> bool:
     """A code file of the product (not documentation, a test, test data, vendored code, an asset)."""
     path = path.lower()
-    if is_doc(path) or is_history_doc(path):
+    if is_doc(path) or is_history_file(path):  # code under blog/ or in deprecated.py is code
         return False
     *folders, name = path.split("/")
     if any(folder in _NOT_CODE_DIRS for folder in folders) or _TEST_FILE.match(name.encode()):
