@@ -10,6 +10,7 @@ from palimpsest.analyzer.doccheck import (
     Claim,
     Claims,
     _about_something_else,
+    _foreign_attribute,
     _is_tree_claim,
     _Mention,
     _resolutions,
@@ -241,3 +242,16 @@ def test_a_signature_listing_is_the_repository_s_api_not_the_doc_s_own_example()
     mention = _Mention("docs/compression.md", 11, "mention", "UseCompressor", "identifier", "code")
     assert not _about_something_else(mention, listing, tree)  # listed with an empty body: the API
     assert _about_something_else(mention, example, tree)  # defined with a body: the doc's own example
+
+
+def test_an_attribute_of_an_object_the_example_never_made_is_another_library_s() -> None:
+    tree = _Tree.of(["aiohttp/helpers.py", "aiohttp/web.py", "docs/web_advanced.rst"])
+    text = "async def listen(app):\n    client = redis.from_url('redis://')\n    resp = web.from_url(x)\n"
+    mention = _Mention("docs/web_advanced.rst", 1203, "mention", "from_url", "identifier", "fence:python")
+    assert _foreign_attribute(mention, "    client = redis.from_url('redis://')", text, tree)
+    assert not _foreign_attribute(mention, "    resp = web.from_url(x)", text, tree)  # a module of ours
+    made = text + "auth = make()\nauth.from_url(y)\n"
+    assert not _foreign_attribute(mention, "auth.from_url(y)", made, tree)  # the example made ``auth``
+    assert not _foreign_attribute(mention, "from_url(z)", text, tree)  # called bare
+    prose = _Mention("docs/web_advanced.rst", 3, "mention", "from_url", "identifier", "code")
+    assert not _foreign_attribute(prose, "call `redis.from_url`", text, tree)  # only examples

@@ -168,9 +168,12 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
     folded = {m for m in identifiers if any(lex in present for lex in _lexemes(m.name))}
     exact = await _present_names(conn, index, folded)
     missing = [m for m in identifiers if m not in folded or _last(m.name) not in exact]
-    texts = await _doc_texts(conn, index, {m.doc for m in missing})
+    texts, lines = await _doc_texts(conn, index, {m.doc for m in missing})
     for mention in missing:
-        if not _about_something_else(mention, texts.get(mention.doc, ""), tree):
+        text, line = texts.get(mention.doc, ""), lines.get((mention.doc, mention.line), "")
+        if not _about_something_else(mention, text, tree) and not _foreign_attribute(
+            mention, line, text, tree
+        ):
             out.claims.append(
                 Claim(mention, "missing_identifier", f"`{mention.name}`", (_last(mention.name),))
             )
@@ -194,20 +197,54 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> bool:
     return bool(roots) and not any(tree.has_stem(r) for r in roots)
 
 
-async def _doc_texts(conn: Conn, index: SnapshotIndex, docs: set[str]) -> dict[str, str]:
-    """The text of each doc in ``docs`` (from its stored section chunks)."""
+async def _doc_texts(
+    conn: Conn, index: SnapshotIndex, docs: set[str]
+) -> tuple[dict[str, str], dict[tuple[str, int], str]]:
+    """The text of each doc in ``docs`` and each of its lines (from its stored section chunks,
+    which hold the doc's lines as written)."""
     blobs = {f.blob_sha: f.path for f in index.files if f.path in docs}
     if not blobs:
-        return {}
+        return {}, {}
     cur = await conn.execute(
-        "SELECT blob_sha, content FROM code_chunks WHERE repository_id = %s AND blob_sha = ANY(%s::text[])"
-        " ORDER BY blob_sha, ordinal",
+        "SELECT blob_sha, start_line, content FROM code_chunks"
+        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[]) ORDER BY blob_sha, ordinal",
         (index.repository_id, list(blobs)),
     )
     texts: dict[str, list[str]] = defaultdict(list)
+    lines: dict[tuple[str, int], str] = {}
     for row in await cur.fetchall():
-        texts[blobs[row["blob_sha"]]].append(row["content"])
-    return {doc: "\n".join(parts) for doc, parts in texts.items()}
+        doc = blobs[row["blob_sha"]]
+        texts[doc].append(row["content"])
+        for offset, line in enumerate(row["content"].split("\n")):
+            lines[(doc, row["start_line"] + offset)] = line
+    return {doc: "\n".join(parts) for doc, parts in texts.items()}, lines
+
+
+def _foreign_attribute(mention: _Mention, line: str, text: str, tree: _Tree) -> bool:
+    """A name an example reaches only through an object the doc never made and the repository
+    does not name (``redis.from_url(...)`` in an aiohttp example): another library's attribute,
+    whatever this repository once defined under that name."""
+    if not (mention.source or "").startswith("fence") or not line:
+        return False
+    qualifiers = [
+        m.group(1) for m in re.finditer(rf"(?:([\w$]+)\.)?(?<![\w$]){re.escape(mention.name)}(?![\w$])", line)
+    ]
+    if not qualifiers or any(not q for q in qualifiers):
+        return False  # named bare somewhere on the line: the example calls it directly
+    return all(not tree.has_stem(q) and not _bound(q, text) for q in qualifiers)
+
+
+def _bound(name: str, text: str) -> bool:
+    """Whether the doc makes ``name`` itself: assigns, imports, loops over or takes it as a parameter."""
+    n = re.escape(name)
+    return (
+        re.search(
+            rf"(?<![\w$.]){n}\s*(?::[^=\n]*)?=(?!=)|\b(?:as|import|for|let|const|var|val)\s+{n}\b|[(,]\s*{n}\s*[,:)=]"
+            rf"|\b{n}\s*:=",
+            text,
+        )
+        is not None
+    )
 
 
 def _checked_identifier(mention: _Mention, symbols: set[str], languages: set[str], tree: _Tree) -> bool:
