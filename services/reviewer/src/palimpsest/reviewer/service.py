@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -55,6 +54,7 @@ from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.overlay import head_commit
 from palimpsest.reviewer.parts import plan_parts, review_in_parts
 from palimpsest.reviewer.posting import installation_target, post_review
+from palimpsest.reviewer.preview import query_embedder, reranker
 from palimpsest.reviewer.review import Outcome, brief, messages
 from palimpsest.reviewer.source import GitHead, PullRequestDiff, open_repository, pull_request_diff, rev_parse
 from palimpsest.reviewer.store import ReviewRecord, existing_review, mark_posted, save_review, stored_record
@@ -331,27 +331,10 @@ class ReviewerService:
             )
 
     async def _reranker(self, tenant_id: UUID) -> Reranker | None:
-        route = await self.gateway.route(tenant_id, "rerank")
-        if route is None:
-            return None
-
-        async def rerank(query: str, documents: Sequence[str]) -> list[float]:
-            result = await self.gateway.rerank(tenant_id, query, documents, route=route, reference="review")
-            scores = [0.0] * len(documents)
-            for index, score in result.ranking:
-                if 0 <= index < len(scores):
-                    scores[index] = score
-            return scores
-
-        return rerank
+        return await reranker(self.gateway, tenant_id, reference="review")
 
     async def _query_embedder(self, tenant_id: UUID) -> QueryEmbedder | None:
-        async def embed(model: str, text: str) -> Sequence[float]:
-            route = await self.gateway.embeddings_route(tenant_id, model, accounted_as="review")
-            result = await self.gateway.embed(tenant_id, [text], route=route, reference="review")
-            return result.vectors[0]
-
-        return embed
+        return query_embedder(self.gateway, tenant_id, accounted_as="review")
 
     async def _findings(
         self, event: ReviewRequested, context: ReviewContext, pr: PullRequestDiff
