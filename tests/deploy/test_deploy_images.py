@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
-import tomllib
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType

@@ -28,7 +28,6 @@ from pydantic import BaseModel, Field
 
 from palimpsest.core.credentials import git_auth_for
 from palimpsest.core.db import Conn, Pool, tenant_tx
-from palimpsest.core.errors import PalimpsestError
 from palimpsest.core.git_errors import GitError, source_reason
 from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.llm import Gateway
@@ -106,10 +105,6 @@ class Deps:
     box: SecretBox | None = None  # opens installation credentials (fetching a remote head)
     github_api_url: str | None = None
     gateway: Callable[[], Gateway] | None = None  # rerank / query embeddings (None: lexical only)
-
-
-class _Unavailable(PalimpsestError):
-    """The deployment has no model client."""
 
 
 def build_server(deps: Deps) -> MCPServer:
