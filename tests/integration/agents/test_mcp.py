@@ -25,6 +25,7 @@ from uuid import UUID
 
 import httpx
 import pytest
+from mcp.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -169,6 +170,17 @@ async def http_session(url: str, token: str) -> AsyncIterator[ClientSession]:
 
 
 @asynccontextmanager
+async def modern_client(url: str, token: str) -> AsyncIterator[Client]:
+    """The SDK's high-level client on the per-request protocol (no initialize handshake)."""
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with (
+        http,
+        Client(streamable_http_client(url, http_client=http), mode="2026-07-28", cache=None) as client,
+    ):
+        yield client
+
+
+@asynccontextmanager
 async def stdio_session(stack: ServerSet, tenant: UUID, home: Path) -> AsyncIterator[ClientSession]:
     env = {
         **os.environ,
@@ -192,7 +204,7 @@ async def stdio_session(stack: ServerSet, tenant: UUID, home: Path) -> AsyncIter
             yield session
 
 
-async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+async def call(session: ClientSession | Client, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await session.call_tool(tool, arguments)
     text = "".join(getattr(c, "text", "") for c in result.content)
     assert not result.is_error, f"{tool}: {text}"
@@ -201,13 +213,13 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
     return result.structured_content
 
 
-async def error(session: ClientSession, tool: str, **arguments: Any) -> str:
+async def error(session: ClientSession | Client, tool: str, **arguments: Any) -> str:
     result = await session.call_tool(tool, arguments)
     assert result.is_error, f"{tool} should have failed: {result}"
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
-async def exercise(session: ClientSession, world: World) -> None:
+async def exercise(session: ClientSession | Client, world: World) -> None:
     """Every tool, with what each answer must show."""
     listed = await session.list_tools()
     assert sorted(t.name for t in listed.tools) == sorted(TOOLS)
@@ -309,6 +321,15 @@ async def test_every_tool_over_streamable_http(world: World, caplog: pytest.LogC
         )
         await call(session, "repositories")
     assert world.token not in caplog.text and world.other_token not in caplog.text
+
+
+async def test_every_tool_over_the_per_request_protocol(world: World) -> None:
+    """Clients of the 2026 protocol send no handshake: the token's tenant reaches every call too."""
+    async with modern_client(world.url, world.token) as client:
+        assert client.protocol_version == "2026-07-28"
+        await exercise(client, world)
+    async with modern_client(world.url, world.other_token) as client:
+        assert (await call(client, "repositories"))["repositories"] == []
 
 
 async def test_another_tenants_token_sees_nothing(world: World) -> None:
