@@ -40,6 +40,7 @@ from palimpsest.core.service import Infra
 from palimpsest.ingest.api.app import create_app
 from palimpsest.ingest.api.server import IngestServer
 from palimpsest.ingest.context import build_context
+from palimpsest.ingest.mcp.http import QUIET_LOGGERS, McpEndpoint
 from palimpsest.ingest.mcp.tools import TOOLS
 from palimpsest.ingest.store.tenants import insert_token
 from palimpsest.ingest.tokens import new_api_token
@@ -114,8 +115,6 @@ async def _token(infra: Infra, tenant: UUID) -> str:
 async def world(
     infra: Infra, stack: ServerSet, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[World]:
-    from palimpsest.ingest.mcp.http import McpEndpoint
-
     repo = make_repository(tmp_path_factory.mktemp("mcp") / "billing")
     tenant = await create_tenant(infra.pool, "mcp-a")
     other = await create_tenant(infra.pool, "mcp-b")
@@ -299,8 +298,14 @@ async def exercise(session: ClientSession | Client, world: World) -> None:
     assert small["left_out"] > 0 and len(small["files"]) < len(dates["files"])
 
 
-async def test_every_tool_over_streamable_http(world: World, caplog: pytest.LogCaptureFixture) -> None:
+def capture_everything(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
+    for name in QUIET_LOGGERS:  # quieter in service, but nothing escapes the check here
+        caplog.set_level(logging.DEBUG, logger=name)
+
+
+async def test_every_tool_over_streamable_http(world: World, caplog: pytest.LogCaptureFixture) -> None:
+    capture_everything(caplog)
     async with http_session(world.url, world.token) as session:
         await exercise(session, world)
         # bad arguments: a clear tool error, and the server goes on

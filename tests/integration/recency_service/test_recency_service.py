@@ -469,7 +469,9 @@ async def test_the_listing_is_judged_once_per_scan(infra: Infra) -> None:
     scan's dates are read again."""
     tenant = await create_tenant(infra.pool, "recency-listing-kept")
     repo = await register(infra, tenant, "https://git.example.invalid/team/kept.git")
-    scan = "INSERT INTO recency_scans (tenant_id, repository_id, status, request_id) VALUES (%s, %s, 'ok', %s)"
+    scan = (
+        "INSERT INTO recency_scans (tenant_id, repository_id, status, request_id) VALUES (%s, %s, 'ok', %s)"
+    )
     async with tenant_tx(infra.pool, tenant) as conn:
         await conn.execute(
             "INSERT INTO file_recency (tenant_id, repository_id, path, last_commit, last_modified_at) VALUES"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from uuid import uuid4
 
 import pytest
@@ -40,3 +41,15 @@ def test_only_a_tenant_token_may_use_mcp() -> None:
     assert authorize(Principal(admin=False, tenant_id=tenant, token_id=uuid4())) == tenant
     with pytest.raises(Forbidden, match="tenant API token"):
         authorize(Principal(admin=True))
+
+
+def test_fit_makes_only_what_it_keeps_from_a_generator() -> None:
+    made: list[int] = []
+
+    def files() -> Iterator[RecencyFile]:
+        for i in range(10_000):
+            made.append(i)
+            yield _file(i)
+
+    kept, left = fit(files(), 400, total=10_000)
+    assert len(made) == len(kept) + 1 and left == 10_000 - len(kept)

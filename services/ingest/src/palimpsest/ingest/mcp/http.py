@@ -18,6 +18,7 @@ name what is wrong, never the value.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -43,6 +44,9 @@ PATH = "/mcp"
 REQUIRED_SCOPE = "read"  # the token scope /mcp needs (every tool only reads)
 SCOPE_KEY = "palimpsest.mcp.tenant"  # where the authenticated tenant travels in the ASGI scope
 MAX_BODY_BYTES = 12 * 1024 * 1024  # review_context takes a diff of up to 5 MiB, JSON-escaped
+# The SDK's transport says "Terminating session: None" at INFO after every stateless request;
+# its warnings stay (tool failures are logged by mcp.server.mcpserver, which keeps INFO).
+QUIET_LOGGERS = ("mcp.server.streamable_http", "mcp.server.streamable_http_manager")
 
 
 def authorize(principal: Principal, scope: str = REQUIRED_SCOPE) -> UUID:
@@ -69,6 +73,8 @@ class McpEndpoint:
 
     def __init__(self, ctx: IngestContext) -> None:
         self.ctx = ctx
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
         self.server: MCPServer = build_server(
             Deps(
                 pool=ctx.pool,

@@ -15,7 +15,7 @@ the type hints (bounds included) before a tool runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
@@ -471,7 +471,7 @@ class _Tools:
             and (kind is None or e.kind == kind)
         ]
         median = _iso(listing.median_code_date)
-        files = [
+        files = (  # made only while they fit: a large repository has tens of thousands
             models.RecencyFile(
                 path=e.path,
                 kind=e.kind,
@@ -481,8 +481,8 @@ class _Tools:
                 why=_recency_why(e.stale, e.age, e.last_modified_at, median),
             )
             for e in entries
-        ]
-        kept, left = fit(files, budget_tokens)
+        )
+        kept, left = fit(files, budget_tokens, total=len(entries))
         scan = listing.scan
         return models.RecencyResult(
             repository=repo["full_name"],
@@ -641,9 +641,14 @@ def _snippet(text: str) -> str:
     return text[:MAX_SNIPPET_CHARS] + "\n… (cut; read the file for the rest)"
 
 
-def fit(items: Sequence[T], budget: int) -> tuple[list[T], int]:
+def fit(items: Iterable[T], budget: int, *, total: int | None = None) -> tuple[list[T], int]:
     """The leading items whose JSON fits ``budget`` tokens (about four characters a token), and how
-    many were left out. Items keep their order: the tools rank before they fit."""
+    many were left out. Items keep their order: the tools rank before they fit. ``items`` may be a
+    generator (only the items that fit, and the first that does not, are made) with ``total`` the
+    number it would yield."""
+    if total is None:
+        items = list(items)
+        total = len(items)
     kept: list[T] = []
     used = 0
     for item in items:
@@ -652,4 +657,4 @@ def fit(items: Sequence[T], budget: int) -> tuple[list[T], int]:
             break
         used += cost
         kept.append(item)
-    return kept, len(items) - len(kept)
+    return kept, total - len(kept)
