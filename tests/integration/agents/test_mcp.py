@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -179,9 +180,8 @@ async def modern_client(url: str, token: str) -> AsyncIterator[Client]:
         yield client
 
 
-@asynccontextmanager
-async def stdio_session(stack: ServerSet, tenant: UUID, home: Path) -> AsyncIterator[ClientSession]:
-    env = {
+def stdio_env(stack: ServerSet, home: Path) -> dict[str, str]:
+    return {
         **os.environ,
         "PALIMPSEST_DATABASE_URL": stack.app_url,
         "PALIMPSEST_MIGRATION_DATABASE_URL": stack.owner_url,
@@ -191,6 +191,11 @@ async def stdio_session(stack: ServerSet, tenant: UUID, home: Path) -> AsyncIter
         "PALIMPSEST_ALLOW_LOCAL_SOURCES": "true",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
+
+
+@asynccontextmanager
+async def stdio_session(stack: ServerSet, tenant: UUID, home: Path) -> AsyncIterator[ClientSession]:
+    env = stdio_env(stack, home)
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "palimpsest.cli.main", "mcp", "--tenant", str(tenant)], env=env
     )
@@ -389,3 +394,21 @@ async def test_stdio_for_another_tenant_sees_nothing(world: World, stack: Server
     async with stdio_session(stack, world.other_tenant, tmp_path) as session:
         assert (await call(session, "repositories"))["repositories"] == []
         assert "no repository" in await error(session, "recency", repository=str(world.repository_id))
+
+
+@pytest.mark.parametrize(("tenant", "message"), [("not-a-uuid", "must be a tenant id"), (None, "no tenant")])
+def test_stdio_refuses_a_tenant_that_does_not_exist(
+    world: World, stack: ServerSet, tmp_path: Path, tenant: str | None, message: str
+) -> None:
+    del world  # the stack is migrated
+    named = tenant or str(uuid7())
+    proc = subprocess.run(
+        [sys.executable, "-m", "palimpsest.cli.main", "mcp", "--tenant", named],
+        env=stdio_env(stack, tmp_path),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""

@@ -56,6 +56,7 @@ async def serve_stdio(settings: BaseServiceSettings, tenant: str | None) -> None
     from palimpsest.cli.local import local_tenant
     from palimpsest.cli.session import session
     from palimpsest.core import telemetry
+    from palimpsest.core.db import tenant_tx
     from palimpsest.core.llm import Gateway, LLMSettings
     from palimpsest.core.settings import load
     from palimpsest.ingest.mcp.tools import Deps, build_server
@@ -69,6 +70,10 @@ async def serve_stdio(settings: BaseServiceSettings, tenant: str | None) -> None
     async with session(settings, services=False) as sess:
         pool = sess.infra.pool
         tid = tid or await local_tenant(pool, settings.home)
+        async with tenant_tx(pool, tid) as conn:
+            cur = await conn.execute("SELECT 1 FROM tenants WHERE tenant_id = %s", (tid,))
+            if await cur.fetchone() is None:
+                fail(f"no tenant {tid}")
         gateways: list[Gateway] = []
 
         def gateway() -> Gateway:
