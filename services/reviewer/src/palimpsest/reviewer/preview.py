@@ -1,14 +1,13 @@
 """The review context of a change without the review: what the reviewer would show the model.
 
 The MCP server's ``review_context`` tool (:mod:`palimpsest.ingest.mcp`) calls
-:func:`preview_context`. It takes the reviewer service's own steps (see
-:meth:`palimpsest.reviewer.service.ReviewerService.review`): the repository opened under the
-deployment's source policy (a local path read in place, a remote fetched with the installation's
-credentials), the base resolved, the base commit's ``.palimpsest/config.yml`` for cross-repository
-context, the head (a revision, or a submitted diff applied to the base as a temporary overlay
-commit — :mod:`palimpsest.reviewer.overlay`), the pull request's diff from the merge base, and
-then :func:`~palimpsest.reviewer.context.assemble_context` with the same options, reranker and
-query embedder. So the items, their provenance (source, reason, annotation, dates), what was
+:func:`preview_context`. It takes the reviewer service's own steps: the same
+:func:`~palimpsest.reviewer.change.opened_change` (the repository opened under the deployment's
+source policy with the installation's credentials, the base, the base commit's
+``.palimpsest/config.yml``, the head — a revision or a submitted diff as an overlay commit — and
+the pull request's diff from the merge base), then
+:func:`~palimpsest.reviewer.context.assemble_context` with the same options, reranker and query
+embedder. So the items, their provenance (source, reason, annotation, dates), what was
 dropped and why, and the co-change partners the change lacks are those a review of the same change
 would get. Nothing is written: no review, no event, no model call other than a routed reranker's
 or the query embedding of a hybrid repository (as in a review).
@@ -26,11 +25,9 @@ from palimpsest.core.git import GitAuth
 from palimpsest.core.llm import Gateway, UsageFeature
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.reviewer.candidates import QueryEmbedder
+from palimpsest.reviewer.change import opened_change
 from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
-from palimpsest.reviewer.crossrepo import read_config
 from palimpsest.reviewer.diff import ChangedFile
-from palimpsest.reviewer.overlay import head_commit
-from palimpsest.reviewer.source import GitHead, open_repository, pull_request_diff, rev_parse
 
 __all__ = ["Preview", "preview_context", "query_embedder", "reranker"]
 
@@ -89,25 +86,23 @@ async def preview_context(
     """The review context of ``base``..``head`` (or of ``diff`` applied to ``base``) of ``repo``
     (a ``repositories`` row); ``base`` defaults to the default branch, as in a review.
     ReviewFailed for an unusable source or revision, IndexNotReady without a ready snapshot."""
-    base_rev = base or str(repo["default_branch"])
-    revisions = [r for r in (base_rev, head) if r]
-    async with open_repository(str(repo["clone_url"]), revisions, auth=auth, policy=policy) as git_dir:
-        base_sha = await rev_parse(git_dir, base_rev)
-        links = await read_config(git_dir, base_sha)  # the base's, never the head's
-        async with head_commit(git_dir, base_sha, head, diff) as (work_dir, head_sha):
-            pr = await pull_request_diff(work_dir, base_sha, head_sha)
-            async with tenant_tx(pool, tenant_id) as conn:
-                context = await assemble_context(
-                    conn,
-                    UUID(str(repo["repository_id"])),
-                    pr.files,
-                    pr.at_head,
-                    budget,
-                    base_sha=base_sha,
-                    head=GitHead(work_dir, head_sha),
-                    rerank=rerank,
-                    embed_query=embed_query,
-                    options=options or ContextOptions(),
-                    links=links,
-                )
-    return Preview(base_sha, head_sha, pr.files, context)
+    async with (
+        opened_change(
+            str(repo["clone_url"]), base or str(repo["default_branch"]), head, diff, auth=auth, policy=policy
+        ) as change,
+        tenant_tx(pool, tenant_id) as conn,
+    ):
+        context = await assemble_context(
+            conn,
+            UUID(str(repo["repository_id"])),
+            change.pr.files,
+            change.pr.at_head,
+            budget,
+            base_sha=change.base_sha,
+            head=change.head,
+            rerank=rerank,
+            embed_query=embed_query,
+            options=options or ContextOptions(),
+            links=change.links,
+        )
+    return Preview(change.base_sha, change.head_sha, change.pr.files, context)
