@@ -30,7 +30,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("ingest", "recency-scanner", "chunker", "embedder", "analyzer", "reviewer")
-GIT_SERVICES = frozenset({"recency-scanner", "chunker", "analyzer", "reviewer"})
+GIT_SERVICES = frozenset({"ingest", "recency-scanner", "chunker", "analyzer", "reviewer"})
 SBOM_IN_IMAGE = "/opt/venv/share/palimpsest/sbom.cdx.json"
 DPKG_STATUS = "/var/lib/dpkg/status"
 OS_RELEASE = "/usr/lib/os-release"

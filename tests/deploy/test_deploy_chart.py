@@ -186,7 +186,9 @@ def test_cloning_services_get_a_sizeable_tmp(default_render: Rendered) -> None:
 
     assert tmp_size("recency-scanner") == "4Gi"
     assert tmp_size("chunker") == "8Gi"
-    assert tmp_size("ingest") == "256Mi"
+    assert tmp_size("reviewer") == "1Gi"
+    assert tmp_size("ingest") == "1Gi"  # /mcp review_context fetches two commits, as the reviewer does
+    assert tmp_size("embedder") == "256Mi"
 
 
 def test_hook_job_is_a_helm_and_argo_hook_running_migrate_then_bus_init(

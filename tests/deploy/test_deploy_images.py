@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import re
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -222,15 +223,34 @@ def test_every_module_an_image_imports_is_installed_in_it(service: str) -> None:
     assert missing == {}, "declare these in the importing package's pyproject.toml, then re-derive"
 
 
+def _first_party_services(service: str) -> list[str]:
+    """``service`` and the services its pyproject.toml depends on (their code is in its image)."""
+    project = tomllib.loads((REPO_ROOT / "services" / service / "pyproject.toml").read_text())["project"]
+    names = [d.split()[0].removeprefix("palimpsest-") for d in project["dependencies"]]
+    return [service, *(n for n in names if n in SERVICES)]
+
+
 def _services_whose_code_matches(pattern: str) -> set[str]:
+    """The services whose image installs code matching ``pattern`` (its own, or a service's it uses)."""
     return {
         service
         for service in SERVICES
         if any(
             re.search(pattern, f.read_text())
-            for f in (REPO_ROOT / "services" / service / "src").rglob("*.py")
+            for used in _first_party_services(service)
+            for f in (REPO_ROOT / "services" / used / "src").rglob("*.py")
         )
     }
+
+
+def test_each_image_builds_the_services_it_depends_on() -> None:
+    """The Dockerfile reads each service's first-party service dependencies from its pyproject.toml
+    (ingest runs the reviewer's context assembly for /mcp); each image installs their code."""
+    text = (REPO_ROOT / "deploy" / "Dockerfile").read_text()
+    assert "COPY services /src/services" in text
+    assert 'tomllib.load(open(f"/src/services/{sys.argv[1]}/pyproject.toml", "rb"))' in text
+    assert "/src/services/${SERVICE} ${deps}" in text
+    assert _first_party_services("ingest") == ["ingest", "reviewer"]
 
 
 def test_services_that_call_a_model_get_litellm_and_the_key() -> None:

@@ -45,7 +45,7 @@ from .image_runtime import Container, MountedImage, Volume, wait_ready
 from .support import SERVICES
 
 REPORT_ENV = "PALIMPSEST_IMAGES_REPORT"
-GIT_SERVICES = {"recency-scanner", "chunker", "analyzer", "reviewer"}
+GIT_SERVICES = {"ingest", "recency-scanner", "chunker", "analyzer", "reviewer"}
 COMPILERS = ("cc", "gcc", "c++", "g++", "clang", "tcc")
 REPO_IN_CONTAINER = "/mnt/repo"
 APP_UID = 10001

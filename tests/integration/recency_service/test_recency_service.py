@@ -462,3 +462,34 @@ async def test_a_mailmap_at_the_head_does_not_need_a_blob(infra: Infra, tmp_path
             scanned = await scans.wait(event.request_id)
     assert scanned["status"] == "ok", scanned
     assert await _dates(infra, tenant, repo) == {"a.py": "2024-01-01", ".mailmap": "2023-01-01"}
+
+
+async def test_the_listing_is_judged_once_per_scan(infra: Infra) -> None:
+    """The verdicts are kept per (snapshot, scan): the same scan answers the same listing, a new
+    scan's dates are read again."""
+    tenant = await create_tenant(infra.pool, "recency-listing-kept")
+    repo = await register(infra, tenant, "https://git.example.invalid/team/kept.git")
+    scan = (
+        "INSERT INTO recency_scans (tenant_id, repository_id, status, request_id) VALUES (%s, %s, 'ok', %s)"
+    )
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await conn.execute(
+            "INSERT INTO file_recency (tenant_id, repository_id, path, last_commit, last_modified_at) VALUES"
+            " (%(t)s, %(r)s, 'guide.md', NULL, '2020-01-01T00:00:00Z'),"
+            " (%(t)s, %(r)s, 'a.py', NULL, '2023-01-01T00:00:00Z')",
+            {"t": tenant, "r": repo},
+        )
+        await conn.execute(scan, (tenant, repo, uuid7()))
+        first = await list_recency(conn, repo)
+        first.entries.clear()  # the caller's own list: the kept one is not touched
+        again = await list_recency(conn, repo)
+        assert [(e.path, e.stale) for e in again.entries] == [("guide.md", True), ("a.py", False)]
+        await conn.execute(
+            "UPDATE file_recency SET last_modified_at = '2023-06-01T00:00:00Z' WHERE repository_id = %s"
+            " AND path = 'guide.md'",
+            (repo,),
+        )
+        await conn.execute("DELETE FROM recency_scans WHERE repository_id = %s", (repo,))
+        await conn.execute(scan, (tenant, repo, uuid7()))  # the scan that wrote the new date
+        rescanned = await list_recency(conn, repo)
+    assert [(e.path, e.stale) for e in rescanned.entries] == [("a.py", False), ("guide.md", False)]

@@ -333,6 +333,7 @@ def _register_commands() -> None:
         "commands_graph",
         "commands_review",
         "commands_chaos",
+        "commands_mcp",
     ):
         importlib.import_module(f"palimpsest.cli.{name}").register(cli)
 

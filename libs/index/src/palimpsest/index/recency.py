@@ -9,6 +9,7 @@ as ``None``, never guessed. Every function runs in the caller's tenant transacti
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -143,8 +144,48 @@ async def list_recency(conn: Conn, repository_id: UUID) -> RecencyListing:
 
     "Indexed" means the files of the newest ready snapshot when the code index exists and has
     one; otherwise every path the recency scan recorded. Undated paths come last.
+
+    A snapshot's files never change and the dates change only when a scan runs, so the verdicts
+    are computed once per (snapshot, scan) the tenant's transaction can see and kept for a few
+    repositories (a 50 000-file listing takes about a second to read and judge); without a scan
+    row nothing is kept.
     """
     snapshot_id = await _newest_ready_snapshot(conn, repository_id)
+    scan = await last_scan(conn, repository_id)
+    key: _ListingKey | None = (
+        (repository_id, snapshot_id, str(scan["scanned_at"]), scan["request_id"])
+        if scan is not None
+        else None
+    )
+    found = _LISTINGS.get(key) if key is not None else None
+    if key is not None and found is not None:
+        _LISTINGS.move_to_end(key)
+        median, entries = found
+    else:
+        median, entries = await _judge(conn, repository_id, snapshot_id)
+        if key is not None:
+            _LISTINGS[key] = (median, entries)
+            while len(_LISTINGS) > _LISTINGS_KEPT:
+                _LISTINGS.popitem(last=False)
+    return RecencyListing(
+        repository_id=repository_id,
+        source="snapshot" if snapshot_id is not None else "recency",
+        snapshot_id=snapshot_id,
+        median_code_date=median,
+        entries=list(entries),  # the caller's own list: the kept one is never handed out
+        scan=scan,
+    )
+
+
+_ListingKey = tuple[UUID, UUID | None, str, str | None]
+_LISTINGS: OrderedDict[_ListingKey, tuple[datetime | None, list[RecencyEntry]]] = OrderedDict()
+_LISTINGS_KEPT = 4  # repositories whose judged listing this process keeps
+
+
+async def _judge(
+    conn: Conn, repository_id: UUID, snapshot_id: UUID | None
+) -> tuple[datetime | None, list[RecencyEntry]]:
+    """The median code date and every path's entry, oldest first."""
     if snapshot_id is not None:
         cur = await conn.execute(
             "SELECT f.path, r.last_commit, r.last_modified_at FROM code_index_files f"
@@ -161,14 +202,7 @@ async def list_recency(conn: Conn, repository_id: UUID) -> RecencyListing:
     median = median_code_date((row["path"], row["last_modified_at"]) for row in rows)
     entries = [_entry(row, median) for row in rows]
     entries.sort(key=_oldest_first)
-    return RecencyListing(
-        repository_id=repository_id,
-        source="snapshot" if snapshot_id is not None else "recency",
-        snapshot_id=snapshot_id,
-        median_code_date=median,
-        entries=entries,
-        scan=await last_scan(conn, repository_id),
-    )
+    return median, entries
 
 
 def _entry(row: dict[str, Any], median: datetime | None) -> RecencyEntry:

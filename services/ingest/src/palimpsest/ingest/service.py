@@ -3,7 +3,8 @@
 Ingest consumes no events: it is the door into Palimpsest (webhooks and the /v1 API) and emits
 through the outbox. `bootstrap` loads the keys and binds the listening socket at once, so a
 missing encryption key or a busy port stops the start-up with one clear line, and records the
-API's URL in ``infra.extras["ingest_url"]`` for the CLI.
+API's URL in ``infra.extras["ingest_url"]`` for the CLI. The API serves the MCP server at ``/mcp``
+(:mod:`palimpsest.ingest.mcp`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.ingest.api.app import create_app
 from palimpsest.ingest.api.server import IngestServer
 from palimpsest.ingest.context import build_context
+from palimpsest.ingest.mcp.http import McpEndpoint
 from palimpsest.ingest.retention import prune_forever
 from palimpsest.ingest.settings import Settings, ingest_settings
 
@@ -29,8 +31,9 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
     embedded = is_embedded(infra)
     settings = ingest_settings(infra.settings)
     ctx = build_context(settings, infra.pool, embedded=embedded)
+    mcp = McpEndpoint(ctx)
     server = IngestServer.bind(
-        create_app(ctx),
+        create_app(ctx, mcp=mcp),
         settings.ingest_host,
         settings.ingest_port,
         fallback_to_free_port=embedded and "ingest_port" not in settings.model_fields_set,
@@ -42,7 +45,8 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
 
     async def serve(_: Infra, stop: asyncio.Event) -> None:
         try:
-            await server.serve(stop)
+            async with mcp.running():  # /mcp: the MCP SDK's session manager
+                await server.serve(stop)
         finally:
             if ctx.gateway is not None:
                 await asyncio.shield(ctx.gateway.aclose())

@@ -107,9 +107,16 @@ def _match_line(row: dict[str, Any], pattern: re.Pattern[str] | None) -> int | N
 
 
 async def definitions(
-    conn: Conn, repository_id: UUID, snapshot_id: UUID, names: Sequence[str], limit: int
+    conn: Conn,
+    repository_id: UUID,
+    snapshot_id: UUID,
+    names: Sequence[str],
+    limit: int,
+    *,
+    max_definers: int = MAX_DEFINERS,
 ) -> list[Candidate]:
-    """The chunks that define ``names`` (in the order of ``names``), one per definition."""
+    """The chunks that define ``names`` (in the order of ``names``), one per definition; a name
+    defined in more than ``max_definers`` files of the snapshot is left out (ambiguous)."""
     if not names or limit <= 0:
         return []
     cur = await conn.execute(
@@ -133,7 +140,7 @@ async def definitions(
         "   AND c.blob_sha = top.blob_sha AND c.start_line <= top.start_line AND c.end_line >= top.start_line"
         "   ORDER BY (c.name = top.name) DESC NULLS LAST, c.end_line - c.start_line, c.ordinal LIMIT 1) c"
         " ORDER BY array_position(%(names)s::text[], top.name), top.path",
-        {"r": repository_id, "snap": snapshot_id, "names": list(names), "n": limit, "definers": MAX_DEFINERS},
+        {"r": repository_id, "snap": snapshot_id, "names": list(names), "n": limit, "definers": max_definers},
     )
     return [_candidate("definitions", row, f"defines {row['name']}") for row in await cur.fetchall()]
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -49,14 +48,15 @@ from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.graph import snapshot_graph
 from palimpsest.index.stored import finish_submission, submission
 from palimpsest.reviewer.candidates import QueryEmbedder
+from palimpsest.reviewer.change import opened_change
 from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
-from palimpsest.reviewer.crossrepo import LinkConfig, read_config
+from palimpsest.reviewer.crossrepo import LinkConfig
 from palimpsest.reviewer.errors import ReviewFailed
-from palimpsest.reviewer.overlay import head_commit
 from palimpsest.reviewer.parts import plan_parts, review_in_parts
 from palimpsest.reviewer.posting import installation_target, post_review
+from palimpsest.reviewer.preview import query_embedder, reranker
 from palimpsest.reviewer.review import Outcome, brief, messages
-from palimpsest.reviewer.source import GitHead, PullRequestDiff, open_repository, pull_request_diff, rev_parse
+from palimpsest.reviewer.source import GitHead, PullRequestDiff
 from palimpsest.reviewer.store import ReviewRecord, existing_review, mark_posted, save_review, stored_record
 
 __all__ = ["ReviewerService", "Settings", "bootstrap", "definition"]
@@ -250,22 +250,23 @@ class ReviewerService:
             base = event.base_sha or event.base_ref or repo["default_branch"]
             head = event.head_sha or event.head_ref
             diff = await self._submitted_diff(event)
-            async with open_repository(
+
+            def resolved(base_sha: str, head_sha: str) -> None:  # a later failure is stored with them
+                record.base_sha, record.head_sha = base_sha, head_sha
+
+            async with opened_change(
                 repo["clone_url"],
-                [r for r in (base, head) if r],
+                base,
+                head,
+                diff,
                 auth=await self._auth(event, repo),
                 policy=self.settings.source_policy(),
-            ) as git_dir:
-                record.base_sha = await rev_parse(git_dir, base)
-                links = await read_config(git_dir, record.base_sha)  # the base's, never the head's
-                async with head_commit(git_dir, record.base_sha, head, diff) as (work_dir, head_sha):
-                    record.head_sha = head_sha
-                    pr = await pull_request_diff(work_dir, record.base_sha, record.head_sha)
-                    if heartbeat is not None:
-                        await heartbeat()
-                    context = await self._context(
-                        event, repo, pr, GitHead(work_dir, record.head_sha), record.base_sha, links
-                    )
+                resolved=resolved,
+            ) as change:
+                pr = change.pr
+                if heartbeat is not None:
+                    await heartbeat()
+                context = await self._context(event, repo, pr, change.head, change.base_sha, change.links)
             _fill_context(record, context)
             outcome, usage = await self._findings(event, context, pr)
             record.summary, record.findings = outcome.summary, outcome.findings
@@ -331,27 +332,10 @@ class ReviewerService:
             )
 
     async def _reranker(self, tenant_id: UUID) -> Reranker | None:
-        route = await self.gateway.route(tenant_id, "rerank")
-        if route is None:
-            return None
-
-        async def rerank(query: str, documents: Sequence[str]) -> list[float]:
-            result = await self.gateway.rerank(tenant_id, query, documents, route=route, reference="review")
-            scores = [0.0] * len(documents)
-            for index, score in result.ranking:
-                if 0 <= index < len(scores):
-                    scores[index] = score
-            return scores
-
-        return rerank
+        return await reranker(self.gateway, tenant_id, reference="review")
 
     async def _query_embedder(self, tenant_id: UUID) -> QueryEmbedder | None:
-        async def embed(model: str, text: str) -> Sequence[float]:
-            route = await self.gateway.embeddings_route(tenant_id, model, accounted_as="review")
-            result = await self.gateway.embed(tenant_id, [text], route=route, reference="review")
-            return result.vectors[0]
-
-        return embed
+        return query_embedder(self.gateway, tenant_id, accounted_as="review")
 
     async def _findings(
         self, event: ReviewRequested, context: ReviewContext, pr: PullRequestDiff

@@ -14,6 +14,7 @@ import psycopg_pool
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from palimpsest.core.errors import DatabaseError
@@ -23,6 +24,8 @@ from palimpsest.ingest.api.middleware import RequestMetrics
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import IngestError, Unauthorized
 from palimpsest.ingest.intake import Intake
+from palimpsest.ingest.mcp.http import PATH as MCP_PATH
+from palimpsest.ingest.mcp.http import McpEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +33,14 @@ VERSION = "1"
 REVIEW_MAX_BYTES = 12 * 1024 * 1024
 
 
-def create_app(ctx: IngestContext) -> ASGIApp:
-    """The served application: the webhook fast path in front of the FastAPI app."""
-    api = create_api(ctx)
+def create_app(ctx: IngestContext, *, mcp: McpEndpoint | None = None) -> ASGIApp:
+    """The served application: the webhook fast path in front of the FastAPI app; with ``mcp``,
+    the MCP server at ``/mcp`` (its session manager must run while the app serves)."""
+    api = create_api(ctx, mcp=mcp)
     return WebhookFastPath(api, ctx, api.state.intake)
 
 
-def create_api(ctx: IngestContext) -> FastAPI:
+def create_api(ctx: IngestContext, *, mcp: McpEndpoint | None = None) -> FastAPI:
     """The FastAPI app: every route (webhooks included, for the OpenAPI document)."""
     app = FastAPI(
         title="Palimpsest ingest",
@@ -58,6 +62,10 @@ def create_api(ctx: IngestContext) -> FastAPI:
     app.include_router(v1_analyses.router, max_body_size=ctx.settings.api_max_bytes)
     # a review may carry a diff of up to 5 MiB, JSON-escaped
     app.include_router(v1_reviews.router, max_body_size=max(ctx.settings.api_max_bytes, REVIEW_MAX_BYTES))
+    if mcp is not None:  # streamable HTTP: POST (JSON-RPC), GET and DELETE answered by the SDK
+        app.router.routes.append(
+            Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+        )
     app.add_exception_handler(IngestError, _ingest_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     for unavailable in (DatabaseError, psycopg.OperationalError, psycopg_pool.PoolTimeout):

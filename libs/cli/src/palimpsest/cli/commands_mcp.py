@@ -1,0 +1,112 @@
+"""CLI: ``palimpsest mcp`` (the MCP server over stdio) and ``palimpsest bench mcp``.
+
+``palimpsest mcp`` is what a developer's coding agent launches: it finds the stack the way every
+command does (a running ``palimpsest up``, else the configured servers, else embedded servers
+started for its own duration — see :mod:`palimpsest.cli.session`), acts for the local tenant (or
+``--tenant``), and serves the tools of :mod:`palimpsest.ingest.mcp` on stdin/stdout until the
+agent closes them. stdout carries only the protocol: progress and logs go to stderr.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import click
+
+from palimpsest.cli.output import emit, fail, progress
+from palimpsest.core.settings import BaseServiceSettings
+
+__all__ = ["register", "serve_stdio"]
+
+
+def register(cli: click.Group) -> None:
+    from palimpsest.cli.main import run_async, settings
+
+    @cli.command("mcp")
+    @click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
+    @run_async
+    async def mcp_cmd(tenant: str | None) -> None:
+        """Serve the index to a coding agent over MCP (stdio): search, definitions, references,
+        context, review context, recency and documentation findings."""
+        await serve_stdio(settings(), tenant)
+
+    bench = cli.commands["bench"]
+    assert isinstance(bench, click.Group)
+
+    @bench.command("mcp")
+    @click.option("--files", default=50_000, show_default=True)
+    @click.option("--total-mb", default=24.7, show_default=True, help="Total size of the generated source.")
+    @click.option("--calls", default=30, show_default=True, help="Measured calls per tool.")
+    @click.option("--json", "as_json", is_flag=True)
+    @run_async
+    async def bench_mcp(files: int, total_mb: float, calls: int, as_json: bool) -> None:
+        """Tool-call latency (p50/p95) through the SDK's client over HTTP on a generated index."""
+        from palimpsest.cli.benchmcp import run_bench_mcp
+
+        if files < 100 or calls < 1:
+            fail("--files must be at least 100 and --calls at least 1")
+        result = await run_bench_mcp(settings(), files=files, total_bytes=int(total_mb * 1e6), calls=calls)
+        emit(result, as_json=True)
+
+
+async def serve_stdio(settings: BaseServiceSettings, tenant: str | None) -> None:
+    """Serve the MCP tools on stdin/stdout for ``tenant`` (default: the local tenant)."""
+    from palimpsest.cli.local import local_tenant
+    from palimpsest.cli.session import session
+    from palimpsest.core import telemetry
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.core.llm import Gateway, LLMSettings
+    from palimpsest.core.settings import load
+    from palimpsest.ingest.mcp.tools import Deps, build_server
+
+    telemetry.setup("mcp", log_level=settings.log_level, log_format=settings.log_format)  # stderr
+    try:
+        tid = UUID(tenant) if tenant else None
+    except ValueError:
+        fail("--tenant must be a tenant id")
+    progress("palimpsest mcp: connecting to the stack…")
+    async with session(settings, services=False) as sess:
+        pool = sess.infra.pool
+        tid = tid or await local_tenant(pool, settings.home)
+        async with tenant_tx(pool, tid) as conn:
+            cur = await conn.execute("SELECT 1 FROM tenants WHERE tenant_id = %s", (tid,))
+            if await cur.fetchone() is None:
+                fail(f"no tenant {tid}")
+        gateways: list[Gateway] = []
+
+        def gateway() -> Gateway:
+            if not gateways:
+                gateways.append(Gateway(pool, load(LLMSettings)))
+            return gateways[0]
+
+        # The embedded stack indexes local paths, so the review context may read them too.
+        allow_local = True if sess.stack.embedded_db else None
+        server = build_server(
+            Deps(
+                pool=pool,
+                tenant_of=lambda _ctx: tid,
+                policy=settings.source_policy(allow_local=allow_local),
+                box=_box(settings),
+                github_api_url=settings.github_api_url,
+                gateway=gateway,
+            )
+        )
+        progress(f"palimpsest mcp: serving tenant {tid} on stdio")
+        try:
+            await server.run_stdio_async()
+        finally:
+            for g in gateways:
+                await g.aclose()
+
+
+def _box(settings: BaseServiceSettings) -> Any:
+    """The key that opens installation credentials (configured, or the embedded stack's)."""
+    from palimpsest.core.secretbox import KEY_FILE, load_box
+
+    if settings.encryption_key is not None:
+        return load_box(settings.encryption_key.get_secret_value(), home=settings.home, generate=False)
+    if (Path(settings.home) / KEY_FILE).exists():
+        return load_box(None, home=settings.home, generate=True)
+    return None

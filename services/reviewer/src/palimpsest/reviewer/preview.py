@@ -1,0 +1,108 @@
+"""The review context of a change without the review: what the reviewer would show the model.
+
+The MCP server's ``review_context`` tool (:mod:`palimpsest.ingest.mcp`) calls
+:func:`preview_context`. It takes the reviewer service's own steps: the same
+:func:`~palimpsest.reviewer.change.opened_change` (the repository opened under the deployment's
+source policy with the installation's credentials, the base, the base commit's
+``.palimpsest/config.yml``, the head — a revision or a submitted diff as an overlay commit — and
+the pull request's diff from the merge base), then
+:func:`~palimpsest.reviewer.context.assemble_context` with the same options, reranker and query
+embedder. So the items, their provenance (source, reason, annotation, dates), what was
+dropped and why, and the co-change partners the change lacks are those a review of the same change
+would get. Nothing is written: no review, no event, no model call other than a routed reranker's
+or the query embedding of a hybrid repository (as in a review).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from palimpsest.core.db import Pool, tenant_tx
+from palimpsest.core.git import GitAuth
+from palimpsest.core.llm import Gateway, UsageFeature
+from palimpsest.core.sources import SourcePolicy
+from palimpsest.reviewer.candidates import QueryEmbedder
+from palimpsest.reviewer.change import opened_change
+from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
+from palimpsest.reviewer.diff import ChangedFile
+
+__all__ = ["Preview", "preview_context", "query_embedder", "reranker"]
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    base_sha: str
+    head_sha: str
+    files: list[ChangedFile]
+    context: ReviewContext
+
+
+async def reranker(gateway: Gateway, tenant_id: UUID, *, reference: str) -> Reranker | None:
+    """The tenant's routed rerank model as a :data:`Reranker` (None: no ``rerank`` route)."""
+    route = await gateway.route(tenant_id, "rerank")
+    if route is None:
+        return None
+
+    async def rerank(query: str, documents: Sequence[str]) -> list[float]:
+        result = await gateway.rerank(tenant_id, query, documents, route=route, reference=reference)
+        scores = [0.0] * len(documents)
+        for index, score in result.ranking:
+            if 0 <= index < len(scores):
+                scores[index] = score
+        return scores
+
+    return rerank
+
+
+def query_embedder(gateway: Gateway, tenant_id: UUID, *, accounted_as: UsageFeature) -> QueryEmbedder:
+    """The query embedder of a hybrid repository: the snapshot's model through the tenant's route."""
+
+    async def embed(model: str, text: str) -> Sequence[float]:
+        route = await gateway.embeddings_route(tenant_id, model, accounted_as=accounted_as)
+        result = await gateway.embed(tenant_id, [text], route=route, reference=accounted_as)
+        return result.vectors[0]
+
+    return embed
+
+
+async def preview_context(
+    pool: Pool,
+    tenant_id: UUID,
+    repo: Mapping[str, Any],
+    *,
+    base: str | None,
+    head: str | None,
+    diff: str | None,
+    budget: int,
+    policy: SourcePolicy,
+    auth: GitAuth | None,
+    rerank: Reranker | None = None,
+    embed_query: QueryEmbedder | None = None,
+    options: ContextOptions | None = None,
+) -> Preview:
+    """The review context of ``base``..``head`` (or of ``diff`` applied to ``base``) of ``repo``
+    (a ``repositories`` row); ``base`` defaults to the default branch, as in a review.
+    ReviewFailed for an unusable source or revision, IndexNotReady without a ready snapshot."""
+    async with (
+        opened_change(
+            str(repo["clone_url"]), base or str(repo["default_branch"]), head, diff, auth=auth, policy=policy
+        ) as change,
+        tenant_tx(pool, tenant_id) as conn,
+    ):
+        context = await assemble_context(
+            conn,
+            UUID(str(repo["repository_id"])),
+            change.pr.files,
+            change.pr.at_head,
+            budget,
+            base_sha=change.base_sha,
+            head=change.head,
+            rerank=rerank,
+            embed_query=embed_query,
+            options=options or ContextOptions(),
+            links=change.links,
+        )
+    return Preview(change.base_sha, change.head_sha, change.pr.files, context)
