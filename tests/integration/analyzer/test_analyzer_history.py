@@ -250,7 +250,9 @@ async def test_code_in_a_blog_folder_or_named_like_a_changelog_is_code(tmp_path:
             "CHANGES": "def not_code_entry():\n",
         },
     )
-    last = commit(repo, "2023-02-01", {"demos/blog/blog.py": "\n", "pkg/deprecated.py": "\n", "CHANGES": "\n"})
+    last = commit(
+        repo, "2023-02-01", {"demos/blog/blog.py": "\n", "pkg/deprecated.py": "\n", "CHANGES": "\n"}
+    )
     names = {"render_entry", "warn_deprecated", "not_code_entry"}
     history = await read_history(repo, last, names, head_paths=_paths(repo))
     assert history.identifier("render_entry") is not None  # an app's blog/ package is code
