@@ -31,7 +31,7 @@ CODE = {
     "tests/test_billing.py": "from shop.billing import apply_discount\n\n\ndef test_it():\n    assert apply_discount(10, 0)\n",
 }
 README = (
-    "# Shop\n\nCall `compute_total` on the basket, then :func:`apply_discount`.\n\n"
+    "# Shop\n\nCall `compute_total` on the basket,\nthen :func:`apply_discount`.\n\n"
     "```python\nfrom shop.billing import InvoiceBuilder\nInvoiceBuilder().build()\n```\n\n"
     "The ledger lives in `shop/ledger.py`.\n"
 )

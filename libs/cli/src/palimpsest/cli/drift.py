@@ -87,7 +87,7 @@ def plant(source: Path, scratch: Path, *, identifiers: int, paths: int, seed: in
     for name in names:
         if len([p for p in plan.planted if p.kind == "identifier"]) >= identifiers:
             break
-        planted = _rename_definition(scratch, name, docs)
+        planted = _rename_definition(scratch, name, docs, _lines_taken(plan))
         if planted is not None:
             plan.planted.append(planted)
     taken = {f for p in plan.planted for f in (p.old, p.new)}
@@ -118,7 +118,11 @@ def _doc_mentions(repo: Path, docs: list[str]) -> set[tuple[str, str]]:
     return out
 
 
-def _rename_definition(repo: Path, name: str, docs: list[str]) -> Planted | None:
+def _lines_taken(plan: Plan) -> set[tuple[str, int]]:
+    return {(t.doc, t.line) for p in plan.planted for t in p.lines}
+
+
+def _rename_definition(repo: Path, name: str, docs: list[str], taken: set[tuple[str, int]]) -> Planted | None:
     if len(name) < MIN_NAME or not _IDENTIFIER.match(name) or not _NAME_LIKE.search(name):
         return None  # ``Client``, ``failed``: a renamed English word would be found in every prose line
     users = _grep_files(repo, name)
@@ -130,7 +134,9 @@ def _rename_definition(repo: Path, name: str, docs: list[str]) -> Planted | None
     if len(definers) != 1:
         return None
     lines = _truth_lines(repo, name, docs, whole_word=True)
-    if not lines:
+    if not lines or any((t.doc, t.line) in taken for t in lines):
+        # a line naming two plants (``RequestHandler.get_secure_cookie``) would measure their
+        # interplay: a member of a renamed class is no longer qualified by this repository
         return None
     new = f"{name}_renamed" if "_" in name or name.islower() else f"{name}Renamed"
     word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
