@@ -23,6 +23,8 @@ FUNCTIONS = (
     "palimpsest_webhook_route(text,text,text,text)",
     "palimpsest_token_tenant(bytea)",
     "palimpsest_prune_deliveries(timestamp with time zone,integer)",
+    "palimpsest_tenant_list()",
+    "palimpsest_prune_audit(timestamp with time zone,integer)",
 )
 
 

@@ -60,10 +60,29 @@ class TenantCreate(_In):
     name: Name
 
 
+TenantState = Literal["active", "suspended", "deleting"]
+ScopeName = Literal["read", "review", "manage"]
+
+
 class Tenant(_Out):
     tenant_id: UUID
     name: str
     created_at: datetime
+    state: TenantState = "active"
+    suspended_at: datetime | None = None
+
+
+class TenantDetail(Tenant):
+    repositories: int
+    installations: int
+    index_bytes: int = Field(description="Bytes of the newest ready snapshot of each repository.")
+    last_activity_at: datetime | None = Field(
+        description="Newest delivery, index build, review or token use."
+    )
+
+
+class TenantList(_Out):
+    items: list[Tenant]
 
 
 class TenantCreated(Tenant):
@@ -71,18 +90,64 @@ class TenantCreated(Tenant):
     api_token: str = Field(description="Shown once; only its sha256 is stored.")
 
 
+class TenantDeleted(_Out):
+    tenant_id: UUID
+    existed: bool = Field(description="False when a retried deletion found the tenant already gone.")
+    deleted_rows: int
+    tables: dict[str, int] = Field(description="Rows deleted per table (tables with none left out).")
+
+
+def _read_only() -> list[ScopeName]:
+    return ["read"]
+
+
 class TokenCreate(_In):
     name: Label = ""
+    scopes: list[ScopeName] = Field(
+        default_factory=_read_only,
+        min_length=1,
+        max_length=3,
+        description="read: search, context, snapshots, analyses, reviews, deliveries; review: request"
+        " reviews, analyses and index builds; manage: installations, repositories, links, tokens, audit.",
+    )
+    expires_at: datetime | None = Field(default=None, description="When the token stops working.")
+    expires_in_days: float | None = Field(
+        default=None, gt=0, le=3650, description="Alternative to expires_at: that many days from now."
+    )
 
 
 class Token(_Out):
     token_id: UUID
     name: str
+    scopes: list[ScopeName]
     created_at: datetime
+    expires_at: datetime | None = None
+    last_used_at: datetime | None = Field(default=None, description="Recorded to the minute.")
+    revoked_at: datetime | None = None
+    rotated_at: datetime | None = None
 
 
 class TokenCreated(Token):
     api_token: str = Field(description="Shown once; only its sha256 is stored.")
+
+
+class AuditEntry(_Out):
+    id: UUID
+    at: datetime
+    actor: Literal["operator", "token", "provider"]
+    token_id: UUID | None
+    token_name: str | None
+    action: str
+    method: str | None
+    route: str | None
+    target: dict[str, str]
+    outcome: Literal["ok", "denied", "failed"]
+    http_status: int | None
+
+
+class AuditPage(_Out):
+    items: list[AuditEntry]
+    next_before: UUID | None = Field(default=None, description="Pass as ?before= for the next page.")
 
 
 class AppCredentials(_In):

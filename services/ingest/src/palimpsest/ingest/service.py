@@ -48,7 +48,9 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
                 await asyncio.shield(ctx.gateway.aclose())
 
     async def retention(_: Infra, stop: asyncio.Event) -> None:
-        await prune_forever(ctx.pool, settings.delivery_retention_days, stop)
+        await prune_forever(
+            ctx.pool, settings.delivery_retention_days, stop, audit_days=settings.audit_retention_days
+        )
 
     return ServiceDefinition(
         name="ingest", background=[serve, retention], ready_checks={"ingest_http": server.ready}

@@ -39,6 +39,9 @@ class Settings(BaseServiceSettings):
         default=5.0, ge=0, description="How long route and token lookups are cached."
     )
     delivery_retention_days: float = Field(default=30.0, gt=0)
+    audit_retention_days: float = Field(
+        default=365.0, gt=0, description="How long audit log entries are kept (hourly pruning)."
+    )
 
 
 def ingest_settings(base: BaseServiceSettings) -> Settings:

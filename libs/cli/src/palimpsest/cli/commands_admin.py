@@ -1,0 +1,196 @@
+"""Operating Palimpsest for an organisation: ``palimpsest tenant list|show|suspend|resume|delete``,
+``palimpsest token create|list|revoke|rotate``, ``palimpsest installation suspend|resume`` and
+``palimpsest audit`` — all through the ingest API (see ``commands_ingest`` for the connection).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from palimpsest.cli.commands_ingest import _tenant_option, connect, tenant
+from palimpsest.cli.main import run_async
+from palimpsest.cli.output import emit
+
+SCOPES = ("read", "review", "manage")
+
+
+# --------------------------------------------------------------------------- tenant
+
+
+def _tenant_line(t: dict[str, Any]) -> str:
+    return f"{t['tenant_id']}  {t['state']:<9} {t['name']}  (created {t['created_at']})"
+
+
+@tenant.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def tenant_list(as_json: bool) -> None:
+    """Every tenant with its state (operator admin token)."""
+    async with connect() as api:
+        items = (await api.call("GET", "/v1/tenants"))["items"]
+    emit(items, as_json=as_json, text="\n".join(map(_tenant_line, items)) or "no tenants")
+
+
+@tenant.command("show")
+@click.argument("tenant_id")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def tenant_show(tenant_id: str, as_json: bool) -> None:
+    """A tenant's state, repositories, index bytes and last activity."""
+    async with connect() as api:
+        found = await api.call("GET", f"/v1/tenants/{tenant_id}")
+    text = (
+        f"{_tenant_line(found)}\nrepositories   {found['repositories']}\ninstallations  {found['installations']}"
+        f"\nindex bytes    {found['index_bytes']}\nlast activity  {found['last_activity_at'] or '-'}"
+    )
+    emit(found, as_json=as_json, text=text)
+
+
+@tenant.command("suspend")
+@click.argument("tenant_id")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def tenant_suspend(tenant_id: str, as_json: bool) -> None:
+    """Suspend a tenant: nothing of it is indexed or reviewed, or used as linked context."""
+    async with connect() as api:
+        found = await api.call("POST", f"/v1/tenants/{tenant_id}/suspend")
+    emit(found, as_json=as_json, text=_tenant_line(found))
+
+
+@tenant.command("resume")
+@click.argument("tenant_id")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def tenant_resume(tenant_id: str, as_json: bool) -> None:
+    """Lift a tenant's suspension."""
+    async with connect() as api:
+        found = await api.call("POST", f"/v1/tenants/{tenant_id}/resume")
+    emit(found, as_json=as_json, text=_tenant_line(found))
+
+
+@tenant.command("delete")
+@click.argument("tenant_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def tenant_delete(tenant_id: str, yes: bool, as_json: bool) -> None:
+    """Delete a tenant and every row of it (idempotent: run it again after a failure)."""
+    if not yes:
+        click.confirm(f"delete tenant {tenant_id} and everything of it?", abort=True, err=True)
+    async with connect() as api:
+        found = await api.call("DELETE", f"/v1/tenants/{tenant_id}")
+    text = f"deleted {found['deleted_rows']} rows of tenant {tenant_id}" + (
+        "" if found["existed"] else " (it was already gone)"
+    )
+    emit(found, as_json=as_json, text=text)
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+@click.group()
+def token() -> None:
+    """A tenant's API tokens: scopes (read, review, manage), expiry, revocation, rotation."""
+
+
+def _token_line(t: dict[str, Any]) -> str:
+    state = (
+        "revoked" if t.get("revoked_at") else f"expires {t['expires_at']}" if t.get("expires_at") else "live"
+    )
+    used = t.get("last_used_at") or "never"
+    return f"{t['token_id']}  {t['name'] or '-':<16} {','.join(t['scopes']):<20} {state}  (last used {used})"
+
+
+@token.command("create")
+@_tenant_option
+@click.option("--name", default="", help="A label for people.")
+@click.option(
+    "--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="Repeat for several (default: read)."
+)
+@click.option("--expires-in-days", type=click.FloatRange(min=0, min_open=True, max=3650), default=None)
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def token_create(
+    tenant: str, name: str, scopes: tuple[str, ...], expires_in_days: float | None, as_json: bool
+) -> None:
+    """Issue a token (printed once; store it now)."""
+    body: dict[str, Any] = {"name": name, "scopes": list(scopes or ("read",))}
+    if expires_in_days is not None:
+        body["expires_in_days"] = expires_in_days
+    async with connect() as api:
+        found = await api.call("POST", f"/v1/tenants/{tenant}/tokens", body)
+    emit(found, as_json=as_json, text=f"{_token_line(found)}\napi_token  {found['api_token']}\n(shown once)")
+
+
+@token.command("list")
+@_tenant_option
+@click.option("--all", "include_revoked", is_flag=True, help="Include revoked tokens.")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def token_list(tenant: str, include_revoked: bool, as_json: bool) -> None:
+    """The tenant's tokens (never a secret)."""
+    async with connect() as api:
+        items = (
+            await api.call(
+                "GET", f"/v1/tenants/{tenant}/tokens", include_revoked=str(include_revoked).lower()
+            )
+        )["items"]
+    emit(items, as_json=as_json, text="\n".join(map(_token_line, items)) or "no tokens")
+
+
+@token.command("revoke")
+@_tenant_option
+@click.argument("token_id")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def token_revoke(tenant: str, token_id: str, as_json: bool) -> None:
+    """Revoke a token (at once on this replica; within PALIMPSEST_LOOKUP_CACHE_S on others)."""
+    async with connect() as api:
+        await api.call("DELETE", f"/v1/tenants/{tenant}/tokens/{token_id}")
+    emit({"revoked": token_id}, as_json=as_json, text=f"revoked {token_id}")
+
+
+@token.command("rotate")
+@_tenant_option
+@click.argument("token_id")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def token_rotate(tenant: str, token_id: str, as_json: bool) -> None:
+    """A new secret for the token (same id, name, scopes, expiry); the old secret stops working."""
+    async with connect() as api:
+        found = await api.call("POST", f"/v1/tenants/{tenant}/tokens/{token_id}/rotate")
+    emit(found, as_json=as_json, text=f"{_token_line(found)}\napi_token  {found['api_token']}\n(shown once)")
+
+
+# --------------------------------------------------------------------------- audit
+
+
+@click.command("audit")
+@_tenant_option
+@click.option("--action", default=None, help="Only this action (a route name, e.g. revoke_token).")
+@click.option("--outcome", type=click.Choice(["ok", "denied", "failed"]), default=None)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def audit(tenant: str, action: str | None, outcome: str | None, limit: int, as_json: bool) -> None:
+    """The tenant's audit log, newest first: who, what, when, outcome."""
+    async with connect() as api:
+        page = await api.call(
+            "GET", f"/v1/tenants/{tenant}/audit", action=action, outcome=outcome, limit=limit
+        )
+    items = page["items"]
+    text = "\n".join(
+        f"{a['at']}  {a['outcome']:<6} {a['http_status'] or '-'}  {a['action']:<22}"
+        f" {a['actor']}{' ' + (a['token_name'] or '') + ' ' + str(a['token_id']) if a['token_id'] else ''}"
+        f"  {' '.join(f'{k}={v}' for k, v in a['target'].items())}"
+        for a in items
+    )
+    emit(items, as_json=as_json, text=text or "no audit entries")
+
+
+def register(cli: click.Group) -> None:
+    """Add the admin commands (tenant and installation subcommands join the ingest groups)."""
+    for command in (token, audit):
+        cli.add_command(command)
