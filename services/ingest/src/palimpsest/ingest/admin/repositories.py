@@ -97,6 +97,8 @@ async def update_repository(
             return before
         after = await repositories.update_repository(conn, repository_id, changes)
         assert after is not None
+        if after["index_mode"] == "off" and before["index_mode"] != "off":
+            await repositories.delete_index_data(conn, repository_id)  # ADR-0017 D7
         if after["index_mode"] != before["index_mode"] and after["index_mode"] != "off":
             event = IndexRequested(
                 tenant_id=scope.tenant_id,

@@ -58,7 +58,8 @@ async def get_repository(repository_id: UUID, ctx: Ctx, scope: ReadScope) -> Rep
 async def update_repository(
     repository_id: UUID, body: RepositoryUpdate, ctx: Ctx, scope: ManageScope
 ) -> Repository:
-    """Change the index mode (a mode other than off emits index.requested), default branch, visibility."""
+    """Change the index mode (off deletes the index data; another mode emits index.requested),
+    default branch, visibility."""
     return Repository.model_validate(await repositories.update_repository(ctx, scope, repository_id, body))
 
 
