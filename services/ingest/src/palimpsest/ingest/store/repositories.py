@@ -147,5 +147,7 @@ async def delete_index_data(conn: Conn, repository_id: UUID) -> dict[str, int]:
             sql.SQL("DELETE FROM {} WHERE repository_id = %s").format(sql.Identifier(table)), (repository_id,)
         )
         deleted[table] = cur.rowcount
-    await conn.execute("UPDATE repositories SET index_updated_at = NULL WHERE repository_id = %s", (repository_id,))
+    await conn.execute(
+        "UPDATE repositories SET index_updated_at = NULL WHERE repository_id = %s", (repository_id,)
+    )
     return deleted
