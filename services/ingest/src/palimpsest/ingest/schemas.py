@@ -191,6 +191,12 @@ class Installation(_Out):
     credentials_kind: Literal["none", "token", "app"]
     created_at: datetime
     updated_at: datetime
+    suspended_at: datetime | None = Field(
+        default=None, description="Set: nothing of it is indexed or reviewed, nor used as linked context."
+    )
+    suspended_reason: Literal["provider", "api"] | None = Field(
+        default=None, description="Who suspended it: the provider's 'installation suspend' event, or the API."
+    )
 
 
 class RepositoryCreate(_In):

@@ -22,6 +22,7 @@ that is posted to the provider, so a public pull request never names a private r
 * ``visibility`` — a ``public`` repository never receives context from ``private`` or
   ``internal`` ones; ``internal`` receives from internal and public; ``private`` from all;
 * ``not_indexed`` — the repository has no ready snapshot;
+* ``suspended`` — the repository's installation is suspended (its index is not used);
 * ``config_invalid`` — the file is not YAML or the section has the wrong types: no cross-repository
   context, and the review goes on;
 * the chunks use at most 25 % of the review's context budget (the rest stays with the PR's own
@@ -158,8 +159,10 @@ async def resolve_links(
     if not wanted:
         return []
     cur = await conn.execute(
-        "SELECT repository_id, full_name, visibility, lower(full_name) AS key FROM repositories"
-        " WHERE repository_id = %s OR lower(full_name) = ANY(%s::text[]) ORDER BY created_at",
+        "SELECT r.repository_id, r.full_name, r.visibility, lower(r.full_name) AS key,"
+        " i.suspended_at IS NOT NULL AS suspended FROM repositories r LEFT JOIN installations i"
+        " ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
+        " WHERE r.repository_id = %s OR lower(r.full_name) = ANY(%s::text[]) ORDER BY r.created_at",
         (repository_id, [n.lower() for n in wanted]),
     )
     rows = [dict(r) for r in await cur.fetchall()]
@@ -212,6 +215,8 @@ def _refusal(
         return "self"
     if not may_receive(receiver, str(row["visibility"])):
         return "visibility"
+    if row.get("suspended"):
+        return "suspended"
     return None
 
 

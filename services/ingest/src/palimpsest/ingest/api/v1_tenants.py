@@ -164,6 +164,21 @@ async def update_installation(
     return Installation.model_validate(found)
 
 
+@router.post("/tenants/{tenant_id}/installations/{installation_id}/suspend", tags=["installations"])
+async def suspend_installation(installation_id: UUID, ctx: Ctx, scope: ManageScope) -> Installation:
+    """Suspend: its repositories are neither indexed nor reviewed, nor used as linked context, and its
+    deliveries are recorded as ignored (GitHub's 'installation suspend' event does the same)."""
+    found = await installations.set_suspended(ctx, scope, installation_id, True)
+    return Installation.model_validate(found)
+
+
+@router.post("/tenants/{tenant_id}/installations/{installation_id}/resume", tags=["installations"])
+async def resume_installation(installation_id: UUID, ctx: Ctx, scope: ManageScope) -> Installation:
+    """Lift a suspension (whoever set it)."""
+    found = await installations.set_suspended(ctx, scope, installation_id, False)
+    return Installation.model_validate(found)
+
+
 @router.delete(
     "/tenants/{tenant_id}/installations/{installation_id}",
     status_code=status.HTTP_204_NO_CONTENT,
