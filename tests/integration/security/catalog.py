@@ -180,6 +180,11 @@ async def tenant_resources(client: httpx.AsyncClient, ctx: IngestContext, world:
     values["installation_id"] = str(world.installations["github"]["installation_id"])
     repository_id = UUID(str(world.repos["github"]["repository_id"]))
     values["repository_id"] = str(repository_id)
+    other = UUID(str(world.repos["gitlab"]["repository_id"]))
+    link = {"role": "linked", "source_repository_id": str(repository_id), "target_repository_id": str(other)}
+    res = await client.post(world.path("/links"), json=link, headers=world.auth)
+    assert res.status_code == 201, res.text
+    values["link_id"] = str(res.json()["link_id"])
     res = await client.get(world.path("/tokens"), headers=world.auth)
     assert res.status_code == 200, res.text
     values["token_id"] = str(res.json()["items"][0]["token_id"])

@@ -174,6 +174,14 @@ async def test_deleting_a_tenant_leaves_nothing_of_it_and_nothing_else_goes(
         finally:
             await gateway.aclose()
             await review_gateway.aclose()
+        # admin links: one of a repository, one organisation-wide pattern repository
+        ledger, invoices = doomed.repos["github"]["repository_id"], doomed.repos["gitlab"]["repository_id"]
+        for link in (
+            {"role": "linked", "source_repository_id": str(doomed_repo), "target_repository_id": ledger},
+            {"role": "pattern", "target_repository_id": invoices},
+        ):
+            res = await client.post(doomed.path("/links"), json=link, headers=doomed.auth)
+            assert res.status_code == 201, res.text
         # the API and webhooks: a diff submission, a token revoked, deliveries, audit entries
         diff = "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# app\n+# app!\n"
         res = await client.post(

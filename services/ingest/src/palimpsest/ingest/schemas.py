@@ -282,3 +282,25 @@ class WebhookAnswer(_Out):
     reason: str | None
     delivery_id: str | None
     events: list[UUID]
+
+
+class LinkCreate(_In):
+    role: Literal["linked", "pattern"]
+    target_repository_id: UUID
+    source_repository_id: UUID | None = Field(
+        default=None, description="Omit for an organisation-wide pattern repository (pattern links only)."
+    )
+
+
+class Link(_Out):
+    link_id: UUID
+    role: Literal["linked", "pattern"]
+    source_repository_id: UUID | None
+    source: str | None = Field(description="The source's full name; null: every repository of the tenant.")
+    target_repository_id: UUID
+    target: str
+    created_at: datetime
+
+
+class LinkList(_Out):
+    items: list[Link]

@@ -1,7 +1,10 @@
 """Cross-repository context: what other repositories of the tenant say about the changed code.
 
 A repository declares its links in ``.palimpsest/config.yml``, read from the pull request's
-**base** commit — never from its head, so a pull request cannot widen its own context::
+**base** commit — never from its head, so a pull request cannot widen its own context (an
+operator with the ``manage`` scope may add more through the API's ``repository_links``: links
+of one repository, and organisation-wide pattern repositories; they come after the file's and
+follow the same rules and limits)::
 
     review:
       # full names of repositories of the same tenant (as the provider spells them)
@@ -152,10 +155,13 @@ async def resolve_links(
     conn: Conn, repository_id: UUID, config: LinkConfig, dropped: list[dict[str, Any]]
 ) -> list[Link]:
     """The config's names → allowed links of the tenant of ``conn``; refusals go to ``dropped``."""
+    names = {role: [] if config.state == "invalid" else list(config.names(role)) for role in _KEYS}
     if config.state == "invalid":
         dropped.append({"path": config.path, "repository": None, "source": None, "reason": "config_invalid"})
-        return []
-    wanted = [n for role in _KEYS for n in config.names(role)]
+    for role, target in await admin_links(conn, repository_id):  # after the file's, same rules
+        if target.lower() not in {n.lower() for n in names[role]}:
+            names[role].append(target)
+    wanted = [n for role in _KEYS for n in names[role]]
     if not wanted:
         return []
     cur = await conn.execute(
@@ -174,7 +180,7 @@ async def resolve_links(
     links: list[Link] = []
     for role in _KEYS:
         seen: set[str] = set()
-        for name in config.names(role):
+        for name in names[role]:
             row = by_name.get(name.lower())
             reason = _refusal(name, seen, role, row, repository_id, receiver)
             seen.add(name.lower())
@@ -195,6 +201,19 @@ async def resolve_links(
                     continue
             dropped.append({"path": None, "repository": name, "source": role, "reason": reason})
     return links
+
+
+async def admin_links(conn: Conn, repository_id: UUID) -> list[tuple[Role, str]]:
+    """The admin links (``repository_links``) that apply to the repository: its own, then the
+    organisation-wide pattern repositories (other than itself), as (role, target full name)."""
+    cur = await conn.execute(
+        "SELECT l.role, r.full_name FROM repository_links l JOIN repositories r"
+        " ON r.tenant_id = l.tenant_id AND r.repository_id = l.target_id"
+        " WHERE (l.source_id = %s OR l.source_id IS NULL) AND l.target_id <> %s"
+        " ORDER BY l.source_id IS NULL, l.created_at, l.link_id",
+        (repository_id, repository_id),
+    )
+    return [(row["role"], str(row["full_name"])) for row in await cur.fetchall()]
 
 
 def _refusal(

@@ -20,7 +20,15 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from palimpsest.core.errors import DatabaseError
-from palimpsest.ingest.api import v1_analyses, v1_index, v1_repositories, v1_reviews, v1_tenants, webhooks
+from palimpsest.ingest.api import (
+    v1_analyses,
+    v1_index,
+    v1_links,
+    v1_repositories,
+    v1_reviews,
+    v1_tenants,
+    webhooks,
+)
 from palimpsest.ingest.api.audit import AuditTrail
 from palimpsest.ingest.api.deps import declared_access
 from palimpsest.ingest.api.fastpath import WebhookFastPath
@@ -63,6 +71,7 @@ def create_api(ctx: IngestContext) -> FastAPI:
     app.include_router(v1_repositories.router, max_body_size=ctx.settings.api_max_bytes)
     app.include_router(v1_index.router, max_body_size=ctx.settings.api_max_bytes)
     app.include_router(v1_analyses.router, max_body_size=ctx.settings.api_max_bytes)
+    app.include_router(v1_links.router, max_body_size=ctx.settings.api_max_bytes)
     # a review may carry a diff of up to 5 MiB, JSON-escaped
     app.include_router(v1_reviews.router, max_body_size=max(ctx.settings.api_max_bytes, REVIEW_MAX_BYTES))
     app.add_exception_handler(IngestError, _ingest_error)  # type: ignore[arg-type]
