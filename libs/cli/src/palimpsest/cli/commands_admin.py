@@ -1,6 +1,7 @@
 """Operating Palimpsest for an organisation: ``palimpsest tenant list|show|suspend|resume|delete``,
-``palimpsest token create|list|revoke|rotate``, ``palimpsest installation suspend|resume`` and
-``palimpsest audit`` — all through the ingest API (see ``commands_ingest`` for the connection).
+``palimpsest token create|list|revoke|rotate``, ``palimpsest installation suspend|resume``,
+``palimpsest link add|list|remove`` and ``palimpsest audit`` — all through the ingest API (see
+``commands_ingest`` for the connection).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 
 import click
 
-from palimpsest.cli.commands_ingest import _tenant_option, connect, tenant
+from palimpsest.cli.commands_ingest import _installation_line, _tenant_option, connect, installation, tenant
 from palimpsest.cli.main import run_async
 from palimpsest.cli.output import emit
 
@@ -164,6 +165,88 @@ async def token_rotate(tenant: str, token_id: str, as_json: bool) -> None:
     emit(found, as_json=as_json, text=f"{_token_line(found)}\napi_token  {found['api_token']}\n(shown once)")
 
 
+# --------------------------------------------------------------------------- installations
+
+
+@installation.command("suspend")
+@_tenant_option
+@click.argument("installation_id")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def installation_suspend(tenant: str, installation_id: str, as_json: bool) -> None:
+    """Suspend an installation: not indexed, not reviewed, not linked context; deliveries ignored."""
+    async with connect() as api:
+        found = await api.call("POST", f"/v1/tenants/{tenant}/installations/{installation_id}/suspend")
+    emit(found, as_json=as_json, text=f"{_installation_line(found)} suspended")
+
+
+@installation.command("resume")
+@_tenant_option
+@click.argument("installation_id")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def installation_resume(tenant: str, installation_id: str, as_json: bool) -> None:
+    """Lift an installation's suspension (by the provider or the API)."""
+    async with connect() as api:
+        found = await api.call("POST", f"/v1/tenants/{tenant}/installations/{installation_id}/resume")
+    emit(found, as_json=as_json, text=_installation_line(found))
+
+
+# --------------------------------------------------------------------------- links
+
+
+@click.group()
+def link() -> None:
+    """Admin links between repositories and organisation-wide pattern repositories (manage)."""
+
+
+def _link_line(k: dict[str, Any]) -> str:
+    return f"{k['link_id']}  {k['role']:<8} {k['source'] or '(every repository)'} -> {k['target']}"
+
+
+@link.command("add")
+@_tenant_option
+@click.option("--to", "target", required=True, help="The target repository id.")
+@click.option(
+    "--from", "source", default=None, help="The source repository id (omit: organisation-wide pattern)."
+)
+@click.option("--role", type=click.Choice(["linked", "pattern"]), default="linked", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def link_add(tenant: str, target: str, source: str | None, role: str, as_json: bool) -> None:
+    """Link a repository to another, or add an organisation-wide pattern repository."""
+    body: dict[str, Any] = {"role": role, "target_repository_id": target}
+    if source is not None:
+        body["source_repository_id"] = source
+    async with connect() as api:
+        found = await api.call("POST", f"/v1/tenants/{tenant}/links", body)
+    emit(found, as_json=as_json, text=_link_line(found))
+
+
+@link.command("list")
+@_tenant_option
+@click.option("--repo", "repository_id", default=None, help="Only links applying to or pointing at it.")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def link_list(tenant: str, repository_id: str | None, as_json: bool) -> None:
+    """The tenant's admin links."""
+    async with connect() as api:
+        items = (await api.call("GET", f"/v1/tenants/{tenant}/links", repository_id=repository_id))["items"]
+    emit(items, as_json=as_json, text="\n".join(map(_link_line, items)) or "no links")
+
+
+@link.command("remove")
+@_tenant_option
+@click.argument("link_id")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def link_remove(tenant: str, link_id: str, as_json: bool) -> None:
+    """Remove an admin link."""
+    async with connect() as api:
+        await api.call("DELETE", f"/v1/tenants/{tenant}/links/{link_id}")
+    emit({"removed": link_id}, as_json=as_json, text=f"removed {link_id}")
+
+
 # --------------------------------------------------------------------------- audit
 
 
@@ -192,5 +275,5 @@ async def audit(tenant: str, action: str | None, outcome: str | None, limit: int
 
 def register(cli: click.Group) -> None:
     """Add the admin commands (tenant and installation subcommands join the ingest groups)."""
-    for command in (token, audit):
+    for command in (token, link, audit):
         cli.add_command(command)
