@@ -273,7 +273,44 @@ async def audit(tenant: str, action: str | None, outcome: str | None, limit: int
     emit(items, as_json=as_json, text=text or "no audit entries")
 
 
+# --------------------------------------------------------------------------- backfill
+
+
+@click.command("backfill")
+@click.option("--dry-run", is_flag=True, help="Only show the repositories it would re-index, and why.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 100_000),
+    default=None,
+    help="At most this many (default: one interval's).",
+)
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def backfill(dry_run: bool, limit: int | None, as_json: bool) -> None:
+    """The maintenance backfill, all slices at once: index requests for repositories whose newest
+    snapshot is missing, failed for a transient reason, stuck, or behind a local branch head."""
+    from palimpsest.cli.main import settings
+    from palimpsest.cli.session import session
+    from palimpsest.ingest import backfill as job
+    from palimpsest.ingest.context import allows_local_sources
+    from palimpsest.ingest.settings import backfill_policy, ingest_settings
+
+    ingest = ingest_settings(settings())
+    policy = backfill_policy(ingest, local_sources=allows_local_sources(ingest, embedded=True))
+    async with session(settings(), services=False) as sess:
+        pool = sess.infra.pool
+        found = await job.candidates(
+            pool, policy, slice_no=None, limit=limit or policy.max_per_tick * policy.slices
+        )
+        requested = 0 if dry_run else await job.request(pool, found)
+    out = {"dry_run": dry_run, "candidates": [c.as_dict() for c in found], "requested": requested}
+    lines = [f"{c.tenant_id}  {c.full_name:<40} {c.why:<8} {c.detail or ''}" for c in found]
+    verb = "would request" if dry_run else "requested"
+    text = "\n".join([*lines, f"{verb} {len(found) if dry_run else requested} index builds"])
+    emit(out, as_json=as_json, text=text)
+
+
 def register(cli: click.Group) -> None:
     """Add the admin commands (tenant and installation subcommands join the ingest groups)."""
-    for command in (token, link, audit):
+    for command in (token, link, audit, backfill):
         cli.add_command(command)
