@@ -174,8 +174,8 @@ async def claim_tick(pool: Pool, tick_at: datetime, *, who: str) -> bool:
             (JOB, tick_at, who),
         )
         await conn.execute(
-            "DELETE FROM maintenance_ticks WHERE job = %s AND tick_at < %s",
-            (JOB, tick_at - timedelta(days=7)),
+            "DELETE FROM maintenance_ticks WHERE job = %s AND tick_at < now() - interval '7 days'",
+            (JOB,),
         )
     return row is not None
 
