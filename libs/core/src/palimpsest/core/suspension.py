@@ -2,7 +2,8 @@
 indexed nor reviewed, and its repositories' indexes are not used as linked context.
 
 The ingest service refuses work at the door (webhook deliveries recorded as ignored with the
-reason; API requests answered 409); the chunker and the reviewer check again when an event
+reason, learnt with the webhook route, so within ``PALIMPSEST_LOOKUP_CACHE_S`` on other replicas;
+API requests answered 409); the chunker and the reviewer check again when an event
 reaches them (an event emitted before the suspension, or by a local CLI flow), and skip it with
 the same reason. A tenant being deleted counts as suspended.
 """
@@ -28,20 +29,6 @@ async def suspended_reason(conn: Conn, repository_id: UUID) -> str | None:
         " LEFT JOIN installations i ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
         " WHERE r.repository_id = %s",
         (repository_id,),
-    )
-    if row is None:
-        return None
-    return reason_of(bool(row["tenant"]), bool(row["deleting"]), bool(row["installation"]))
-
-
-async def installation_suspended_reason(conn: Conn, installation_id: UUID) -> str | None:
-    """Why deliveries of this installation (of the transaction's tenant) are ignored, or None."""
-    row = await fetch_one(
-        conn,
-        "SELECT t.suspended_at IS NOT NULL AS tenant, t.deleting_at IS NOT NULL AS deleting,"
-        " i.suspended_at IS NOT NULL AS installation"
-        " FROM installations i JOIN tenants t ON t.tenant_id = i.tenant_id WHERE i.installation_id = %s",
-        (installation_id,),
     )
     if row is None:
         return None

@@ -28,6 +28,7 @@ class Route:
     tenant_id: UUID
     installation_id: UUID
     secret: str
+    suspended: str | None = None  # why its deliveries are ignored (installation/tenant suspended)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,6 @@ from uuid import UUID
 from palimpsest.core.db import Conn, fetch_one
 from palimpsest.core.events import Event, IndexRequested, ReviewRequested
 from palimpsest.core.ids import uuid7
-from palimpsest.core.suspension import installation_suspended_reason
 from palimpsest.ingest.context import Route
 from palimpsest.ingest.errors import Conflict, SourceRefused
 from palimpsest.ingest.sources import SourcePolicy, check_source
@@ -62,10 +61,9 @@ async def decide(conn: Conn, route: Route, parsed: ParsedDelivery, policy: Sourc
         return Decision("accepted", 200, "ping")
     if isinstance(intent, Suspension):
         return _suspension(route, intent)
-    suspended = await installation_suspended_reason(conn, route.installation_id)
-    if suspended is not None:
+    if route.suspended is not None:  # from the (cached) route lookup: no query per delivery
         repo = await _known_repo(conn, parsed.repo)
-        return _ignored(suspended, repo["repository_id"] if repo else None)
+        return _ignored(route.suspended, repo["repository_id"] if repo else None)
     if isinstance(intent, Ignored):
         repo = await _known_repo(conn, parsed.repo)
         return _ignored(intent.reason, repo["repository_id"] if repo else None)

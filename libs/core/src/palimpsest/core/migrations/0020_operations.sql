@@ -69,6 +69,36 @@ AS $$
     WHERE t.token_hash = p_token_hash
 $$;
 
+-- The webhook route gains why its deliveries are ignored (a suspended installation or tenant, a
+-- tenant being deleted), so the hot path learns it with the route it already looks up (and caches).
+DROP FUNCTION palimpsest_webhook_route(text, text, text, text);
+CREATE FUNCTION palimpsest_webhook_route(p_provider text, p_kind text, p_external_id text, p_path text)
+RETURNS TABLE (tenant_id uuid, installation_id uuid, webhook_secret bytea, suspended text)
+LANGUAGE sql STABLE SECURITY DEFINER
+AS $$
+    SELECT found.tenant_id, found.installation_id, found.webhook_secret,
+           CASE WHEN n.deleting_at IS NOT NULL THEN 'tenant being deleted'
+                WHEN n.suspended_at IS NOT NULL THEN 'tenant suspended'
+                WHEN found.suspended_at IS NOT NULL THEN 'installation suspended' END
+    FROM (
+        SELECT i.tenant_id, i.installation_id, i.webhook_secret, i.suspended_at, 0 AS rank, 0 AS len
+        FROM installations i
+        WHERE i.provider = p_provider AND i.kind = p_kind AND i.external_id = p_external_id
+          AND i.webhook_secret IS NOT NULL
+        UNION ALL
+        SELECT i.tenant_id, i.installation_id, i.webhook_secret, i.suspended_at, 1 AS rank,
+               length(i.namespace) AS len
+        FROM installations i
+        WHERE p_provider = 'gitlab' AND p_kind = 'project' AND p_path IS NOT NULL
+          AND i.provider = 'gitlab' AND i.kind = 'group' AND i.namespace IS NOT NULL
+          AND i.webhook_secret IS NOT NULL
+          AND left(p_path, length(i.namespace) + 1) = i.namespace || '/'
+    ) AS found
+    JOIN tenants n ON n.tenant_id = found.tenant_id
+    ORDER BY found.rank, found.len DESC
+    LIMIT 1
+$$;
+
 -- Every tenant, for the operator's list (names and state only; details come per tenant).
 CREATE FUNCTION palimpsest_tenant_list()
 RETURNS TABLE (tenant_id uuid, name text, created_at timestamptz, suspended_at timestamptz,
@@ -99,6 +129,7 @@ DECLARE
     fn text;
 BEGIN
     FOREACH fn IN ARRAY ARRAY[
+        'palimpsest_webhook_route(text, text, text, text)',
         'palimpsest_token_tenant(bytea)',
         'palimpsest_tenant_list()',
         'palimpsest_prune_audit(timestamptz, integer)'
@@ -108,6 +139,8 @@ BEGIN
     END LOOP;
 END $$;
 
+COMMENT ON FUNCTION palimpsest_webhook_route(text, text, text, text) IS
+    'app-callable: the tenant, installation, encrypted webhook secret and suspension of one webhook sender.';
 COMMENT ON FUNCTION palimpsest_token_tenant(bytea) IS
     'app-callable: the tenant, scopes and state of an API token, by its sha256.';
 COMMENT ON FUNCTION palimpsest_tenant_list() IS

@@ -140,4 +140,5 @@ async def set_suspended(
         found = await installations.set_suspended(conn, installation_id, suspended, "api")
     if found is None:
         raise NotFound("no such installation")
+    ctx.routes.clear()  # cached webhook routes carry the suspension
     return found

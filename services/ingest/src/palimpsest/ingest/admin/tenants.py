@@ -50,6 +50,7 @@ async def set_suspended(ctx: IngestContext, tenant_id: UUID, suspended: bool) ->
     if found is None:
         raise NotFound("no such tenant")
     ctx.tokens.clear()
+    ctx.routes.clear()  # cached webhook routes carry the suspension
     return _state(found)
 
 

@@ -21,6 +21,7 @@ class SealedRoute:
     tenant_id: UUID
     installation_id: UUID
     sealed_secret: bytes
+    suspended: str | None = None  # why its deliveries are ignored (suspension), or None
 
 
 async def webhook_route(
@@ -29,12 +30,15 @@ async def webhook_route(
     async with system_tx(pool) as conn:
         row = await fetch_one(
             conn,
-            "SELECT tenant_id, installation_id, webhook_secret FROM palimpsest_webhook_route(%s, %s, %s, %s)",
+            "SELECT tenant_id, installation_id, webhook_secret, suspended"
+            " FROM palimpsest_webhook_route(%s, %s, %s, %s)",
             (provider, kind, external_id, path),
         )
     if row is None:
         return None
-    return SealedRoute(row["tenant_id"], row["installation_id"], bytes(row["webhook_secret"]))
+    return SealedRoute(
+        row["tenant_id"], row["installation_id"], bytes(row["webhook_secret"]), row["suspended"]
+    )
 
 
 async def token_owner(pool: Pool, token_hash: bytes) -> dict[str, Any] | None:
