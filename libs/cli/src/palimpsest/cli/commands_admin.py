@@ -310,7 +310,30 @@ async def backfill(dry_run: bool, limit: int | None, as_json: bool) -> None:
     emit(out, as_json=as_json, text=text)
 
 
+@click.command("tenant-delete")
+@click.option("--files", default=5_000, show_default=True, help="Files of the generated repository.")
+@click.option("--total-mb", default=2.5, show_default=True)
+@click.option("--batch", default=5_000, show_default=True, help="Rows per deleting transaction.")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def bench_tenant_delete(files: int, total_mb: float, batch: int, as_json: bool) -> None:
+    """Delete a tenant holding an indexed repository (and switch an index off); print the figures."""
+    from palimpsest.cli.benchdelete import run_bench_delete
+    from palimpsest.cli.main import settings
+    from palimpsest.cli.output import fail
+
+    if files < 10:
+        fail("--files must be at least 10")
+    emit(
+        await run_bench_delete(settings(), files=files, total_bytes=int(total_mb * 1e6), batch=batch),
+        as_json=True,
+    )
+
+
 def register(cli: click.Group) -> None:
     """Add the admin commands (tenant and installation subcommands join the ingest groups)."""
     for command in (token, link, audit, backfill):
         cli.add_command(command)
+    bench = cli.commands.get("bench")
+    if isinstance(bench, click.Group):
+        bench.add_command(bench_tenant_delete, "tenant-delete")

@@ -93,8 +93,10 @@ class TenantCreated(Tenant):
 class TenantDeleted(_Out):
     tenant_id: UUID
     existed: bool = Field(description="False when a retried deletion found the tenant already gone.")
-    deleted_rows: int
-    tables: dict[str, int] = Field(description="Rows deleted per table (tables with none left out).")
+    deleted_rows: int = Field(
+        description="Rows the deletion's statements deleted (cascaded rows not counted)."
+    )
+    tables: dict[str, int] = Field(description="Those rows per table (tables with none left out).")
 
 
 def _read_only() -> list[ScopeName]:

@@ -20,6 +20,7 @@ when each job ends, so there is no scratch space to clear.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -69,17 +70,33 @@ async def tenant_tables(pool: Pool) -> list[str]:
 
 
 async def delete_tenant(ctx: IngestContext, tenant_id: UUID) -> DeletionReport:
-    async with tenant_tx(ctx.pool, tenant_id) as conn:
-        existed = await tenants.mark_deleting(conn, tenant_id)
+    """Delete the tenant (see the module docstring); this replica's token and route caches too."""
+    try:
+        return await delete_tenant_rows(ctx.pool, tenant_id, marked=lambda: _forget(ctx))
+    finally:
+        _forget(ctx)
+
+
+def _forget(ctx: IngestContext) -> None:
     ctx.tokens.clear()
     ctx.routes.clear()
+
+
+async def delete_tenant_rows(
+    pool: Pool, tenant_id: UUID, *, marked: Callable[[], None] | None = None, batch: int = BATCH
+) -> DeletionReport:
+    """Mark, empty every tenant table in batches, remove the tenant row; ``marked`` runs after the mark."""
+    async with tenant_tx(pool, tenant_id) as conn:
+        existed = await tenants.mark_deleting(conn, tenant_id)
+    if marked is not None:
+        marked()
     report = DeletionReport(tenant_id, existed)
-    pending = await tenant_tables(ctx.pool)
+    pending = await tenant_tables(pool)
     for _ in range(MAX_PASSES):
         blocked: list[str] = []
         for table in pending:
             try:
-                report.rows[table] = report.rows.get(table, 0) + await _empty(ctx.pool, tenant_id, table)
+                report.rows[table] = report.rows.get(table, 0) + await _empty(pool, tenant_id, table, batch)
             except psycopg.errors.ForeignKeyViolation:
                 blocked.append(table)
         if not blocked:
@@ -87,14 +104,14 @@ async def delete_tenant(ctx: IngestContext, tenant_id: UUID) -> DeletionReport:
         pending = blocked
     else:
         raise RuntimeError(f"tenant deletion blocked by foreign keys on {', '.join(pending)}")
-    async with tenant_tx(ctx.pool, tenant_id) as conn:
+    async with tenant_tx(pool, tenant_id) as conn:
         cur = await conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant_id,))
         report.rows["tenants"] = cur.rowcount
     log.info("tenant %s deleted: %d rows", tenant_id, sum(report.rows.values()))
     return report
 
 
-async def _empty(pool: Pool, tenant_id: UUID, table: str) -> int:
+async def _empty(pool: Pool, tenant_id: UUID, table: str, batch: int = BATCH) -> int:
     """Delete the tenant's rows of ``table`` in batches, each its own transaction; how many."""
     statement = sql.SQL(
         "DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {t} WHERE tenant_id = %s LIMIT %s))"
@@ -102,7 +119,7 @@ async def _empty(pool: Pool, tenant_id: UUID, table: str) -> int:
     total = 0
     while True:
         async with tenant_tx(pool, tenant_id) as conn:
-            cur = await conn.execute(statement, (tenant_id, BATCH))
+            cur = await conn.execute(statement, (tenant_id, batch))
         total += cur.rowcount
-        if cur.rowcount < BATCH:
+        if cur.rowcount < batch:
             return total
