@@ -2,11 +2,11 @@
 be run again (after a crash midway, or a second time) with the same result.
 
 The tenant is filled through the product's own flows — the API (installations, repositories,
-tokens, a diff review submission, the audit log), signed webhooks (deliveries, events), the real
-chunker and recency-scanner (snapshots, blobs, chunks, recency, co-change), the analyzer and the
-reviewer through the bus (analyses, reviews and their context). The few tables no flow fills
-without a model or a failure (LLM routes, budgets, usage; event failures; dead letters) get one
-row each by SQL, named in ``NO_FLOW``. Every table with a ``tenant_id`` — found in the catalog —
+tokens, links, a diff review submission, the audit log), signed webhooks (deliveries, events), the
+real chunker and recency-scanner (snapshots, blobs, chunks, recency, co-change), the analyzer and
+the reviewer through the bus (analyses, reviews with a model on the local fake: findings, context,
+LLM usage). The few tables no flow of the test fills get one row each by SQL, named in
+``NO_FLOW``. Every table with a ``tenant_id`` — found in the catalog —
 must hold a row of the tenant before the deletion, so a table a later migration adds fails here
 until it is seeded and deleted too.
 """
@@ -19,6 +19,7 @@ from uuid import UUID
 
 import httpx
 import psycopg
+from pydantic import SecretStr
 
 from palimpsest.cli.local import register_path
 from palimpsest.core.db import tenant_tx
@@ -39,22 +40,21 @@ from tests.integration.analyzer.support import (
 )
 from tests.integration.ingest.support import REPOS, Served, admin, deliver, new_tenant, populate
 from tests.integration.security.catalog import tenant_rows, tenant_state
+from tests.support.fake_llm import FakeLLM
 from tests.support.gitrepo import commit, git, init_repo
 from tests.support.pipeline import request_and_wait
 from tests.support.servers import ServerSet
 from tests.support.tenant_tables import tenant_tables
 
-# tables no flow of this test fills — they need a model (LLM usage, review findings), an
+# tables no flow of this test fills — they need routes and budgets an operator sets by SQL, an
 # embedding model, a failure, a documentation claim the doc check resolves, or the analyzer's
 # debounce timer: one row each by SQL
 NO_FLOW = (
     "llm_routes",
     "llm_budgets",
-    "llm_usage",
     "event_failures",
     "dead_letters",
     "code_chunk_embeddings",
-    "review_findings",
     "analysis_schedule",
     "doc_findings",
 )
@@ -75,8 +75,22 @@ def _repository(root: Path) -> tuple[Path, str, str]:
     return repo, base, feature
 
 
-def _reviewer_settings() -> ReviewerSettings:
-    values: dict[str, Any] = {"allow_local_sources": True, "ack_wait_s": 5.0, "llm_model": None}
+KEY = "sk-deletion-test"
+FINDING = (
+    '{"summary": "handler returns 3.", "findings": [{"path": "src/app.py", "start_line": 2, "end_line": 2,'
+    ' "severity": "minor", "category": "bug", "message": "why 3?"}]}'
+)
+
+
+def _reviewer_settings(fake: FakeLLM) -> ReviewerSettings:
+    values: dict[str, Any] = {
+        "allow_local_sources": True,
+        "ack_wait_s": 5.0,
+        "llm_model": "openai/fake-model",
+        "llm_api_base": fake.base_url,
+        "llm_api_key": SecretStr(KEY),
+        "llm_timeout_s": 5.0,
+    }
     return ReviewerSettings.model_construct(**{**ReviewerSettings().model_dump(), **values})
 
 
@@ -88,10 +102,6 @@ async def _no_flow_rows(infra: Infra, tenant: UUID) -> None:
         )
         await conn.execute("INSERT INTO llm_budgets (tenant_id, monthly_usd) VALUES (%s, 5)", (tenant,))
         await conn.execute(
-            "INSERT INTO llm_usage (tenant_id, usage_id, feature, model, outcome) VALUES (%s, %s, 'review', 'm', 'ok')",
-            (tenant, uuid7()),
-        )
-        await conn.execute(
             "INSERT INTO event_failures (consumer, event_id, tenant_id, last_error) VALUES ('t', %s, %s, 'x')",
             (uuid7(), tenant),
         )
@@ -99,10 +109,6 @@ async def _no_flow_rows(infra: Infra, tenant: UUID) -> None:
             "INSERT INTO code_chunk_embeddings (tenant_id, repository_id, blob_sha, ordinal, model, embedding)"
             " SELECT tenant_id, repository_id, blob_sha, ordinal, 'local', ARRAY[0.5, 0.5]::real[]"
             " FROM code_chunks LIMIT 1"
-        )
-        await conn.execute(
-            "INSERT INTO review_findings (tenant_id, review_id, ordinal, path, message)"
-            " SELECT tenant_id, review_id, 0, 'src/app.py', 'x' FROM reviews LIMIT 1"
         )
         await conn.execute(
             "INSERT INTO doc_findings (tenant_id, analysis_id, ordinal, repository_id, doc_path, kind, claim)"
@@ -150,7 +156,9 @@ async def test_deleting_a_tenant_leaves_nothing_of_it_and_nothing_else_goes(
             await index(infra, keeper.tenant_id, keeper_repo)
         # analyses and reviews through the bus, as the CLI and the API request them
         gateway = Gateway(pool, analyzer_settings())
-        review_gateway = Gateway(pool, _reviewer_settings())
+        fake = FakeLLM(reply=FINDING, api_key=KEY)
+        fake.start()
+        review_gateway = Gateway(pool, _reviewer_settings(fake))
         try:
             async with running(
                 infra, [analyzer_for(infra, {doomed.tenant_id}, analyzer_settings(), gateway)]
@@ -158,7 +166,9 @@ async def test_deleting_a_tenant_leaves_nothing_of_it_and_nothing_else_goes(
                 event = AnalysisRequested(tenant_id=doomed.tenant_id, repository_id=doomed_repo)
                 await request_and_wait(infra, event, ("analysis.completed",), timeout_s=90)
             reviewer = _scoped(
-                reviewer_definition(infra, _reviewer_settings(), gateway=review_gateway), tenants, "reviewer"
+                reviewer_definition(infra, _reviewer_settings(fake), gateway=review_gateway),
+                tenants,
+                "reviewer",
             )
             async with running(infra, [reviewer]):
                 for tenant, repo in ((doomed.tenant_id, doomed_repo), (keeper.tenant_id, keeper_repo)):
@@ -174,6 +184,7 @@ async def test_deleting_a_tenant_leaves_nothing_of_it_and_nothing_else_goes(
         finally:
             await gateway.aclose()
             await review_gateway.aclose()
+            fake.stop()
         # admin links: one of a repository, one organisation-wide pattern repository
         ledger, invoices = doomed.repos["github"]["repository_id"], doomed.repos["gitlab"]["repository_id"]
         for link in (
