@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 import click
 
@@ -276,8 +277,24 @@ async def audit(tenant: str, action: str | None, outcome: str | None, limit: int
 # --------------------------------------------------------------------------- backfill
 
 
+async def _local_head(path: str, branch: str) -> str | None:
+    """The branch head of a local repository (the CLI runs git; the ingest service does not)."""
+    from pathlib import Path
+
+    from palimpsest.core.git import resolve_ref
+    from palimpsest.core.git_errors import GitError
+
+    try:
+        return await resolve_ref(Path(path), branch, timeout_s=30)
+    except GitError:
+        return None  # gone or unreadable: an index request would fail the same way
+
+
 @click.command("backfill")
 @click.option("--dry-run", is_flag=True, help="Only show the repositories it would re-index, and why.")
+@click.option(
+    "--tenant", "tenant_ids", multiple=True, help="Only this tenant (repeatable; default: every tenant)."
+)
 @click.option(
     "--limit",
     type=click.IntRange(1, 100_000),
@@ -286,9 +303,10 @@ async def audit(tenant: str, action: str | None, outcome: str | None, limit: int
 )
 @click.option("--json", "as_json", is_flag=True)
 @run_async
-async def backfill(dry_run: bool, limit: int | None, as_json: bool) -> None:
+async def backfill(dry_run: bool, tenant_ids: tuple[str, ...], limit: int | None, as_json: bool) -> None:
     """The maintenance backfill, all slices at once: index requests for repositories whose newest
-    snapshot is missing, failed for a transient reason, stuck, or behind a local branch head."""
+    snapshot is missing, failed for a transient reason, stuck, or behind a local branch head (this
+    command reads the heads; the service leaves that comparison to the chunker)."""
     from palimpsest.cli.main import settings
     from palimpsest.cli.session import session
     from palimpsest.ingest import backfill as job
@@ -300,7 +318,12 @@ async def backfill(dry_run: bool, limit: int | None, as_json: bool) -> None:
     async with session(settings(), services=False) as sess:
         pool = sess.infra.pool
         found = await job.candidates(
-            pool, policy, slice_no=None, limit=limit or policy.max_per_tick * policy.slices
+            pool,
+            policy,
+            slice_no=None,
+            limit=limit or policy.max_per_tick * policy.slices,
+            head_of=_local_head,
+            tenants={UUID(t) for t in tenant_ids} if tenant_ids else None,
         )
         requested = 0 if dry_run else await job.request(pool, found)
     out = {"dry_run": dry_run, "candidates": [c.as_dict() for c in found], "requested": requested}

@@ -8,7 +8,13 @@ candidate when its newest (branch) snapshot is
 - ``missing`` — none at all, though registered longer than ``PALIMPSEST_BACKFILL_GRACE_S`` ago;
 - ``failed`` for a transient reason (network, timeout, a remote that broke off, a full disk, an
   interrupted build), or ``stuck`` building for longer than the grace period;
-- ``behind`` — for local sources, the branch head is not the snapshot's commit.
+- ``behind`` — for local sources, the branch head is not the snapshot's commit. The ingest
+  service runs no git (its image has none), so it requests every local repository with a ready
+  snapshot (``local``) and the chunker, which resolves the head anyway, skips the build as
+  ``up_to_date`` when the head is indexed; ``palimpsest backfill`` resolves the heads itself and
+  names only the repositories that are behind.
+
+Index requests carry the reason ``backfill``: never a forced rebuild of an indexed commit.
 
 Repositories with index mode ``off``, of a suspended tenant or installation, or of a tenant being
 deleted are left alone. At most ``PALIMPSEST_BACKFILL_MAX_PER_TICK`` times the slices index requests go
@@ -25,20 +31,21 @@ import math
 import os
 import socket
 import time
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import Pool, fetch_all, fetch_one, system_tx, tenant_tx
 from palimpsest.core.events import IndexRequested
-from palimpsest.core.git import resolve_ref
-from palimpsest.core.git_errors import GitError
 from palimpsest.core.outbox import emit
 from palimpsest.ingest.store import lookups
 
 log = logging.getLogger(__name__)
+
+# (clone_url, branch) -> the branch head's commit, or None when it cannot be read
+HeadResolver = Callable[[str, str], Awaitable[str | None]]
 
 JOB = "backfill"
 TRANSIENT_REASONS = (
@@ -68,7 +75,7 @@ class Candidate:
     tenant_id: UUID
     repository_id: UUID
     full_name: str
-    why: str  # missing | failed | stuck | behind
+    why: str  # missing | failed | stuck | behind | local
     detail: str | None
     slice: int
 
@@ -96,14 +103,24 @@ ORDER BY r.repository_id
 
 
 async def candidates(
-    pool: Pool, policy: BackfillPolicy, *, slice_no: int | None, limit: int, now: datetime | None = None
+    pool: Pool,
+    policy: BackfillPolicy,
+    *,
+    slice_no: int | None,
+    limit: int,
+    now: datetime | None = None,
+    head_of: HeadResolver | None = None,
+    tenants: Collection[UUID] | None = None,
 ) -> list[Candidate]:
-    """The repositories to re-index in one slice (None: every slice), at most ``limit``."""
+    """The repositories to re-index in one slice (None: every slice), at most ``limit``, taken from
+    the tenants in turn (one tenant's many candidates cannot starve the others')."""
     now = now or datetime.now(UTC)
     grace = timedelta(seconds=policy.grace_s)
-    found: list[Candidate] = []
+    per_tenant: list[list[Candidate]] = []
     for tenant in await lookups.tenant_list(pool):
         if tenant["suspended_at"] is not None or tenant["deleting_at"] is not None:
+            continue
+        if tenants is not None and tenant["tenant_id"] not in tenants:
             continue
         try:
             async with tenant_tx(pool, tenant["tenant_id"]) as conn:
@@ -111,12 +128,13 @@ async def candidates(
         except Exception as exc:  # one tenant's failure does not stop the others'
             log.warning("backfill: tenant %s skipped (%s)", tenant["tenant_id"], exc.__class__.__name__)
             continue
+        mine: list[Candidate] = []
         for row in rows:
-            if len(found) >= limit:
-                return found
-            why = await _why(row, policy, now, grace)
+            if len(mine) >= limit:
+                break
+            why = await _why(row, policy, now, grace, head_of)
             if why is not None:
-                found.append(
+                mine.append(
                     Candidate(
                         tenant["tenant_id"],
                         row["repository_id"],
@@ -126,11 +144,15 @@ async def candidates(
                         int(row["slice"]),
                     )
                 )
-    return found
+        per_tenant.append(mine)
+    found: list[Candidate] = []
+    for rank in range(max((len(m) for m in per_tenant), default=0)):
+        found.extend(m[rank] for m in per_tenant if rank < len(m))
+    return found[:limit]
 
 
 async def _why(
-    row: dict[str, Any], policy: BackfillPolicy, now: datetime, grace: timedelta
+    row: dict[str, Any], policy: BackfillPolicy, now: datetime, grace: timedelta, head_of: HeadResolver | None
 ) -> tuple[str, str | None] | None:
     state = row["state"]
     if state is None:
@@ -140,20 +162,19 @@ async def _why(
     if state == "building":
         return ("stuck", None) if now - row["snapshot_at"] > grace else None
     if state == "ready" and row["provider"] == "local" and policy.local_sources:
-        try:
-            head = await resolve_ref(Path(row["clone_url"]), str(row["default_branch"]), timeout_s=30)
-        except GitError:
-            return None  # gone or unreadable: an index request would fail the same way
-        if head != row["commit_sha"]:
+        if head_of is None:
+            return "local", "the chunker compares the branch head with the snapshot"
+        head = await head_of(str(row["clone_url"]), str(row["default_branch"]))
+        if head is not None and head != row["commit_sha"]:
             return "behind", f"{str(row['commit_sha'])[:12]} -> {head[:12]}"
     return None
 
 
 async def request(pool: Pool, found: list[Candidate]) -> int:
-    """Emit an index request (reason ``rebuild``) for each candidate, in its tenant's transaction."""
+    """Emit an index request (reason ``backfill``) for each candidate, in its tenant's transaction."""
     sent = 0
     for cand in found:
-        event = IndexRequested(tenant_id=cand.tenant_id, repository_id=cand.repository_id, reason="rebuild")
+        event = IndexRequested(tenant_id=cand.tenant_id, repository_id=cand.repository_id, reason="backfill")
         try:
             async with tenant_tx(pool, cand.tenant_id) as conn:
                 await emit(conn, event)
@@ -188,12 +209,19 @@ async def finish_tick(pool: Pool, tick_at: datetime, requested: int) -> None:
         )
 
 
-async def run_tick(pool: Pool, policy: BackfillPolicy, tick_at: datetime, *, who: str) -> int | None:
+async def run_tick(
+    pool: Pool,
+    policy: BackfillPolicy,
+    tick_at: datetime,
+    *,
+    who: str,
+    tenants: Collection[UUID] | None = None,
+) -> int | None:
     """Run the slice of ``tick_at`` if no replica has: how many index requests went out, or None."""
     if not await claim_tick(pool, tick_at, who=who):
         return None
     slice_no = round(tick_at.timestamp() / policy.slice_s) % policy.slices
-    found = await candidates(pool, policy, slice_no=slice_no, limit=policy.max_per_tick)
+    found = await candidates(pool, policy, slice_no=slice_no, limit=policy.max_per_tick, tenants=tenants)
     sent = await request(pool, found)
     await finish_tick(pool, tick_at, sent)
     if sent:
