@@ -65,6 +65,10 @@ async def test_a_suspended_installation_is_neither_indexed_nor_reviewed(
         assert res.status_code == 202 and res.json()["outcome"] == "accepted", res.text
         found = (await client.get(world.path(f"/installations/{installation}"), headers=world.auth)).json()
         assert found["suspended_at"] is not None and found["suspended_reason"] == "provider"
+        entries = (await client.get(world.path("/audit"), headers=world.auth)).json()["items"]
+        assert ("installation_suspend", "provider", None, {"installation_id": installation}) in [
+            (e["action"], e["actor"], e["token_id"], e["target"]) for e in entries
+        ]
         # deliveries for it: recorded as ignored, with the reason, nothing emitted
         res = await _push(client, 1)
         assert res.status_code == 202 and res.json()["outcome"] == "ignored", res.text

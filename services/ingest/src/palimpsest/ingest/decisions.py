@@ -17,6 +17,8 @@ from uuid import UUID
 from palimpsest.core.db import Conn, fetch_one
 from palimpsest.core.events import Event, IndexRequested, ReviewRequested
 from palimpsest.core.ids import uuid7
+from palimpsest.ingest.admin import audit
+from palimpsest.ingest.admin.audit import AuditNote
 from palimpsest.ingest.context import Route
 from palimpsest.ingest.errors import Conflict, SourceRefused
 from palimpsest.ingest.sources import SourcePolicy, check_source
@@ -79,6 +81,16 @@ def _suspension(route: Route, intent: Suspension) -> Decision:
 
     async def apply(tx: Conn) -> Applied:
         await installations.set_suspended(tx, route.installation_id, intent.suspended, "provider")
+        action = "installation_suspend" if intent.suspended else "installation_unsuspend"
+        note = AuditNote(
+            route.tenant_id,
+            "provider",
+            None,
+            None,
+            action,
+            target={"installation_id": str(route.installation_id)},
+        )
+        await audit.insert(tx, note, "ok", 202)
         return Applied([], "installation suspended" if intent.suspended else "installation unsuspended")
 
     return Decision("accepted", 202, None, apply=apply)
