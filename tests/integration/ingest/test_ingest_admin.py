@@ -197,3 +197,11 @@ async def test_index_mode_off_deletes_the_index_data(
         assert (await client.get(world.path(), headers=world.auth)).json()["index_bytes"] == 0
     finally:
         await drop_tenant(served.ctx.pool, world.tenant_id)
+
+
+async def test_operator_routes_answer_a_malformed_tenant_id_with_a_validation_error(
+    client: httpx.AsyncClient, served: Served
+) -> None:
+    for method, path in (("POST", "/v1/tenants/not-a-uuid/suspend"), ("DELETE", "/v1/tenants/not-a-uuid")):
+        res = await client.request(method, path, headers=admin())
+        assert res.status_code == 422, res.text

@@ -57,7 +57,6 @@ class RouteAccess:
     """Base of the access declarations; ``scope`` None means the operator admin token only."""
 
     scope: ApiScope | None = None
-    tenant_in_path: bool = False
 
     def describe(self) -> str:
         return "operator" if self.scope is None else str(self.scope)
@@ -65,8 +64,6 @@ class RouteAccess:
 
 class TenantAccess(RouteAccess):
     """The path's tenant with ``scope``: ``Depends(TenantAccess(ApiScope.READ))``."""
-
-    tenant_in_path = True
 
     def __init__(self, scope: ApiScope) -> None:
         self.scope = scope
@@ -82,16 +79,22 @@ class OperatorAccess(RouteAccess):
     """The operator admin token only (tenant creation, listing, suspension, deletion)."""
 
     async def __call__(self, caller: Caller, request: Request) -> Principal:
-        tenant = request.path_params.get("tenant_id")
-        if caller.admin or (
-            tenant is not None and caller.tenant_id is not None and str(caller.tenant_id) == tenant
-        ):
-            note_audit(request, caller, caller.tenant_id if tenant is None else UUID(str(tenant)))
+        raw = request.path_params.get("tenant_id")
+        tenant = _uuid_or_none(raw)  # a malformed id is the route's own 422, not ours to judge
+        if caller.admin or (tenant is not None and caller.tenant_id == tenant):
+            note_audit(request, caller, caller.tenant_id if raw is None else tenant)
         if not caller.admin:
-            if tenant is not None and str(caller.tenant_id) != tenant:
+            if tenant is not None and caller.tenant_id != tenant:
                 raise NotFound("no such tenant")  # another tenant looks missing, as everywhere
             raise Forbidden("this needs the operator admin token")
         return caller
+
+
+def _uuid_or_none(value: object) -> UUID | None:
+    try:
+        return None if value is None else UUID(str(value))
+    except ValueError:
+        return None
 
 
 class TokenAccess(RouteAccess):
