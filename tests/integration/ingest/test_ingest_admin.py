@@ -80,7 +80,14 @@ async def test_a_token_lives_expires_rotates_and_is_revoked(
         res = await client.get(world.path("/repositories"), headers=bearer(short))
         assert res.status_code == 401 and "expired" in res.text
         # bad requests: an unknown scope, both expiries
-        bad = [{"scopes": ["admin"]}, {"scopes": []}, {"expires_at": soon, "expires_in_days": 1}]
+        past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+        bad = [
+            {"scopes": ["admin"]},
+            {"scopes": []},
+            {"expires_at": soon, "expires_in_days": 1},
+            {"expires_at": past},
+            {"expires_at": "2030-01-01T00:00:00"},
+        ]
         for body in bad:
             res = await client.post(world.path("/tokens"), json=body, headers=world.auth)
             assert res.status_code in (400, 422), (body, res.text)

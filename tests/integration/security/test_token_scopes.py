@@ -10,6 +10,7 @@ a 401; then a token holding exactly the declared scope is let through (no 401/40
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -53,10 +54,9 @@ async def test_every_route_answers_only_its_declared_scope(client: httpx.AsyncCl
             s: (await _token(client, tokens_path, world.auth, name=s, scopes=[s]))["api_token"]
             for s in SCOPES
         }
-        past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
-        expired = (await _token(client, tokens_path, world.auth, name="old", scopes=SCOPES, expires_at=past))[
-            "api_token"
-        ]
+        soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+        old = await _token(client, tokens_path, world.auth, name="old", scopes=SCOPES, expires_at=soon)
+        expired = old["api_token"]
         revoked = await _token(client, tokens_path, world.auth, name="gone", scopes=SCOPES)
         res = await client.delete(f"{tokens_path}/{revoked['token_id']}", headers=world.auth)
         assert res.status_code == 204, res.text
@@ -64,6 +64,9 @@ async def test_every_route_answers_only_its_declared_scope(client: httpx.AsyncCl
         # token would end the test's session)
         spare = await _token(client, tokens_path, world.auth, name="spare", scopes=["read"])
         ids["token_id"] = str(spare["token_id"])
+        await asyncio.sleep(
+            (datetime.fromisoformat(old["expires_at"]) - datetime.now(UTC)).total_seconds() + 0.05
+        )
 
         wrong: list[str] = []
         for endpoint, needed in sorted(access.items(), key=lambda item: (item[0].path, item[0].method)):

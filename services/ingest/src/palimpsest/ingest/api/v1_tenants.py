@@ -88,6 +88,8 @@ async def issue_token(body: TokenCreate, ctx: Ctx, scope: ManageScope) -> TokenC
         expires_at = datetime.now(UTC) + timedelta(days=body.expires_in_days)
     if expires_at is not None and expires_at.tzinfo is None:
         raise InvalidRequest("expires_at needs a time zone (e.g. 2027-01-31T00:00:00Z)")
+    if expires_at is not None and expires_at <= datetime.now(UTC):
+        raise InvalidRequest("expires_at is in the past")
     issued = await tenants.issue_token(ctx, scope, body.name, body.scopes, expires_at)
     return TokenCreated.model_validate(issued)
 
