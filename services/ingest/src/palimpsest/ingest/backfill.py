@@ -37,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from palimpsest.core import metrics
 from palimpsest.core.db import Pool, fetch_all, fetch_one, system_tx, tenant_tx
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.outbox import emit
@@ -182,6 +183,7 @@ async def request(pool: Pool, found: list[Candidate]) -> int:
             log.warning("backfill: no index request for %s (%s)", cand.repository_id, exc.__class__.__name__)
             continue
         sent += 1
+        metrics.BACKFILL_REQUESTS.labels(cand.why).inc()
     return sent
 
 
