@@ -223,3 +223,82 @@ def test_bench_ingest_small_run(stack: ServerSet, tmp_path: Path) -> None:
     assert result["accepted"] == 170
     assert result["events"] == result["accepted"] and result["events_equal_accepted"] is True
     assert result["statuses"] == {"202": 150}
+
+
+def test_organisation_operations_through_the_cli(running_up: dict[str, str], tmp_path: Path) -> None:
+    """Tokens with scopes, tenant list/show/suspend/resume/delete, installation suspension, links and
+    the audit log, each with --json."""
+    env = running_up
+    tenant = _run(env, "tenant", "create", "ops", "--json")
+    tid = tenant["tenant_id"]
+    issued = _run(env, "token", "create", "--tenant", tid, "--name", "ci", "--scope", "read", "--scope", "review",
+                  "--expires-in-days", "30", "--json")  # fmt: skip
+    assert issued["scopes"] == ["read", "review"] and issued["api_token"].startswith("pal_")
+    listed = _run(env, "token", "list", "--tenant", tid, "--json")
+    assert {t["name"] for t in listed} == {"initial", "ci"} and "api_token" not in json.dumps(listed)
+    rotated = _run(env, "token", "rotate", "--tenant", tid, issued["token_id"], "--json")
+    assert rotated["token_id"] == issued["token_id"] and rotated["api_token"] != issued["api_token"]
+    reader = {**env, "PALIMPSEST_API_TOKEN": rotated["api_token"]}
+    denied = subprocess.run([*CLI, "token", "list", "--tenant", tid], env=reader, capture_output=True, text=True,
+                            timeout=60, check=False)  # fmt: skip
+    assert denied.returncode != 0 and "403" in denied.stderr and "manage" in denied.stderr
+    _run(env, "token", "revoke", "--tenant", tid, issued["token_id"], "--json")
+    assert len(_run(env, "token", "list", "--tenant", tid, "--all", "--json")) == 2
+    assert len(_run(env, "token", "list", "--tenant", tid, "--json")) == 1
+
+    assert tid in {t["tenant_id"] for t in _run(env, "tenant", "list", "--json")}
+    assert _run(env, "tenant", "suspend", tid, "--json")["state"] == "suspended"
+    assert _run(env, "tenant", "resume", tid, "--json")["state"] == "active"
+    added = _run(env, "installation", "add", "--tenant", tid, "--provider", "github", "--external-id", "61111",
+                 "--json")  # fmt: skip
+    assert (
+        _run(env, "installation", "suspend", "--tenant", tid, added["installation_id"], "--json")[
+            "suspended_reason"
+        ]
+        == "api"
+    )
+    assert (
+        _run(env, "installation", "resume", "--tenant", tid, added["installation_id"], "--json")[
+            "suspended_at"
+        ]
+        is None
+    )
+
+    app = _run(
+        env, "repo", "add", "--tenant", tid, str(_git_repo(tmp_path / "app")), "--mode", "off", "--json"
+    )
+    lib = _run(
+        env, "repo", "add", "--tenant", tid, str(_git_repo(tmp_path / "lib")), "--mode", "off", "--json"
+    )
+    linked = _run(env, "link", "add", "--tenant", tid, "--from", app["repository_id"], "--to", lib["repository_id"],
+                  "--json")  # fmt: skip
+    pattern = _run(
+        env, "link", "add", "--tenant", tid, "--to", lib["repository_id"], "--role", "pattern", "--json"
+    )
+    assert pattern["source"] is None and linked["source"] == "app"
+    assert len(_run(env, "link", "list", "--tenant", tid, "--json")) == 2
+    _run(env, "link", "remove", "--tenant", tid, linked["link_id"], "--json")
+    assert "(every repository) -> lib" in _run(env, "link", "list", "--tenant", tid)
+
+    shown = _run(env, "tenant", "show", tid, "--json")
+    assert shown["repositories"] == 2 and shown["installations"] == 1
+    audit = _run(env, "audit", "--tenant", tid, "--json")
+    actions = {a["action"] for a in audit}
+    assert {
+        "issue_token",
+        "rotate_token",
+        "revoke_token",
+        "add_link",
+        "remove_link",
+        "suspend_installation",
+    } <= actions
+    assert all(a["actor"] == "operator" for a in audit if a["action"] == "add_link")
+
+    # both repositories are off: the backfill has nothing of this tenant to request
+    planned = _run(env, "backfill", "--dry-run", "--tenant", tid, "--json")
+    assert planned == {"dry_run": True, "candidates": [], "requested": 0}
+
+    gone = _run(env, "tenant", "delete", tid, "--yes", "--json")
+    assert gone["existed"] is True and gone["deleted_rows"] > 0
+    again = _run(env, "tenant", "delete", tid, "--yes", "--json")
+    assert again["existed"] is False and again["deleted_rows"] == 0

@@ -101,14 +101,15 @@ class World:
     token: str
     other_tenant: UUID
     other_token: str
+    review_only_token: str  # a token of the tenant without the read scope
     repository_id: UUID
     repo: dict[str, Any]
 
 
-async def _token(infra: Infra, tenant: UUID) -> str:
+async def _token(infra: Infra, tenant: UUID, scopes: tuple[str, ...] = ("read",)) -> str:
     token, token_hash = new_api_token()
     async with tenant_tx(infra.pool, tenant) as conn:
-        await insert_token(conn, tenant, uuid7(), token_hash, "mcp-test")
+        await insert_token(conn, tenant, uuid7(), token_hash, "mcp-test", scopes)
     return token
 
 
@@ -147,6 +148,7 @@ async def world(
             token=await _token(infra, tenant),
             other_tenant=other,
             other_token=await _token(infra, other),
+            review_only_token=await _token(infra, tenant, ("review",)),
             repository_id=repository_id,
             repo=repo,
         )
@@ -366,6 +368,7 @@ async def test_missing_wrong_or_admin_tokens_are_refused(
             (f"Bearer {wrong}", 401),
             ("Basic dXNlcjpwYXNz", 401),
             (f"Bearer {ADMIN_TOKEN}", 403),
+            (f"Bearer {world.review_only_token}", 403),  # a tenant token without the read scope
         ):
             sent = {**headers, **({"Authorization": auth} if auth else {})}
             res = await client.post(world.url, json=body, headers=sent)
@@ -377,6 +380,7 @@ async def test_missing_wrong_or_admin_tokens_are_refused(
         async with http_session(world.url, wrong):
             pass
     assert wrong not in caplog.text and ADMIN_TOKEN not in caplog.text
+    assert world.review_only_token not in caplog.text
 
 
 async def test_every_tool_over_stdio(world: World, stack: ServerSet, tmp_path: Path) -> None:

@@ -50,7 +50,9 @@ async def test_creating_a_tenant_needs_the_admin_token(client: httpx.AsyncClient
 
 async def test_tokens_are_stored_hashed_and_can_be_revoked(client: httpx.AsyncClient, served: Served) -> None:
     async with world_of(client, served.ctx.pool, repos=False) as world:
-        issued = await client.post(world.path("/tokens"), json={"name": "ci"}, headers=world.auth)
+        issued = await client.post(
+            world.path("/tokens"), json={"name": "ci", "scopes": ["manage"]}, headers=world.auth
+        )
         assert issued.status_code == 201
         token = issued.json()["api_token"]
         async with tenant_tx(served.ctx.pool, world.tenant_id) as conn:

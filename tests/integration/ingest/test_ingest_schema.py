@@ -23,6 +23,8 @@ FUNCTIONS = (
     "palimpsest_webhook_route(text,text,text,text)",
     "palimpsest_token_tenant(bytea)",
     "palimpsest_prune_deliveries(timestamp with time zone,integer)",
+    "palimpsest_tenant_list()",
+    "palimpsest_prune_audit(timestamp with time zone,integer)",
 )
 
 
@@ -72,7 +74,8 @@ def _check_lookups(app_url: str) -> None:
         ).fetchall()
         assert len(route) == 1
         assert route[0][0] == tenant_b and bytes(route[0][2]) == b"sealed"
-        assert len(route[0]) == 3, "tenant, installation and sealed secret only"
+        assert len(route[0]) == 4, "tenant, installation, sealed secret and suspension only"
+        assert route[0][3] is None
         owner = conn.execute(
             "SELECT * FROM palimpsest_token_tenant(%s)", (ext_a.encode().ljust(32, b"x"),)
         ).fetchall()

@@ -23,14 +23,15 @@ from starlette.routing import BaseRoute
 
 from palimpsest.core.db import fetch_all, tenant_tx
 from palimpsest.core.ids import uuid7
-from palimpsest.ingest.api.app import create_api
+from palimpsest.ingest.api.app import SIGNED_PREFIX, create_api
+from palimpsest.ingest.api.deps import declared_access
 from palimpsest.ingest.context import IngestContext
 from tests.integration.ingest.support import World, deliver
 from tests.support.tenant_tables import tenant_tables
 
 _PARAM = re.compile(r"{([^}:]+)(?::[^}]*)?}")
 # /v1 routes that are not scoped to one tenant, on purpose; anything else without {tenant_id} fails
-UNSCOPED_V1 = {("POST", "/v1/tenants")}
+UNSCOPED_V1 = {("POST", "/v1/tenants"), ("GET", "/v1/tenants")}
 # optional fields a body needs because of a rule the schema cannot express (by schema name)
 BODY_EXTRAS: dict[str, dict[str, Any]] = {"ReviewCreate": {"head": "main"}}
 
@@ -63,14 +64,29 @@ def endpoints(ctx: IngestContext) -> list[Endpoint]:
     return found
 
 
-def _walk(routes: Sequence[BaseRoute], prefix: str, found: list[Endpoint]) -> None:
+def _walk(
+    routes: Sequence[BaseRoute], prefix: str, found: list[Endpoint], access: dict[Endpoint, str] | None = None
+) -> None:
     for route in routes:
         if isinstance(route, APIRoute):
             methods = sorted((route.methods or set()) - {"HEAD", "OPTIONS"})
-            found.extend(Endpoint(m, prefix + route.path) for m in methods)
+            here = [Endpoint(m, prefix + route.path) for m in methods]
+            found.extend(here)
+            if access is not None:
+                declared = declared_access(route)
+                for endpoint in here:
+                    access[endpoint] = ",".join(d.describe() for d in declared) or "undeclared"
         elif (included := getattr(route, "original_router", None)) is not None:
             context = getattr(route, "include_context", None)
-            _walk(included.routes, prefix + str(getattr(context, "prefix", "")), found)
+            _walk(included.routes, prefix + str(getattr(context, "prefix", "")), found, access)
+
+
+def route_access(ctx: IngestContext) -> dict[Endpoint, str]:
+    """What each bearer-authenticated route declares: 'read', 'review', 'manage' or 'operator'."""
+    found: list[Endpoint] = []
+    access: dict[Endpoint, str] = {}
+    _walk(create_api(ctx).routes, "", found, access)
+    return {e: a for e, a in access.items() if not e.path.startswith(SIGNED_PREFIX)}
 
 
 def tenant_endpoints(ctx: IngestContext) -> list[Endpoint]:
@@ -164,6 +180,11 @@ async def tenant_resources(client: httpx.AsyncClient, ctx: IngestContext, world:
     values["installation_id"] = str(world.installations["github"]["installation_id"])
     repository_id = UUID(str(world.repos["github"]["repository_id"]))
     values["repository_id"] = str(repository_id)
+    other = UUID(str(world.repos["gitlab"]["repository_id"]))
+    link = {"role": "linked", "source_repository_id": str(repository_id), "target_repository_id": str(other)}
+    res = await client.post(world.path("/links"), json=link, headers=world.auth)
+    assert res.status_code == 201, res.text
+    values["link_id"] = str(res.json()["link_id"])
     res = await client.get(world.path("/tokens"), headers=world.auth)
     assert res.status_code == 200, res.text
     values["token_id"] = str(res.json()["items"][0]["token_id"])

@@ -7,7 +7,7 @@ from uuid import uuid4
 
 import pytest
 
-from palimpsest.ingest.admin.access import Principal
+from palimpsest.ingest.admin.access import ApiScope, Principal
 from palimpsest.ingest.errors import Forbidden
 from palimpsest.ingest.mcp.http import REQUIRED_SCOPE, authorize
 from palimpsest.ingest.mcp.models import RecencyFile
@@ -35,12 +35,18 @@ def test_fit_keeps_the_leading_items_within_the_budget_and_counts_the_rest() -> 
     assert fit(items, 1) == ([], 50)  # not even one item fits: none, all counted
 
 
-def test_only_a_tenant_token_may_use_mcp() -> None:
+def test_only_a_tenant_token_with_the_read_scope_may_use_mcp() -> None:
     tenant = uuid4()
     assert REQUIRED_SCOPE == "read"
-    assert authorize(Principal(admin=False, tenant_id=tenant, token_id=uuid4())) == tenant
+    reader = Principal(admin=False, tenant_id=tenant, token_id=uuid4(), scopes=frozenset({ApiScope.READ}))
+    assert authorize(reader) == tenant
     with pytest.raises(Forbidden, match="tenant API token"):
         authorize(Principal(admin=True))
+    reviewer_only = Principal(
+        admin=False, tenant_id=tenant, token_id=uuid4(), scopes=frozenset({ApiScope.REVIEW})
+    )
+    with pytest.raises(Forbidden, match="'read' scope"):
+        authorize(reviewer_only)
 
 
 def test_fit_makes_only_what_it_keeps_from_a_generator() -> None:

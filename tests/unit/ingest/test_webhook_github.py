@@ -16,6 +16,7 @@ from palimpsest.ingest.webhooks import (
     RepoRef,
     ReposChanged,
     ReviewIntent,
+    Suspension,
     WebhookError,
     github,
 )
@@ -320,9 +321,15 @@ def test_installation_deleted_removes_its_repositories() -> None:
     assert len(intent.removed) == 3
 
 
-def test_installation_suspend_is_ignored() -> None:
-    payload = edited(load("github", "installation_created"), {"action": "suspend"})
-    assert ignored_reason(parse("installation", payload)).startswith("installation suspend")
+def test_installation_suspend_and_unsuspend_are_suspensions() -> None:
+    for action, suspended in (("suspend", True), ("unsuspend", False)):
+        payload = edited(load("github", "installation_created"), {"action": action})
+        assert parse("installation", payload).intent == Suspension(suspended=suspended)
+
+
+def test_other_installation_actions_are_ignored() -> None:
+    payload = edited(load("github", "installation_created"), {"action": "new_permissions_accepted"})
+    assert ignored_reason(parse("installation", payload)).startswith("installation new_permissions_accepted")
 
 
 def test_enterprise_server_host_is_used_for_clone_urls() -> None:

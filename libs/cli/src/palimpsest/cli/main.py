@@ -328,6 +328,7 @@ def _register_commands() -> None:
         "commands_index",
         "commands_recency",
         "commands_ingest",
+        "commands_admin",
         "commands_analyze",
         "commands_embed",
         "commands_graph",

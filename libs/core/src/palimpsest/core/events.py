@@ -60,7 +60,8 @@ class IndexRequested(Event):
     repository_id: UUID
     request_id: UUID = Field(default_factory=uuid7)
     # "review": build ``commit_sha`` (a review's base) as a pinned snapshot beside the branch's
-    reason: Literal["push", "rebuild", "register", "cli", "mode", "review"] = "cli"
+    # "backfill": the maintenance backfill's re-request (built only if the branch head is not indexed)
+    reason: Literal["push", "rebuild", "register", "cli", "mode", "review", "backfill"] = "cli"
     branch: str | None = None
     commit_sha: str | None = None  # None: resolve the branch head at build time
     head_commit_at: datetime | None = None  # the pushed head commit's date, when known

@@ -134,6 +134,12 @@ LLM_REQUESTS = Counter(
 )
 
 # --- ingest, analysis, review --------------------------------------------------------------
+BACKFILL_REQUESTS = Counter(
+    "palimpsest_backfill_index_requests",
+    "Index requests of the maintenance backfill by why (missing, failed, stuck, behind, local).",
+    ["why"],
+    registry=REGISTRY,
+)
 WEBHOOK_DELIVERIES = Counter(
     "palimpsest_webhook_deliveries",
     "Webhook deliveries by provider, event and outcome (accepted, duplicate, ignored, rejected).",

@@ -37,6 +37,7 @@ from palimpsest.core.outbox import emit
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.core.settings import BaseServiceSettings, load
+from palimpsest.core.suspension import suspended_reason
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +141,11 @@ class Chunker:
                 (event.repository_id,),
             )
             repo = await cur.fetchone()
+            suspended = await suspended_reason(conn, event.repository_id) if repo is not None else None
         if repo is None:
             raise BuildSkipped("repository_not_found")
+        if suspended is not None:  # an event from before the suspension: not indexed (issue 19)
+            raise BuildSkipped("suspended")
         if repo["index_mode"] == "off":
             async with ctx.transaction() as conn:
                 await conn.execute(

@@ -9,6 +9,7 @@ one pod in a cluster). Only then may a missing encryption key or admin token be 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from uuid import UUID
 
 from palimpsest.core.db import Pool
@@ -27,12 +28,21 @@ class Route:
     tenant_id: UUID
     installation_id: UUID
     secret: str
+    suspended: str | None = None  # why its deliveries are ignored (installation/tenant suspended)
 
 
 @dataclass(frozen=True, slots=True)
 class TokenOwner:
+    """An API token's tenant, name and scopes, and whether it (or its tenant) still may act."""
+
     tenant_id: UUID
     token_id: UUID
+    name: str
+    scopes: frozenset[str]
+    expires_at: datetime | None
+    revoked: bool
+    tenant_suspended: bool
+    tenant_deleting: bool
 
 
 RouteKey = tuple[str, str, str, str | None]
@@ -49,6 +59,9 @@ class IngestContext:
     routes: TtlCache[RouteKey, Route | None] = field(default_factory=lambda: TtlCache(5.0))
     tokens: TtlCache[bytes, TokenOwner | None] = field(default_factory=lambda: TtlCache(5.0))
     gateway: Gateway | None = None  # built on the first hybrid search (see admin.index), closed at stop
+    token_touched: dict[UUID, float] = field(
+        default_factory=dict
+    )  # token id -> when last_used_at was written
 
 
 def allows_local_sources(settings: Settings, *, embedded: bool) -> bool:

@@ -17,10 +17,12 @@ from uuid import UUID
 from palimpsest.core.db import Conn, fetch_one
 from palimpsest.core.events import Event, IndexRequested, ReviewRequested
 from palimpsest.core.ids import uuid7
+from palimpsest.ingest.admin import audit
+from palimpsest.ingest.admin.audit import AuditNote
 from palimpsest.ingest.context import Route
 from palimpsest.ingest.errors import Conflict, SourceRefused
 from palimpsest.ingest.sources import SourcePolicy, check_source
-from palimpsest.ingest.store import repositories
+from palimpsest.ingest.store import installations, repositories
 from palimpsest.ingest.webhooks import (
     Ignored,
     IndexCandidates,
@@ -30,6 +32,7 @@ from palimpsest.ingest.webhooks import (
     RepoRef,
     ReposChanged,
     ReviewIntent,
+    Suspension,
 )
 from palimpsest.ingest.webhooks._payload import clip
 
@@ -58,6 +61,11 @@ async def decide(conn: Conn, route: Route, parsed: ParsedDelivery, policy: Sourc
     intent = parsed.intent
     if isinstance(intent, Ping):
         return Decision("accepted", 200, "ping")
+    if isinstance(intent, Suspension):
+        return _suspension(route, intent)
+    if route.suspended is not None:  # from the (cached) route lookup: no query per delivery
+        repo = await _known_repo(conn, parsed.repo)
+        return _ignored(route.suspended, repo["repository_id"] if repo else None)
     if isinstance(intent, Ignored):
         repo = await _known_repo(conn, parsed.repo)
         return _ignored(intent.reason, repo["repository_id"] if repo else None)
@@ -66,6 +74,26 @@ async def decide(conn: Conn, route: Route, parsed: ParsedDelivery, policy: Sourc
     if isinstance(intent, ReviewIntent):
         return await _review(conn, route, parsed, intent)
     return await _repos_changed(conn, route, parsed.provider, intent, policy)
+
+
+def _suspension(route: Route, intent: Suspension) -> Decision:
+    """The provider suspended or reinstated the installation: recorded once (the delivery's claim)."""
+
+    async def apply(tx: Conn) -> Applied:
+        await installations.set_suspended(tx, route.installation_id, intent.suspended, "provider")
+        action = "installation_suspend" if intent.suspended else "installation_unsuspend"
+        note = AuditNote(
+            route.tenant_id,
+            "provider",
+            None,
+            None,
+            action,
+            target={"installation_id": str(route.installation_id)},
+        )
+        await audit.insert(tx, note, "ok", 202)
+        return Applied([], "installation suspended" if intent.suspended else "installation unsuspended")
+
+    return Decision("accepted", 202, None, apply=apply)
 
 
 async def _known_repo(conn: Conn, ref: RepoRef | None) -> dict[str, Any] | None:

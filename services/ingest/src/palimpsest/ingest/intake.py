@@ -31,6 +31,7 @@ from palimpsest.ingest.store.deliveries import DeliveryRow
 from palimpsest.ingest.webhooks import (
     InstallationKey,
     ParsedDelivery,
+    Suspension,
     WebhookError,
     WebhookProvider,
     decode_payload,
@@ -144,7 +145,8 @@ class Intake:
         sealed = await lookups.webhook_route(self.ctx.pool, key.provider, key.kind, key.external_id, path)
         route = None
         if sealed is not None:
-            route = Route(sealed.tenant_id, sealed.installation_id, self.ctx.box.open(sealed.sealed_secret))
+            secret = self.ctx.box.open(sealed.sealed_secret)
+            route = Route(sealed.tenant_id, sealed.installation_id, secret, sealed.suspended)
         self.ctx.routes.put(cache_key, route)
         return route
 
@@ -187,6 +189,8 @@ class Intake:
         async with tenant_tx(self.ctx.pool, route.tenant_id) as conn:
             decision = await decide(conn, route, parsed, self.ctx.policy)
             row = await _record(conn, route.tenant_id, _row(route, parsed, decision), decision)
+        if isinstance(parsed.intent, Suspension):
+            self.ctx.routes.clear()  # the cached routes carry the suspension
         label = event_label(parsed.provider, parsed.event)
         metrics.WEBHOOK_DELIVERIES.labels(parsed.provider, label, row.outcome).inc()
         return Answer(row.http_status, row.outcome, row.reason, parsed.delivery_id, tuple(row.event_ids))

@@ -1,4 +1,4 @@
-"""Delivery retention: a background task deleting delivery records older than the retention period.
+"""Retention: a background task deleting delivery records and audit entries older than theirs.
 
 Deletes in bounded batches through the migration's SECURITY DEFINER function (the application
 role cannot see other tenants' rows), hourly, starting a minute after start-up.
@@ -12,6 +12,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from palimpsest.core.db import Pool
+from palimpsest.ingest.admin import audit
 from palimpsest.ingest.store import lookups
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,13 @@ async def prune_once(pool: Pool, retention_days: float, *, now: datetime | None 
 
 
 async def prune_forever(
-    pool: Pool, retention_days: float, stop: asyncio.Event, *, first_s: float = 60.0, every_s: float = 3600.0
+    pool: Pool,
+    retention_days: float,
+    stop: asyncio.Event,
+    *,
+    audit_days: float | None = None,
+    first_s: float = 60.0,
+    every_s: float = 3600.0,
 ) -> None:
     delay = first_s
     while not stop.is_set():
@@ -46,3 +53,12 @@ async def prune_forever(
             continue
         if deleted:
             log.info("deleted %d delivery records older than %.0f days", deleted, retention_days)
+        if audit_days is None:
+            continue
+        try:
+            pruned = await audit.prune_once(pool, audit_days)
+        except Exception as exc:
+            log.warning("audit retention failed: %s", exc.__class__.__name__)
+            continue
+        if pruned:
+            log.info("deleted %d audit entries older than %.0f days", pruned, audit_days)

@@ -60,10 +60,29 @@ class TenantCreate(_In):
     name: Name
 
 
+TenantState = Literal["active", "suspended", "deleting"]
+ScopeName = Literal["read", "review", "manage"]
+
+
 class Tenant(_Out):
     tenant_id: UUID
     name: str
     created_at: datetime
+    state: TenantState = "active"
+    suspended_at: datetime | None = None
+
+
+class TenantDetail(Tenant):
+    repositories: int
+    installations: int
+    index_bytes: int = Field(description="Bytes of the newest ready snapshot of each repository.")
+    last_activity_at: datetime | None = Field(
+        description="Newest delivery, index build, review or token use."
+    )
+
+
+class TenantList(_Out):
+    items: list[Tenant]
 
 
 class TenantCreated(Tenant):
@@ -71,18 +90,66 @@ class TenantCreated(Tenant):
     api_token: str = Field(description="Shown once; only its sha256 is stored.")
 
 
+class TenantDeleted(_Out):
+    tenant_id: UUID
+    existed: bool = Field(description="False when a retried deletion found the tenant already gone.")
+    deleted_rows: int = Field(
+        description="Rows the deletion's statements deleted (cascaded rows not counted)."
+    )
+    tables: dict[str, int] = Field(description="Those rows per table (tables with none left out).")
+
+
+def _read_only() -> list[ScopeName]:
+    return ["read"]
+
+
 class TokenCreate(_In):
     name: Label = ""
+    scopes: list[ScopeName] = Field(
+        default_factory=_read_only,
+        min_length=1,
+        max_length=3,
+        description="read: search, context, snapshots, analyses, reviews, deliveries; review: request"
+        " reviews, analyses and index builds; manage: installations, repositories, links, tokens, audit.",
+    )
+    expires_at: datetime | None = Field(default=None, description="When the token stops working.")
+    expires_in_days: float | None = Field(
+        default=None, gt=0, le=3650, description="Alternative to expires_at: that many days from now."
+    )
 
 
 class Token(_Out):
     token_id: UUID
     name: str
+    scopes: list[ScopeName]
     created_at: datetime
+    expires_at: datetime | None = None
+    last_used_at: datetime | None = Field(default=None, description="Recorded to the minute.")
+    revoked_at: datetime | None = None
+    rotated_at: datetime | None = None
 
 
 class TokenCreated(Token):
     api_token: str = Field(description="Shown once; only its sha256 is stored.")
+
+
+class AuditEntry(_Out):
+    id: UUID
+    at: datetime
+    actor: Literal["operator", "token", "provider"]
+    token_id: UUID | None
+    token_name: str | None
+    action: str
+    method: str | None
+    route: str | None
+    target: dict[str, str]
+    outcome: Literal["ok", "denied", "failed"]
+    http_status: int | None
+
+
+class AuditPage(_Out):
+    items: list[AuditEntry]
+    next_before: UUID | None = Field(default=None, description="Pass as ?before= for the next page.")
 
 
 class AppCredentials(_In):
@@ -126,6 +193,12 @@ class Installation(_Out):
     credentials_kind: Literal["none", "token", "app"]
     created_at: datetime
     updated_at: datetime
+    suspended_at: datetime | None = Field(
+        default=None, description="Set: nothing of it is indexed or reviewed, nor used as linked context."
+    )
+    suspended_reason: Literal["provider", "api"] | None = Field(
+        default=None, description="Who suspended it: the provider's 'installation suspend' event, or the API."
+    )
 
 
 class RepositoryCreate(_In):
@@ -211,3 +284,25 @@ class WebhookAnswer(_Out):
     reason: str | None
     delivery_id: str | None
     events: list[UUID]
+
+
+class LinkCreate(_In):
+    role: Literal["linked", "pattern"]
+    target_repository_id: UUID
+    source_repository_id: UUID | None = Field(
+        default=None, description="Omit for an organisation-wide pattern repository (pattern links only)."
+    )
+
+
+class Link(_Out):
+    link_id: UUID
+    role: Literal["linked", "pattern"]
+    source_repository_id: UUID | None
+    source: str | None = Field(description="The source's full name; null: every repository of the tenant.")
+    target_repository_id: UUID
+    target: str
+    created_at: datetime
+
+
+class LinkList(_Out):
+    items: list[Link]

@@ -14,10 +14,11 @@ import asyncio
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.ingest.api.app import create_app
 from palimpsest.ingest.api.server import IngestServer
+from palimpsest.ingest.backfill import backfill_forever
 from palimpsest.ingest.context import build_context
 from palimpsest.ingest.mcp.http import McpEndpoint
 from palimpsest.ingest.retention import prune_forever
-from palimpsest.ingest.settings import Settings, ingest_settings
+from palimpsest.ingest.settings import Settings, backfill_policy, ingest_settings
 
 __all__ = ["Settings", "bootstrap", "is_embedded"]
 
@@ -52,8 +53,15 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
                 await asyncio.shield(ctx.gateway.aclose())
 
     async def retention(_: Infra, stop: asyncio.Event) -> None:
-        await prune_forever(ctx.pool, settings.delivery_retention_days, stop)
+        await prune_forever(
+            ctx.pool, settings.delivery_retention_days, stop, audit_days=settings.audit_retention_days
+        )
+
+    async def backfill(_: Infra, stop: asyncio.Event) -> None:
+        await backfill_forever(
+            ctx.pool, backfill_policy(settings, local_sources=ctx.policy.allow_local), stop
+        )
 
     return ServiceDefinition(
-        name="ingest", background=[serve, retention], ready_checks={"ingest_http": server.ready}
+        name="ingest", background=[serve, retention, backfill], ready_checks={"ingest_http": server.ready}
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr
 
 from palimpsest.core.settings import BaseServiceSettings, load
+from palimpsest.ingest.backfill import BackfillPolicy
 
 MIB = 1024 * 1024
 
@@ -39,6 +40,25 @@ class Settings(BaseServiceSettings):
         default=5.0, ge=0, description="How long route and token lookups are cached."
     )
     delivery_retention_days: float = Field(default=30.0, gt=0)
+    backfill_interval_s: float = Field(
+        default=3600.0,
+        ge=0,
+        description="Maintenance backfill: each repository looked at once per interval; 0: off.",
+    )
+    backfill_slices: int = Field(
+        default=12, ge=1, le=3600, description="Ticks per interval (spreads the work)."
+    )
+    backfill_max_per_tick: int = Field(
+        default=50, ge=1, le=10_000, description="Index requests per tick at most."
+    )
+    backfill_grace_s: float = Field(
+        default=900.0,
+        ge=0,
+        description="A repository without a snapshot, or a build, younger than this is left alone.",
+    )
+    audit_retention_days: float = Field(
+        default=365.0, gt=0, description="How long audit log entries are kept (hourly pruning)."
+    )
 
 
 def ingest_settings(base: BaseServiceSettings) -> Settings:
@@ -46,3 +66,13 @@ def ingest_settings(base: BaseServiceSettings) -> Settings:
     if isinstance(base, Settings):
         return base
     return load(Settings, **base.model_dump(exclude_unset=True))
+
+
+def backfill_policy(settings: Settings, *, local_sources: bool) -> BackfillPolicy:
+    return BackfillPolicy(
+        interval_s=settings.backfill_interval_s,
+        slices=settings.backfill_slices,
+        max_per_tick=settings.backfill_max_per_tick,
+        grace_s=settings.backfill_grace_s,
+        local_sources=local_sources,
+    )

@@ -1,7 +1,10 @@
 """Cross-repository context: what other repositories of the tenant say about the changed code.
 
 A repository declares its links in ``.palimpsest/config.yml``, read from the pull request's
-**base** commit — never from its head, so a pull request cannot widen its own context::
+**base** commit — never from its head, so a pull request cannot widen its own context (an
+operator with the ``manage`` scope may add more through the API's ``repository_links``: links
+of one repository, and organisation-wide pattern repositories; they come after the file's and
+follow the same rules and limits)::
 
     review:
       # full names of repositories of the same tenant (as the provider spells them)
@@ -22,6 +25,7 @@ that is posted to the provider, so a public pull request never names a private r
 * ``visibility`` — a ``public`` repository never receives context from ``private`` or
   ``internal`` ones; ``internal`` receives from internal and public; ``private`` from all;
 * ``not_indexed`` — the repository has no ready snapshot;
+* ``suspended`` — the repository's installation is suspended (its index is not used);
 * ``config_invalid`` — the file is not YAML or the section has the wrong types: no cross-repository
   context, and the review goes on;
 * the chunks use at most 25 % of the review's context budget (the rest stays with the PR's own
@@ -151,15 +155,20 @@ async def resolve_links(
     conn: Conn, repository_id: UUID, config: LinkConfig, dropped: list[dict[str, Any]]
 ) -> list[Link]:
     """The config's names → allowed links of the tenant of ``conn``; refusals go to ``dropped``."""
+    names = {role: [] if config.state == "invalid" else list(config.names(role)) for role in _KEYS}
     if config.state == "invalid":
         dropped.append({"path": config.path, "repository": None, "source": None, "reason": "config_invalid"})
-        return []
-    wanted = [n for role in _KEYS for n in config.names(role)]
+    for role, target in await admin_links(conn, repository_id):  # after the file's, same rules
+        if target.lower() not in {n.lower() for n in names[role]}:
+            names[role].append(target)
+    wanted = [n for role in _KEYS for n in names[role]]
     if not wanted:
         return []
     cur = await conn.execute(
-        "SELECT repository_id, full_name, visibility, lower(full_name) AS key FROM repositories"
-        " WHERE repository_id = %s OR lower(full_name) = ANY(%s::text[]) ORDER BY created_at",
+        "SELECT r.repository_id, r.full_name, r.visibility, lower(r.full_name) AS key,"
+        " i.suspended_at IS NOT NULL AS suspended FROM repositories r LEFT JOIN installations i"
+        " ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
+        " WHERE r.repository_id = %s OR lower(r.full_name) = ANY(%s::text[]) ORDER BY r.created_at",
         (repository_id, [n.lower() for n in wanted]),
     )
     rows = [dict(r) for r in await cur.fetchall()]
@@ -171,7 +180,7 @@ async def resolve_links(
     links: list[Link] = []
     for role in _KEYS:
         seen: set[str] = set()
-        for name in config.names(role):
+        for name in names[role]:
             row = by_name.get(name.lower())
             reason = _refusal(name, seen, role, row, repository_id, receiver)
             seen.add(name.lower())
@@ -194,6 +203,19 @@ async def resolve_links(
     return links
 
 
+async def admin_links(conn: Conn, repository_id: UUID) -> list[tuple[Role, str]]:
+    """The admin links (``repository_links``) that apply to the repository: its own, then the
+    organisation-wide pattern repositories (other than itself), as (role, target full name)."""
+    cur = await conn.execute(
+        "SELECT l.role, r.full_name FROM repository_links l JOIN repositories r"
+        " ON r.tenant_id = l.tenant_id AND r.repository_id = l.target_id"
+        " WHERE (l.source_id = %s OR l.source_id IS NULL) AND l.target_id <> %s"
+        " ORDER BY l.source_id IS NULL, l.created_at, l.link_id",
+        (repository_id, repository_id),
+    )
+    return [(row["role"], str(row["full_name"])) for row in await cur.fetchall()]
+
+
 def _refusal(
     name: str,
     seen: set[str],
@@ -212,6 +234,8 @@ def _refusal(
         return "self"
     if not may_receive(receiver, str(row["visibility"])):
         return "visibility"
+    if row.get("suspended"):
+        return "suspended"
     return None
 
 

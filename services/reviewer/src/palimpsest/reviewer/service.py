@@ -44,6 +44,7 @@ from palimpsest.core.outbox import emit
 from palimpsest.core.secretbox import KEY_FILE, SecretBox, load_box
 from palimpsest.core.service import Background, Infra, ServiceDefinition
 from palimpsest.core.settings import BaseServiceSettings, load
+from palimpsest.core.suspension import suspended_reason
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.graph import snapshot_graph
 from palimpsest.index.stored import finish_submission, submission
@@ -95,6 +96,14 @@ class ReviewerService:
         repo = await self._repository(event)
         if repo is None:
             log.info("review request %s: repository %s is gone", event.request_id, event.repository_id)
+            return
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            suspended = await suspended_reason(conn, event.repository_id)
+        if suspended is not None:  # not reviewed (issue 19); the request is answered, not retried
+            async with ctx.transaction() as conn:
+                await _finish_submission(conn, event, None, "skipped", suspended, event.head_sha)
+                await emit(conn, _completed(event, uuid7(), "skipped", suspended))
+            log.info("review request %s skipped: %s", event.request_id, suspended)
             return
         if event.head_sha:
             async with tenant_tx(self.pool, event.tenant_id) as conn:

@@ -1,15 +1,24 @@
-"""Who is calling and which tenant they may act on.
+"""Who is calling, which tenant they may act on, and with which scope.
 
-A tenant's API token acts on that tenant only; the operator admin token may create tenants and
-act on any tenant. Another tenant's resources look exactly like missing ones (404), so a token
-learns nothing about tenants it does not belong to.
+A tenant's API token acts on that tenant only, and only through routes whose scope it holds:
+``read`` (search, context, snapshots, analyses, reviews, deliveries), ``review`` (request reviews,
+analyses and index builds), ``manage`` (installations, repositories, links, tokens, the audit
+log). The operator admin token holds every scope on every tenant and alone may create, list,
+suspend, resume and delete tenants. Another tenant's resources look exactly like missing ones
+(404), so a token learns nothing about tenants it does not belong to; a missing scope on the
+token's own tenant is a 403 naming the scope.
+
+An expired or revoked token, or one of a tenant being deleted, is a 401.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
 from uuid import UUID
 
 from palimpsest.core.db import Conn, tenant_tx
@@ -18,12 +27,38 @@ from palimpsest.ingest.errors import Forbidden, NotFound, Unauthorized
 from palimpsest.ingest.store import lookups, tenants
 from palimpsest.ingest.tokens import hash_token, plausible_token, same_token
 
+# last_used_at is written at most once per token per process in this many seconds
+LAST_USED_RESOLUTION_S = 60.0
+
+
+class ApiScope(StrEnum):
+    READ = "read"
+    REVIEW = "review"
+    MANAGE = "manage"
+
+
+ALL_SCOPES: frozenset[ApiScope] = frozenset(ApiScope)
+
+
+_SCOPE_NAMES = frozenset(s.value for s in ApiScope)
+
+
+def parse_scopes(values: Iterable[str]) -> frozenset[ApiScope]:
+    """The known scopes among ``values`` (an unknown name grants nothing)."""
+    return frozenset(ApiScope(v) for v in values if v in _SCOPE_NAMES)
+
 
 @dataclass(frozen=True, slots=True)
 class Principal:
     admin: bool
     tenant_id: UUID | None = None
     token_id: UUID | None = None
+    token_name: str | None = None
+    scopes: frozenset[ApiScope] = field(default_factory=frozenset)
+    tenant_suspended: bool = False
+
+    def holds(self, scope: ApiScope) -> bool:
+        return self.admin or scope in self.scopes
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +79,19 @@ async def authenticate(ctx: IngestContext, authorization: str | None) -> Princip
     if same_token(ctx.admin_token, token):
         return Principal(admin=True)
     owner = await _token_owner(ctx, hash_token(token))
-    if owner is None:
+    if owner is None or owner.revoked or owner.tenant_deleting:
         raise Unauthorized("invalid or revoked token")
-    return Principal(admin=False, tenant_id=owner.tenant_id, token_id=owner.token_id)
+    if owner.expires_at is not None and owner.expires_at <= datetime.now(UTC):
+        raise Unauthorized("token expired")
+    await _touch(ctx, owner)
+    return Principal(
+        admin=False,
+        tenant_id=owner.tenant_id,
+        token_id=owner.token_id,
+        token_name=owner.name,
+        scopes=parse_scopes(owner.scopes),
+        tenant_suspended=owner.tenant_suspended,
+    )
 
 
 async def _token_owner(ctx: IngestContext, token_hash: bytes) -> TokenOwner | None:
@@ -54,9 +99,33 @@ async def _token_owner(ctx: IngestContext, token_hash: bytes) -> TokenOwner | No
     if hit:
         return cached
     found = await lookups.token_owner(ctx.pool, token_hash)
-    owner = None if found is None else TokenOwner(*found)
+    owner = None
+    if found is not None:
+        owner = TokenOwner(
+            tenant_id=found["tenant_id"],
+            token_id=found["token_id"],
+            name=found["name"],
+            scopes=frozenset(found["scopes"]),
+            expires_at=found["expires_at"],
+            revoked=found["revoked_at"] is not None,
+            tenant_suspended=bool(found["tenant_suspended"]),
+            tenant_deleting=bool(found["tenant_deleting"]),
+        )
     ctx.tokens.put(token_hash, owner)
     return owner
+
+
+async def _touch(ctx: IngestContext, owner: TokenOwner) -> None:
+    """Record the token's use (at most once a minute per token and process: no write per request)."""
+    now = time.monotonic()
+    last = ctx.token_touched.get(owner.token_id)
+    if last is not None and now - last < LAST_USED_RESOLUTION_S:
+        return
+    ctx.token_touched[owner.token_id] = now
+    if len(ctx.token_touched) > 10_000:
+        ctx.token_touched.clear()
+    async with tenant_tx(ctx.pool, owner.tenant_id) as conn:
+        await tenants.touch_token(conn, owner.token_id)
 
 
 def require_admin(principal: Principal) -> None:
@@ -64,12 +133,15 @@ def require_admin(principal: Principal) -> None:
         raise Forbidden("this needs the operator admin token")
 
 
-def scope_for(principal: Principal, tenant_id: UUID) -> Scope:
+def scope_for(principal: Principal, tenant_id: UUID, needed: ApiScope) -> Scope:
+    """The tenant scope of a request: the operator anywhere, a token on its own tenant with ``needed``."""
     if principal.admin:
         return Scope(tenant_id, verify=True)
-    if principal.tenant_id == tenant_id:
-        return Scope(tenant_id, verify=False)
-    raise NotFound("no such tenant")
+    if principal.tenant_id != tenant_id:
+        raise NotFound("no such tenant")
+    if needed not in principal.scopes:
+        raise Forbidden(f"this token lacks the '{needed}' scope")
+    return Scope(tenant_id, verify=False)
 
 
 @asynccontextmanager

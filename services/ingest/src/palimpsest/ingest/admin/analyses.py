@@ -16,7 +16,7 @@ from palimpsest.core.outbox import emit
 from palimpsest.index.snapshots import get_snapshot, newest_ready
 from palimpsest.index.stored import analysis_view, list_analyses
 from palimpsest.ingest.admin.access import Scope, scoped_tx
-from palimpsest.ingest.admin.index import require_repository
+from palimpsest.ingest.admin.index import require_active, require_repository
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Conflict, NotFound
 
@@ -45,6 +45,7 @@ async def request_analysis(
     """Emit analysis.requested (of ``snapshot_id``, default the newest ready snapshot)."""
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
+        await require_active(conn, repository_id)
         if snapshot_id is not None:
             snap = await get_snapshot(conn, snapshot_id)
             if snap is None or snap["repository_id"] != repository_id:

@@ -22,6 +22,7 @@ from uuid import UUID
 from palimpsest.core.db import Conn
 from palimpsest.core.llm import Gateway, LLMSettings
 from palimpsest.core.settings import load
+from palimpsest.core.suspension import suspended_reason
 from palimpsest.index.errors import IndexNotReady, InvalidQuery, SemanticUnavailable, UnknownSeed
 from palimpsest.index.graph.query import graph_context, graph_report
 from palimpsest.index.hybrid import QueryEmbedder, hybrid_search
@@ -41,6 +42,13 @@ __all__ = [
     "snapshot",
     "snapshots",
 ]
+
+
+async def require_active(conn: Conn, repository_id: UUID) -> None:
+    """Conflict when the repository's tenant or installation is suspended (nothing is indexed or reviewed)."""
+    reason = await suspended_reason(conn, repository_id)
+    if reason is not None:
+        raise Conflict(f"{reason}: the repository is neither indexed nor reviewed")
 
 
 async def require_repository(conn: Conn, repository_id: UUID) -> dict[str, Any]:

@@ -130,3 +130,15 @@ async def remove_installation(ctx: IngestContext, scope: Scope, installation_id:
     if not deleted:
         raise NotFound("no such installation")
     ctx.routes.clear()
+
+
+async def set_suspended(
+    ctx: IngestContext, scope: Scope, installation_id: UUID, suspended: bool
+) -> dict[str, Any]:
+    """Suspend or resume by the API (idempotent); deliveries of a suspended one are ignored."""
+    async with scoped_tx(ctx, scope) as conn:
+        found = await installations.set_suspended(conn, installation_id, suspended, "api")
+    if found is None:
+        raise NotFound("no such installation")
+    ctx.routes.clear()  # cached webhook routes carry the suspension
+    return found

@@ -13,7 +13,9 @@ from uuid import UUID
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
+from palimpsest.core.suspension import suspended_reason
 from palimpsest.ingest.admin.access import Scope, scoped_tx
+from palimpsest.ingest.admin.index import require_active
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Conflict, InvalidRequest, NotFound
 from palimpsest.ingest.schemas import RepositoryCreate, RepositoryUpdate
@@ -59,7 +61,7 @@ async def register_repository(ctx: IngestContext, scope: Scope, body: Repository
     async with scoped_tx(ctx, scope) as conn:
         stored = await repositories.insert_repository(conn, scope.tenant_id, new)
         event = None
-        if stored["index_mode"] != "off":
+        if stored["index_mode"] != "off" and await suspended_reason(conn, new.repository_id) is None:
             event = IndexRequested(
                 tenant_id=scope.tenant_id,
                 repository_id=new.repository_id,
@@ -97,7 +99,10 @@ async def update_repository(
             return before
         after = await repositories.update_repository(conn, repository_id, changes)
         assert after is not None
-        if after["index_mode"] != before["index_mode"] and after["index_mode"] != "off":
+        if after["index_mode"] == "off" and before["index_mode"] != "off":
+            await repositories.delete_index_data(conn, repository_id)  # ADR-0017 D7
+        suspended = await suspended_reason(conn, repository_id)
+        if after["index_mode"] != before["index_mode"] and after["index_mode"] != "off" and suspended is None:
             event = IndexRequested(
                 tenant_id=scope.tenant_id,
                 repository_id=repository_id,
@@ -115,6 +120,7 @@ async def rebuild_repository(ctx: IngestContext, scope: Scope, repository_id: UU
             raise NotFound("no such repository")
         if found["index_mode"] == "off":
             raise Conflict("indexing is off for this repository; set index_mode first")
+        await require_active(conn, repository_id)
         event = IndexRequested(
             tenant_id=scope.tenant_id,
             repository_id=repository_id,

@@ -28,7 +28,7 @@ from palimpsest.index.stored import (
     submission_by_request,
 )
 from palimpsest.ingest.admin.access import Scope, scoped_tx
-from palimpsest.ingest.admin.index import require_repository
+from palimpsest.ingest.admin.index import require_active, require_repository
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.diffcheck import check_unified_diff
 from palimpsest.ingest.errors import NotFound
@@ -100,6 +100,7 @@ async def request_review(
     new = Submission(event.submission_id, repository_id, event.request_id, body.base, body.head, body.diff)
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
+        await require_active(conn, repository_id)
         await insert_submission(conn, scope.tenant_id, new)
         await emit(conn, event)
     return {

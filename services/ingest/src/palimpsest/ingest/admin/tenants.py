@@ -1,52 +1,97 @@
-"""Tenants and their API tokens: creation (operator only) and token issue and revocation."""
+"""Tenants (create, list, show, suspend, resume: operator) and their API tokens (issue, list,
+revoke, rotate: ``manage``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.ids import uuid7
-from palimpsest.ingest.admin.access import Scope, scoped_tx
+from palimpsest.ingest.admin.access import ALL_SCOPES, Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
-from palimpsest.ingest.errors import NotFound
-from palimpsest.ingest.store import tenants
+from palimpsest.ingest.errors import Conflict, NotFound
+from palimpsest.ingest.store import lookups, tenants
 from palimpsest.ingest.tokens import new_api_token
 
 
 async def create_tenant(ctx: IngestContext, name: str) -> dict[str, Any]:
-    """A new tenant and its first API token (returned once)."""
+    """A new tenant and its first API token (every scope; returned once)."""
     tenant_id = uuid7()
     token, token_hash = new_api_token()
     async with tenant_tx(ctx.pool, tenant_id) as conn:
         tenant = await tenants.insert_tenant(conn, tenant_id, name)
-        issued = await tenants.insert_token(conn, tenant_id, uuid7(), token_hash, "initial")
+        issued = await tenants.insert_token(
+            conn, tenant_id, uuid7(), token_hash, "initial", [str(s) for s in ALL_SCOPES]
+        )
     return {**tenant, "token_id": issued["token_id"], "api_token": token}
 
 
+async def list_tenants(ctx: IngestContext) -> list[dict[str, Any]]:
+    return [_state(t) for t in await lookups.tenant_list(ctx.pool)]
+
+
 async def get_tenant(ctx: IngestContext, scope: Scope) -> dict[str, Any]:
+    """The tenant with its repositories, index bytes and last activity."""
     async with scoped_tx(ctx, scope) as conn:
         found = await tenants.get_tenant(conn, scope.tenant_id)
+        if found is None:
+            raise NotFound("no such tenant")
+        activity = await tenants.tenant_activity(conn)
+    return {**_state(found), **activity}
+
+
+async def set_suspended(ctx: IngestContext, tenant_id: UUID, suspended: bool) -> dict[str, Any]:
+    """Suspend (not indexed, not reviewed, not linked context) or resume; idempotent."""
+    async with tenant_tx(ctx.pool, tenant_id) as conn:
+        found = await tenants.set_suspended(conn, tenant_id, suspended)
     if found is None:
         raise NotFound("no such tenant")
-    return found
+    ctx.tokens.clear()
+    ctx.routes.clear()  # cached webhook routes carry the suspension
+    return _state(found)
 
 
-async def issue_token(ctx: IngestContext, scope: Scope, name: str) -> dict[str, Any]:
+def _state(row: dict[str, Any]) -> dict[str, Any]:
+    state = "deleting" if row.get("deleting_at") else "suspended" if row.get("suspended_at") else "active"
+    return {**row, "state": state}
+
+
+async def issue_token(
+    ctx: IngestContext, scope: Scope, name: str, scopes: Sequence[str], expires_at: datetime | None
+) -> dict[str, Any]:
     token, token_hash = new_api_token()
     async with scoped_tx(ctx, scope) as conn:
-        issued = await tenants.insert_token(conn, scope.tenant_id, uuid7(), token_hash, name)
+        issued = await tenants.insert_token(
+            conn, scope.tenant_id, uuid7(), token_hash, name, sorted(set(scopes)), expires_at
+        )
     return {**issued, "api_token": token}
 
 
-async def list_tokens(ctx: IngestContext, scope: Scope) -> list[dict[str, Any]]:
+async def list_tokens(ctx: IngestContext, scope: Scope, *, include_revoked: bool) -> list[dict[str, Any]]:
     async with scoped_tx(ctx, scope) as conn:
-        return await tenants.list_tokens(conn)
+        return await tenants.list_tokens(conn, include_revoked=include_revoked)
 
 
 async def revoke_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> None:
     async with scoped_tx(ctx, scope) as conn:
-        deleted = await tenants.delete_token(conn, token_id)
-    if not deleted:
+        old_hash = await tenants.revoke_token(conn, token_id)
+    if old_hash is None:
         raise NotFound("no such token")
-    ctx.tokens.clear()
+    ctx.tokens.discard(old_hash)
+
+
+async def rotate_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> dict[str, Any]:
+    """A new secret for the token (same id, name, scopes, expiry); the old one stops working now."""
+    token, token_hash = new_api_token()
+    async with scoped_tx(ctx, scope) as conn:
+        rotated = await tenants.rotate_token(conn, token_id, token_hash)
+        if rotated is None:
+            if await tenants.get_token(conn, token_id) is None:
+                raise NotFound("no such token")
+            raise Conflict("the token is revoked; issue a new one")
+    old_hash, row = rotated
+    ctx.tokens.discard(old_hash)
+    return {**row, "api_token": token}

@@ -8,17 +8,29 @@ unavailable database is a 503; anything else is a 500 without details (and a log
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
 
 import psycopg
 import psycopg_pool
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from starlette.routing import Route
+from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from palimpsest.core.errors import DatabaseError
-from palimpsest.ingest.api import v1_analyses, v1_index, v1_repositories, v1_reviews, v1_tenants, webhooks
+from palimpsest.ingest.api import (
+    v1_analyses,
+    v1_index,
+    v1_links,
+    v1_repositories,
+    v1_reviews,
+    v1_tenants,
+    webhooks,
+)
+from palimpsest.ingest.api.audit import AuditTrail
+from palimpsest.ingest.api.deps import declared_access
 from palimpsest.ingest.api.fastpath import WebhookFastPath
 from palimpsest.ingest.api.middleware import RequestMetrics
 from palimpsest.ingest.context import IngestContext
@@ -31,6 +43,8 @@ log = logging.getLogger(__name__)
 
 VERSION = "1"
 REVIEW_MAX_BYTES = 12 * 1024 * 1024
+# routes authenticated by the provider's signature, not a bearer token
+SIGNED_PREFIX = "/webhooks/"
 
 
 def create_app(ctx: IngestContext, *, mcp: McpEndpoint | None = None) -> ASGIApp:
@@ -60,6 +74,7 @@ def create_api(ctx: IngestContext, *, mcp: McpEndpoint | None = None) -> FastAPI
     app.include_router(v1_repositories.router, max_body_size=ctx.settings.api_max_bytes)
     app.include_router(v1_index.router, max_body_size=ctx.settings.api_max_bytes)
     app.include_router(v1_analyses.router, max_body_size=ctx.settings.api_max_bytes)
+    app.include_router(v1_links.router, max_body_size=ctx.settings.api_max_bytes)
     # a review may carry a diff of up to 5 MiB, JSON-escaped
     app.include_router(v1_reviews.router, max_body_size=max(ctx.settings.api_max_bytes, REVIEW_MAX_BYTES))
     if mcp is not None:  # streamable HTTP: POST (JSON-RPC), GET and DELETE answered by the SDK
@@ -71,8 +86,33 @@ def create_api(ctx: IngestContext, *, mcp: McpEndpoint | None = None) -> FastAPI
     for unavailable in (DatabaseError, psycopg.OperationalError, psycopg_pool.PoolTimeout):
         app.add_exception_handler(unavailable, _unavailable)
     app.add_exception_handler(Exception, _unexpected)
+    app.add_middleware(AuditTrail, pool=ctx.pool)
     app.add_middleware(RequestMetrics)
+    check_access_declared(app)
     return app
+
+
+def api_routes(routes: Sequence[BaseRoute]) -> Iterator[APIRoute]:
+    """Every APIRoute, included routers walked (FastAPI keeps an included router's routes inside it)."""
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        elif (included := getattr(route, "original_router", None)) is not None:
+            yield from api_routes(included.routes)
+
+
+def check_access_declared(app: FastAPI) -> None:
+    """Every bearer-authenticated route declares exactly one access (a scope or the operator)."""
+    wrong = [
+        f"{sorted(route.methods or ())} {route.path}"
+        for route in api_routes(app.routes)
+        if not route.path.startswith(SIGNED_PREFIX) and len(declared_access(route)) != 1
+    ]
+    if wrong:
+        raise RuntimeError(
+            "routes must declare exactly one access (ReadScope, ReviewScope, ManageScope, OperatorOnly"
+            f" or TokenAccess; see palimpsest.ingest.api.deps): {', '.join(wrong)}"
+        )
 
 
 async def _ingest_error(_: Request, exc: IngestError) -> JSONResponse:

@@ -8,7 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, status
 
 from palimpsest.ingest.admin import analyses
-from palimpsest.ingest.api.deps import Ctx, TenantScope
+from palimpsest.ingest.api.deps import Ctx, ReadScope, ReviewScope
 from palimpsest.ingest.read_models import (
     Analysis,
     AnalysisCreate,
@@ -24,7 +24,7 @@ router = APIRouter(prefix="/v1/tenants/{tenant_id}", tags=["analyses"])
 async def list_analyses(
     repository_id: UUID,
     ctx: Ctx,
-    scope: TenantScope,
+    scope: ReadScope,
     before: UUID | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> AnalysisPage:
@@ -35,7 +35,7 @@ async def list_analyses(
 
 
 @router.get("/analyses/{analysis_id}")
-async def get_analysis(analysis_id: UUID, ctx: Ctx, scope: TenantScope) -> Analysis:
+async def get_analysis(analysis_id: UUID, ctx: Ctx, scope: ReadScope) -> Analysis:
     """One analysis: Markdown, summary, chunk selection and the documentation findings."""
     return Analysis.model_validate(await analyses.analysis(ctx, scope, analysis_id))
 
@@ -46,7 +46,7 @@ async def get_analysis(analysis_id: UUID, ctx: Ctx, scope: TenantScope) -> Analy
     responses={409: {"description": "No ready snapshot to analyse."}},
 )
 async def request_analysis(
-    repository_id: UUID, ctx: Ctx, scope: TenantScope, body: AnalysisCreate | None = None
+    repository_id: UUID, ctx: Ctx, scope: ReviewScope, body: AnalysisCreate | None = None
 ) -> AnalysisRequest:
     """Request an analysis (emits analysis.requested); the stored analysis carries the request id."""
     snapshot_id = body.snapshot_id if body is not None else None

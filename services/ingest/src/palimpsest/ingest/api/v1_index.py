@@ -8,7 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 
 from palimpsest.ingest.admin import index
-from palimpsest.ingest.api.deps import Ctx, TenantScope
+from palimpsest.ingest.api.deps import Ctx, ReadScope
 from palimpsest.ingest.read_models import GraphContext, IndexReport, SearchResult, Snapshot, SnapshotPage
 
 router = APIRouter(prefix="/v1/tenants/{tenant_id}", tags=["index"])
@@ -20,7 +20,7 @@ Filter = Annotated[str | None, Query(min_length=1, max_length=1024)]
 async def list_snapshots(
     repository_id: UUID,
     ctx: Ctx,
-    scope: TenantScope,
+    scope: ReadScope,
     before: UUID | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> SnapshotPage:
@@ -32,7 +32,7 @@ async def list_snapshots(
 
 
 @router.get("/snapshots/{snapshot_id}")
-async def get_snapshot(snapshot_id: UUID, ctx: Ctx, scope: TenantScope) -> Snapshot:
+async def get_snapshot(snapshot_id: UUID, ctx: Ctx, scope: ReadScope) -> Snapshot:
     return Snapshot.model_validate(await index.snapshot(ctx, scope, snapshot_id))
 
 
@@ -40,7 +40,7 @@ async def get_snapshot(snapshot_id: UUID, ctx: Ctx, scope: TenantScope) -> Snaps
 async def search(
     repository_id: UUID,
     ctx: Ctx,
-    scope: TenantScope,
+    scope: ReadScope,
     q: Annotated[str, Query(min_length=1, max_length=1000, description="Words, identifiers or paths.")],
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
     mode: Literal["lexical", "hybrid"] = "lexical",
@@ -63,7 +63,7 @@ async def search(
 async def graph_context(
     repository_id: UUID,
     ctx: Ctx,
-    scope: TenantScope,
+    scope: ReadScope,
     seed: Annotated[
         list[str], Query(min_length=1, max_length=50, description="A path, directory or symbol.")
     ],
@@ -83,6 +83,6 @@ async def graph_context(
 @router.get(
     "/repositories/{repository_id}/index-report", responses={409: {"description": "No ready snapshot."}}
 )
-async def index_report(repository_id: UUID, ctx: Ctx, scope: TenantScope) -> IndexReport:
+async def index_report(repository_id: UUID, ctx: Ctx, scope: ReadScope) -> IndexReport:
     """What the newest snapshot's graph cannot see (``palimpsest index-report``)."""
     return IndexReport.model_validate(await index.index_report(ctx, scope, repository_id))

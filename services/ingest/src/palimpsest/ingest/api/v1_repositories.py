@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response, status
 
 from palimpsest.ingest.admin import repositories
 from palimpsest.ingest.admin.access import scoped_tx
-from palimpsest.ingest.api.deps import Ctx, TenantScope
+from palimpsest.ingest.api.deps import Ctx, ManageScope, ReadScope
 from palimpsest.ingest.errors import NotFound
 from palimpsest.ingest.schemas import (
     Delivery,
@@ -31,7 +31,7 @@ router = APIRouter(prefix="/v1/tenants/{tenant_id}")
 
 
 @router.post("/repositories", status_code=status.HTTP_201_CREATED, tags=["repositories"])
-async def register_repository(body: RepositoryCreate, ctx: Ctx, scope: TenantScope) -> RepositoryRegistered:
+async def register_repository(body: RepositoryCreate, ctx: Ctx, scope: ManageScope) -> RepositoryRegistered:
     """Register a repository by URL; unless index_mode is off this emits index.requested."""
     return RepositoryRegistered.model_validate(await repositories.register_repository(ctx, scope, body))
 
@@ -39,7 +39,7 @@ async def register_repository(body: RepositoryCreate, ctx: Ctx, scope: TenantSco
 @router.get("/repositories", tags=["repositories"])
 async def list_repositories(
     ctx: Ctx,
-    scope: TenantScope,
+    scope: ReadScope,
     provider: RepoProvider | None = None,
     installation_id: UUID | None = None,
 ) -> RepositoryList:
@@ -50,28 +50,29 @@ async def list_repositories(
 
 
 @router.get("/repositories/{repository_id}", tags=["repositories"])
-async def get_repository(repository_id: UUID, ctx: Ctx, scope: TenantScope) -> Repository:
+async def get_repository(repository_id: UUID, ctx: Ctx, scope: ReadScope) -> Repository:
     return Repository.model_validate(await repositories.get_repository(ctx, scope, repository_id))
 
 
 @router.patch("/repositories/{repository_id}", tags=["repositories"])
 async def update_repository(
-    repository_id: UUID, body: RepositoryUpdate, ctx: Ctx, scope: TenantScope
+    repository_id: UUID, body: RepositoryUpdate, ctx: Ctx, scope: ManageScope
 ) -> Repository:
-    """Change the index mode (a mode other than off emits index.requested), default branch, visibility."""
+    """Change the index mode (off deletes the index data; another mode emits index.requested),
+    default branch, visibility."""
     return Repository.model_validate(await repositories.update_repository(ctx, scope, repository_id, body))
 
 
 @router.post(
     "/repositories/{repository_id}/rebuild", status_code=status.HTTP_202_ACCEPTED, tags=["repositories"]
 )
-async def rebuild_repository(repository_id: UUID, ctx: Ctx, scope: TenantScope) -> IndexRequest:
+async def rebuild_repository(repository_id: UUID, ctx: Ctx, scope: ManageScope) -> IndexRequest:
     """Request a full index build of the default branch (emits index.requested)."""
     return IndexRequest.model_validate(await repositories.rebuild_repository(ctx, scope, repository_id))
 
 
 @router.delete("/repositories/{repository_id}", status_code=status.HTTP_204_NO_CONTENT, tags=["repositories"])
-async def remove_repository(repository_id: UUID, ctx: Ctx, scope: TenantScope) -> Response:
+async def remove_repository(repository_id: UUID, ctx: Ctx, scope: ManageScope) -> Response:
     """Remove a repository and, by cascade, everything indexed for it."""
     await repositories.remove_repository(ctx, scope, repository_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -80,7 +81,7 @@ async def remove_repository(repository_id: UUID, ctx: Ctx, scope: TenantScope) -
 @router.get("/deliveries", tags=["deliveries"])
 async def list_deliveries(
     ctx: Ctx,
-    scope: TenantScope,
+    scope: ReadScope,
     provider: ProviderName | None = None,
     outcome: Outcome | None = None,
     event: Annotated[str | None, Query(max_length=255)] = None,
@@ -98,7 +99,7 @@ async def list_deliveries(
 
 
 @router.get("/deliveries/{delivery_pk}", tags=["deliveries"])
-async def get_delivery(delivery_pk: UUID, ctx: Ctx, scope: TenantScope) -> Delivery:
+async def get_delivery(delivery_pk: UUID, ctx: Ctx, scope: ReadScope) -> Delivery:
     async with scoped_tx(ctx, scope) as conn:
         found = await deliveries.get_delivery(conn, delivery_pk)
     if found is None:

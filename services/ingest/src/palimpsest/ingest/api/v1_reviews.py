@@ -8,7 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, status
 
 from palimpsest.ingest.admin import reviews
-from palimpsest.ingest.api.deps import Ctx, TenantScope
+from palimpsest.ingest.api.deps import Ctx, ReadScope, ReviewScope
 from palimpsest.ingest.read_models import Review, ReviewCreate, ReviewItem, ReviewPage, ReviewRequest
 
 router = APIRouter(prefix="/v1/tenants/{tenant_id}", tags=["reviews"])
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1/tenants/{tenant_id}", tags=["reviews"])
 async def list_reviews(
     repository_id: UUID,
     ctx: Ctx,
-    scope: TenantScope,
+    scope: ReadScope,
     before: UUID | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> ReviewPage:
@@ -29,7 +29,7 @@ async def list_reviews(
 
 
 @router.get("/reviews/{review_id}")
-async def get_review(review_id: UUID, ctx: Ctx, scope: TenantScope) -> Review:
+async def get_review(review_id: UUID, ctx: Ctx, scope: ReadScope) -> Review:
     """A review with its findings and context sources, by review id or by the request id a POST
     returned: ``pending`` until the reviewer is done, then the review (or the failure's reason)."""
     return Review.model_validate(await reviews.review(ctx, scope, review_id))
@@ -41,7 +41,7 @@ async def get_review(review_id: UUID, ctx: Ctx, scope: TenantScope) -> Review:
     responses={400: {"description": "The diff is not a unified diff."}},
 )
 async def request_review(
-    repository_id: UUID, body: ReviewCreate, ctx: Ctx, scope: TenantScope
+    repository_id: UUID, body: ReviewCreate, ctx: Ctx, scope: ReviewScope
 ) -> ReviewRequest:
     """Request a review of ``{base, head}`` or of ``{base, diff}`` (a unified diff against base, at
     most 5 MiB); emits review.requested for the reviewer service and answers with the request id."""

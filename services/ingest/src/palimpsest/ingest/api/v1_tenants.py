@@ -1,15 +1,20 @@
-"""/v1 routes for tenants, their API tokens and their installations."""
+"""/v1 routes for tenants (operator), their API tokens, audit log and installations (``manage``)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
-from palimpsest.ingest.admin import installations, tenants
-from palimpsest.ingest.admin.access import require_admin
-from palimpsest.ingest.api.deps import Caller, Ctx, TenantScope
+from palimpsest.ingest.admin import audit, deletion, installations, tenants
+from palimpsest.ingest.admin.access import Scope, scoped_tx
+from palimpsest.ingest.api.deps import Ctx, ManageScope, OperatorOnly, ReadScope, audit_note
+from palimpsest.ingest.errors import InvalidRequest
 from palimpsest.ingest.schemas import (
+    AuditEntry,
+    AuditPage,
     Installation,
     InstallationCreate,
     InstallationList,
@@ -17,6 +22,9 @@ from palimpsest.ingest.schemas import (
     Tenant,
     TenantCreate,
     TenantCreated,
+    TenantDeleted,
+    TenantDetail,
+    TenantList,
     Token,
     TokenCreate,
     TokenCreated,
@@ -27,61 +35,149 @@ router = APIRouter(prefix="/v1")
 
 
 @router.post("/tenants", status_code=status.HTTP_201_CREATED, tags=["tenants"])
-async def create_tenant(body: TenantCreate, ctx: Ctx, caller: Caller) -> TenantCreated:
-    """Create a tenant and its first API token (operator admin token only; the token is shown once)."""
-    require_admin(caller)
-    return TenantCreated.model_validate(await tenants.create_tenant(ctx, body.name))
+async def create_tenant(body: TenantCreate, ctx: Ctx, _: OperatorOnly, request: Request) -> TenantCreated:
+    """Create a tenant and its first API token, with every scope (operator; the token is shown once)."""
+    created = await tenants.create_tenant(ctx, body.name)
+    if (note := audit_note(request)) is not None:
+        note.tenant_id = created["tenant_id"]
+        note.target = {"tenant_id": str(created["tenant_id"])}
+    return TenantCreated.model_validate(created)
+
+
+@router.get("/tenants", tags=["tenants"])
+async def list_tenants(ctx: Ctx, _: OperatorOnly) -> TenantList:
+    """Every tenant with its state (operator)."""
+    return TenantList(items=[Tenant.model_validate(t) for t in await tenants.list_tenants(ctx)])
 
 
 @router.get("/tenants/{tenant_id}", tags=["tenants"])
-async def get_tenant(ctx: Ctx, scope: TenantScope) -> Tenant:
-    return Tenant.model_validate(await tenants.get_tenant(ctx, scope))
+async def get_tenant(ctx: Ctx, scope: ReadScope) -> TenantDetail:
+    """The tenant: state, repositories, installations, index bytes and last activity."""
+    return TenantDetail.model_validate(await tenants.get_tenant(ctx, scope))
 
 
-@router.post("/tenants/{tenant_id}/tokens", status_code=status.HTTP_201_CREATED, tags=["tenants"])
-async def issue_token(body: TokenCreate, ctx: Ctx, scope: TenantScope) -> TokenCreated:
-    """Issue another API token for the tenant (shown once)."""
-    return TokenCreated.model_validate(await tenants.issue_token(ctx, scope, body.name))
+@router.post("/tenants/{tenant_id}/suspend", tags=["tenants"])
+async def suspend_tenant(tenant_id: UUID, ctx: Ctx, _: OperatorOnly) -> Tenant:
+    """Suspend: nothing of the tenant is indexed or reviewed, nor used as linked context (operator)."""
+    return Tenant.model_validate(await tenants.set_suspended(ctx, tenant_id, True))
 
 
-@router.get("/tenants/{tenant_id}/tokens", tags=["tenants"])
-async def list_tokens(ctx: Ctx, scope: TenantScope) -> TokenList:
-    return TokenList(items=[Token.model_validate(r) for r in await tenants.list_tokens(ctx, scope)])
+@router.post("/tenants/{tenant_id}/resume", tags=["tenants"])
+async def resume_tenant(tenant_id: UUID, ctx: Ctx, _: OperatorOnly) -> Tenant:
+    """Lift a suspension (operator)."""
+    return Tenant.model_validate(await tenants.set_suspended(ctx, tenant_id, False))
+
+
+@router.delete("/tenants/{tenant_id}", tags=["tenants"])
+async def delete_tenant(tenant_id: UUID, ctx: Ctx, _: OperatorOnly, request: Request) -> TenantDeleted:
+    """Delete every row of the tenant in every table (operator). Idempotent: retry after a crash or a
+    timeout; a tenant already gone answers ``existed: false``."""
+    if (note := audit_note(request)) is not None:
+        note.tenant_id = None  # the audit log goes with the tenant: the deletion is logged instead
+    report = await deletion.delete_tenant(ctx, tenant_id)
+    return TenantDeleted.model_validate(report.as_dict())
+
+
+@router.post("/tenants/{tenant_id}/tokens", status_code=status.HTTP_201_CREATED, tags=["tokens"])
+async def issue_token(body: TokenCreate, ctx: Ctx, scope: ManageScope) -> TokenCreated:
+    """Issue an API token with scopes and an optional expiry (shown once)."""
+    expires_at = body.expires_at
+    if body.expires_in_days is not None:
+        if expires_at is not None:
+            raise InvalidRequest("give expires_at or expires_in_days, not both")
+        expires_at = datetime.now(UTC) + timedelta(days=body.expires_in_days)
+    if expires_at is not None and expires_at.tzinfo is None:
+        raise InvalidRequest("expires_at needs a time zone (e.g. 2027-01-31T00:00:00Z)")
+    if expires_at is not None and expires_at <= datetime.now(UTC):
+        raise InvalidRequest("expires_at is in the past")
+    issued = await tenants.issue_token(ctx, scope, body.name, body.scopes, expires_at)
+    return TokenCreated.model_validate(issued)
+
+
+@router.get("/tenants/{tenant_id}/tokens", tags=["tokens"])
+async def list_tokens(ctx: Ctx, scope: ManageScope, include_revoked: bool = False) -> TokenList:
+    """The tenant's tokens (never a secret): scopes, created, expires, last used, revoked."""
+    rows = await tenants.list_tokens(ctx, scope, include_revoked=include_revoked)
+    return TokenList(items=[Token.model_validate(r) for r in rows])
 
 
 @router.delete(
-    "/tenants/{tenant_id}/tokens/{token_id}", status_code=status.HTTP_204_NO_CONTENT, tags=["tenants"]
+    "/tenants/{tenant_id}/tokens/{token_id}", status_code=status.HTTP_204_NO_CONTENT, tags=["tokens"]
 )
-async def revoke_token(token_id: UUID, ctx: Ctx, scope: TenantScope) -> Response:
+async def revoke_token(token_id: UUID, ctx: Ctx, scope: ManageScope) -> Response:
+    """Revoke a token (it stays listed with ?include_revoked=true); revoking twice is fine."""
     await tenants.revoke_token(ctx, scope, token_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/tenants/{tenant_id}/tokens/{token_id}/rotate", tags=["tokens"])
+async def rotate_token(token_id: UUID, ctx: Ctx, scope: ManageScope) -> TokenCreated:
+    """A new secret for the token (same id, name, scopes and expiry); the old secret stops working."""
+    return TokenCreated.model_validate(await tenants.rotate_token(ctx, scope, token_id))
+
+
+@router.get("/tenants/{tenant_id}/audit", tags=["audit"])
+async def list_audit(
+    ctx: Ctx,
+    scope: ManageScope,
+    before: UUID | None = None,
+    action: Annotated[str | None, Query(max_length=200)] = None,
+    outcome: Literal["ok", "denied", "failed"] | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> AuditPage:
+    """The audit log, newest first: who (token id and name, or the operator), what, when, outcome."""
+    return await _audit_page(ctx, scope, before=before, action=action, outcome=outcome, limit=limit)
+
+
+async def _audit_page(
+    ctx: Ctx, scope: Scope, *, before: UUID | None, action: str | None, outcome: str | None, limit: int
+) -> AuditPage:
+    async with scoped_tx(ctx, scope) as conn:
+        rows = await audit.entries(conn, limit=limit, before=before, action=action, outcome=outcome)
+    items = [AuditEntry.model_validate(r) for r in rows]
+    return AuditPage(items=items, next_before=items[-1].id if len(items) == limit else None)
 
 
 @router.post(
     "/tenants/{tenant_id}/installations", status_code=status.HTTP_201_CREATED, tags=["installations"]
 )
-async def add_installation(body: InstallationCreate, ctx: Ctx, scope: TenantScope) -> Installation:
+async def add_installation(body: InstallationCreate, ctx: Ctx, scope: ManageScope) -> Installation:
     """Register a webhook sender (secret and credentials are encrypted at rest, never returned)."""
     return Installation.model_validate(await installations.add_installation(ctx, scope, body))
 
 
 @router.get("/tenants/{tenant_id}/installations", tags=["installations"])
-async def list_installations(ctx: Ctx, scope: TenantScope) -> InstallationList:
+async def list_installations(ctx: Ctx, scope: ManageScope) -> InstallationList:
     rows = await installations.list_installations(ctx, scope)
     return InstallationList(items=[Installation.model_validate(r) for r in rows])
 
 
 @router.get("/tenants/{tenant_id}/installations/{installation_id}", tags=["installations"])
-async def get_installation(installation_id: UUID, ctx: Ctx, scope: TenantScope) -> Installation:
+async def get_installation(installation_id: UUID, ctx: Ctx, scope: ManageScope) -> Installation:
     return Installation.model_validate(await installations.get_installation(ctx, scope, installation_id))
 
 
 @router.patch("/tenants/{tenant_id}/installations/{installation_id}", tags=["installations"])
 async def update_installation(
-    installation_id: UUID, body: InstallationUpdate, ctx: Ctx, scope: TenantScope
+    installation_id: UUID, body: InstallationUpdate, ctx: Ctx, scope: ManageScope
 ) -> Installation:
     """Rename, rotate the webhook secret, replace or clear the credentials."""
     found = await installations.update_installation(ctx, scope, installation_id, body)
+    return Installation.model_validate(found)
+
+
+@router.post("/tenants/{tenant_id}/installations/{installation_id}/suspend", tags=["installations"])
+async def suspend_installation(installation_id: UUID, ctx: Ctx, scope: ManageScope) -> Installation:
+    """Suspend: its repositories are neither indexed nor reviewed, nor used as linked context, and its
+    deliveries are recorded as ignored (GitHub's 'installation suspend' event does the same)."""
+    found = await installations.set_suspended(ctx, scope, installation_id, True)
+    return Installation.model_validate(found)
+
+
+@router.post("/tenants/{tenant_id}/installations/{installation_id}/resume", tags=["installations"])
+async def resume_installation(installation_id: UUID, ctx: Ctx, scope: ManageScope) -> Installation:
+    """Lift a suspension (whoever set it)."""
+    found = await installations.set_suspended(ctx, scope, installation_id, False)
     return Installation.model_validate(found)
 
 
@@ -90,7 +186,7 @@ async def update_installation(
     status_code=status.HTTP_204_NO_CONTENT,
     tags=["installations"],
 )
-async def remove_installation(installation_id: UUID, ctx: Ctx, scope: TenantScope) -> Response:
+async def remove_installation(installation_id: UUID, ctx: Ctx, scope: ManageScope) -> Response:
     """Remove an installation; its repositories stay registered, unlinked."""
     await installations.remove_installation(ctx, scope, installation_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -6,7 +6,7 @@ looked up by its sha256): no or a wrong token is a 401 with ``WWW-Authenticate: 
 operator admin token a 403 (it acts on no tenant of its own). The tenant of the token goes into
 the request's ASGI scope, and each tool reads it from there (:func:`tenant_of`) and runs in that
 tenant's transaction. :func:`authorize` is where the token's scope is checked: the route needs
-:data:`REQUIRED_SCOPE` (``read``); tokens carry no scopes yet, so every tenant token has it.
+:data:`REQUIRED_SCOPE` (``read``); a token without it is refused with 403, like a ``/v1`` route.
 
 The SDK runs stateless (a fresh transport per request, JSON answers, no session to hijack), so
 each call stands on its own credential. Its session manager needs a running task group:
@@ -33,7 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from palimpsest.core.llm import Gateway, LLMSettings
 from palimpsest.core.settings import load
-from palimpsest.ingest.admin.access import Principal, authenticate
+from palimpsest.ingest.admin.access import ApiScope, Principal, authenticate
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Forbidden, IngestError, Unauthorized
 from palimpsest.ingest.mcp.tools import Deps, build_server
@@ -41,7 +41,7 @@ from palimpsest.ingest.mcp.tools import Deps, build_server
 __all__ = ["PATH", "REQUIRED_SCOPE", "McpEndpoint", "authorize", "tenant_of"]
 
 PATH = "/mcp"
-REQUIRED_SCOPE = "read"  # the token scope /mcp needs (every tool only reads)
+REQUIRED_SCOPE = ApiScope.READ  # the token scope /mcp needs (every tool only reads)
 SCOPE_KEY = "palimpsest.mcp.tenant"  # where the authenticated tenant travels in the ASGI scope
 MAX_BODY_BYTES = 12 * 1024 * 1024  # review_context takes a diff of up to 5 MiB, JSON-escaped
 # The SDK's transport says "Terminating session: None" at INFO after every stateless request;
@@ -49,12 +49,13 @@ MAX_BODY_BYTES = 12 * 1024 * 1024  # review_context takes a diff of up to 5 MiB,
 QUIET_LOGGERS = ("mcp.server.streamable_http", "mcp.server.streamable_http_manager")
 
 
-def authorize(principal: Principal, scope: str = REQUIRED_SCOPE) -> UUID:
-    """The tenant a caller may read through /mcp. A tenant API token qualifies; the admin token
-    does not (MCP calls name no tenant). Scoped tokens will be checked for ``scope`` here."""
-    del scope  # tokens carry no scopes yet: every tenant token may read its own tenant
+def authorize(principal: Principal, scope: ApiScope = REQUIRED_SCOPE) -> UUID:
+    """The tenant a caller may read through /mcp: a tenant API token holding ``scope``; the admin
+    token does not qualify (MCP calls name no tenant)."""
     if principal.admin or principal.tenant_id is None:
         raise Forbidden("/mcp needs a tenant API token, not the operator admin token")
+    if not principal.holds(scope):
+        raise Forbidden(f"this token lacks the '{scope}' scope")
     return principal.tenant_id
 
 

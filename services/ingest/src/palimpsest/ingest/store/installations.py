@@ -15,7 +15,8 @@ from palimpsest.ingest.store.rows import delete_row, get_row, update_row
 
 COLUMNS: Final = sql.SQL(
     "installation_id, provider, kind, external_id, host, namespace, display_name,"
-    " webhook_secret IS NOT NULL AS has_webhook_secret, credentials_kind, created_at, updated_at"
+    " webhook_secret IS NOT NULL AS has_webhook_secret, credentials_kind, created_at, updated_at,"
+    " suspended_at, suspended_reason"
 )
 _UPDATABLE: Final = frozenset({"display_name", "webhook_secret", "credentials", "credentials_kind"})
 
@@ -94,3 +95,14 @@ async def update_installation(
 
 async def delete_installation(conn: Conn, installation_id: UUID) -> bool:
     return await delete_row(conn, "installations", "installation_id", installation_id)
+
+
+async def set_suspended(conn: Conn, installation_id: UUID, suspended: bool, by: str) -> dict[str, Any] | None:
+    """Suspend (by 'provider' or 'api'; the first suspension's time stays) or lift the suspension."""
+    query = sql.SQL(
+        "UPDATE installations SET suspended_at = CASE WHEN %s THEN coalesce(suspended_at, now()) END,"
+        " suspended_reason = CASE WHEN %s THEN coalesce(suspended_reason, %s) END, updated_at = now()"
+        " WHERE installation_id = %s RETURNING {}"
+    ).format(COLUMNS)
+    row = await fetch_one(conn, query, (suspended, suspended, by, installation_id))
+    return None if row is None else dict(row)

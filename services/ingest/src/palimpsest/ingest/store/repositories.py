@@ -131,3 +131,23 @@ async def delete_installed(
         (installation_id, provider, external_ids),
     )
     return [r["repository_id"] for r in rows]
+
+
+# Index data of a repository (ADR-0017 D7): a derived cache, deleted when the mode is switched off.
+# Chunks, symbols, facts, embeddings and snapshot files go with their blobs and snapshots (the
+# statement triggers of migration 0013). Analyses and reviews are results, not index data: kept.
+INDEX_TABLES = ("code_index_snapshots", "code_blobs", "file_recency", "cochange", "recency_scans")
+
+
+async def delete_index_data(conn: Conn, repository_id: UUID) -> dict[str, int]:
+    """Delete the repository's index data; rows deleted per table."""
+    deleted: dict[str, int] = {}
+    for table in INDEX_TABLES:
+        cur = await conn.execute(
+            sql.SQL("DELETE FROM {} WHERE repository_id = %s").format(sql.Identifier(table)), (repository_id,)
+        )
+        deleted[table] = cur.rowcount
+    await conn.execute(
+        "UPDATE repositories SET index_updated_at = NULL WHERE repository_id = %s", (repository_id,)
+    )
+    return deleted

@@ -27,6 +27,7 @@ from palimpsest.ingest.webhooks.models import (
     ReposChanged,
     ReviewIntent,
     ReviewTrigger,
+    Suspension,
     Visibility,
 )
 from palimpsest.ingest.webhooks.providers import PROVIDERS, WebhookProvider, get_provider
@@ -46,6 +47,7 @@ __all__ = [
     "ReposChanged",
     "ReviewIntent",
     "ReviewTrigger",
+    "Suspension",
     "Visibility",
     "WebhookError",
     "WebhookProvider",

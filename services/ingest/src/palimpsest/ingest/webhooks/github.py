@@ -41,6 +41,7 @@ from palimpsest.ingest.webhooks.models import (
     ReposChanged,
     ReviewIntent,
     ReviewTrigger,
+    Suspension,
     Visibility,
 )
 from palimpsest.ingest.webhooks.signatures import verify_hmac_sha256
@@ -306,6 +307,8 @@ def _installation(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent
     action = payload.string("action")
     installation = payload.node("installation")
     installation_id = installation.ident("id")
+    if action in ("suspend", "unsuspend"):
+        return None, Suspension(suspended=action == "suspend")
     web_base = _web_base(installation)
     repos = tuple(_listed_repo(repo, web_base) for repo in payload.nodes("repositories"))
     if action == "created":

@@ -111,7 +111,14 @@ class Ignored:
     reason: str
 
 
-Intent = IndexIntent | IndexCandidates | ReviewIntent | ReposChanged | Ping | Ignored
+@dataclass(frozen=True, slots=True)
+class Suspension:
+    """The provider suspended (or lifted the suspension of) the sending installation."""
+
+    suspended: bool
+
+
+Intent = IndexIntent | IndexCandidates | ReviewIntent | ReposChanged | Ping | Ignored | Suspension
 
 
 @dataclass(frozen=True, slots=True)

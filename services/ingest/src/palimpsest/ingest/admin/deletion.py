@@ -1,0 +1,125 @@
+"""Tenant deletion: every row of the tenant in every table with a ``tenant_id``, idempotent and
+safe to retry after a crash midway.
+
+1. The tenant is marked ``deleting_at`` (committed on its own): from then on its tokens are
+   refused (401), its webhooks are ignored and nothing new is accepted for it.
+2. Every table of the schema with a ``tenant_id`` column — read from the catalog at run time, so
+   a table a later migration adds is covered without a change here — is emptied of the tenant's
+   rows in bounded batches, each its own short transaction (a tenant with millions of chunks
+   never holds one long transaction). A batch refused by a foreign key (a child table not yet
+   emptied) leaves that table for the next pass.
+3. The ``tenants`` row goes last.
+
+A crash anywhere leaves the mark and some rows; running the deletion again (the same API call or
+CLI command) starts from the catalog again and finishes, and a deletion of a tenant that no
+longer exists sweeps the tables once more (rows an in-flight event wrote after the first run)
+and succeeds. The services keep no per-tenant files: clones are temporary directories removed
+when each job ends, so there is no scratch space to clear.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg import sql
+
+from palimpsest.core.db import Pool, fetch_all, system_tx, tenant_tx
+from palimpsest.ingest.context import IngestContext
+from palimpsest.ingest.store import tenants
+
+log = logging.getLogger(__name__)
+
+BATCH = 5000
+MAX_PASSES = 20
+
+
+@dataclass(slots=True)
+class DeletionReport:
+    tenant_id: UUID
+    existed: bool
+    rows: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tenant_id": self.tenant_id,
+            "existed": self.existed,
+            "deleted_rows": sum(self.rows.values()),
+            "tables": {t: n for t, n in sorted(self.rows.items()) if n},
+        }
+
+
+async def tenant_tables(pool: Pool) -> list[str]:
+    """Every table of the schema with a tenant_id column, ``tenants`` excluded (it goes last)."""
+    async with system_tx(pool) as conn:
+        rows = await fetch_all(
+            conn,
+            """
+            SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema() AND c.relname <> 'tenants'
+              AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
+                          AND a.attname = 'tenant_id' AND NOT a.attisdropped)
+            ORDER BY 1
+            """,
+        )
+    return [str(r["name"]) for r in rows]
+
+
+async def delete_tenant(ctx: IngestContext, tenant_id: UUID) -> DeletionReport:
+    """Delete the tenant (see the module docstring); this replica's token and route caches too."""
+    try:
+        return await delete_tenant_rows(ctx.pool, tenant_id, marked=lambda: _forget(ctx))
+    finally:
+        _forget(ctx)
+
+
+def _forget(ctx: IngestContext) -> None:
+    ctx.tokens.clear()
+    ctx.routes.clear()
+
+
+async def delete_tenant_rows(
+    pool: Pool, tenant_id: UUID, *, marked: Callable[[], None] | None = None, batch: int = BATCH
+) -> DeletionReport:
+    """Mark, empty every tenant table in batches, remove the tenant row; ``marked`` runs after the mark."""
+    async with tenant_tx(pool, tenant_id) as conn:
+        existed = await tenants.mark_deleting(conn, tenant_id)
+    if marked is not None:
+        marked()
+    report = DeletionReport(tenant_id, existed)
+    pending = await tenant_tables(pool)
+    for _ in range(MAX_PASSES):
+        blocked: list[str] = []
+        for table in pending:
+            try:
+                report.rows[table] = report.rows.get(table, 0) + await _empty(pool, tenant_id, table, batch)
+            except psycopg.errors.ForeignKeyViolation:
+                blocked.append(table)
+        if not blocked:
+            break
+        pending = blocked
+    else:
+        raise RuntimeError(f"tenant deletion blocked by foreign keys on {', '.join(pending)}")
+    async with tenant_tx(pool, tenant_id) as conn:
+        cur = await conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant_id,))
+        report.rows["tenants"] = cur.rowcount
+    log.info("tenant %s deleted: %d rows", tenant_id, sum(report.rows.values()))
+    return report
+
+
+async def _empty(pool: Pool, tenant_id: UUID, table: str, batch: int = BATCH) -> int:
+    """Delete the tenant's rows of ``table`` in batches, each its own transaction; how many."""
+    statement = sql.SQL(
+        "DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {t} WHERE tenant_id = %s LIMIT %s))"
+    ).format(t=sql.Identifier(table))
+    total = 0
+    while True:
+        async with tenant_tx(pool, tenant_id) as conn:
+            cur = await conn.execute(statement, (tenant_id, batch))
+        total += cur.rowcount
+        if cur.rowcount < batch:
+            return total

@@ -1,0 +1,252 @@
+"""The maintenance backfill: re-request an index for repositories a missed webhook left behind.
+
+Every ``PALIMPSEST_BACKFILL_INTERVAL_S`` (an hour by default; 0 turns it off) each repository is
+looked at once: the interval is cut into ``PALIMPSEST_BACKFILL_SLICES`` ticks and a repository
+belongs to the tick its id hashes to, so the work is spread over the hour. A repository is a
+candidate when its newest (branch) snapshot is
+
+- ``missing`` — none at all, though registered longer than ``PALIMPSEST_BACKFILL_GRACE_S`` ago;
+- ``failed`` for a transient reason (network, timeout, a remote that broke off, a full disk, an
+  interrupted build), or ``stuck`` building for longer than the grace period;
+- ``behind`` — for local sources, the branch head is not the snapshot's commit. The ingest
+  service runs no git (its image has none), so it requests every local repository with a ready
+  snapshot (``local``) and the chunker, which resolves the head anyway, skips the build as
+  ``up_to_date`` when the head is indexed; ``palimpsest backfill`` resolves the heads itself and
+  names only the repositories that are behind.
+
+Index requests carry the reason ``backfill``: never a forced rebuild of an indexed commit.
+
+Repositories with index mode ``off``, of a suspended tenant or installation, or of a tenant being
+deleted are left alone. At most ``PALIMPSEST_BACKFILL_MAX_PER_TICK`` times the slices index requests go
+out per interval. A tick is claimed by inserting its ``maintenance_ticks`` row: with several
+ingest replicas, the one whose insert succeeded runs it, the others skip it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from palimpsest.core import metrics
+from palimpsest.core.db import Pool, fetch_all, fetch_one, system_tx, tenant_tx
+from palimpsest.core.events import IndexRequested
+from palimpsest.core.outbox import emit
+from palimpsest.ingest.store import lookups
+
+log = logging.getLogger(__name__)
+
+# (clone_url, branch) -> the branch head's commit, or None when it cannot be read
+HeadResolver = Callable[[str, str], Awaitable[str | None]]
+
+JOB = "backfill"
+TRANSIENT_REASONS = (
+    "interrupted",
+    "source_network",
+    "source_timeout",
+    "source_remote_refused",
+    "source_disk_full",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillPolicy:
+    interval_s: float = 3600.0
+    slices: int = 12
+    max_per_tick: int = 50
+    grace_s: float = 900.0
+    local_sources: bool = False
+
+    @property
+    def slice_s(self) -> float:
+        return self.interval_s / self.slices
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    tenant_id: UUID
+    repository_id: UUID
+    full_name: str
+    why: str  # missing | failed | stuck | behind | local
+    detail: str | None
+    slice: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: str(v) if isinstance(v, UUID) else v for k, v in asdict(self).items()}
+
+
+_CANDIDATES = """
+SELECT r.repository_id, r.full_name, r.provider, r.clone_url, r.default_branch,
+       mod(abs(hashtext(r.repository_id::text)), %(slices)s) AS slice,
+       s.state, s.reason, s.commit_sha, s.created_at AS snapshot_at, r.created_at
+FROM repositories r
+JOIN tenants t ON t.tenant_id = r.tenant_id
+LEFT JOIN installations i ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id
+LEFT JOIN LATERAL (
+    SELECT state, reason, commit_sha, created_at FROM code_index_snapshots x
+    WHERE x.repository_id = r.repository_id AND NOT x.pinned
+    ORDER BY x.created_at DESC LIMIT 1
+) s ON true
+WHERE r.index_mode <> 'off' AND t.suspended_at IS NULL AND t.deleting_at IS NULL
+  AND i.suspended_at IS NULL
+  AND (%(slice)s::int IS NULL OR mod(abs(hashtext(r.repository_id::text)), %(slices)s) = %(slice)s::int)
+ORDER BY r.repository_id
+"""
+
+
+async def candidates(
+    pool: Pool,
+    policy: BackfillPolicy,
+    *,
+    slice_no: int | None,
+    limit: int,
+    now: datetime | None = None,
+    head_of: HeadResolver | None = None,
+    tenants: Collection[UUID] | None = None,
+) -> list[Candidate]:
+    """The repositories to re-index in one slice (None: every slice), at most ``limit``, taken from
+    the tenants in turn (one tenant's many candidates cannot starve the others')."""
+    now = now or datetime.now(UTC)
+    grace = timedelta(seconds=policy.grace_s)
+    per_tenant: list[list[Candidate]] = []
+    for tenant in await lookups.tenant_list(pool):
+        if tenant["suspended_at"] is not None or tenant["deleting_at"] is not None:
+            continue
+        if tenants is not None and tenant["tenant_id"] not in tenants:
+            continue
+        try:
+            async with tenant_tx(pool, tenant["tenant_id"]) as conn:
+                rows = await fetch_all(conn, _CANDIDATES, {"slices": policy.slices, "slice": slice_no})
+        except Exception as exc:  # one tenant's failure does not stop the others'
+            log.warning("backfill: tenant %s skipped (%s)", tenant["tenant_id"], exc.__class__.__name__)
+            continue
+        mine: list[Candidate] = []
+        for row in rows:
+            if len(mine) >= limit:
+                break
+            why = await _why(row, policy, now, grace, head_of)
+            if why is not None:
+                mine.append(
+                    Candidate(
+                        tenant["tenant_id"],
+                        row["repository_id"],
+                        row["full_name"],
+                        why[0],
+                        why[1],
+                        int(row["slice"]),
+                    )
+                )
+        per_tenant.append(mine)
+    found: list[Candidate] = []
+    for rank in range(max((len(m) for m in per_tenant), default=0)):
+        found.extend(m[rank] for m in per_tenant if rank < len(m))
+    return found[:limit]
+
+
+async def _why(
+    row: dict[str, Any], policy: BackfillPolicy, now: datetime, grace: timedelta, head_of: HeadResolver | None
+) -> tuple[str, str | None] | None:
+    state = row["state"]
+    if state is None:
+        return ("missing", None) if now - row["created_at"] > grace else None
+    if state == "failed":
+        return ("failed", row["reason"]) if row["reason"] in TRANSIENT_REASONS else None
+    if state == "building":
+        return ("stuck", None) if now - row["snapshot_at"] > grace else None
+    if state == "ready" and row["provider"] == "local" and policy.local_sources:
+        if head_of is None:
+            return "local", "the chunker compares the branch head with the snapshot"
+        head = await head_of(str(row["clone_url"]), str(row["default_branch"]))
+        if head is not None and head != row["commit_sha"]:
+            return "behind", f"{str(row['commit_sha'])[:12]} -> {head[:12]}"
+    return None
+
+
+async def request(pool: Pool, found: list[Candidate]) -> int:
+    """Emit an index request (reason ``backfill``) for each candidate, in its tenant's transaction."""
+    sent = 0
+    for cand in found:
+        event = IndexRequested(tenant_id=cand.tenant_id, repository_id=cand.repository_id, reason="backfill")
+        try:
+            async with tenant_tx(pool, cand.tenant_id) as conn:
+                await emit(conn, event)
+        except Exception as exc:  # the next interval tries again
+            log.warning("backfill: no index request for %s (%s)", cand.repository_id, exc.__class__.__name__)
+            continue
+        sent += 1
+        metrics.BACKFILL_REQUESTS.labels(cand.why).inc()
+    return sent
+
+
+async def claim_tick(pool: Pool, tick_at: datetime, *, who: str) -> bool:
+    """True when this process inserted the tick's row (and so runs it)."""
+    async with system_tx(pool) as conn:
+        row = await fetch_one(
+            conn,
+            "INSERT INTO maintenance_ticks (job, tick_at, claimed_by) VALUES (%s, %s, %s)"
+            " ON CONFLICT DO NOTHING RETURNING 1 AS claimed",
+            (JOB, tick_at, who),
+        )
+        await conn.execute(
+            "DELETE FROM maintenance_ticks WHERE job = %s AND tick_at < now() - interval '7 days'",
+            (JOB,),
+        )
+    return row is not None
+
+
+async def finish_tick(pool: Pool, tick_at: datetime, requested: int) -> None:
+    async with system_tx(pool) as conn:
+        await conn.execute(
+            "UPDATE maintenance_ticks SET finished_at = clock_timestamp(), requested = %s WHERE job = %s AND tick_at = %s",
+            (requested, JOB, tick_at),
+        )
+
+
+async def run_tick(
+    pool: Pool,
+    policy: BackfillPolicy,
+    tick_at: datetime,
+    *,
+    who: str,
+    tenants: Collection[UUID] | None = None,
+) -> int | None:
+    """Run the slice of ``tick_at`` if no replica has: how many index requests went out, or None."""
+    if not await claim_tick(pool, tick_at, who=who):
+        return None
+    slice_no = round(tick_at.timestamp() / policy.slice_s) % policy.slices
+    found = await candidates(pool, policy, slice_no=slice_no, limit=policy.max_per_tick, tenants=tenants)
+    sent = await request(pool, found)
+    await finish_tick(pool, tick_at, sent)
+    if sent:
+        log.info("backfill tick %s (slice %d): %d index requests", tick_at.isoformat(), slice_no, sent)
+    return sent
+
+
+def tick_start(now_s: float, slice_s: float) -> datetime:
+    return datetime.fromtimestamp(math.floor(now_s / slice_s) * slice_s, UTC)
+
+
+async def backfill_forever(pool: Pool, policy: BackfillPolicy, stop: asyncio.Event) -> None:
+    """Run each tick once (across replicas), at its start, until ``stop``."""
+    if policy.interval_s <= 0:
+        return
+    who = f"{socket.gethostname()}:{os.getpid()}"[:200]
+    while not stop.is_set():
+        now = time.time()
+        tick = tick_start(now, policy.slice_s)
+        try:
+            await run_tick(pool, policy, tick, who=who)
+        except Exception as exc:  # the next tick tries again; one tenant's failure is logged
+            log.warning("backfill tick failed: %s", exc.__class__.__name__)
+        wait = tick.timestamp() + policy.slice_s - time.time()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), max(wait, 1.0))
