@@ -10,6 +10,7 @@ from palimpsest.analyzer.doccheck import (
     Claim,
     Claims,
     _about_something_else,
+    _checked_identifier,
     _foreign_attribute,
     _is_tree_claim,
     _Mention,
@@ -255,3 +256,26 @@ def test_an_attribute_of_an_object_the_example_never_made_is_another_library_s()
     assert not _foreign_attribute(mention, "from_url(z)", text, tree)  # called bare
     prose = _Mention("docs/web_advanced.rst", 3, "mention", "from_url", "identifier", "code")
     assert not _foreign_attribute(prose, "call `redis.from_url`", text, tree)  # only examples
+
+
+def test_a_setting_only_a_deleted_file_read_may_live_on_elsewhere() -> None:
+    claims = _claims(("POETRY_VERSION", "code"), ("friendfeed_consumer_key", "code"))
+    history = _history(POETRY_VERSION="install-poetry.py", friendfeed_consumer_key="tornado/auth.py")
+    history.identifiers["POETRY_VERSION"].how = "read"  # the installer script was deleted
+    history.identifiers["friendfeed_consumer_key"].how = "read"
+    history.identifiers["friendfeed_consumer_key"].new_blob = "b" * 40  # auth.py lives on without it
+    for removal in history.identifiers.values():
+        removal.old_blob = "a" * 40
+    judged = judge(claims, history, list_unverified=True)
+    assert [f.claim for f in judged.findings] == ["`friendfeed_consumer_key`"]
+    assert "read as a key in tornado/auth.py" in judged.findings[0].detail
+    assert judged.unverified[0]["why"] == "a setting read only by a file since deleted"
+
+
+def test_a_shell_session_names_commands_not_definitions() -> None:
+    tree = _Tree.of(["okhttp/src/Call.kt", "scripts/release.sh"])
+    languages = {"kotlin", "shell"}
+    shell = _Mention("README.md", 213, "mention", "nativeImage", "identifier", "fence:shell")
+    kotlin = _Mention("README.md", 220, "mention", "newCall", "identifier", "fence:kotlin")
+    assert not _checked_identifier(shell, set(), languages, tree)
+    assert _checked_identifier(kotlin, set(), languages, tree)

@@ -78,6 +78,7 @@ _STUB = re.compile(
     r"^[ \t]*(?:[\w$]+[ \t]+)*?(?:func|def|fn|function|fun)\b[^\n]*?(?:\{\s*(?:\.\.\.\s*)?\}|:\s*(?:\.\.\.|pass)|;)[ \t]*$",
     re.MULTILINE,
 )
+_SHELLS = frozenset({"shell", "powershell", "batch", "fish"})
 _MIME = re.compile(r"^(?:application|text|image|audio|video|multipart|font|model|message)/[\w.+-]+$")
 _SEGMENTS = re.compile(r"\.|::|#|->")
 
@@ -262,7 +263,9 @@ def _checked_identifier(mention: _Mention, symbols: set[str], languages: set[str
         language = source.partition(":")[2]
         if language == "literal":  # an RST literal block: Sphinx highlights it as Python by default
             language = "python"
-        return bool(language) and language in languages
+        # a shell session names commands, flags and build tasks (``./gradlew okcurl:nativeImage``),
+        # not definitions, even in a repository that keeps shell scripts
+        return bool(language) and language in languages and language not in _SHELLS
     return True
 
 
@@ -327,6 +330,11 @@ def _not_about_the_code(claim: Claim, evidence: Evidence) -> str | None:
         return None
     if evidence.written_while_existed is False:
         return "written after the definition was removed"
+    if evidence.how == "read" and evidence.reader_deleted:
+        # an installer script moved to a repository of its own still reads POETRY_VERSION: a
+        # setting only a deleted file read may well live on elsewhere (a definition is named
+        # by this repository's own API; a quoted setting name is not)
+        return "a setting read only by a file since deleted"
     name = claim.lookups[0]
     if (claim.mention.source or "").startswith("fence") and evidence.seen_in:
         private = (evidence.seen_in.endswith(".go") and name[:1].islower()) or (

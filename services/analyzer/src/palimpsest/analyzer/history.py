@@ -109,6 +109,7 @@ class Evidence:
     renamed_to: str | None = None
     seen_in: str | None = None  # the code file that defined an identifier at last_seen
     how: str = "defined"  # identifiers: "defined" there, or "read" as a key (a quoted setting name)
+    reader_deleted: bool = False  # identifiers: the removing commit deleted the file (not changed it)
     line_commit: str | None = None  # the commit that first named it in the doc (pickaxe, else blame)
     line_written_at: datetime | None = None
     subject: str | None = None  # what was looked up: the path as resolved, or the identifier
@@ -225,6 +226,7 @@ class History:
             renamed_to if renamed_to is not None else removal.renamed_to,
             seen_in if seen_in is not None else removal.seen_in,
             removal.how,
+            removal.new_blob is None and removal.old_blob is not None,
         )
 
 
