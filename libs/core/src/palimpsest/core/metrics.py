@@ -166,3 +166,10 @@ REVIEWS_POSTED = Counter(
     ["provider", "outcome"],
     registry=REGISTRY,
 )
+REVIEW_FINDINGS_POSTED = Counter(
+    "palimpsest_review_findings_posted",
+    "Findings of posted reviews by where they went: inline, summary (no position on the diff),"
+    " existing (posted by an earlier push, not repeated), resolved (an earlier one whose code changed).",
+    ["provider", "outcome"],
+    registry=REGISTRY,
+)

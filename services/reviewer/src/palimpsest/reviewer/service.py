@@ -15,6 +15,8 @@ Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALI
 ``PALIMPSEST_REVIEW_MAX_DIFF_PARTS``   at most this many parts (model calls) per review; the rest is
                                        left out and reported (4)
 ``PALIMPSEST_REVIEW_MAX_TOKENS``       the model's output token limit (2048)
+``PALIMPSEST_REVIEW_INCREMENTAL_MAX_LINES``  a push changing at most this many lines since the last
+                                       reviewed head is reviewed incrementally; 0: always full (400)
 =====================================  ===========================================================
 """
 
@@ -22,8 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -51,13 +56,36 @@ from palimpsest.index.stored import finish_submission, submission
 from palimpsest.reviewer.candidates import QueryEmbedder
 from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
 from palimpsest.reviewer.crossrepo import LinkConfig, read_config
+from palimpsest.reviewer.diff import parse_diff
 from palimpsest.reviewer.errors import ReviewFailed
+from palimpsest.reviewer.identity import anchor_present, identify
+from palimpsest.reviewer.incremental import Increment, increment
 from palimpsest.reviewer.overlay import head_commit
 from palimpsest.reviewer.parts import plan_parts, review_in_parts
+from palimpsest.reviewer.positions import diff_map, locate
 from palimpsest.reviewer.posting import installation_target, post_review
-from palimpsest.reviewer.review import Outcome, brief, messages
-from palimpsest.reviewer.source import GitHead, PullRequestDiff, open_repository, pull_request_diff, rev_parse
-from palimpsest.reviewer.store import ReviewRecord, existing_review, mark_posted, save_review, stored_record
+from palimpsest.reviewer.review import Finding, Framing, Outcome, brief, messages
+from palimpsest.reviewer.rules import RepoRules, read_rules, severe_enough
+from palimpsest.reviewer.source import (
+    GitHead,
+    PullRequestDiff,
+    files_at,
+    open_repository,
+    pull_request_diff,
+    rev_parse,
+)
+from palimpsest.reviewer.store import (
+    ReviewRecord,
+    existing_review,
+    last_reviewed_head,
+    mark_posted,
+    newer_posted,
+    prior_findings,
+    remember_posted,
+    save_review,
+    stored_record,
+    with_outcome,
+)
 
 __all__ = ["ReviewerService", "Settings", "bootstrap", "definition"]
 
@@ -80,6 +108,9 @@ class Settings(BaseServiceSettings, LLMSettings):
     # Resolve a new snapshot's graph when it is built (not on the first review after it) for
     # repositories reviewed within this many days; 0 turns the warm-up off.
     review_warm_graph_days: float = Field(default=14.0, ge=0)
+    # a push changing at most this many lines since the last reviewed head is reviewed
+    # incrementally (those commits, the whole PR as context); 0: always review the whole PR
+    review_incremental_max_lines: int = Field(default=400, ge=0)
 
 
 class ReviewerService:
@@ -98,7 +129,9 @@ class ReviewerService:
             return
         if event.head_sha:
             async with tenant_tx(self.pool, event.tenant_id) as conn:
-                found = await existing_review(conn, event.repository_id, event.head_sha)
+                found = await existing_review(
+                    conn, event.repository_id, event.head_sha, completed_only=event.trigger == "comment"
+                )
             if found is not None:
                 await self._answer_existing(event, ctx, found)
                 return
@@ -149,35 +182,66 @@ class ReviewerService:
         log.info("graph of snapshot %s warmed in %.1fs", event.snapshot_id, time.monotonic() - started)
 
     async def _post(self, event: ReviewRequested, record: ReviewRecord) -> None:
-        """Post a completed review of a provider pull request (at most once per head, see posting)."""
+        """Post a completed review of a provider pull request: new findings inline, earlier ones
+        whose anchor is gone resolved, the summary edited in place (see posting).
+
+        Posts for one pull request are serialised (a transaction-scoped advisory lock), and a
+        request older than the one whose review is already posted posts nothing: a late or
+        redelivered request for an earlier head never overwrites a newer head's summary.
+        """
         s = self.settings
-        if not s.review_post or record.state != "completed" or event.provider == "local" or not event.number:
+        if not s.review_post or record.state != "completed" or not _on_provider(event):
             return
         urls = {
             "github": s.review_github_api_url,
             "gitlab": s.review_gitlab_api_url,
             "bitbucket": s.review_bitbucket_api_url,
         }
+        number = event.number or 0
         async with tenant_tx(self.pool, event.tenant_id) as conn:
-            found = await installation_target(conn, event.repository_id, event.number, record.head_sha, urls)
+            found = await installation_target(conn, event.repository_id, number, record.head_sha, urls)
         box = self._box()
         if found is None or box is None:
             metrics.REVIEWS_POSTED.labels(event.provider, "no_credentials").inc()
             return
         target, credential = found
+        target = replace(target, base_sha=record.base_sha, merge_base=record.merge_base)
         try:
             token = await self._posting_token(credential, box)
             if token is None:  # App credentials of a provider other than GitHub
                 metrics.REVIEWS_POSTED.labels(event.provider, "no_credentials").inc()
                 return
-            fresh = await post_review(target, token, record.summary, record.findings)
+            async with tenant_tx(self.pool, event.tenant_id) as conn:
+                newer = await newer_posted(conn, record, number, event.occurred_at)
+                if newer is not None:
+                    record.reason = f"not posted: superseded by the review of {newer[:12]}, requested later"
+                    metrics.REVIEWS_POSTED.labels(event.provider, "superseded").inc()
+                    return
+                result = await post_review(
+                    target, token, record.summary, record.findings, resolve=record.resolved
+                )
+                await remember_posted(
+                    conn, event.tenant_id, record, number, event.occurred_at, result.summary_ref
+                )
         except ReviewFailed as exc:
             metrics.REVIEWS_POSTED.labels(event.provider, "failed").inc()
             record.reason = str(exc)
             log.warning("review %s not posted: %s", record.review_id, exc)
             return
         record.posted = True
-        metrics.REVIEWS_POSTED.labels(event.provider, "posted" if fresh else "already_posted").inc()
+        if result.fresh:
+            record.findings = with_outcome(
+                record.findings, set(result.inline), set(result.existing), set(result.in_summary)
+            )
+        for outcome, fps in (
+            ("inline", result.inline),
+            ("existing", result.existing),
+            ("summary", result.in_summary),
+            ("resolved", result.resolved),
+        ):
+            if fps:
+                metrics.REVIEW_FINDINGS_POSTED.labels(event.provider, outcome).inc(len(fps))
+        metrics.REVIEWS_POSTED.labels(event.provider, "posted" if result.fresh else "already_posted").inc()
 
     async def _posting_token(self, credential: Credential, box: SecretBox) -> str | None:
         """The installation's token (opened, or minted for a GitHub App); None: none for posting."""
@@ -206,7 +270,7 @@ class ReviewerService:
                 await self._post(event, record)
                 if record.posted:
                     async with tenant_tx(self.pool, event.tenant_id) as conn:
-                        await mark_posted(conn, record.review_id)
+                        await mark_posted(conn, record)
                     found = {**found, "posted": True}
         async with ctx.transaction() as conn:
             review_id = UUID(str(found["review_id"]))
@@ -258,20 +322,34 @@ class ReviewerService:
             ) as git_dir:
                 record.base_sha = await rev_parse(git_dir, base)
                 links = await read_config(git_dir, record.base_sha)  # the base's, never the head's
+                rules = await read_rules(git_dir, record.base_sha)
                 async with head_commit(git_dir, record.base_sha, head, diff) as (work_dir, head_sha):
                     record.head_sha = head_sha
-                    pr = await pull_request_diff(work_dir, record.base_sha, record.head_sha)
+                    skip = rules.skip_reason(event.trigger, event.draft) if _on_provider(event) else None
+                    if skip is not None:
+                        record.state, record.reason = "skipped", skip
+                        record.sources = {"rules": rules.summary()}
+                        return _checked(record)
+                    whole = await pull_request_diff(work_dir, record.base_sha, record.head_sha)
+                    record.merge_base = whole.start
+                    pr = _without_ignored(whole, rules)
                     if heartbeat is not None:
                         await heartbeat()
                     context = await self._context(
                         event, repo, pr, GitHead(work_dir, record.head_sha), record.base_sha, links
                     )
-            _fill_context(record, context)
-            outcome, usage = await self._findings(event, context, pr)
-            record.summary, record.findings = outcome.summary, outcome.findings
-            record.findings_dropped = outcome.findings_dropped
+                    _fill_context(record, context)
+                    step = await self._scope(event, work_dir, record, pr)
+                    outcome, usage = await self._findings(event, context, pr, rules, step)
+                    found = _filtered(outcome.findings, rules)
+                    record.findings_dropped = outcome.findings_dropped + len(outcome.findings) - len(found)
+                    record.findings = await _identified(work_dir, whole, found)
+                    record.resolved = await self._resolved(event, work_dir, record, whole)
+            record.summary = outcome.summary
+            record.sources["rules"] = rules.summary()
             record.mode, record.model = usage.get("mode", "brief"), usage.get("model")
-            record.reason = "; ".join(r for r in (usage.get("reason"), _config_note(context)) if r) or None
+            notes = (usage.get("reason"), _config_note(context), rules.note())
+            record.reason = "; ".join(dict.fromkeys(r for r in notes if r)) or None
             record.prompt_tokens = usage.get("prompt_tokens", 0)
             record.completion_tokens = usage.get("completion_tokens", 0)
             record.cost_usd = usage.get("cost_usd")
@@ -279,9 +357,77 @@ class ReviewerService:
             record.state, record.reason = "failed", str(exc)
         except IndexNotReady as exc:
             record.state, record.reason = "failed", f"index_not_ready: {exc}"
-        if not _valid_sha(record.head_sha):
-            record.head_sha = ""
-        return record
+        return _checked(record)
+
+    async def _scope(
+        self, event: ReviewRequested, git_dir: Path, record: ReviewRecord, pr: PullRequestDiff
+    ) -> Increment | None:
+        """The change to review incrementally, or None (full); the record says which and why."""
+        record.sources["scope"] = {"scope": "full", "why": "first review of this pull request"}
+        if not _on_provider(event) or self.settings.review_incremental_max_lines <= 0:
+            record.sources["scope"]["why"] = "not a pull request of a provider"
+            return None
+        if event.full:
+            record.sources["scope"]["why"] = "a full review was asked for"
+            return None
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            since = await last_reviewed_head(
+                conn, event.repository_id, event.provider, event.number or 0, record.head_sha
+            )
+        if since is None:
+            return None
+        found = await increment(git_dir, since, record.head_sha)
+        if isinstance(found, str):
+            record.sources["scope"]["why"] = found
+            return None
+        limit = self.settings.review_incremental_max_lines
+        if found.changed_lines > limit:
+            record.sources["scope"]["why"] = (
+                f"{found.changed_lines} lines changed since the last reviewed head {since[:12]} (more than {limit})"
+            )
+            return None
+        paths = {g.path for g in pr.files}  # ignored files (review.ignore) stay out of the increment too
+        files = [f for f in found.files if f.path in paths]
+        text = found.text if len(files) == len(found.files) else _sections(found.text, paths)
+        record.scope, record.commits, record.since_sha = "incremental", found.commits, since
+        record.sources["scope"] = {
+            "scope": "incremental",
+            "since": since,
+            "commits": len(found.commits),
+            "changed_lines": found.changed_lines,
+        }
+        return Increment(since, found.commits, text, files)
+
+    async def _resolved(
+        self, event: ReviewRequested, git_dir: Path, record: ReviewRecord, pr: PullRequestDiff
+    ) -> list[str]:
+        """Fingerprints of this pull request's earlier findings whose anchor changed or vanished."""
+        if not _on_provider(event):
+            return []
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            prior = await prior_findings(
+                conn, event.repository_id, event.provider, event.number or 0, record.head_sha
+            )
+        current = {f.fingerprint for f in record.findings}
+        todo = [p for p in prior if p["fingerprint"] not in current]
+        if not todo:
+            return []
+        renamed = {f.old_path: f.path for f in pr.files if f.old_path}
+        texts = dict(pr.at_head)
+        missing = list({renamed.get(p["path"], p["path"]) for p in todo} - set(texts))
+        try:
+            texts.update(await files_at(git_dir, record.head_sha, missing))
+        except GitError as exc:
+            log.warning("review %s: reading earlier findings' files failed: %s", record.review_id, exc)
+            return []
+        out: list[str] = []
+        for p in todo:
+            text = texts.get(renamed.get(p["path"], p["path"]))
+            present = anchor_present(text, p["anchor_hash"], p["anchor_lines"])
+            # a new-side anchor that is gone was changed; a removed-lines anchor back at head was restored
+            if present == (p["side"] == "old"):
+                out.append(str(p["fingerprint"]))
+        return out
 
     async def _submitted_diff(self, event: ReviewRequested) -> str | None:
         """The diff of an API submission of ``{base, diff}`` (None: the request names a head)."""
@@ -354,25 +500,40 @@ class ReviewerService:
         return embed
 
     async def _findings(
-        self, event: ReviewRequested, context: ReviewContext, pr: PullRequestDiff
+        self,
+        event: ReviewRequested,
+        context: ReviewContext,
+        pr: PullRequestDiff,
+        rules: RepoRules | None = None,
+        step: Increment | None = None,
     ) -> tuple[Outcome, dict[str, Any]]:
         s = self.settings
+        rules = rules or RepoRules()
         route = await self.gateway.route(event.tenant_id, "review")
         if route is None:
             return Outcome(brief(context, pr.files)), {"mode": "brief"}
-        plan = plan_parts(pr.text, s.review_max_diff_chars, s.review_max_diff_parts)
+        shown, files = (step.text, step.files) if step is not None else (pr.text, pr.files)
+        plan = plan_parts(shown, s.review_max_diff_chars, s.review_max_diff_parts)
+        framing = Framing(
+            whole=_cut(pr.text, s.review_max_diff_chars) if step is not None else None,
+            since=step.since_sha if step is not None else None,
+            commits=len(step.commits) if step is not None else 0,
+            instructions=rules.instructions_for([f.path for f in pr.files]),
+        )
 
         async def chat(diff: str, part: tuple[int, int]) -> ChatResult:
             return await self.gateway.chat(
                 event.tenant_id,
                 "review",
-                messages(context, diff, event.title, event.body, part=part),
+                messages(context, diff, event.title, event.body, part=part, framing=framing),
                 max_tokens=s.review_max_tokens,
                 route=route,
                 reference=str(event.request_id),
             )
 
-        done = await review_in_parts(plan, chat, pr.files, max_findings=s.review_max_findings)
+        if step is not None:  # removed lines of an increment are not on the PR diff's old side
+            files = [replace(f, removed_ranges=[]) for f in files]
+        done = await review_in_parts(plan, chat, files, max_findings=s.review_max_findings)
         if not done.reviewed:  # every call failed
             error = done.failures[0].split(": ", 1)[-1]
             summary = brief(context, pr.files) + f"\n\nThe model call failed ({error}); no findings."
@@ -395,6 +556,69 @@ class ReviewerService:
                 await asyncio.shield(self.gateway.aclose())
 
         return [close_gateway]
+
+
+def _on_provider(event: ReviewRequested) -> bool:
+    """A pull request of a provider (not a local or API review): rules, identity, increments apply."""
+    return event.provider != "local" and bool(event.number)
+
+
+def _checked(record: ReviewRecord) -> ReviewRecord:
+    if not _valid_sha(record.head_sha):
+        record.head_sha = ""
+    return record
+
+
+def _sections(text: str, paths: set[str]) -> str:
+    """The diff's file sections whose (new) path is in ``paths``."""
+    keep = []
+    for section in re.split(r"(?m)^(?=diff --git )", text):
+        files = parse_diff(section)
+        if files and files[0].path in paths:
+            keep.append(section)
+    return "".join(keep)
+
+
+def _without_ignored(pr: PullRequestDiff, rules: RepoRules) -> PullRequestDiff:
+    """The pull request without the files ``review.ignore`` names (the model never sees them)."""
+    files = [f for f in pr.files if not rules.ignored(f.path)]
+    if len(files) == len(pr.files):
+        return pr
+    paths = {f.path for f in files}
+    kept = {p: t for p, t in pr.at_head.items() if p in paths or p in {f.old_path for f in files}}
+    return PullRequestDiff(_sections(pr.text, paths), files, kept, pr.start)
+
+
+def _filtered(findings: list[Finding], rules: RepoRules) -> list[Finding]:
+    """``review.min_severity`` and ``review.max_findings`` applied (the rest is counted as dropped)."""
+    kept = [
+        f for f in findings if severe_enough(f.severity, rules.min_severity) and not rules.ignored(f.path)
+    ]
+    return kept if rules.max_findings is None else kept[: rules.max_findings]
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "\n… (cut to fit)\n"
+
+
+async def _identified(git_dir: Path, pr: PullRequestDiff, findings: list[Finding]) -> list[Finding]:
+    """Each finding with its fingerprint (anchored on its side's text) and its position on the diff."""
+    files = diff_map(pr.text)
+    olds = {
+        f.path: (files[f.path].old_path if f.path in files else f.path) for f in findings if f.side == "old"
+    }
+    base_texts: dict[str, str | None] = {}
+    if olds and pr.start:
+        try:
+            base_texts = await files_at(git_dir, pr.start, sorted(set(olds.values())))
+        except GitError as exc:
+            log.warning("reading removed lines' files at %s failed: %s", pr.start[:12], exc)
+    out = []
+    for f in findings:
+        text = base_texts.get(olds[f.path]) if f.side == "old" else pr.at_head.get(f.path)
+        known = identify(f, text)
+        out.append(replace(known, position=locate(files, known)))
+    return out
 
 
 def _fill_context(record: ReviewRecord, context: ReviewContext) -> None:
