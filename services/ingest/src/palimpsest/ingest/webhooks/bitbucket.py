@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Final
 
 from palimpsest.ingest.webhooks._payload import (
@@ -26,7 +27,7 @@ from palimpsest.ingest.webhooks._payload import (
     parse_timestamp,
     required_header,
 )
-from palimpsest.ingest.webhooks._rules import is_bot_author, requests_review
+from palimpsest.ingest.webhooks._rules import is_bot_author, requests_full_review, requests_review
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import (
     Ignored,
@@ -249,9 +250,11 @@ def _comment(payload: Node, _event: str, bot_name: str) -> tuple[RepoRef | None,
         return repo, Ignored("comment written by the bot")
     if pull.string("state") != "OPEN":
         return repo, Ignored("pull request is not open")
-    if not requests_review(comment.node("content").text("raw"), bot_name):
+    text = comment.node("content").text("raw")
+    if not requests_review(text, bot_name):
         return repo, Ignored(f"comment does not ask @{clip(bot_name)} for a review")
-    return repo, _review(repo, pull, trigger="comment", comment_id=comment.ident("id"), requested_by=name)
+    intent = _review(repo, pull, trigger="comment", comment_id=comment.ident("id"), requested_by=name)
+    return repo, replace(intent, full=requests_full_review(text, bot_name))
 
 
 _HANDLERS: Final[dict[str, Handler]] = {

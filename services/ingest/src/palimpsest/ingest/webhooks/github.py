@@ -28,7 +28,12 @@ from palimpsest.ingest.webhooks._payload import (
     parse_timestamp,
     required_header,
 )
-from palimpsest.ingest.webhooks._rules import collect_paths, is_bot_author, requests_review
+from palimpsest.ingest.webhooks._rules import (
+    collect_paths,
+    is_bot_author,
+    requests_full_review,
+    requests_review,
+)
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import (
     Ignored,
@@ -299,6 +304,7 @@ def _issue_comment(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent
         trigger="comment",
         comment_id=comment.ident("id"),
         requested_by=login,
+        full=requests_full_review(comment.text("body"), bot_name),
     )
 
 

@@ -27,7 +27,12 @@ from palimpsest.ingest.webhooks._payload import (
     parse_timestamp,
     required_header,
 )
-from palimpsest.ingest.webhooks._rules import collect_paths, is_bot_author, requests_review
+from palimpsest.ingest.webhooks._rules import (
+    collect_paths,
+    is_bot_author,
+    requests_full_review,
+    requests_review,
+)
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import (
     Ignored,
@@ -279,6 +284,7 @@ def _note(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
         trigger="comment",
         comment_id=attributes.ident("id"),
         requested_by=username,
+        full=requests_full_review(attributes.text("note"), bot_name),
     )
 
 

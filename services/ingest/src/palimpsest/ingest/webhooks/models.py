@@ -88,6 +88,7 @@ class ReviewIntent:
     trigger: ReviewTrigger
     comment_id: str | None
     requested_by: str | None
+    full: bool = False  # the comment asked for a full review ('@bot review full')
 
 
 @dataclass(frozen=True, slots=True)
