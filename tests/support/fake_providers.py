@@ -302,6 +302,19 @@ class FakeProviders:
             ]
         }
 
+    def created(self, provider: str, kind: str, number: int) -> Any:
+        """The answer to a create, shaped as the real API's (GitLab: a discussion, or a note)."""
+        made = self.items(provider, number)[-1]
+        if provider == "gitlab" and kind == "summary":
+            return {"id": made["note_id"], "body": made["body"]}
+        if provider == "gitlab":
+            return {
+                "id": made["id"],
+                "individual_note": False,
+                "notes": [{"id": made["note_id"], "body": made["body"]}],
+            }
+        return _public(made)
+
     def graphql(self, body: dict[str, Any]) -> tuple[int, Any]:
         query = str(body.get("query") or "")
         variables = body.get("variables") or {}
@@ -498,8 +511,7 @@ def _handler(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
                 if method == "POST" and kind in ("summary", "inline", "reviews"):
                     problem = fake._create(provider, "summary" if kind == "reviews" else kind, number, body)
                     if problem is None:
-                        made = fake.items(provider, number)[-1]
-                        self._answer(201, _public(made))
+                        self._answer(201, fake.created(provider, kind, number))
                         return
                 elif (kind == "resolve" and method in ("PUT", "POST")) or (
                     kind == "summary_edit" and method in ("PATCH", "PUT")

@@ -185,6 +185,22 @@ async def test_push_after_push(infra: Infra, pushes: dict[str, Any], provider: s
             [summary] = api.summaries(provider, 11)  # one summary, edited in place
             assert f"head={pushes['h3']}" in summary and "1 resolved" in summary
 
+            # the fix is recorded as feedback on the finding; both posted findings have their thread
+            async with tenant_tx(infra.pool, tenant) as conn:
+                cur = await conn.execute(
+                    "SELECT fingerprint, kind, category FROM review_feedback WHERE repository_id = %s",
+                    (repo_id,),
+                )
+                assert [tuple(r.values()) for r in await cur.fetchall()] == [
+                    (f1["fingerprint"], "code_changed", "bug")
+                ]
+                cur = await conn.execute(
+                    "SELECT fingerprint, state FROM review_threads WHERE repository_id = %s ORDER BY state",
+                    (repo_id,),
+                )
+                threads = [tuple(r.values()) for r in await cur.fetchall()]
+                assert threads == [(refund["fingerprint"], "open"), (f1["fingerprint"], "resolved")]
+
             # a redelivered request for push 3: nothing posted, nothing edited
             edits = len(api.edits)
             again = await ask(infra, event(tenant, repo_id, pushes, "h3", provider))

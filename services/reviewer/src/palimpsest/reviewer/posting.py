@@ -74,6 +74,7 @@ def finding_marker(fingerprint: str) -> str:
 class Thread:
     ref: str  # GitHub comment id, GitLab discussion id, Bitbucket comment id
     resolved: bool = False
+    comment: str | None = None  # GitLab: the discussion's first note id
 
 
 @dataclass(slots=True)
@@ -92,7 +93,8 @@ class PostResult:
     in_summary: list[str] = field(default_factory=list)  # could not be placed: in the summary
     resolved: list[str] = field(default_factory=list)  # earlier findings resolved now
     summary_ref: str | None = None
-    threads: dict[str, str] = field(default_factory=dict)  # fingerprint → thread ref (posted now)
+    # fingerprint → (thread ref, first comment ref or None): posted now, or found from earlier posts
+    threads: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
 
 def default_api_url(provider: str, host: str) -> str:
@@ -179,7 +181,7 @@ def comment_body(provider: str, f: Finding) -> str:
 class _Api(Protocol):
     async def read(self) -> ProviderState: ...
 
-    async def inline(self, f: Finding) -> str | None: ...  # the thread ref; None: refused
+    async def inline(self, f: Finding) -> tuple[str, str | None] | None: ...  # thread, comment; None: refused
 
     async def resolve(self, fingerprint: str, thread: Thread) -> bool: ...
 
@@ -223,8 +225,9 @@ async def _publish(
         fp = f.fingerprint
         if fp and fp in state.threads:
             result.existing.append(fp)
+            result.threads.setdefault(fp, (state.threads[fp].ref, state.threads[fp].comment))
             continue
-        if fp and fp in result.threads:  # the same finding twice in one review
+        if fp and (fp in result.inline or fp in result.in_summary):  # the same finding twice in one review
             continue
         ref = await api.inline(f) if f.position is not None else None
         if ref is None:
@@ -297,7 +300,15 @@ class _Http:
         return response.json() if response.content else {}
 
 
-def _scan(state: ProviderState, ref: str, body: str, *, resolved: bool = False, summary: bool = True) -> None:
+def _scan(
+    state: ProviderState,
+    ref: str,
+    body: str,
+    *,
+    resolved: bool = False,
+    summary: bool = True,
+    comment: str | None = None,
+) -> None:
     found = _SUMMARY.search(body)
     if found and summary and state.summary_ref is None:
         state.summary_ref, state.summary_head = ref, found.group(1)
@@ -307,7 +318,7 @@ def _scan(state: ProviderState, ref: str, body: str, *, resolved: bool = False, 
         state.legacy_heads.add(legacy.group(1))
     first = _FINDING.search(body)
     if first and not found:
-        state.threads.setdefault(first.group(1), Thread(ref, resolved))
+        state.threads.setdefault(first.group(1), Thread(ref, resolved, comment))
 
 
 class _GitHub:
@@ -327,7 +338,7 @@ class _GitHub:
                 _scan(state, str(c.get("id")), str(c.get("body") or ""), summary=False)
         return state
 
-    async def inline(self, f: Finding) -> str | None:
+    async def inline(self, f: Finding) -> tuple[str, str | None] | None:
         p = f.position or {}
         side = "LEFT" if p.get("side") == "old" else "RIGHT"
         body: dict[str, Any] = {
@@ -340,7 +351,7 @@ class _GitHub:
         if int(p["start"]) < int(p["end"]):
             body.update({"start_line": int(p["start"]), "start_side": side})
         made = await self.http.send("POST", f"{self.repo}/pulls/{self.t.number}/comments", body, placing=True)
-        return None if made is None else str(made.get("id"))
+        return None if made is None else (str(made.get("id")), None)
 
     def _graphql_url(self) -> str:
         api = self.t.api_url
@@ -408,10 +419,17 @@ class _GitLab:
             if _SUMMARY.search(body):
                 _scan(state, str(first.get("id")), body)
             else:
-                _scan(state, str(d.get("id")), body, resolved=bool(first.get("resolved")), summary=False)
+                _scan(
+                    state,
+                    str(d.get("id")),
+                    body,
+                    resolved=bool(first.get("resolved")),
+                    summary=False,
+                    comment=str(first.get("id")),
+                )
         return state
 
-    async def inline(self, f: Finding) -> str | None:
+    async def inline(self, f: Finding) -> tuple[str, str | None] | None:
         p = f.position or {}
         position: dict[str, Any] = {
             "position_type": "text",
@@ -427,7 +445,11 @@ class _GitLab:
             position["old_line"] = int(p["old_line"])
         body = {"body": comment_body("gitlab", f), "position": position}
         made = await self.http.send("POST", f"{self.mr}/discussions", body, placing=True)
-        return None if made is None else str(made.get("id"))
+        if made is None:
+            return None
+        notes = made.get("notes") or [{}]
+        note = notes[0].get("id") if isinstance(notes[0], dict) else None
+        return str(made.get("id")), (str(note) if note is not None else None)
 
     async def resolve(self, fingerprint: str, thread: Thread) -> bool:
         made = await self.http.send(
@@ -457,7 +479,7 @@ class _Bitbucket:
             _scan(state, str(c.get("id")), body, resolved=c.get("resolution") is not None)
         return state
 
-    async def inline(self, f: Finding) -> str | None:
+    async def inline(self, f: Finding) -> tuple[str, str | None] | None:
         p = f.position or {}
         where: dict[str, Any] = {"path": p["path"]}
         if p.get("new_line") is not None:
@@ -466,7 +488,7 @@ class _Bitbucket:
             where["from"] = int(p["old_line"])
         body = {"content": {"raw": comment_body("bitbucket", f)}, "inline": where}
         made = await self.http.send("POST", f"{self.pr}/comments", body, placing=True)
-        return None if made is None else str(made.get("id"))
+        return None if made is None else (str(made.get("id")), None)
 
     async def resolve(self, fingerprint: str, thread: Thread) -> bool:
         made = await self.http.send("POST", f"{self.pr}/comments/{thread.ref}/resolve", {}, placing=True)

@@ -81,7 +81,9 @@ from palimpsest.reviewer.store import (
     mark_posted,
     newer_posted,
     prior_findings,
+    record_code_changed,
     remember_posted,
+    remember_threads,
     save_review,
     stored_record,
     with_outcome,
@@ -204,8 +206,8 @@ class ReviewerService:
         if found is None or box is None:
             metrics.REVIEWS_POSTED.labels(event.provider, "no_credentials").inc()
             return
-        target, credential = found
-        target = replace(target, base_sha=record.base_sha, merge_base=record.merge_base)
+        place, credential = found
+        target = replace(place, base_sha=record.base_sha, merge_base=record.merge_base)
         try:
             token = await self._posting_token(credential, box)
             if token is None:  # App credentials of a provider other than GitHub
@@ -223,6 +225,8 @@ class ReviewerService:
                 await remember_posted(
                     conn, event.tenant_id, record, number, event.occurred_at, result.summary_ref
                 )
+                await remember_threads(conn, event.tenant_id, record, number, result.threads)
+                changed = await record_code_changed(conn, event.tenant_id, record, number)
         except ReviewFailed as exc:
             metrics.REVIEWS_POSTED.labels(event.provider, "failed").inc()
             record.reason = str(exc)
@@ -242,6 +246,14 @@ class ReviewerService:
             if fps:
                 metrics.REVIEW_FINDINGS_POSTED.labels(event.provider, outcome).inc(len(fps))
         metrics.REVIEWS_POSTED.labels(event.provider, "posted" if result.fresh else "already_posted").inc()
+        categories = {f.fingerprint: f.category for f in record.findings}
+        for outcome, labels in (
+            ("posted", [categories[fp] for fp in result.inline]),
+            ("code_changed", changed),
+        ):
+            for category in labels:
+                label = metrics.feedback_category(category)
+                metrics.REVIEW_FEEDBACK.labels(event.provider, target.full_name, label, outcome).inc()
 
     async def _posting_token(self, credential: Credential, box: SecretBox) -> str | None:
         """The installation's token (opened, or minted for a GitHub App); None: none for posting."""

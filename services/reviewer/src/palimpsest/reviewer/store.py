@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import Conn
+from palimpsest.core.ids import uuid7
 from palimpsest.reviewer.review import Finding
 
 
@@ -302,3 +303,72 @@ async def remember_posted(
         " WHERE review_pull_requests.requested_at <= excluded.requested_at",
         (tenant_id, r.repository_id, r.provider, number, r.review_id, r.head_sha, requested_at, summary_ref),
     )
+
+
+# ------------------------------------------------------------------------------------ feedback
+
+
+async def remember_threads(
+    conn: Conn, tenant_id: UUID, r: ReviewRecord, number: int, threads: dict[str, tuple[str, str | None]]
+) -> None:
+    """Where each inline finding lives on the provider (webhooks about it find it by these refs)."""
+    by_fp = {f.fingerprint: f for f in r.findings if f.fingerprint}
+    rows = [
+        (
+            tenant_id,
+            r.repository_id,
+            r.provider,
+            number,
+            fp,
+            thread,
+            comment,
+            r.review_id,
+            f.path,
+            f.category,
+            f.severity,
+        )
+        for fp, (thread, comment) in threads.items()
+        if (f := by_fp.get(fp)) is not None
+    ]
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO review_threads (tenant_id, repository_id, provider, number, fingerprint, thread_ref,"
+            " comment_ref, review_id, path, category, severity) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (tenant_id, repository_id, provider, number, fingerprint) DO UPDATE SET"
+            " thread_ref = excluded.thread_ref,"
+            " comment_ref = coalesce(excluded.comment_ref, review_threads.comment_ref)",
+            rows,
+        )
+
+
+async def record_code_changed(conn: Conn, tenant_id: UUID, r: ReviewRecord, number: int) -> list[str]:
+    """Feedback ``code_changed`` for the posted findings this review resolved (their anchor changed
+    or vanished); answers their categories (once per finding, however often this runs)."""
+    if not r.resolved:
+        return []
+    cur = await conn.execute(
+        "UPDATE review_threads SET state = 'resolved' WHERE repository_id = %s AND provider = %s AND number = %s"
+        " AND fingerprint = ANY(%s::text[]) AND state = 'open' RETURNING fingerprint, category",
+        (r.repository_id, r.provider, number, r.resolved),
+    )
+    changed = [(str(row["fingerprint"]), str(row["category"])) for row in await cur.fetchall()]
+    async with conn.cursor() as c:
+        await c.executemany(
+            "INSERT INTO review_feedback (tenant_id, feedback_id, repository_id, provider, number, fingerprint,"
+            " category, kind, source) VALUES (%s, %s, %s, %s, %s, %s, %s, 'code_changed', %s)"
+            " ON CONFLICT (tenant_id, source, fingerprint, kind) DO NOTHING",
+            [
+                (
+                    tenant_id,
+                    uuid7(),
+                    r.repository_id,
+                    r.provider,
+                    number,
+                    fp,
+                    category,
+                    f"review:{r.review_id}",
+                )
+                for fp, category in changed
+            ],
+        )
+    return [category for _, category in changed]
