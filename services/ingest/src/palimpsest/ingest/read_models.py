@@ -246,6 +246,39 @@ class ReviewPage(Page):
     items: list[ReviewItem]
 
 
+class FeedbackItem(_Out):
+    feedback_id: UUID
+    repository_id: UUID
+    provider: str
+    number: int = Field(description="The pull/merge request.")
+    fingerprint: str
+    category: str
+    kind: Literal["resolved", "unresolved", "reply", "reaction", "code_changed"] = Field(
+        description="resolved/unresolved by a person, a reply, a reaction (detail: its name), or"
+        " code_changed: a later push changed or removed the code the finding pointed at."
+    )
+    detail: str | None
+    actor: str | None
+    path: str | None
+    severity: str | None
+    created_at: datetime
+
+
+class CategoryAcceptance(_Out):
+    category: str
+    posted: int = Field(description="Findings of the category posted inline.")
+    accepted: int = Field(
+        description="Resolved by a person, code changed at the anchor, or a positive reaction."
+    )
+    replied: int
+    rejected: int = Field(description="A negative reaction.")
+
+
+class FeedbackPage(Page):
+    acceptance: list[CategoryAcceptance] = Field(default_factory=list)
+    items: list[FeedbackItem]
+
+
 class ReviewFinding(_Out):
     path: str
     start_line: int

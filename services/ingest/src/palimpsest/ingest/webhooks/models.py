@@ -91,6 +91,25 @@ class ReviewIntent:
     full: bool = False  # the comment asked for a full review ('@bot review full')
 
 
+FeedbackKind = Literal["resolved", "unresolved", "reply", "reaction"]
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackIntent:
+    """Something a person did to a comment that may be one of the reviewer's findings: resolved or
+    reopened its thread, replied to it, reacted to it. ``refs`` are the provider's ids that may
+    identify the finding's thread (comment, discussion or note ids); ``fingerprint`` is read from
+    the finding's marker when the payload carries the comment's text."""
+
+    repo: RepoRef
+    number: int
+    kind: FeedbackKind
+    refs: tuple[str, ...]
+    fingerprint: str | None
+    actor: str | None
+    detail: str | None = None  # a reaction's name
+
+
 @dataclass(frozen=True, slots=True)
 class ReposChanged:
     """Repositories were added to or removed from an installation."""
@@ -112,7 +131,7 @@ class Ignored:
     reason: str
 
 
-Intent = IndexIntent | IndexCandidates | ReviewIntent | ReposChanged | Ping | Ignored
+Intent = IndexIntent | IndexCandidates | ReviewIntent | FeedbackIntent | ReposChanged | Ping | Ignored
 
 
 @dataclass(frozen=True, slots=True)
