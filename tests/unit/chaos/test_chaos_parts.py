@@ -51,10 +51,11 @@ def test_the_plan_is_reproducible_and_never_updates_an_unopened_pull_request(tmp
     first = [(k, r.name) for k, r in _plan(cfg, repos, random.Random(5))]
     again = [(k, r.name) for k, r in _plan(cfg, repos, random.Random(5))]
     assert first == again and len(first) == 300
-    assert {k for k, _ in first} == {"push", "pr_open", "pr_sync", "redelivery", "late_push", "hostile"}
+    kinds = {"push", "pr_open", "pr_sync", "pr_again", "redelivery", "late_push", "hostile"}
+    assert {k for k, _ in first} == kinds
     opened: set[str] = set()
     for kind, name in first:
-        assert kind != "pr_sync" or name in opened
+        assert kind not in ("pr_sync", "pr_again") or name in opened
         if kind == "pr_open":
             opened.add(name)
 
@@ -89,18 +90,34 @@ def test_generated_repositories_change_like_real_ones(tmp_path: Path) -> None:
 def test_the_fake_github_api_demands_the_token_and_records_each_post(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     api = FakeGitHubAPI(tokens={repo.full_name: "ghs_token"})
-    head = "a" * 40
-    body = {"commit_id": head, "event": "COMMENT", "body": f"ok\n<!-- palimpsest-review head={head} -->"}
+    h1, h2, fp = "a" * 40, "b" * 40, "f" * 32
+    body = {"body": f"ok\n<!-- palimpsest-summary head={h1} -->"}
     with serving(api) as url, httpx.Client() as http:
-        reviews = f"{url}/repos/{repo.full_name}/pulls/3/reviews"
-        assert http.post(reviews, json=body).status_code == 401
-        assert http.post(reviews, json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        summaries = f"{url}/repos/{repo.full_name}/issues/3/comments"
+        assert http.post(summaries, json=body).status_code == 401
+        assert http.post(summaries, json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
         good = {"Authorization": "Bearer ghs_token"}
-        assert http.post(reviews, json={**body, "body": "no marker"}, headers=good).status_code == 422
-        assert http.post(reviews, json=body, headers=good).status_code == 200
-        listed = http.get(reviews + "?per_page=100", headers=good).json()
-    assert [r["body"] for r in listed] == [body["body"]]
-    assert api.posts == {(repo.full_name, 3, head): 1} and api.unauthorized == 2
+        assert http.post(summaries, json={"body": "no marker"}, headers=good).status_code == 422
+        made = http.post(summaries, json=body, headers=good)
+        assert made.status_code == 201
+        edit = f"{url}/repos/{repo.full_name}/issues/comments/{made.json()['id']}"
+        assert http.patch(
+            edit, json={"body": f"new\n<!-- palimpsest-summary head={h2} -->"}, headers=good
+        ).is_success
+        listed = http.get(summaries + "?per_page=100", headers=good).json()
+        inline = f"{url}/repos/{repo.full_name}/pulls/3/comments"
+        finding = {
+            "body": f"x\n<!-- palimpsest-finding fp={fp} -->",
+            "commit_id": h2,
+            "path": "a.py",
+            "line": 2,
+        }
+        assert http.post(inline, json=finding, headers=good).status_code == 201
+        assert http.get(f"{url}/repos/{repo.full_name}/pulls/3/reviews", headers=good).json() == []
+    assert [r["body"] for r in listed] == [f"new\n<!-- palimpsest-summary head={h2} -->"]
+    assert api.posts == {(repo.full_name, 3, h1): 1, (repo.full_name, 3, h2): 1}
+    assert api.summaries_created == {(repo.full_name, 3): 1} and api.unauthorized == 2
+    assert api.findings_posted == {(repo.full_name, 3, fp): 1}
 
 
 def test_payloads_are_signed_github_shapes(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ class Delivery:
     tenant: str
     body: bytes
     repo: ChaosRepo
-    kind: str  # push | pr_open | pr_sync | redelivery | late_push | hostile:<what>
+    kind: str  # push | pr_open | pr_sync | pr_again | redelivery | late_push | hostile:<what>
     expect: int | None = None  # hostile deliveries: the status they must get (and no event)
     secret: str | None = None  # hostile deliveries: signed with this instead of the tenant's secret
     status: int | None = None
@@ -286,13 +286,14 @@ async def _wait_first_snapshots(run: Run, timeout_s: float = 600.0) -> None:
 def _plan(cfg: ChaosConfig, repos: list[ChaosRepo], rng: random.Random) -> list[tuple[str, ChaosRepo]]:
     """The kind of each delivery, in sending order (redeliveries and late pushes included)."""
     kinds = ["push"] * 40 + ["pr_open"] * 14 + ["pr_sync"] * 20 + ["redelivery"] * 16 + ["late_push"] * 10
+    kinds += ["pr_again"] * 10  # the same head asked for again (a new delivery): answered, never reposted
     kinds += ["hostile"] * 5
     plan: list[tuple[str, ChaosRepo]] = []
     opened: set[str] = set()
     for _ in range(cfg.deliveries):
         repo = rng.choice(repos)
         kind = rng.choice(kinds)
-        if kind == "pr_sync" and repo.name not in opened:
+        if kind in ("pr_sync", "pr_again") and repo.name not in opened:
             kind = "pr_open"
         if kind == "pr_open":
             opened.add(repo.name)
@@ -365,6 +366,10 @@ async def _make(
             number = run.rng.choice(sorted(repo.prs))
             base, head = await asyncio.to_thread(repo.update_pr, number)
             action = "synchronize"
+        elif kind == "pr_again" and repo.prs:
+            number = run.rng.choice(sorted(repo.prs))
+            base, head = repo.prs[number]
+            action = "reopened"
         else:
             number = pr_numbers.get(repo.name, 0) + 1
             pr_numbers[repo.name] = number
