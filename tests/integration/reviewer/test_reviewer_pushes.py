@@ -9,6 +9,7 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
@@ -224,3 +225,22 @@ async def test_a_large_push_is_reviewed_in_full(infra: Infra, pushes: dict[str, 
             "SELECT scope FROM reviews WHERE repository_id = %s ORDER BY created_at", (repo_id,)
         )
         assert [r["scope"] for r in await cur.fetchall()] == ["full", "full"]
+
+
+async def test_a_late_request_for_an_older_head_does_not_overwrite_the_newer_summary(
+    infra: Infra, pushes: dict[str, Any]
+) -> None:
+    tenant, repo_id = await provider_repository(infra, pushes, "bitbucket")
+    with FakeProviders(token=TOKEN) as api, FakeLLM(reply=model, api_key=KEY) as llm:
+        async with reviewer(infra, tenant, model_settings(llm, api, "bitbucket")):
+            newer = await ask(infra, event(tenant, repo_id, pushes, "h3", "bitbucket"))
+            late = event(tenant, repo_id, pushes, "h2", "bitbucket", trigger="synchronize")
+            late = late.model_copy(update={"occurred_at": late.occurred_at - timedelta(hours=1)})
+            older = await ask(infra, late)
+    assert newer["posted"] is True
+    assert older["state"] == "completed" and older["posted"] is False
+    assert (older["reason"] or "").startswith(f"not posted: superseded by the review of {pushes['h3'][:12]}")
+    [summary] = api.summaries("bitbucket", 11)
+    assert f"head={pushes['h3']}" in summary and api.edits == []
+    # the older head's findings were not posted either (the refund one was, by the newer review)
+    assert len(api.inline("bitbucket", 11)) == len(newer["findings"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import httpx
 import pytest
 
 from palimpsest.reviewer.positions import diff_map, locate
@@ -120,3 +121,18 @@ async def test_inline_positions_suggestions_fallback_no_repost_and_resolution(
         resolved = [c for c in api.inline(provider, 7) if c["resolved"]]
         assert len(resolved) == 1 and len(api.resolutions) == 1
     assert not any(TOKEN in r for r in api.rejected)
+
+
+async def test_a_review_posted_before_fingerprints_existed_is_not_posted_again() -> None:
+    """A merge request discussion with the old marker (one comment per head) counts as posted."""
+    with FakeProviders(token=TOKEN) as api:
+        url = f"{api.url}/projects/acme%2Fshop/merge_requests/7/discussions"
+        old = {"body": f"Old review.\n\n<!-- palimpsest-review head={H1} -->"}
+        async with httpx.AsyncClient() as http:
+            made = await http.post(url, json=old, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert made.status_code == 201
+        target = Target("gitlab", api.url, "acme/shop", 7, H1, BASE, MB)
+        again = await post_review(target, TOKEN, "New review.", [])
+        assert not again.fresh and len(api.items("gitlab", 7)) == 1
+        fresh = await post_review(Target("gitlab", api.url, "acme/shop", 7, H2, BASE, MB), TOKEN, "Next.", [])
+        assert fresh.fresh and len(api.summaries("gitlab", 7)) == 2  # the old one is not edited
