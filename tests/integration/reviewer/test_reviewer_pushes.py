@@ -120,8 +120,7 @@ def event(
         base_sha=pushes["base"],
         head_sha=pushes[head],
         provider=provider,
-        number=11,
-        **kw,
+        **{"number": 11, **kw},
     )
 
 
@@ -244,3 +243,31 @@ async def test_a_late_request_for_an_older_head_does_not_overwrite_the_newer_sum
     assert f"head={pushes['h3']}" in summary and api.edits == []
     # the older head's findings were not posted either (the refund one was, by the newer review)
     assert len(api.inline("bitbucket", 11)) == len(newer["findings"])
+
+
+async def test_review_full_on_a_comment_without_a_head(infra: Infra, pushes: dict[str, Any]) -> None:
+    """A GitHub comment carries no commit: the head is the pull request's ref; a full review of a
+    head reviewed before replaces it, posts nothing twice and edits the summary."""
+    git(pushes["path"], "update-ref", "refs/pull/12/head", pushes["h1"])
+    tenant, repo_id = await provider_repository(infra, pushes, "github")
+    with FakeProviders(token=TOKEN) as api, FakeLLM(reply=model, api_key=KEY) as llm:
+        async with reviewer(infra, tenant, model_settings(llm, api, "github")):
+            first = await ask(infra, event(tenant, repo_id, pushes, "h1", "github", number=12))
+            asked = ReviewRequested(
+                tenant_id=tenant,
+                repository_id=repo_id,
+                provider="github",
+                number=12,
+                trigger="comment",
+                full=True,
+            )
+            again = await ask(infra, asked)
+    assert again["head_sha"] == pushes["h1"] and again["review_id"] != first["review_id"]
+    assert again["scope"] == "full" and again["sources"]["scope"]["why"] == "a full review was asked for"
+    assert [f["posted_as"] for f in again["findings"]] == ["existing"]
+    assert (
+        len(api.inline("github", 12)) == 1 and len(api.summaries("github", 12)) == 1 and len(api.edits) == 1
+    )
+    async with tenant_tx(infra.pool, tenant) as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM reviews WHERE repository_id = %s", (repo_id,))
+        assert (await cur.fetchone())["n"] == 1  # type: ignore[index]

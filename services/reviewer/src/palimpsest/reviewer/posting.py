@@ -195,14 +195,17 @@ async def post_review(
     findings: Sequence[Finding],
     *,
     resolve: Sequence[str] = (),
+    again: bool = False,
     client: httpx.AsyncClient | None = None,
 ) -> PostResult:
-    """Post what this head adds (see the module text); ``fresh`` False: it was already there."""
+    """Post what this head adds (see the module text); ``fresh`` False: it was already there.
+    ``again``: post even when the summary names this head (a full review asked for on a head
+    reviewed before: its new findings are posted, the summary is edited)."""
     own = client is None
     http = client or httpx.AsyncClient(timeout=TIMEOUT_S)
     try:
         api = _APIS[target.provider](_Http(http, _headers(target.provider, token)), target)
-        return await _publish(api, target, summary, findings, resolve)
+        return await _publish(api, target, summary, findings, resolve, again=again)
     except httpx.HTTPStatusError as exc:
         raise ReviewFailed("post_failed", f"{target.provider} answered {exc.response.status_code}") from exc
     except httpx.HTTPError as exc:
@@ -213,10 +216,10 @@ async def post_review(
 
 
 async def _publish(
-    api: _Api, t: Target, summary: str, findings: Sequence[Finding], resolve: Sequence[str]
+    api: _Api, t: Target, summary: str, findings: Sequence[Finding], resolve: Sequence[str], *, again: bool
 ) -> PostResult:
     state = await api.read()
-    if state.summary_head == t.head_sha or t.head_sha in state.legacy_heads:
+    if not again and (state.summary_head == t.head_sha or t.head_sha in state.legacy_heads):
         return PostResult(False, summary_ref=state.summary_ref)
     result = PostResult(True)
     current = {f.fingerprint for f in findings if f.fingerprint}

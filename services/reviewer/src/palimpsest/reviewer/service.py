@@ -129,7 +129,7 @@ class ReviewerService:
         if repo is None:
             log.info("review request %s: repository %s is gone", event.request_id, event.repository_id)
             return
-        if event.head_sha:
+        if event.head_sha and not event.full:  # "review full" reviews a head again, in full
             async with tenant_tx(self.pool, event.tenant_id) as conn:
                 found = await existing_review(
                     conn, event.repository_id, event.head_sha, completed_only=event.trigger == "comment"
@@ -220,7 +220,7 @@ class ReviewerService:
                     metrics.REVIEWS_POSTED.labels(event.provider, "superseded").inc()
                     return
                 result = await post_review(
-                    target, token, record.summary, record.findings, resolve=record.resolved
+                    target, token, record.summary, record.findings, resolve=record.resolved, again=event.full
                 )
                 await remember_posted(
                     conn, event.tenant_id, record, number, event.occurred_at, result.summary_ref
@@ -321,10 +321,11 @@ class ReviewerService:
             event.head_sha or "",
             event.base_sha,
             event.number,
+            replaces=event.full,
         )
         try:
             base = event.base_sha or event.base_ref or repo["default_branch"]
-            head = event.head_sha or event.head_ref
+            head = event.head_sha or event.head_ref or _pull_ref(event)
             diff = await self._submitted_diff(event)
             async with open_repository(
                 repo["clone_url"],
@@ -568,6 +569,19 @@ class ReviewerService:
                 await asyncio.shield(self.gateway.aclose())
 
         return [close_gateway]
+
+
+def _pull_ref(event: ReviewRequested) -> str | None:
+    """The pull request's head ref on the provider, for a request that names no head (a GitHub
+    comment's payload carries no commit): GitHub ``refs/pull/N/head``, GitLab
+    ``refs/merge-requests/N/head``."""
+    if not event.number:
+        return None
+    if event.provider == "github":
+        return f"refs/pull/{event.number}/head"
+    if event.provider == "gitlab":
+        return f"refs/merge-requests/{event.number}/head"
+    return None
 
 
 def _on_provider(event: ReviewRequested) -> bool:

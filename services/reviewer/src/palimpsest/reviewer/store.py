@@ -49,6 +49,7 @@ class ReviewRecord:
     merge_base: str | None = None
     resolved: list[str] = field(default_factory=list)  # earlier findings' fingerprints, anchor gone
     requested_at: datetime | None = None
+    replaces: bool = False  # a full review asked for: it replaces a completed review of the same head
 
 
 async def existing_review(
@@ -70,6 +71,8 @@ async def save_review(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> UUID:
     """Insert the review (replacing a failed — or, by a completed one, a skipped — one of the same
     head); returns the stored id."""
     replaced = ["failed", "skipped"] if r.state == "completed" else ["failed"]
+    if r.state == "completed" and r.replaces:
+        replaced.append("completed")
     await conn.execute(
         "DELETE FROM reviews WHERE repository_id = %s AND head_sha = %s AND state = ANY(%s::text[])",
         (r.repository_id, r.head_sha, replaced),
