@@ -4,7 +4,14 @@ Both callers — the webhook flow (GitHub, GitLab, Bitbucket pull/merge requests
 the local flow (``palimpsest review``) — arrive here as the same event and go through the same
 core (:func:`palimpsest.reviewer.context.assemble_context`). Slow work (git, the index, the model)
 runs first; the review and its event are written in the inbox transaction. Idempotent per
-(repository, head sha): a redelivered or repeated request answers with the stored review.
+(repository, head sha): a redelivered or repeated request answers with the stored review (a
+``full`` request — ``@bot review full`` — reviews the head again and replaces it).
+
+For a provider pull request the base's repository rules apply (:mod:`palimpsest.reviewer.rules`),
+a push is reviewed incrementally when it can be (:mod:`palimpsest.reviewer.incremental`), each
+finding gets its fingerprint and its position on the diff (:mod:`palimpsest.reviewer.identity`,
+:mod:`palimpsest.reviewer.positions`), earlier findings whose anchor is gone are resolved, and the
+post adds only what is new (:mod:`palimpsest.reviewer.posting`).
 
 Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALIMPSEST_LLM_*``:
 
