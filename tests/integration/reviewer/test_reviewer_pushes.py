@@ -271,3 +271,28 @@ async def test_review_full_on_a_comment_without_a_head(infra: Infra, pushes: dic
     async with tenant_tx(infra.pool, tenant) as conn:
         cur = await conn.execute("SELECT count(*) AS n FROM reviews WHERE repository_id = %s", (repo_id,))
         assert (await cur.fetchone())["n"] == 1  # type: ignore[index]
+
+
+async def test_the_newest_request_wins_even_for_a_head_reviewed_before(
+    infra: Infra, pushes: dict[str, Any]
+) -> None:
+    """h3 posted; a later request for h2 (arrived late, but requested later) is posted over it; h3
+    asked for again afterwards is answered from its stored review and the summary names it again."""
+    tenant, repo_id = await provider_repository(infra, pushes, "gitlab")
+    with FakeProviders(token=TOKEN) as api, FakeLLM(reply=model, api_key=KEY) as llm:
+        async with reviewer(infra, tenant, model_settings(llm, api, "gitlab")):
+            first = await ask(infra, event(tenant, repo_id, pushes, "h3", "gitlab"))
+            await ask(infra, event(tenant, repo_id, pushes, "h2", "gitlab", trigger="synchronize"))
+            [summary] = api.summaries("gitlab", 11)
+            assert f"head={pushes['h2']}" in summary
+            inline = len(api.inline("gitlab", 11))
+            again = await ask(infra, event(tenant, repo_id, pushes, "h3", "gitlab", trigger="reopened"))
+            assert again["review_id"] == first["review_id"]
+            [summary] = api.summaries("gitlab", 11)
+            assert f"head={pushes['h3']}" in summary and len(api.inline("gitlab", 11)) == inline
+            assert [f["posted_as"] for f in again["findings"]] == [f["posted_as"] for f in first["findings"]]
+            # a redelivery of that request changes nothing more
+            edits = len(api.edits)
+            await ask(infra, event(tenant, repo_id, pushes, "h3", "gitlab", trigger="reopened"))
+            assert len(api.edits) == edits
+    assert api.rejected == []

@@ -87,6 +87,7 @@ from palimpsest.reviewer.store import (
     last_reviewed_head,
     mark_posted,
     newer_posted,
+    posted_head,
     prior_findings,
     record_code_changed,
     remember_posted,
@@ -282,12 +283,19 @@ class ReviewerService:
     async def _answer_existing(
         self, event: ReviewRequested, ctx: HandlerContext, found: dict[str, Any]
     ) -> None:
-        if not found["posted"] and found["state"] == "completed":  # an earlier post failed: try again
+        repost = False
+        if found["posted"] and found["state"] == "completed" and _on_provider(event):
+            # asked again for a head whose review was posted, after another head's was: the newest
+            # request wins, so the summary names this head again (nothing already there is reposted)
+            async with tenant_tx(self.pool, event.tenant_id) as conn:
+                shown = await posted_head(conn, event.repository_id, event.provider, event.number or 0)
+            repost = shown is not None and shown[0] != event.head_sha and shown[1] < event.occurred_at
+        if (not found["posted"] or repost) and found["state"] == "completed":  # an earlier post failed
             async with tenant_tx(self.pool, event.tenant_id) as conn:
                 record = await stored_record(conn, UUID(str(found["review_id"])))
             if record is not None:
                 await self._post(event, record)
-                if record.posted:
+                if record.posted and not repost:
                     async with tenant_tx(self.pool, event.tenant_id) as conn:
                         await mark_posted(conn, record)
                     found = {**found, "posted": True}

@@ -294,6 +294,19 @@ async def newer_posted(conn: Conn, r: ReviewRecord, number: int, requested_at: d
     return str(row["head_sha"])
 
 
+async def posted_head(
+    conn: Conn, repository_id: UUID, provider: str, number: int
+) -> tuple[str, datetime] | None:
+    """The head the pull request's summary names, and when its review was requested."""
+    cur = await conn.execute(
+        "SELECT head_sha, requested_at FROM review_pull_requests"
+        " WHERE repository_id = %s AND provider = %s AND number = %s",
+        (repository_id, provider, number),
+    )
+    row = await cur.fetchone()
+    return (str(row["head_sha"]), row["requested_at"]) if row else None
+
+
 async def remember_posted(
     conn: Conn, tenant_id: UUID, r: ReviewRecord, number: int, requested_at: datetime, summary_ref: str | None
 ) -> None:
