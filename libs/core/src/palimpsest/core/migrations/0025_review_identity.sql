@@ -42,7 +42,7 @@ CREATE TABLE review_pull_requests (
     provider         text NOT NULL CHECK (provider IN ('github', 'gitlab', 'bitbucket')),
     number           integer NOT NULL,
     review_id        uuid NOT NULL,
-    head_sha         text NOT NULL CHECK (head_sha ~ '^[0-9a-f]{7,64}$'),
+    head_sha         text NOT NULL CHECK (length(head_sha) BETWEEN 7 AND 64),
     requested_at     timestamptz NOT NULL,
     summary_ref      text CHECK (summary_ref IS NULL OR length(summary_ref) <= 200),
     posted_at        timestamptz NOT NULL DEFAULT now(),

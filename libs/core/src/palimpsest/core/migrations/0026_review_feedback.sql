@@ -13,7 +13,7 @@ CREATE TABLE review_threads (
     repository_id  uuid NOT NULL,
     provider       text NOT NULL CHECK (provider IN ('github', 'gitlab', 'bitbucket')),
     number         integer NOT NULL,
-    fingerprint    text NOT NULL CHECK (fingerprint ~ '^[0-9a-f]{32}$'),
+    fingerprint    text NOT NULL CHECK (length(fingerprint) BETWEEN 16 AND 64),
     thread_ref     text NOT NULL CHECK (length(thread_ref) BETWEEN 1 AND 200),
     comment_ref    text CHECK (comment_ref IS NULL OR length(comment_ref) BETWEEN 1 AND 200),
     review_id      uuid NOT NULL,
@@ -35,12 +35,12 @@ CREATE TABLE review_feedback (
     repository_id  uuid NOT NULL,
     provider       text NOT NULL CHECK (provider IN ('github', 'gitlab', 'bitbucket')),
     number         integer NOT NULL,
-    fingerprint    text NOT NULL CHECK (fingerprint ~ '^[0-9a-f]{32}$'),
+    fingerprint    text NOT NULL CHECK (length(fingerprint) BETWEEN 16 AND 64),
     category       text NOT NULL CHECK (length(category) BETWEEN 1 AND 100),
     kind           text NOT NULL CHECK (kind IN ('resolved', 'unresolved', 'reply', 'reaction', 'code_changed')),
     detail         text CHECK (detail IS NULL OR length(detail) <= 200),
     actor          text CHECK (actor IS NULL OR length(actor) <= 200),
-    source         text NOT NULL CHECK (source ~ '^[a-z]+:.' AND length(source) <= 300),  -- delivery:<id>, review:<id>
+    source         text NOT NULL CHECK (length(source) BETWEEN 1 AND 300),  -- delivery:<id> or review:<id>
     created_at     timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (tenant_id, feedback_id),
     FOREIGN KEY (tenant_id, repository_id) REFERENCES repositories (tenant_id, repository_id) ON DELETE CASCADE
