@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from palimpsest.cli.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
+from palimpsest.cli.chaos.model import ChaosModel, first_added_line, reply_for, serving_model
 from palimpsest.cli.chaos.repos import ChaosRepo
 from palimpsest.cli.chaos.soak import ChaosConfig, _fault_schedule, _plan
 from palimpsest.cli.chaos.verify import _check_events, secret_leaks
@@ -130,3 +131,32 @@ def test_payloads_are_signed_github_shapes(tmp_path: Path) -> None:
     assert pr["pull_request"]["head"]["sha"] == commit.sha and pr["repository"]["id"] == repo.external_id
     raw = json.dumps(push).encode()
     assert sign("s", raw).startswith("sha256=") and sign("s", raw) != sign("t", raw)
+
+
+def test_the_soaks_review_model_flags_the_first_added_line() -> None:
+    diff = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,4 @@\n x = 1\n-y = 2\n+y = 3\n+z = 4\n w = 5\n"
+    assert first_added_line(diff) == ("a.py", 2, "y = 3")
+    prompt = f"## Diff\n```diff\n{diff}```\n"
+    assert json.loads(reply_for(prompt))["findings"][0] == {
+        "path": "a.py",
+        "start_line": 2,
+        "end_line": 2,
+        "severity": "minor",
+        "category": "chaos",
+        "message": "The soak flags the first added line.",
+    }
+    assert json.loads(reply_for("no diff"))["findings"] == []
+    model = ChaosModel(key="sk-right")
+    with serving_model(model) as url, httpx.Client() as http:
+        body = {"model": "x", "messages": [{"role": "user", "content": prompt}]}
+        assert (
+            http.post(
+                f"{url}/chat/completions", json=body, headers={"Authorization": "Bearer no"}
+            ).status_code
+            == 401
+        )
+        answer = http.post(
+            f"{url}/chat/completions", json=body, headers={"Authorization": "Bearer sk-right"}
+        ).json()
+    assert json.loads(answer["choices"][0]["message"]["content"])["findings"][0]["start_line"] == 2
+    assert (model.calls, model.refused) == (1, 1)

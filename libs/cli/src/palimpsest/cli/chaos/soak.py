@@ -6,6 +6,10 @@ earlier deliveries (same ``X-GitHub-Delivery``), and pushes held back and sent a
 (out of order). Senders behave like a provider that redelivers: a connection error, a timeout or
 a 5xx is retried with the same delivery id until it is answered.
 
+Reviews get a deterministic model (:mod:`palimpsest.cli.chaos.model`, one finding on the first
+added line of the diff under review), so findings are posted inline, kept across pushes and
+redeliveries, and must never be posted twice; the summary comment is edited in place.
+
 Faults, spread over the sending phase by progress: the outbox relays of every service process
 are paused (SIGUSR1) and resumed (SIGUSR2); random service processes are killed with SIGKILL (the
 supervisor restarts them); the embedded NATS server is killed and restarted once; the embedded
@@ -33,6 +37,7 @@ from typing import Any
 import httpx
 
 from palimpsest.cli.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
+from palimpsest.cli.chaos.model import MODEL, ChaosModel, serving_model
 from palimpsest.cli.chaos.repos import ChaosRepo
 from palimpsest.cli.chaos.verify import Expectations, Tenant, verify
 from palimpsest.cli.output import progress
@@ -99,11 +104,16 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
     settings = settings.model_copy(update={"home": home})
     rng = random.Random(cfg.seed)  # noqa: S311 - a reproducible schedule, not security
     api = FakeGitHubAPI()
+    model = ChaosModel(key="sk-chaos-" + secrets.token_urlsafe(18))
     servers = Servers()
     progress(f"chaos: home {home}")
-    with serving(api) as api_url:
+    with serving(api) as api_url, serving_model(model) as model_url:
         env = {
             "PALIMPSEST_REVIEW_GITHUB_API_URL": api_url,
+            # reviews (only) get a model: findings are posted inline and must never be posted twice
+            "PALIMPSEST_LLM_REVIEW_MODEL": MODEL,
+            "PALIMPSEST_LLM_API_BASE": model_url,
+            "PALIMPSEST_LLM_API_KEY": model.key,
             "PALIMPSEST_RETRY_DELAYS_S": "[0.5, 1, 2, 4]",
             "PALIMPSEST_ALLOW_LOCAL_SOURCES": "true",  # the soak's repositories are local paths
         }
@@ -125,6 +135,9 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
             report = await verify(run.stack, run.sup, run.tenants, run.repos, run.api, expectations, cfg)
         for name, p in sup.processes.items():
             report.setdefault("process_starts", {})[name] = p.starts
+    report["model_calls"] = model.calls
+    if model.refused:
+        report["discrepancies"].append(f"the review model refused {model.refused} call(s) (wrong key)")
     report.update(
         {
             "repos": cfg.repos,

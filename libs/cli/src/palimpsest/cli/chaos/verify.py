@@ -379,6 +379,7 @@ async def _check_reviews(
         "posted_once": posted_ok,
         "superseded": superseded,
         "pull_requests": len(newest),
+        "findings_posted": sum(api.findings_posted.values()),
     }
 
 
