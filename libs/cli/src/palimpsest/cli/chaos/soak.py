@@ -119,7 +119,9 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
         }
         async with (
             open_stack(settings, servers=servers) as stack,
-            supervised(settings, stack, extra_env=env) as sup,
+            # a port of its own unless one is configured: the ingest is killed and restarted, and on
+            # a shared machine a fixed port (8080) can be taken by another process meanwhile
+            supervised(settings, stack, extra_env=env, ingest_port=_ingest_port()) as sup,
             httpx.AsyncClient(timeout=30.0) as http,
         ):
             tenants = await _tenants(sup, http, rng)
@@ -158,6 +160,15 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
 
 
 # ------------------------------------------------------------------------------------ setup
+
+
+def _ingest_port() -> int | None:
+    """The configured PALIMPSEST_INGEST_PORT (None: the supervisor's rule), else a free port."""
+    import os
+
+    from palimpsest.cli.embedded import free_port
+
+    return None if os.environ.get("PALIMPSEST_INGEST_PORT") else free_port()
 
 
 async def _call(http: httpx.AsyncClient, method: str, url: str, token: str, body: Any = None) -> Any:
