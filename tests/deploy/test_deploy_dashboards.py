@@ -114,6 +114,7 @@ def test_dashboards_cover_what_operators_watch(dashboards: dict[str, dict[str, A
         "palimpsest_webhook_deliveries_total",  # deliveries by outcome
         "palimpsest_dead_letters_total",  # dead letters
         "palimpsest_review_seconds_bucket",  # review latency
+        "palimpsest_review_feedback_total",  # finding acceptance by category and repository
     } <= used
 
 

@@ -244,7 +244,7 @@ async def test_tenant_a_cannot_read_or_request_anything_of_tenant_b(
     bodies: dict[str, dict[str, Any]] = {"/analyses": {}, "/reviews": head}
     params = {"/search": {"q": "compute_total"}, "/context": {"seed": "src/billing.py"}}
     routes = _read_routes()
-    assert len(routes) == 11, routes
+    assert len(routes) == 12, routes  # 12: review-feedback (issue 21)
     before = await _requests_of(served, indexed)
     attacker = await new_tenant(client, "attacker")
     try:

@@ -134,6 +134,20 @@ async def test_review_event_carries_the_pull_request(client: httpx.AsyncClient, 
         assert event["provider"] == "github"
 
 
+async def test_a_full_review_comment_asks_the_reviewer_for_a_full_review(
+    client: httpx.AsyncClient, served: Served
+) -> None:
+    async with world_of(client, served.ctx.pool) as world:
+        payload = load("github", "issue_comment_created")
+        payload["comment"]["body"] = "@palimpsest-review review full"
+        res = await deliver(
+            client, "github", "issue_comment_created", "issue_comment", delivery="full-1", payload=payload
+        )
+        assert res.status_code == 202, res.text
+        event = (await _outbox_events(served, world.tenant_id))[-1]
+        assert event["type"] == "review.requested" and event["trigger"] == "comment" and event["full"] is True
+
+
 async def test_redelivery_is_answered_200_and_emits_nothing(
     client: httpx.AsyncClient, served: Served
 ) -> None:

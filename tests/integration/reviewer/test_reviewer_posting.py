@@ -20,6 +20,7 @@ from tests.integration.analyzer.support import index, indexer_definitions, new_r
 from tests.integration.reviewer.test_reviewer_flow import KEY, pr, review, settings
 from tests.support.fake_llm import FakeLLM
 from tests.support.fake_providers import FakeApp, FakeProviders
+from tests.support.gitrepo import git
 
 TOKEN = "ghs_provider-token-5d1e"
 ENCRYPTION_KEY = Fernet.generate_key().decode()
@@ -62,21 +63,25 @@ async def test_a_review_is_posted_once_per_head(infra: Infra, repo: dict[str, An
             encryption_key=SecretStr(ENCRYPTION_KEY),
             **{f"review_{provider}_api_url": api.url},
         )
+        api.diffs[9] = git(repo["path"], "diff", "--no-color", "-M", repo["base"], repo["feature"])
         event = pr(tenant, repo_id, repo, "feature", provider=provider, number=9)
         first = await review(infra, tenant, event, s)
         assert api.rejected == []
         assert first["posted"] is True
-        [posted] = api.posted[provider]
-        text = posted.get("body") or posted["content"]["raw"]
+        [text] = api.summaries(provider, 9)
+        [comment] = api.inline(provider, 9)
         assert "discount() can return None." in text
         assert f"head={repo['feature']}" in text
+        [finding] = first["findings"]
+        assert finding["posted_as"] == "inline" and len(finding["fingerprint"]) == 32
+        assert f"fp={finding['fingerprint']}" in (comment.get("body") or comment["content"]["raw"])
         if provider == "github":
-            assert posted["commit_id"] == repo["feature"] and posted["event"] == "COMMENT"
-            assert [(c["path"], c["line"], c["side"]) for c in posted["comments"]] == [
-                ("src/billing.py", 2, "RIGHT")
-            ]
+            assert comment["commit_id"] == repo["feature"]
+            assert (comment["path"], comment["line"], comment["side"]) == ("src/billing.py", 2, "RIGHT")
+        elif provider == "gitlab":
+            assert (comment["position"]["new_path"], comment["position"]["new_line"]) == ("src/billing.py", 2)
         else:
-            assert "src/billing.py:2-2" in text
+            assert comment["inline"] == {"path": "src/billing.py", "to": 2}
         # a redelivered / repeated request for the same head posts nothing
         again = await review(
             infra, tenant, pr(tenant, repo_id, repo, "feature", provider=provider, number=9), s
@@ -89,7 +94,7 @@ async def test_a_review_is_posted_once_per_head(infra: Infra, repo: dict[str, An
             infra, tenant, pr(tenant, repo_id, repo, "feature", provider=provider, number=9), s
         )
         assert third["posted"] is True
-        assert len(api.posted[provider]) == 1
+        assert len(api.posted[provider]) == 2 and api.edits == []  # one summary, one inline comment
         assert all(m == "GET" or p == provider for m, p, _ in api.requests)
     assert TOKEN not in repr(first) + repr(third)
 
@@ -107,9 +112,9 @@ async def test_a_failed_post_is_retried_by_the_next_request(infra: Infra, repo: 
             infra, tenant, pr(tenant, repo_id, repo, "feature", provider="github", number=4), s
         )
         assert again["review_id"] == first["review_id"] and again["posted"] is True
-        [posted] = api.posted["github"]
-        assert posted["comments"] == []  # the brief (no model) has no findings
-        assert "findings need a model" in posted["body"]
+        assert api.inline("github", 4) == []  # the brief (no model) has no findings
+        [summary] = api.summaries("github", 4)
+        assert "findings need a model" in summary
 
 
 async def test_a_github_app_installation_posts_with_a_minted_token(
@@ -141,5 +146,5 @@ async def test_a_github_app_installation_posts_with_a_minted_token(
         )
     assert app.refused == [] and api.rejected == []
     assert first["posted"] is True and second["posted"] is True
-    assert len(api.posted["github"]) == 2
+    assert len(api.summaries("github", 5)) == len(api.summaries("github", 6)) == 1
     assert TOKEN not in repr(first) + repr(second)

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from palimpsest.cli.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
+from palimpsest.cli.chaos.model import ChaosModel, first_added_line, reply_for, serving_model
 from palimpsest.cli.chaos.repos import ChaosRepo
 from palimpsest.cli.chaos.soak import ChaosConfig, _fault_schedule, _plan
 from palimpsest.cli.chaos.verify import _check_events, secret_leaks
@@ -51,10 +52,11 @@ def test_the_plan_is_reproducible_and_never_updates_an_unopened_pull_request(tmp
     first = [(k, r.name) for k, r in _plan(cfg, repos, random.Random(5))]
     again = [(k, r.name) for k, r in _plan(cfg, repos, random.Random(5))]
     assert first == again and len(first) == 300
-    assert {k for k, _ in first} == {"push", "pr_open", "pr_sync", "redelivery", "late_push", "hostile"}
+    kinds = {"push", "pr_open", "pr_sync", "pr_again", "redelivery", "late_push", "hostile"}
+    assert {k for k, _ in first} == kinds
     opened: set[str] = set()
     for kind, name in first:
-        assert kind != "pr_sync" or name in opened
+        assert kind not in ("pr_sync", "pr_again") or name in opened
         if kind == "pr_open":
             opened.add(name)
 
@@ -89,18 +91,34 @@ def test_generated_repositories_change_like_real_ones(tmp_path: Path) -> None:
 def test_the_fake_github_api_demands_the_token_and_records_each_post(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     api = FakeGitHubAPI(tokens={repo.full_name: "ghs_token"})
-    head = "a" * 40
-    body = {"commit_id": head, "event": "COMMENT", "body": f"ok\n<!-- palimpsest-review head={head} -->"}
+    h1, h2, fp = "a" * 40, "b" * 40, "f" * 32
+    body = {"body": f"ok\n<!-- palimpsest-summary head={h1} -->"}
     with serving(api) as url, httpx.Client() as http:
-        reviews = f"{url}/repos/{repo.full_name}/pulls/3/reviews"
-        assert http.post(reviews, json=body).status_code == 401
-        assert http.post(reviews, json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        summaries = f"{url}/repos/{repo.full_name}/issues/3/comments"
+        assert http.post(summaries, json=body).status_code == 401
+        assert http.post(summaries, json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
         good = {"Authorization": "Bearer ghs_token"}
-        assert http.post(reviews, json={**body, "body": "no marker"}, headers=good).status_code == 422
-        assert http.post(reviews, json=body, headers=good).status_code == 200
-        listed = http.get(reviews + "?per_page=100", headers=good).json()
-    assert [r["body"] for r in listed] == [body["body"]]
-    assert api.posts == {(repo.full_name, 3, head): 1} and api.unauthorized == 2
+        assert http.post(summaries, json={"body": "no marker"}, headers=good).status_code == 422
+        made = http.post(summaries, json=body, headers=good)
+        assert made.status_code == 201
+        edit = f"{url}/repos/{repo.full_name}/issues/comments/{made.json()['id']}"
+        assert http.patch(
+            edit, json={"body": f"new\n<!-- palimpsest-summary head={h2} -->"}, headers=good
+        ).is_success
+        listed = http.get(summaries + "?per_page=100", headers=good).json()
+        inline = f"{url}/repos/{repo.full_name}/pulls/3/comments"
+        finding = {
+            "body": f"x\n<!-- palimpsest-finding fp={fp} -->",
+            "commit_id": h2,
+            "path": "a.py",
+            "line": 2,
+        }
+        assert http.post(inline, json=finding, headers=good).status_code == 201
+        assert http.get(f"{url}/repos/{repo.full_name}/pulls/3/reviews", headers=good).json() == []
+    assert [r["body"] for r in listed] == [f"new\n<!-- palimpsest-summary head={h2} -->"]
+    assert api.posts == {(repo.full_name, 3, h1): 1, (repo.full_name, 3, h2): 1}
+    assert api.summaries_created == {(repo.full_name, 3): 1} and api.unauthorized == 2
+    assert api.findings_posted == {(repo.full_name, 3, fp): 1}
 
 
 def test_payloads_are_signed_github_shapes(tmp_path: Path) -> None:
@@ -113,3 +131,32 @@ def test_payloads_are_signed_github_shapes(tmp_path: Path) -> None:
     assert pr["pull_request"]["head"]["sha"] == commit.sha and pr["repository"]["id"] == repo.external_id
     raw = json.dumps(push).encode()
     assert sign("s", raw).startswith("sha256=") and sign("s", raw) != sign("t", raw)
+
+
+def test_the_soaks_review_model_flags_the_first_added_line() -> None:
+    diff = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,4 @@\n x = 1\n-y = 2\n+y = 3\n+z = 4\n w = 5\n"
+    assert first_added_line(diff) == ("a.py", 2, "y = 3")
+    prompt = f"## Diff\n```diff\n{diff}```\n"
+    assert json.loads(reply_for(prompt))["findings"][0] == {
+        "path": "a.py",
+        "start_line": 2,
+        "end_line": 2,
+        "severity": "minor",
+        "category": "chaos",
+        "message": "The soak flags the first added line.",
+    }
+    assert json.loads(reply_for("no diff"))["findings"] == []
+    model = ChaosModel(key="sk-right")
+    with serving_model(model) as url, httpx.Client() as http:
+        body = {"model": "x", "messages": [{"role": "user", "content": prompt}]}
+        assert (
+            http.post(
+                f"{url}/chat/completions", json=body, headers={"Authorization": "Bearer no"}
+            ).status_code
+            == 401
+        )
+        answer = http.post(
+            f"{url}/chat/completions", json=body, headers={"Authorization": "Bearer sk-right"}
+        ).json()
+    assert json.loads(answer["choices"][0]["message"]["content"])["findings"][0]["start_line"] == 2
+    assert (model.calls, model.refused) == (1, 1)

@@ -11,7 +11,7 @@ from palimpsest.ingest.webhooks import (
     WebhookError,
     decode_payload,
 )
-from palimpsest.ingest.webhooks._rules import MAX_CHANGED_PATHS, requests_review
+from palimpsest.ingest.webhooks._rules import MAX_CHANGED_PATHS, requests_full_review, requests_review
 
 from .webhook_support import BOT, CASES, encode, headers_for, load, secret_for
 
@@ -131,3 +131,45 @@ def test_review_request_detection(comment: str, expected: bool) -> None:
 def test_empty_bot_name_never_matches() -> None:
     assert not requests_review("@ review", "")
     assert not requests_review("@ review", "[bot]")
+
+
+@pytest.mark.parametrize(
+    ("comment", "expected"),
+    [
+        ("@palimpsest-review review full", True),
+        ("@palimpsest-review please do a FULL review", True),
+        ("@palimpsest-review review", False),
+        ("@palimpsest-review review fully", False),
+        ("> @palimpsest-review review full\n@palimpsest-review review", False),
+        ("review full", False),
+    ],
+)
+def test_full_review_request_detection(comment: str, expected: bool) -> None:
+    assert requests_full_review(comment, BOT) is expected
+
+
+@pytest.mark.parametrize(
+    ("provider", "fixture", "event", "path"),
+    [
+        ("github", "issue_comment_created", "issue_comment", ("comment", "body")),
+        ("gitlab", "note_merge_request", "Note Hook", ("object_attributes", "note")),
+        (
+            "bitbucket",
+            "pullrequest_comment_created",
+            "pullrequest:comment_created",
+            ("comment", "content", "raw"),
+        ),
+    ],
+)
+def test_a_comment_asking_for_a_full_review_says_so(
+    provider: str, fixture: str, event: str, path: tuple[str, ...]
+) -> None:
+    for text, full in (("@palimpsest-review review full", True), ("@palimpsest-review review", False)):
+        payload = load(provider, fixture)
+        node = payload
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = text
+        body = encode(payload)
+        parsed = PROVIDERS[provider].parse(headers_for(provider, event, body), body, bot_name=BOT)
+        assert isinstance(parsed.intent, ReviewIntent) and parsed.intent.full is full

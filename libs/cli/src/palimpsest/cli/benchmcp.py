@@ -53,7 +53,7 @@ async def run_bench_mcp(
             if built["state"] != "ready":
                 return {"error": f"build {built['state']}: {built.get('reason')}"}
             issued = await issue_token(
-                infra.extras["ingest_context"], Scope(tenant, verify=False), "bench-mcp"
+                infra.extras["ingest_context"], Scope(tenant, verify=False), "bench-mcp", ["read"], None
             )
             url = f"{infra.extras['ingest_url']}/mcp"
             progress(f"calling every tool {calls + 1} times over {url}…")

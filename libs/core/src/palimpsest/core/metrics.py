@@ -172,3 +172,26 @@ REVIEWS_POSTED = Counter(
     ["provider", "outcome"],
     registry=REGISTRY,
 )
+REVIEW_FEEDBACK = Counter(
+    "palimpsest_review_feedback",
+    "Posted review findings and what happened to them, by provider, repository (full name), category"
+    " (lower case, at most 40 characters) and outcome: posted, resolved, unresolved, code_changed,"
+    " reply, reaction_positive, reaction_negative, reaction_other. Accepted = resolved + code_changed +"
+    " reaction_positive.",
+    ["provider", "repository", "category", "outcome"],
+    registry=REGISTRY,
+)
+
+
+def feedback_category(category: str) -> str:
+    """A finding's category as a metric label (the model's words: bounded, lower case)."""
+    return " ".join(category.lower().split())[:40] or "other"
+
+
+REVIEW_FINDINGS_POSTED = Counter(
+    "palimpsest_review_findings_posted",
+    "Findings of posted reviews by where they went: inline, summary (no position on the diff),"
+    " existing (posted by an earlier push, not repeated), resolved (an earlier one whose code changed).",
+    ["provider", "outcome"],
+    registry=REGISTRY,
+)

@@ -143,8 +143,8 @@ async def load_review(conn: Conn, review_id: UUID) -> dict[str, Any] | None:
     )
     context = [{**dict(c), "last_modified_at": _iso(c["last_modified_at"])} for c in await cur.fetchall()]
     cur = await conn.execute(
-        "SELECT path, start_line, end_line, severity, category, message, suggested_change"
-        " FROM review_findings WHERE review_id = %s ORDER BY ordinal",
+        "SELECT path, start_line, end_line, side, severity, category, message, suggested_change, fingerprint,"
+        " symbol, position, posted_as FROM review_findings WHERE review_id = %s ORDER BY ordinal",
         (review_id,),
     )
     findings = [dict(f) for f in await cur.fetchall()]
@@ -171,6 +171,10 @@ async def load_review(conn: Conn, review_id: UUID) -> dict[str, Any] | None:
         "tokens": {"prompt": row["prompt_tokens"], "completion": row["completion_tokens"]},
         "cost_usd": float(row["cost_usd"]) if row["cost_usd"] is not None else None,
         "posted": row["posted"],
+        "scope": row["scope"],
+        "commits": row["commits"],
+        "since_sha": row["since_sha"],
+        "resolved": row["resolved"],
         "created_at": _iso(row["created_at"]),
     }
 
@@ -192,6 +196,7 @@ async def list_reviews(
         conn,
         "SELECT r.review_id AS id, r.review_id, r.repository_id, r.request_id, r.provider, r.number, r.base_sha,"
         " r.head_sha, r.snapshot_id, r.state, r.mode, r.reason, r.model, r.posted, r.duration_s, r.created_at,"
+        " r.scope,"
         " (SELECT count(*) FROM review_findings f WHERE f.review_id = r.review_id) AS findings"
         " FROM reviews r",
         repository_id,

@@ -22,8 +22,9 @@ from palimpsest.ingest.admin.audit import AuditNote
 from palimpsest.ingest.context import Route
 from palimpsest.ingest.errors import Conflict, SourceRefused
 from palimpsest.ingest.sources import SourcePolicy, check_source
-from palimpsest.ingest.store import installations, repositories
+from palimpsest.ingest.store import installations, repositories, review_feedback
 from palimpsest.ingest.webhooks import (
+    FeedbackIntent,
     Ignored,
     IndexCandidates,
     IndexIntent,
@@ -73,6 +74,8 @@ async def decide(conn: Conn, route: Route, parsed: ParsedDelivery, policy: Sourc
         return await _push(conn, route, intent)
     if isinstance(intent, ReviewIntent):
         return await _review(conn, route, parsed, intent)
+    if isinstance(intent, FeedbackIntent):
+        return await _feedback(conn, route, parsed, intent)
     return await _repos_changed(conn, route, parsed.provider, intent, policy)
 
 
@@ -175,8 +178,30 @@ async def _review(conn: Conn, route: Route, parsed: ParsedDelivery, intent: Revi
         delivery_id=parsed.delivery_id,
         comment_id=intent.comment_id,
         requested_by=intent.requested_by,
+        full=intent.full,
     )
     return Decision("accepted", 202, None, repo["repository_id"], [event])
+
+
+async def _feedback(conn: Conn, route: Route, parsed: ParsedDelivery, intent: FeedbackIntent) -> Decision:
+    """Feedback on a posted finding: recorded (once per delivery) when it is about one."""
+    repo = await _registered(conn, route, intent.repo)
+    if repo is None:
+        return _not_registered(intent.repo)
+    repository_id: UUID = repo["repository_id"]
+    thread = await review_feedback.find_thread(conn, repository_id, parsed.provider, intent)
+    if thread is None:
+        return _ignored("not about a finding the reviewer posted", repository_id)
+
+    async def apply(tx: Conn) -> Applied:
+        recorded = await review_feedback.record(tx, route.tenant_id, repo, parsed, intent, thread)
+        return Applied(
+            [],
+            f"feedback: {intent.kind} on a {thread['category']} finding"
+            + ("" if recorded else " (already recorded)"),
+        )
+
+    return Decision("accepted", 202, None, repository_id, apply=apply)
 
 
 async def _repos_changed(

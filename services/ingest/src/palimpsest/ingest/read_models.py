@@ -239,20 +239,67 @@ class ReviewItem(_Out):
     findings: int
     duration_s: float
     created_at: datetime
+    scope: Literal["full", "incremental"] = "full"
 
 
 class ReviewPage(Page):
     items: list[ReviewItem]
 
 
+class FeedbackItem(_Out):
+    feedback_id: UUID
+    repository_id: UUID
+    provider: str
+    number: int = Field(description="The pull/merge request.")
+    fingerprint: str
+    category: str
+    kind: Literal["resolved", "unresolved", "reply", "reaction", "code_changed"] = Field(
+        description="resolved/unresolved by a person, a reply, a reaction (detail: its name), or"
+        " code_changed: a later push changed or removed the code the finding pointed at."
+    )
+    detail: str | None
+    actor: str | None
+    path: str | None
+    severity: str | None
+    created_at: datetime
+
+
+class CategoryAcceptance(_Out):
+    category: str
+    posted: int = Field(description="Findings of the category posted inline.")
+    accepted: int = Field(
+        description="Resolved by a person, code changed at the anchor, or a positive reaction."
+    )
+    replied: int
+    rejected: int = Field(description="A negative reaction.")
+
+
+class FeedbackPage(Page):
+    acceptance: list[CategoryAcceptance] = Field(default_factory=list)
+    items: list[FeedbackItem]
+
+
 class ReviewFinding(_Out):
     path: str
     start_line: int
     end_line: int
+    side: Literal["new", "old"] = Field(
+        default="new", description="new: head-side lines (added or context); old: removed lines."
+    )
     severity: str
     category: str
     message: str
     suggested_change: str | None
+    fingerprint: str | None = Field(
+        default=None,
+        description="Stable identity across pushes: path, the anchoring code's content hash, the enclosing"
+        " symbol, the category and the normalised message (no line numbers).",
+    )
+    symbol: str | None = Field(default=None, description="The definition enclosing the finding.")
+    posted_as: Literal["inline", "summary", "existing"] | None = Field(
+        default=None,
+        description="inline comment, in the summary (no position on the diff), or posted by an earlier push.",
+    )
 
 
 class ReviewContextItem(_Out):
@@ -296,4 +343,13 @@ class Review(_Out):
     tokens: dict[str, int] = Field(default_factory=dict)
     cost_usd: float | None = None
     posted: bool = False
+    scope: Literal["full", "incremental"] = Field(
+        default="full", description="incremental: only the commits since the last reviewed head."
+    )
+    commits: list[str] = Field(default_factory=list, description="incremental: the commits reviewed.")
+    since_sha: str | None = Field(default=None, description="incremental: the last reviewed head.")
+    resolved: list[str] = Field(
+        default_factory=list,
+        description="Fingerprints of earlier findings of the pull request whose code changed or vanished.",
+    )
     created_at: datetime | None = None

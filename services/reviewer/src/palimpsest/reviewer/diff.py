@@ -81,6 +81,7 @@ class ChangedFile:
     old_path: str | None = None
     status: str = "modified"  # added | modified | deleted | renamed
     added_ranges: list[tuple[int, int]] = field(default_factory=list)  # new-side line spans
+    removed_ranges: list[tuple[int, int]] = field(default_factory=list)  # old-side spans of removed lines
     hunk_ranges: list[tuple[int, int]] = field(default_factory=list)  # new-side spans of whole hunks
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -93,6 +94,10 @@ class ChangedFile:
     def touches(self, start: int, end: int) -> bool:
         """Whether ``start..end`` (new side) overlaps a changed line of this file."""
         return any(lo <= end and start <= hi for lo, hi in self.added_ranges)
+
+    def touches_old(self, start: int, end: int) -> bool:
+        """Whether ``start..end`` (old side) overlaps a removed line of this file."""
+        return any(lo <= end and start <= hi for lo, hi in self.removed_ranges)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +177,7 @@ def _body_line(current: ChangedFile, raw: str, new_line: int) -> int:
         return new_line + 1
     if raw.startswith("-"):
         current.removed.append(raw[1:])
+        _extend(current.removed_ranges, current._old_line)
         _touch(current, current._old_line)
         current._old_line += 1
         return new_line
@@ -184,6 +190,11 @@ def _body_line(current: ChangedFile, raw: str, new_line: int) -> int:
 def _touch(current: ChangedFile, line: int) -> None:
     if not current.old_touched or current.old_touched[-1] != line:
         current.old_touched.append(line)
+
+
+def definition_name(line: str) -> str | None:
+    """The name a line defines (a def, class, function, const …), or None."""
+    return _definition_name(line)
 
 
 def _definition_name(line: str) -> str | None:

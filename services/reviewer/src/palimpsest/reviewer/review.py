@@ -49,8 +49,10 @@ SYSTEM = (
     + CODE_IS_AUTHORITATIVE
     + " Answer with one JSON object and nothing else:"
     ' {"summary": "...", "findings": [{"path": "...", "start_line": 1, "end_line": 1,'
-    ' "severity": "info|minor|major|critical", "category": "...", "message": "...",'
-    ' "suggested_change": "... or null"}]}. Line numbers are new-side lines of the diff.'
+    ' "side": "new", "severity": "info|minor|major|critical", "category": "...", "message": "...",'
+    ' "suggested_change": "... or null"}]}. Line numbers are new-side lines of the diff ("side": "new");'
+    ' a problem in removed lines uses their old-side line numbers and "side": "old".'
+    ' "suggested_change" is the exact replacement text for lines start_line..end_line (new side only).'
 )
 
 
@@ -63,16 +65,26 @@ class Finding:
     category: str
     message: str
     suggested_change: str | None = None
+    side: str = "new"  # new: head-side lines (added or context); old: removed lines (base side)
+    fingerprint: str | None = None  # see palimpsest.reviewer.identity
+    anchor_hash: str | None = None
+    anchor_lines: int = 0
+    symbol: str | None = None
+    position: dict[str, Any] | None = None  # where it shows on the PR's diff (None: summary only)
+    posted_as: str | None = None  # inline | summary | existing
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "start_line": self.start_line,
             "end_line": self.end_line,
+            "side": self.side,
             "severity": self.severity,
             "category": self.category,
             "message": self.message,
             "suggested_change": self.suggested_change,
+            "fingerprint": self.fingerprint,
+            "symbol": self.symbol,
         }
 
 
@@ -113,31 +125,51 @@ def render_context(ctx: ReviewContext) -> str:
     return "\n".join(lines)
 
 
+INCREMENTAL_HEADING = (
+    "## Diff: the changes since the last review ({commits} commit(s) since {since}; report findings"
+    " on these changes only)"
+)
+WHOLE_HEADING = "## The whole pull request (context only: it was reviewed before)"
+INSTRUCTIONS_HEADING = "## Repository instructions (from the repository's .palimpsest/config.yml)"
+
+
+@dataclass(frozen=True, slots=True)
+class Framing:
+    """What the prompt says beside the diff: an incremental review's whole PR, the repository's rules."""
+
+    whole: str | None = None  # incremental: the whole PR's diff (context), already cut to fit
+    since: str | None = None
+    commits: int = 0
+    instructions: str = ""
+
+
 def messages(
-    ctx: ReviewContext, diff: str, title: str, body: str, *, part: tuple[int, int] | None = None
+    ctx: ReviewContext,
+    diff: str,
+    title: str,
+    body: str,
+    *,
+    part: tuple[int, int] | None = None,
+    framing: Framing | None = None,
 ) -> list[dict[str, str]]:
     """The chat messages; ``part`` = (i, n) when the diff is reviewed in n parts."""
+    framing = framing or Framing()
     heading = "## Diff"
+    if framing.whole is not None:
+        heading = INCREMENTAL_HEADING.format(commits=framing.commits, since=(framing.since or "")[:12])
     if part is not None and part[1] > 1:
-        heading = (
-            f"## Diff (part {part[0]} of {part[1]}: the other parts are reviewed separately;"
+        heading += (
+            f" (part {part[0]} of {part[1]}: the other parts are reviewed separately;"
             " report findings in the files shown here)"
         )
-    user = "\n".join(
-        [
-            f"## Pull request: {title}".rstrip(),
-            body.strip(),
-            "",
-            heading,
-            "```diff",
-            diff.rstrip(),
-            "```",
-            "",
-            "## Codebase context",
-            render_context(ctx),
-        ]
-    )
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+    lines = [f"## Pull request: {title}".rstrip(), body.strip(), ""]
+    if framing.instructions:
+        lines += [INSTRUCTIONS_HEADING, framing.instructions, ""]
+    lines += [heading, "```diff", diff.rstrip(), "```", ""]
+    if framing.whole is not None:
+        lines += [WHOLE_HEADING, "```diff", framing.whole.rstrip(), "```", ""]
+    lines += ["## Codebase context", render_context(ctx)]
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
 
 
 def read_reply(text: str, files: Sequence[ChangedFile], *, max_findings: int, left_out: int) -> Outcome:
@@ -150,7 +182,7 @@ def read_reply(text: str, files: Sequence[ChangedFile], *, max_findings: int, le
     for entry in raw or []:
         finding = _finding(entry)
         target = by_path.get(finding.path) if finding is not None else None
-        if finding is None or target is None or not target.touches(finding.start_line, finding.end_line):
+        if finding is None or target is None or not _on_changed_lines(finding, target):
             dropped += 1
             continue
         if len(kept) >= max_findings:
@@ -164,6 +196,12 @@ def read_reply(text: str, files: Sequence[ChangedFile], *, max_findings: int, le
             " the model; this review covers the rest.)"
         )
     return Outcome(summary.strip(), kept, dropped, partial_diff=bool(left_out))
+
+
+def _on_changed_lines(finding: Finding, target: ChangedFile) -> bool:
+    if finding.side == "old":
+        return target.touches_old(finding.start_line, finding.end_line)
+    return target.touches(finding.start_line, finding.end_line)
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -192,6 +230,7 @@ def _finding(entry: Any) -> Finding | None:
     severity = str(entry.get("severity") or "info").lower()
     severity = _SEVERITY_ALIASES.get(severity, severity)
     suggestion = entry.get("suggested_change")
+    side = "old" if str(entry.get("side") or "new").lower() in ("old", "left", "base") else "new"
     return Finding(
         path=path,
         start_line=start,
@@ -199,7 +238,8 @@ def _finding(entry: Any) -> Finding | None:
         severity=severity if severity in SEVERITIES else "info",
         category=(str(entry.get("category") or "other").strip() or "other")[:100],
         message=message[:10000],
-        suggested_change=str(suggestion)[:20000] if suggestion else None,
+        suggested_change=str(suggestion)[:20000] if suggestion and side == "new" else None,
+        side=side,
     )
 
 

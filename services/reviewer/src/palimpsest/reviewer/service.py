@@ -4,7 +4,14 @@ Both callers — the webhook flow (GitHub, GitLab, Bitbucket pull/merge requests
 the local flow (``palimpsest review``) — arrive here as the same event and go through the same
 core (:func:`palimpsest.reviewer.context.assemble_context`). Slow work (git, the index, the model)
 runs first; the review and its event are written in the inbox transaction. Idempotent per
-(repository, head sha): a redelivered or repeated request answers with the stored review.
+(repository, head sha): a redelivered or repeated request answers with the stored review (a
+``full`` request — ``@bot review full`` — reviews the head again and replaces it).
+
+For a provider pull request the base's repository rules apply (:mod:`palimpsest.reviewer.rules`),
+a push is reviewed incrementally when it can be (:mod:`palimpsest.reviewer.incremental`), each
+finding gets its fingerprint and its position on the diff (:mod:`palimpsest.reviewer.identity`,
+:mod:`palimpsest.reviewer.positions`), earlier findings whose anchor is gone are resolved, and the
+post adds only what is new (:mod:`palimpsest.reviewer.posting`).
 
 Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALIMPSEST_LLM_*``:
 
@@ -15,6 +22,8 @@ Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALI
 ``PALIMPSEST_REVIEW_MAX_DIFF_PARTS``   at most this many parts (model calls) per review; the rest is
                                        left out and reported (4)
 ``PALIMPSEST_REVIEW_MAX_TOKENS``       the model's output token limit (2048)
+``PALIMPSEST_REVIEW_INCREMENTAL_MAX_LINES``  a push changing at most this many lines since the last
+                                       reviewed head is reviewed incrementally; 0: always full (400)
 =====================================  ===========================================================
 """
 
@@ -22,7 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -52,13 +64,36 @@ from palimpsest.reviewer.candidates import QueryEmbedder
 from palimpsest.reviewer.change import opened_change
 from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
 from palimpsest.reviewer.crossrepo import LinkConfig
+from palimpsest.reviewer.diff import parse_diff
 from palimpsest.reviewer.errors import ReviewFailed
+from palimpsest.reviewer.identity import anchor_present, identify
+from palimpsest.reviewer.incremental import Increment, increment
 from palimpsest.reviewer.parts import plan_parts, review_in_parts
+from palimpsest.reviewer.positions import diff_map, locate
 from palimpsest.reviewer.posting import installation_target, post_review
 from palimpsest.reviewer.preview import query_embedder, reranker
-from palimpsest.reviewer.review import Outcome, brief, messages
-from palimpsest.reviewer.source import GitHead, PullRequestDiff
-from palimpsest.reviewer.store import ReviewRecord, existing_review, mark_posted, save_review, stored_record
+from palimpsest.reviewer.review import Finding, Framing, Outcome, brief, messages
+from palimpsest.reviewer.rules import RepoRules, read_rules, severe_enough
+from palimpsest.reviewer.source import (
+    GitHead,
+    PullRequestDiff,
+    files_at,
+)
+from palimpsest.reviewer.store import (
+    ReviewRecord,
+    existing_review,
+    last_reviewed_head,
+    mark_posted,
+    newer_posted,
+    posted_head,
+    prior_findings,
+    record_code_changed,
+    remember_posted,
+    remember_threads,
+    save_review,
+    stored_record,
+    with_outcome,
+)
 
 __all__ = ["ReviewerService", "Settings", "bootstrap", "definition"]
 
@@ -81,6 +116,9 @@ class Settings(BaseServiceSettings, LLMSettings):
     # Resolve a new snapshot's graph when it is built (not on the first review after it) for
     # repositories reviewed within this many days; 0 turns the warm-up off.
     review_warm_graph_days: float = Field(default=14.0, ge=0)
+    # a push changing at most this many lines since the last reviewed head is reviewed
+    # incrementally (those commits, the whole PR as context); 0: always review the whole PR
+    review_incremental_max_lines: int = Field(default=400, ge=0)
 
 
 class ReviewerService:
@@ -105,9 +143,11 @@ class ReviewerService:
                 await emit(conn, _completed(event, uuid7(), "skipped", suspended))
             log.info("review request %s skipped: %s", event.request_id, suspended)
             return
-        if event.head_sha:
+        if event.head_sha and not event.full:  # "review full" reviews a head again, in full
             async with tenant_tx(self.pool, event.tenant_id) as conn:
-                found = await existing_review(conn, event.repository_id, event.head_sha)
+                found = await existing_review(
+                    conn, event.repository_id, event.head_sha, completed_only=event.trigger == "comment"
+                )
             if found is not None:
                 await self._answer_existing(event, ctx, found)
                 return
@@ -158,35 +198,76 @@ class ReviewerService:
         log.info("graph of snapshot %s warmed in %.1fs", event.snapshot_id, time.monotonic() - started)
 
     async def _post(self, event: ReviewRequested, record: ReviewRecord) -> None:
-        """Post a completed review of a provider pull request (at most once per head, see posting)."""
+        """Post a completed review of a provider pull request: new findings inline, earlier ones
+        whose anchor is gone resolved, the summary edited in place (see posting).
+
+        Posts for one pull request are serialised (a transaction-scoped advisory lock), and a
+        request older than the one whose review is already posted posts nothing: a late or
+        redelivered request for an earlier head never overwrites a newer head's summary.
+        """
         s = self.settings
-        if not s.review_post or record.state != "completed" or event.provider == "local" or not event.number:
+        if not s.review_post or record.state != "completed" or not _on_provider(event):
             return
         urls = {
             "github": s.review_github_api_url,
             "gitlab": s.review_gitlab_api_url,
             "bitbucket": s.review_bitbucket_api_url,
         }
+        number = event.number or 0
         async with tenant_tx(self.pool, event.tenant_id) as conn:
-            found = await installation_target(conn, event.repository_id, event.number, record.head_sha, urls)
+            found = await installation_target(conn, event.repository_id, number, record.head_sha, urls)
         box = self._box()
         if found is None or box is None:
             metrics.REVIEWS_POSTED.labels(event.provider, "no_credentials").inc()
             return
-        target, credential = found
+        place, credential = found
+        target = replace(place, base_sha=record.base_sha, merge_base=record.merge_base)
         try:
             token = await self._posting_token(credential, box)
             if token is None:  # App credentials of a provider other than GitHub
                 metrics.REVIEWS_POSTED.labels(event.provider, "no_credentials").inc()
                 return
-            fresh = await post_review(target, token, record.summary, record.findings)
+            async with tenant_tx(self.pool, event.tenant_id) as conn:
+                newer = await newer_posted(conn, record, number, event.occurred_at)
+                if newer is not None:
+                    record.reason = f"not posted: superseded by the review of {newer[:12]}, requested later"
+                    metrics.REVIEWS_POSTED.labels(event.provider, "superseded").inc()
+                    return
+                result = await post_review(
+                    target, token, record.summary, record.findings, resolve=record.resolved, again=event.full
+                )
+                await remember_posted(
+                    conn, event.tenant_id, record, number, event.occurred_at, result.summary_ref
+                )
+                await remember_threads(conn, event.tenant_id, record, number, result.threads)
+                changed = await record_code_changed(conn, event.tenant_id, record, number)
         except ReviewFailed as exc:
             metrics.REVIEWS_POSTED.labels(event.provider, "failed").inc()
             record.reason = str(exc)
             log.warning("review %s not posted: %s", record.review_id, exc)
             return
         record.posted = True
-        metrics.REVIEWS_POSTED.labels(event.provider, "posted" if fresh else "already_posted").inc()
+        if result.fresh:
+            record.findings = with_outcome(
+                record.findings, set(result.inline), set(result.existing), set(result.in_summary)
+            )
+        for outcome, fps in (
+            ("inline", result.inline),
+            ("existing", result.existing),
+            ("summary", result.in_summary),
+            ("resolved", result.resolved),
+        ):
+            if fps:
+                metrics.REVIEW_FINDINGS_POSTED.labels(event.provider, outcome).inc(len(fps))
+        metrics.REVIEWS_POSTED.labels(event.provider, "posted" if result.fresh else "already_posted").inc()
+        categories = {f.fingerprint: f.category for f in record.findings}
+        for outcome, labels in (
+            ("posted", [categories[fp] for fp in result.inline]),
+            ("code_changed", changed),
+        ):
+            for category in labels:
+                label = metrics.feedback_category(category)
+                metrics.REVIEW_FEEDBACK.labels(event.provider, target.full_name, label, outcome).inc()
 
     async def _posting_token(self, credential: Credential, box: SecretBox) -> str | None:
         """The installation's token (opened, or minted for a GitHub App); None: none for posting."""
@@ -208,14 +289,21 @@ class ReviewerService:
     async def _answer_existing(
         self, event: ReviewRequested, ctx: HandlerContext, found: dict[str, Any]
     ) -> None:
-        if not found["posted"] and found["state"] == "completed":  # an earlier post failed: try again
+        repost = False
+        if found["posted"] and found["state"] == "completed" and _on_provider(event):
+            # asked again for a head whose review was posted, after another head's was: the newest
+            # request wins, so the summary names this head again (nothing already there is reposted)
+            async with tenant_tx(self.pool, event.tenant_id) as conn:
+                shown = await posted_head(conn, event.repository_id, event.provider, event.number or 0)
+            repost = shown is not None and shown[0] != event.head_sha and shown[1] < event.occurred_at
+        if (not found["posted"] or repost) and found["state"] == "completed":  # an earlier post failed
             async with tenant_tx(self.pool, event.tenant_id) as conn:
                 record = await stored_record(conn, UUID(str(found["review_id"])))
             if record is not None:
                 await self._post(event, record)
-                if record.posted:
+                if record.posted and not repost:
                     async with tenant_tx(self.pool, event.tenant_id) as conn:
-                        await mark_posted(conn, record.review_id)
+                        await mark_posted(conn, record)
                     found = {**found, "posted": True}
         async with ctx.transaction() as conn:
             review_id = UUID(str(found["review_id"]))
@@ -254,10 +342,11 @@ class ReviewerService:
             event.head_sha or "",
             event.base_sha,
             event.number,
+            replaces=event.full,
         )
         try:
             base = event.base_sha or event.base_ref or repo["default_branch"]
-            head = event.head_sha or event.head_ref
+            head = event.head_sha or event.head_ref or _pull_ref(event)
             diff = await self._submitted_diff(event)
 
             def resolved(base_sha: str, head_sha: str) -> None:  # a later failure is stored with them
@@ -272,16 +361,31 @@ class ReviewerService:
                 policy=self.settings.source_policy(),
                 resolved=resolved,
             ) as change:
-                pr = change.pr
+                work_dir = change.head.git_dir
+                rules = await read_rules(work_dir, change.base_sha)  # the base's, never the head's
+                skip = rules.skip_reason(event.trigger, event.draft) if _on_provider(event) else None
+                if skip is not None:
+                    record.state, record.reason = "skipped", skip
+                    record.sources = {"rules": rules.summary()}
+                    return _checked(record)
+                whole = change.pr
+                record.merge_base = whole.start
+                pr = _without_ignored(whole, rules)
                 if heartbeat is not None:
                     await heartbeat()
                 context = await self._context(event, repo, pr, change.head, change.base_sha, change.links)
-            _fill_context(record, context)
-            outcome, usage = await self._findings(event, context, pr)
-            record.summary, record.findings = outcome.summary, outcome.findings
-            record.findings_dropped = outcome.findings_dropped
+                _fill_context(record, context)
+                step = await self._scope(event, work_dir, record, pr)
+                outcome, usage = await self._findings(event, context, pr, rules, step)
+                found = _filtered(outcome.findings, rules)
+                record.findings_dropped = outcome.findings_dropped + len(outcome.findings) - len(found)
+                record.findings = await _identified(work_dir, whole, found)
+                record.resolved = await self._resolved(event, work_dir, record, whole)
+            record.summary = outcome.summary
+            record.sources["rules"] = rules.summary()
             record.mode, record.model = usage.get("mode", "brief"), usage.get("model")
-            record.reason = "; ".join(r for r in (usage.get("reason"), _config_note(context)) if r) or None
+            notes = (usage.get("reason"), _config_note(context), rules.note())
+            record.reason = "; ".join(dict.fromkeys(r for r in notes if r)) or None
             record.prompt_tokens = usage.get("prompt_tokens", 0)
             record.completion_tokens = usage.get("completion_tokens", 0)
             record.cost_usd = usage.get("cost_usd")
@@ -289,9 +393,77 @@ class ReviewerService:
             record.state, record.reason = "failed", str(exc)
         except IndexNotReady as exc:
             record.state, record.reason = "failed", f"index_not_ready: {exc}"
-        if not _valid_sha(record.head_sha):
-            record.head_sha = ""
-        return record
+        return _checked(record)
+
+    async def _scope(
+        self, event: ReviewRequested, git_dir: Path, record: ReviewRecord, pr: PullRequestDiff
+    ) -> Increment | None:
+        """The change to review incrementally, or None (full); the record says which and why."""
+        record.sources["scope"] = {"scope": "full", "why": "first review of this pull request"}
+        if not _on_provider(event) or self.settings.review_incremental_max_lines <= 0:
+            record.sources["scope"]["why"] = "not a pull request of a provider"
+            return None
+        if event.full:
+            record.sources["scope"]["why"] = "a full review was asked for"
+            return None
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            since = await last_reviewed_head(
+                conn, event.repository_id, event.provider, event.number or 0, record.head_sha
+            )
+        if since is None:
+            return None
+        found = await increment(git_dir, since, record.head_sha)
+        if isinstance(found, str):
+            record.sources["scope"]["why"] = found
+            return None
+        limit = self.settings.review_incremental_max_lines
+        if found.changed_lines > limit:
+            record.sources["scope"]["why"] = (
+                f"{found.changed_lines} lines changed since the last reviewed head {since[:12]} (more than {limit})"
+            )
+            return None
+        paths = {g.path for g in pr.files}  # ignored files (review.ignore) stay out of the increment too
+        files = [f for f in found.files if f.path in paths]
+        text = found.text if len(files) == len(found.files) else _sections(found.text, paths)
+        record.scope, record.commits, record.since_sha = "incremental", found.commits, since
+        record.sources["scope"] = {
+            "scope": "incremental",
+            "since": since,
+            "commits": len(found.commits),
+            "changed_lines": found.changed_lines,
+        }
+        return Increment(since, found.commits, text, files)
+
+    async def _resolved(
+        self, event: ReviewRequested, git_dir: Path, record: ReviewRecord, pr: PullRequestDiff
+    ) -> list[str]:
+        """Fingerprints of this pull request's earlier findings whose anchor changed or vanished."""
+        if not _on_provider(event):
+            return []
+        async with tenant_tx(self.pool, event.tenant_id) as conn:
+            prior = await prior_findings(
+                conn, event.repository_id, event.provider, event.number or 0, record.head_sha
+            )
+        current = {f.fingerprint for f in record.findings}
+        todo = [p for p in prior if p["fingerprint"] not in current]
+        if not todo:
+            return []
+        renamed = {f.old_path: f.path for f in pr.files if f.old_path}
+        texts = dict(pr.at_head)
+        missing = list({renamed.get(p["path"], p["path"]) for p in todo} - set(texts))
+        try:
+            texts.update(await files_at(git_dir, record.head_sha, missing))
+        except GitError as exc:
+            log.warning("review %s: reading earlier findings' files failed: %s", record.review_id, exc)
+            return []
+        out: list[str] = []
+        for p in todo:
+            text = texts.get(renamed.get(p["path"], p["path"]))
+            present = anchor_present(text, p["anchor_hash"], p["anchor_lines"])
+            # a new-side anchor that is gone was changed; a removed-lines anchor back at head was restored
+            if present == (p["side"] == "old"):
+                out.append(str(p["fingerprint"]))
+        return out
 
     async def _submitted_diff(self, event: ReviewRequested) -> str | None:
         """The diff of an API submission of ``{base, diff}`` (None: the request names a head)."""
@@ -347,25 +519,40 @@ class ReviewerService:
         return query_embedder(self.gateway, tenant_id, accounted_as="review")
 
     async def _findings(
-        self, event: ReviewRequested, context: ReviewContext, pr: PullRequestDiff
+        self,
+        event: ReviewRequested,
+        context: ReviewContext,
+        pr: PullRequestDiff,
+        rules: RepoRules | None = None,
+        step: Increment | None = None,
     ) -> tuple[Outcome, dict[str, Any]]:
         s = self.settings
+        rules = rules or RepoRules()
         route = await self.gateway.route(event.tenant_id, "review")
         if route is None:
             return Outcome(brief(context, pr.files)), {"mode": "brief"}
-        plan = plan_parts(pr.text, s.review_max_diff_chars, s.review_max_diff_parts)
+        shown, files = (step.text, step.files) if step is not None else (pr.text, pr.files)
+        plan = plan_parts(shown, s.review_max_diff_chars, s.review_max_diff_parts)
+        framing = Framing(
+            whole=_cut(pr.text, s.review_max_diff_chars) if step is not None else None,
+            since=step.since_sha if step is not None else None,
+            commits=len(step.commits) if step is not None else 0,
+            instructions=rules.instructions_for([f.path for f in pr.files]),
+        )
 
         async def chat(diff: str, part: tuple[int, int]) -> ChatResult:
             return await self.gateway.chat(
                 event.tenant_id,
                 "review",
-                messages(context, diff, event.title, event.body, part=part),
+                messages(context, diff, event.title, event.body, part=part, framing=framing),
                 max_tokens=s.review_max_tokens,
                 route=route,
                 reference=str(event.request_id),
             )
 
-        done = await review_in_parts(plan, chat, pr.files, max_findings=s.review_max_findings)
+        if step is not None:  # removed lines of an increment are not on the PR diff's old side
+            files = [replace(f, removed_ranges=[]) for f in files]
+        done = await review_in_parts(plan, chat, files, max_findings=s.review_max_findings)
         if not done.reviewed:  # every call failed
             error = done.failures[0].split(": ", 1)[-1]
             summary = brief(context, pr.files) + f"\n\nThe model call failed ({error}); no findings."
@@ -388,6 +575,82 @@ class ReviewerService:
                 await asyncio.shield(self.gateway.aclose())
 
         return [close_gateway]
+
+
+def _pull_ref(event: ReviewRequested) -> str | None:
+    """The pull request's head ref on the provider, for a request that names no head (a GitHub
+    comment's payload carries no commit): GitHub ``refs/pull/N/head``, GitLab
+    ``refs/merge-requests/N/head``."""
+    if not event.number:
+        return None
+    if event.provider == "github":
+        return f"refs/pull/{event.number}/head"
+    if event.provider == "gitlab":
+        return f"refs/merge-requests/{event.number}/head"
+    return None
+
+
+def _on_provider(event: ReviewRequested) -> bool:
+    """A pull request of a provider (not a local or API review): rules, identity, increments apply."""
+    return event.provider != "local" and bool(event.number)
+
+
+def _checked(record: ReviewRecord) -> ReviewRecord:
+    if not _valid_sha(record.head_sha):
+        record.head_sha = ""
+    return record
+
+
+def _sections(text: str, paths: set[str]) -> str:
+    """The diff's file sections whose (new) path is in ``paths``."""
+    keep = []
+    for section in re.split(r"(?m)^(?=diff --git )", text):
+        files = parse_diff(section)
+        if files and files[0].path in paths:
+            keep.append(section)
+    return "".join(keep)
+
+
+def _without_ignored(pr: PullRequestDiff, rules: RepoRules) -> PullRequestDiff:
+    """The pull request without the files ``review.ignore`` names (the model never sees them)."""
+    files = [f for f in pr.files if not rules.ignored(f.path)]
+    if len(files) == len(pr.files):
+        return pr
+    paths = {f.path for f in files}
+    kept = {p: t for p, t in pr.at_head.items() if p in paths or p in {f.old_path for f in files}}
+    return PullRequestDiff(_sections(pr.text, paths), files, kept, pr.start)
+
+
+def _filtered(findings: list[Finding], rules: RepoRules) -> list[Finding]:
+    """``review.min_severity`` and ``review.max_findings`` applied (the rest is counted as dropped)."""
+    kept = [
+        f for f in findings if severe_enough(f.severity, rules.min_severity) and not rules.ignored(f.path)
+    ]
+    return kept if rules.max_findings is None else kept[: rules.max_findings]
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "\n… (cut to fit)\n"
+
+
+async def _identified(git_dir: Path, pr: PullRequestDiff, findings: list[Finding]) -> list[Finding]:
+    """Each finding with its fingerprint (anchored on its side's text) and its position on the diff."""
+    files = diff_map(pr.text)
+    olds = {
+        f.path: (files[f.path].old_path if f.path in files else f.path) for f in findings if f.side == "old"
+    }
+    base_texts: dict[str, str | None] = {}
+    if olds and pr.start:
+        try:
+            base_texts = await files_at(git_dir, pr.start, sorted(set(olds.values())))
+        except GitError as exc:
+            log.warning("reading removed lines' files at %s failed: %s", pr.start[:12], exc)
+    out = []
+    for f in findings:
+        text = base_texts.get(olds[f.path]) if f.side == "old" else pr.at_head.get(f.path)
+        known = identify(f, text)
+        out.append(replace(known, position=locate(files, known)))
+    return out
 
 
 def _fill_context(record: ReviewRecord, context: ReviewContext) -> None:

@@ -70,6 +70,7 @@ class PullRequestDiff:
     text: str
     files: list[ChangedFile]
     at_head: dict[str, str | None]  # every changed path → its text at head (None: deleted)
+    start: str | None = None  # the commit the diff starts from (the merge base, or the base)
 
 
 @contextlib.asynccontextmanager
@@ -139,7 +140,7 @@ async def pull_request_diff(git_dir: Path, base: str, head: str) -> PullRequestD
     for f in files:
         if f.old_path:
             at_head.setdefault(f.old_path, None)
-    return PullRequestDiff(text, files, at_head)
+    return PullRequestDiff(text, files, at_head, start)
 
 
 async def _merge_base(git_dir: Path, base: str, head: str) -> str | None:

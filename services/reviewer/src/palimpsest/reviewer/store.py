@@ -7,11 +7,13 @@ reviewing (and posting) again; a failed one is replaced by the next attempt.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import Conn
+from palimpsest.core.ids import uuid7
 from palimpsest.reviewer.review import Finding
 
 
@@ -41,30 +43,47 @@ class ReviewRecord:
     cost_usd: float | None = None
     duration_s: float = 0.0
     posted: bool = False
+    scope: str = "full"  # full | incremental
+    commits: list[str] = field(default_factory=list)  # incremental: the commits reviewed
+    since_sha: str | None = None  # incremental: the last reviewed head it started from
+    merge_base: str | None = None
+    resolved: list[str] = field(default_factory=list)  # earlier findings' fingerprints, anchor gone
+    requested_at: datetime | None = None
+    replaces: bool = False  # a full review asked for: it replaces a completed review of the same head
 
 
-async def existing_review(conn: Conn, repository_id: UUID, head_sha: str) -> dict[str, Any] | None:
-    """The stored, not failed, review of this head (idempotency)."""
+async def existing_review(
+    conn: Conn, repository_id: UUID, head_sha: str, *, completed_only: bool = False
+) -> dict[str, Any] | None:
+    """The stored, not failed, review of this head (idempotency); ``completed_only``: a skipped
+    one does not count (a comment asking for a review overrides ``review.auto``)."""
+    states = ["completed"] if completed_only else ["completed", "skipped"]
     cur = await conn.execute(
         "SELECT review_id, state, reason, posted FROM reviews"
-        " WHERE repository_id = %s AND head_sha = %s AND state <> 'failed'",
-        (repository_id, head_sha),
+        " WHERE repository_id = %s AND head_sha = %s AND state = ANY(%s::text[])",
+        (repository_id, head_sha, states),
     )
     row = await cur.fetchone()
     return dict(row) if row else None
 
 
 async def save_review(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> UUID:
-    """Insert the review (replacing a failed one of the same head); returns the stored id."""
+    """Insert the review (replacing a failed — or, by a completed one, a skipped — one of the same
+    head); returns the stored id."""
+    replaced = ["failed", "skipped"] if r.state == "completed" else ["failed"]
+    if r.state == "completed" and r.replaces:
+        replaced.append("completed")
     await conn.execute(
-        "DELETE FROM reviews WHERE repository_id = %s AND head_sha = %s AND state = 'failed'",
-        (r.repository_id, r.head_sha),
+        "DELETE FROM reviews WHERE repository_id = %s AND head_sha = %s AND state = ANY(%s::text[])",
+        (r.repository_id, r.head_sha, replaced),
     )
     cur = await conn.execute(
         "INSERT INTO reviews (tenant_id, review_id, repository_id, request_id, provider, number, base_sha,"
         " head_sha, snapshot_id, state, mode, reason, model, summary, dropped, cochange_missing, sources,"
-        " findings_dropped, prompt_tokens, completion_tokens, cost_usd, duration_s, posted)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " findings_dropped, prompt_tokens, completion_tokens, cost_usd, duration_s, posted, scope, commits,"
+        " since_sha, merge_base, resolved)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s, %s, %s, %s, %s)"
         " ON CONFLICT (tenant_id, repository_id, head_sha) DO NOTHING RETURNING review_id",
         (
             tenant_id,
@@ -90,6 +109,11 @@ async def save_review(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> UUID:
             r.cost_usd,
             r.duration_s,
             r.posted,
+            r.scope,
+            json.dumps(r.commits),
+            r.since_sha,
+            r.merge_base,
+            json.dumps(r.resolved),
         ),
     )
     if await cur.fetchone() is None:  # a concurrent delivery stored it first
@@ -103,7 +127,9 @@ async def _children(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> None:
     async with conn.cursor() as cur:
         await cur.executemany(
             "INSERT INTO review_findings (tenant_id, review_id, ordinal, path, start_line, end_line, severity,"
-            " category, message, suggested_change) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " category, message, suggested_change, fingerprint, anchor_hash, anchor_lines, symbol, side,"
+            " position, posted_as)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 (
                     tenant_id,
@@ -116,6 +142,13 @@ async def _children(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> None:
                     f.category,
                     f.message,
                     f.suggested_change,
+                    f.fingerprint,
+                    f.anchor_hash,
+                    f.anchor_lines,
+                    f.symbol,
+                    f.side,
+                    json.dumps(f.position) if f.position is not None else None,
+                    f.posted_as,
                 )
                 for i, f in enumerate(r.findings)
             ],
@@ -146,16 +179,18 @@ async def _children(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> None:
 
 
 async def stored_record(conn: Conn, review_id: UUID) -> ReviewRecord | None:
-    """Enough of a stored review to post it again (summary, findings, head)."""
+    """Enough of a stored review to post it again (summary, findings, head, what to resolve)."""
     cur = await conn.execute(
-        "SELECT review_id, repository_id, request_id, provider, head_sha, summary FROM reviews WHERE review_id = %s",
+        "SELECT review_id, repository_id, request_id, provider, number, base_sha, head_sha, merge_base, summary,"
+        " resolved FROM reviews WHERE review_id = %s",
         (review_id,),
     )
     row = await cur.fetchone()
     if row is None:
         return None
     cur = await conn.execute(
-        "SELECT path, start_line, end_line, severity, category, message, suggested_change"
+        "SELECT path, start_line, end_line, severity, category, message, suggested_change, side, fingerprint,"
+        " anchor_hash, anchor_lines, symbol, position, posted_as"
         " FROM review_findings WHERE review_id = %s ORDER BY ordinal",
         (review_id,),
     )
@@ -166,10 +201,190 @@ async def stored_record(conn: Conn, review_id: UUID) -> ReviewRecord | None:
         request_id=row["request_id"],
         provider=row["provider"],
         head_sha=row["head_sha"],
+        base_sha=row["base_sha"],
+        number=row["number"],
+        merge_base=row["merge_base"],
         summary=row["summary"],
         findings=findings,
+        resolved=list(row["resolved"] or []),
     )
 
 
-async def mark_posted(conn: Conn, review_id: UUID) -> None:
-    await conn.execute("UPDATE reviews SET posted = true, reason = NULL WHERE review_id = %s", (review_id,))
+async def mark_posted(conn: Conn, record: ReviewRecord) -> None:
+    """A retried post went through: the review is posted, and where each finding went."""
+    await conn.execute(
+        "UPDATE reviews SET posted = true, reason = NULL, resolved = %s WHERE review_id = %s",
+        (json.dumps(record.resolved), record.review_id),
+    )
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "UPDATE review_findings SET posted_as = %s WHERE review_id = %s AND ordinal = %s",
+            [(f.posted_as, record.review_id, i) for i, f in enumerate(record.findings)],
+        )
+
+
+def with_outcome(
+    findings: list[Finding], inline: set[str], existing: set[str], in_summary: set[str]
+) -> list[Finding]:
+    """The findings marked with where the post put them."""
+    out = []
+    for f in findings:
+        fp = f.fingerprint or ""
+        where = (
+            "inline"
+            if fp in inline
+            else "existing"
+            if fp in existing
+            else "summary"
+            if fp in in_summary or not fp
+            else None
+        )
+        out.append(replace(f, posted_as=where))
+    return out
+
+
+# ------------------------------------------------------------------ one pull request across pushes
+
+
+async def last_reviewed_head(
+    conn: Conn, repository_id: UUID, provider: str, number: int, head_sha: str
+) -> str | None:
+    """The head of this pull request's newest completed review of another head (None: none yet)."""
+    cur = await conn.execute(
+        "SELECT head_sha FROM reviews WHERE repository_id = %s AND provider = %s AND number = %s"
+        " AND state = 'completed' AND head_sha <> %s ORDER BY created_at DESC LIMIT 1",
+        (repository_id, provider, number, head_sha),
+    )
+    row = await cur.fetchone()
+    return str(row["head_sha"]) if row else None
+
+
+async def prior_findings(
+    conn: Conn, repository_id: UUID, provider: str, number: int, head_sha: str
+) -> list[dict[str, Any]]:
+    """This pull request's findings of earlier heads, one per fingerprint (the newest), not yet resolved."""
+    cur = await conn.execute(
+        "SELECT DISTINCT ON (f.fingerprint) f.fingerprint, f.path, f.side, f.anchor_hash, f.anchor_lines,"
+        " f.category FROM review_findings f JOIN reviews r ON r.review_id = f.review_id"
+        " WHERE r.repository_id = %s AND r.provider = %s AND r.number = %s AND r.head_sha <> %s"
+        " AND f.fingerprint IS NOT NULL AND f.anchor_hash IS NOT NULL AND f.anchor_lines > 0"
+        " AND NOT EXISTS (SELECT 1 FROM reviews x WHERE x.repository_id = r.repository_id"
+        " AND x.provider = r.provider AND x.number = r.number AND x.resolved ? f.fingerprint)"
+        " ORDER BY f.fingerprint, r.created_at DESC",
+        (repository_id, provider, number, head_sha),
+    )
+    return [dict(r) for r in await cur.fetchall()]
+
+
+async def newer_posted(conn: Conn, r: ReviewRecord, number: int, requested_at: datetime) -> str | None:
+    """Serialise posts to one pull request (for the rest of the transaction) and answer the head
+    of an already posted review that was requested later than this one (None: go ahead)."""
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        (f"review-post:{r.repository_id}:{r.provider}:{number}",),
+    )
+    cur = await conn.execute(
+        "SELECT head_sha, requested_at FROM review_pull_requests"
+        " WHERE repository_id = %s AND provider = %s AND number = %s",
+        (r.repository_id, r.provider, number),
+    )
+    row = await cur.fetchone()
+    if row is None or row["head_sha"] == r.head_sha or row["requested_at"] <= requested_at:
+        return None
+    return str(row["head_sha"])
+
+
+async def posted_head(
+    conn: Conn, repository_id: UUID, provider: str, number: int
+) -> tuple[str, datetime] | None:
+    """The head the pull request's summary names, and when its review was requested."""
+    cur = await conn.execute(
+        "SELECT head_sha, requested_at FROM review_pull_requests"
+        " WHERE repository_id = %s AND provider = %s AND number = %s",
+        (repository_id, provider, number),
+    )
+    row = await cur.fetchone()
+    return (str(row["head_sha"]), row["requested_at"]) if row else None
+
+
+async def remember_posted(
+    conn: Conn, tenant_id: UUID, r: ReviewRecord, number: int, requested_at: datetime, summary_ref: str | None
+) -> None:
+    await conn.execute(
+        "INSERT INTO review_pull_requests (tenant_id, repository_id, provider, number, review_id, head_sha,"
+        " requested_at, summary_ref) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (tenant_id, repository_id, provider, number) DO UPDATE SET review_id = excluded.review_id,"
+        " head_sha = excluded.head_sha, requested_at = excluded.requested_at,"
+        " summary_ref = coalesce(excluded.summary_ref, review_pull_requests.summary_ref), posted_at = now()"
+        " WHERE review_pull_requests.requested_at <= excluded.requested_at",
+        (tenant_id, r.repository_id, r.provider, number, r.review_id, r.head_sha, requested_at, summary_ref),
+    )
+
+
+# ------------------------------------------------------------------------------------ feedback
+
+
+async def remember_threads(
+    conn: Conn, tenant_id: UUID, r: ReviewRecord, number: int, threads: dict[str, tuple[str, str | None]]
+) -> None:
+    """Where each inline finding lives on the provider (webhooks about it find it by these refs)."""
+    by_fp = {f.fingerprint: f for f in r.findings if f.fingerprint}
+    rows = [
+        (
+            tenant_id,
+            r.repository_id,
+            r.provider,
+            number,
+            fp,
+            thread,
+            comment,
+            r.review_id,
+            f.path,
+            f.category,
+            f.severity,
+        )
+        for fp, (thread, comment) in threads.items()
+        if (f := by_fp.get(fp)) is not None
+    ]
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO review_threads (tenant_id, repository_id, provider, number, fingerprint, thread_ref,"
+            " comment_ref, review_id, path, category, severity) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (tenant_id, repository_id, provider, number, fingerprint) DO UPDATE SET"
+            " thread_ref = excluded.thread_ref,"
+            " comment_ref = coalesce(excluded.comment_ref, review_threads.comment_ref)",
+            rows,
+        )
+
+
+async def record_code_changed(conn: Conn, tenant_id: UUID, r: ReviewRecord, number: int) -> list[str]:
+    """Feedback ``code_changed`` for the posted findings this review resolved (their anchor changed
+    or vanished); answers their categories (once per finding, however often this runs)."""
+    if not r.resolved:
+        return []
+    cur = await conn.execute(
+        "UPDATE review_threads SET state = 'resolved' WHERE repository_id = %s AND provider = %s AND number = %s"
+        " AND fingerprint = ANY(%s::text[]) AND state = 'open' RETURNING fingerprint, category",
+        (r.repository_id, r.provider, number, r.resolved),
+    )
+    changed = [(str(row["fingerprint"]), str(row["category"])) for row in await cur.fetchall()]
+    async with conn.cursor() as c:
+        await c.executemany(
+            "INSERT INTO review_feedback (tenant_id, feedback_id, repository_id, provider, number, fingerprint,"
+            " category, kind, source) VALUES (%s, %s, %s, %s, %s, %s, %s, 'code_changed', %s)"
+            " ON CONFLICT (tenant_id, source, fingerprint, kind) DO NOTHING",
+            [
+                (
+                    tenant_id,
+                    uuid7(),
+                    r.repository_id,
+                    r.provider,
+                    number,
+                    fp,
+                    category,
+                    f"review:{r.review_id}",
+                )
+                for fp, category in changed
+            ],
+        )
+    return [category for _, category in changed]

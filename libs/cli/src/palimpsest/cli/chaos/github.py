@@ -1,10 +1,11 @@
 """GitHub, as the soak meets it: signed webhook deliveries out, and the REST API reviews go to.
 
 The deliveries follow GitHub's documented ``push`` and ``pull_request`` shapes (trimmed to the
-fields a consumer reads, plus the identifying ones). The fake REST API serves ``GET`` and ``POST
-/repos/{owner}/{repo}/pulls/{number}/reviews`` on 127.0.0.1, checks the installation token in the
-``Authorization`` header (401 otherwise), and records every review posted, so the soak can prove
-that each review was posted exactly once.
+fields a consumer reads, plus the identifying ones). The fake REST API serves what the reviewer
+posts through (a summary issue comment edited in place per pull request, review comments per
+finding; see :class:`FakeGitHubAPI`) on 127.0.0.1, checks the installation token in the
+``Authorization`` header (401 otherwise), and records every post and edit, so the soak can prove
+that each pull request got one summary and each head was posted exactly once.
 """
 
 from __future__ import annotations
@@ -102,15 +103,40 @@ def pull_request_payload(
     }
 
 
+_SUMMARIES = re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/comments$")
+_SUMMARY_EDIT = re.compile(r"^/repos/([^/]+/[^/]+)/issues/comments/(\d+)$")
+_INLINE = re.compile(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/comments$")
+_SUMMARY = re.compile(r"<!-- palimpsest-summary head=([0-9a-f]{7,64}) -->")
+_FINDING = re.compile(r"<!-- palimpsest-finding fp=([0-9a-f]{32}) -->")
+
+
 @dataclass
 class FakeGitHubAPI:
-    """The pull-request reviews endpoints, recording what was posted (thread-safe)."""
+    """The endpoints the reviewer posts through, recording what was posted (thread-safe).
+
+    Summaries are issue comments (``GET|POST /repos/{o}/{r}/issues/{n}/comments``, ``PATCH
+    /repos/{o}/{r}/issues/comments/{id}``), findings review comments (``GET|POST
+    /repos/{o}/{r}/pulls/{n}/comments``); ``GET …/pulls/{n}/reviews`` lists the reviews of
+    earlier versions (legacy markers), ``POST /graphql`` answers review-thread queries. ``posts``
+    counts, per (repository, number, head), how often a summary was created or edited to name
+    that head; ``summaries_created`` how many summary comments each pull request got;
+    ``findings_posted`` how often each finding (fingerprint) was posted on a pull request.
+    """
 
     tokens: dict[str, str] = field(default_factory=dict)  # full name → the installation's token
-    reviews: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    reviews: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)  # legacy
+    summaries: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    inline: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     posts: Counter[tuple[str, int, str]] = field(default_factory=Counter)  # (repo, number, head) → posts
+    summaries_created: Counter[tuple[str, int]] = field(default_factory=Counter)
+    findings_posted: Counter[tuple[str, int, str]] = field(default_factory=Counter)
     unauthorized: int = 0
+    next_id: int = 1
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         api = self
@@ -129,44 +155,106 @@ class FakeGitHubAPI:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def _route(self) -> tuple[str, int] | None:
-                match = _REVIEWS.match(self.path.split("?", 1)[0])
-                if match is None:
+            def _route(self) -> tuple[str, str, int] | None:
+                """(kind, repository, number or comment id), answering 404/401 itself."""
+                path = self.path.split("?", 1)[0]
+                routes = (
+                    ("reviews", _REVIEWS),
+                    ("summaries", _SUMMARIES),
+                    ("summary", _SUMMARY_EDIT),
+                    ("inline", _INLINE),
+                )
+                found = next(((k, m) for k, p in routes if (m := p.match(path)) is not None), None)
+                if found is None:
+                    if path == "/graphql":
+                        return self._authorized("graphql", "", 0)
                     self._reply(404, {"message": "Not Found"})
                     return None
-                full_name, number = match.group(1), int(match.group(2))
-                expected = api.tokens.get(full_name)
+                kind, match = found
+                return self._authorized(kind, match.group(1), int(match.group(2)))
+
+            def _authorized(self, kind: str, full_name: str, number: int) -> tuple[str, str, int] | None:
                 given = self.headers.get("Authorization", "")
-                if expected is None or not hmac.compare_digest(given, f"Bearer {expected}"):
+                tokens = [api.tokens.get(full_name)] if full_name else list(api.tokens.values())
+                if not any(t and hmac.compare_digest(given, f"Bearer {t}") for t in tokens):
                     with api.lock:
                         api.unauthorized += 1
                     self._reply(401, {"message": "Bad credentials"})
                     return None
-                return full_name, number
+                return kind, full_name, number
+
+            def _body(self) -> dict[str, Any]:
+                length = int(self.headers.get("Content-Length") or 0)
+                data = json.loads(self.rfile.read(length) or b"{}")
+                return data if isinstance(data, dict) else {}
 
             def do_GET(self) -> None:
                 route = self._route()
-                if route is not None:
-                    with api.lock:
-                        existing = list(api.reviews.get(route, []))
-                    self._reply(200, existing)
+                if route is None:
+                    return
+                kind, full_name, number = route
+                store = {"reviews": api.reviews, "summaries": api.summaries, "inline": api.inline}.get(kind)
+                if store is None:
+                    self._reply(404, {"message": "Not Found"})
+                    return
+                with api.lock:
+                    self._reply(200, list(store.get((full_name, number), [])))
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
+                body = self._body()
                 route = self._route()
                 if route is None:
                     return
-                body = json.loads(raw or b"{}")
-                marker = _MARKER.search(str(body.get("body") or ""))
-                if body.get("event") != "COMMENT" or marker is None or not body.get("commit_id"):
-                    self._reply(422, {"message": "Validation Failed"})
-                    return
+                kind, full_name, number = route
+                text = str(body.get("body") or "")
                 with api.lock:
-                    review = {"id": sum(len(v) for v in api.reviews.values()) + 1, "body": body["body"]}
-                    api.reviews.setdefault(route, []).append(review)
-                    api.posts[(route[0], route[1], marker.group(1))] += 1
-                self._reply(200, review)
+                    if kind == "graphql":
+                        self._reply(
+                            200, {"data": {"repository": {"pullRequest": {"reviewThreads": {"nodes": []}}}}}
+                        )
+                    elif kind == "summaries" and _SUMMARY.search(text):
+                        made = {"id": api._new_id(), "body": text}
+                        api.summaries.setdefault((full_name, number), []).append(made)
+                        api.summaries_created[(full_name, number)] += 1
+                        api.posts[(full_name, number, _SUMMARY.search(text).group(1))] += 1  # type: ignore[union-attr]
+                        self._reply(201, made)
+                    elif (
+                        kind == "inline"
+                        and _FINDING.search(text)
+                        and body.get("commit_id")
+                        and body.get("line")
+                    ):
+                        made = {
+                            "id": api._new_id(),
+                            "body": text,
+                            "path": body.get("path"),
+                            "line": body["line"],
+                        }
+                        api.inline.setdefault((full_name, number), []).append(made)
+                        api.findings_posted[(full_name, number, _FINDING.search(text).group(1))] += 1  # type: ignore[union-attr]
+                        self._reply(201, made)
+                    else:
+                        self._reply(422, {"message": "Validation Failed"})
+
+            def do_PATCH(self) -> None:
+                body = self._body()
+                route = self._route()
+                if route is None:
+                    return
+                kind, full_name, ident = route
+                text = str(body.get("body") or "")
+                marker = _SUMMARY.search(text)
+                with api.lock:
+                    for (name, number), items in api.summaries.items():
+                        for item in items:
+                            if kind == "summary" and name == full_name and item["id"] == ident and marker:
+                                before = _SUMMARY.search(item["body"])
+                                item["body"] = text
+                                if before is None or before.group(1) != marker.group(1):
+                                    api.posts[(name, number, marker.group(1))] += 1
+                                self._reply(200, item)
+                                return
+                    self._reply(404 if marker else 422, {"message": "Not Found"})
 
         return Handler
 

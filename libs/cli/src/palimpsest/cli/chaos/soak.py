@@ -6,6 +6,10 @@ earlier deliveries (same ``X-GitHub-Delivery``), and pushes held back and sent a
 (out of order). Senders behave like a provider that redelivers: a connection error, a timeout or
 a 5xx is retried with the same delivery id until it is answered.
 
+Reviews get a deterministic model (:mod:`palimpsest.cli.chaos.model`, one finding on the first
+added line of the diff under review), so findings are posted inline, kept across pushes and
+redeliveries, and must never be posted twice; the summary comment is edited in place.
+
 Faults, spread over the sending phase by progress: the outbox relays of every service process
 are paused (SIGUSR1) and resumed (SIGUSR2); random service processes are killed with SIGKILL (the
 supervisor restarts them); the embedded NATS server is killed and restarted once; the embedded
@@ -33,6 +37,7 @@ from typing import Any
 import httpx
 
 from palimpsest.cli.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
+from palimpsest.cli.chaos.model import MODEL, ChaosModel, serving_model
 from palimpsest.cli.chaos.repos import ChaosRepo
 from palimpsest.cli.chaos.verify import Expectations, Tenant, verify
 from palimpsest.cli.output import progress
@@ -66,7 +71,7 @@ class Delivery:
     tenant: str
     body: bytes
     repo: ChaosRepo
-    kind: str  # push | pr_open | pr_sync | redelivery | late_push | hostile:<what>
+    kind: str  # push | pr_open | pr_sync | pr_again | redelivery | late_push | hostile:<what>
     expect: int | None = None  # hostile deliveries: the status they must get (and no event)
     secret: str | None = None  # hostile deliveries: signed with this instead of the tenant's secret
     status: int | None = None
@@ -99,17 +104,24 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
     settings = settings.model_copy(update={"home": home})
     rng = random.Random(cfg.seed)  # noqa: S311 - a reproducible schedule, not security
     api = FakeGitHubAPI()
+    model = ChaosModel(key="sk-chaos-" + secrets.token_urlsafe(18))
     servers = Servers()
     progress(f"chaos: home {home}")
-    with serving(api) as api_url:
+    with serving(api) as api_url, serving_model(model) as model_url:
         env = {
             "PALIMPSEST_REVIEW_GITHUB_API_URL": api_url,
+            # reviews (only) get a model: findings are posted inline and must never be posted twice
+            "PALIMPSEST_LLM_REVIEW_MODEL": MODEL,
+            "PALIMPSEST_LLM_API_BASE": model_url,
+            "PALIMPSEST_LLM_API_KEY": model.key,
             "PALIMPSEST_RETRY_DELAYS_S": "[0.5, 1, 2, 4]",
             "PALIMPSEST_ALLOW_LOCAL_SOURCES": "true",  # the soak's repositories are local paths
         }
         async with (
             open_stack(settings, servers=servers) as stack,
-            supervised(settings, stack, extra_env=env) as sup,
+            # a port of its own unless one is configured: the ingest is killed and restarted, and on
+            # a shared machine a fixed port (8080) can be taken by another process meanwhile
+            supervised(settings, stack, extra_env=env, ingest_port=_ingest_port()) as sup,
             httpx.AsyncClient(timeout=30.0) as http,
         ):
             tenants = await _tenants(sup, http, rng)
@@ -125,6 +137,9 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
             report = await verify(run.stack, run.sup, run.tenants, run.repos, run.api, expectations, cfg)
         for name, p in sup.processes.items():
             report.setdefault("process_starts", {})[name] = p.starts
+    report["model_calls"] = model.calls
+    if model.refused:
+        report["discrepancies"].append(f"the review model refused {model.refused} call(s) (wrong key)")
     report.update(
         {
             "repos": cfg.repos,
@@ -145,6 +160,15 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
 
 
 # ------------------------------------------------------------------------------------ setup
+
+
+def _ingest_port() -> int | None:
+    """The configured PALIMPSEST_INGEST_PORT (None: the supervisor's rule), else a free port."""
+    import os
+
+    from palimpsest.cli.embedded import free_port
+
+    return None if os.environ.get("PALIMPSEST_INGEST_PORT") else free_port()
 
 
 async def _call(http: httpx.AsyncClient, method: str, url: str, token: str, body: Any = None) -> Any:
@@ -286,13 +310,14 @@ async def _wait_first_snapshots(run: Run, timeout_s: float = 600.0) -> None:
 def _plan(cfg: ChaosConfig, repos: list[ChaosRepo], rng: random.Random) -> list[tuple[str, ChaosRepo]]:
     """The kind of each delivery, in sending order (redeliveries and late pushes included)."""
     kinds = ["push"] * 40 + ["pr_open"] * 14 + ["pr_sync"] * 20 + ["redelivery"] * 16 + ["late_push"] * 10
+    kinds += ["pr_again"] * 10  # the same head asked for again (a new delivery): answered, never reposted
     kinds += ["hostile"] * 5
     plan: list[tuple[str, ChaosRepo]] = []
     opened: set[str] = set()
     for _ in range(cfg.deliveries):
         repo = rng.choice(repos)
         kind = rng.choice(kinds)
-        if kind == "pr_sync" and repo.name not in opened:
+        if kind in ("pr_sync", "pr_again") and repo.name not in opened:
             kind = "pr_open"
         if kind == "pr_open":
             opened.add(repo.name)
@@ -365,6 +390,10 @@ async def _make(
             number = run.rng.choice(sorted(repo.prs))
             base, head = await asyncio.to_thread(repo.update_pr, number)
             action = "synchronize"
+        elif kind == "pr_again" and repo.prs:
+            number = run.rng.choice(sorted(repo.prs))
+            base, head = repo.prs[number]
+            action = "reopened"
         else:
             number = pr_numbers.get(repo.name, 0) + 1
             pr_numbers[repo.name] = number

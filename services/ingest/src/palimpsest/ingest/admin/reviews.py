@@ -33,8 +33,9 @@ from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.diffcheck import check_unified_diff
 from palimpsest.ingest.errors import NotFound
 from palimpsest.ingest.read_models import ReviewCreate
+from palimpsest.ingest.store import review_feedback
 
-__all__ = ["request_review", "review", "reviews"]
+__all__ = ["feedback", "request_review", "review", "reviews"]
 
 
 async def reviews(
@@ -43,6 +44,18 @@ async def reviews(
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
         return await list_reviews(conn, repository_id, limit=limit, before=before)
+
+
+async def feedback(
+    ctx: IngestContext, scope: Scope, repository_id: UUID, *, limit: int, before: UUID | None
+) -> dict[str, Any]:
+    """What happened to the repository's posted findings: acceptance per category, the events."""
+    async with scoped_tx(ctx, scope) as conn:
+        await require_repository(conn, repository_id)
+        return {
+            "acceptance": await review_feedback.acceptance(conn, repository_id),
+            "items": await review_feedback.list_feedback(conn, repository_id, limit=limit, before=before),
+        }
 
 
 async def review(ctx: IngestContext, scope: Scope, review_or_request_id: UUID) -> dict[str, Any]:

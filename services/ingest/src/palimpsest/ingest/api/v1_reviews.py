@@ -9,7 +9,15 @@ from fastapi import APIRouter, Query, status
 
 from palimpsest.ingest.admin import reviews
 from palimpsest.ingest.api.deps import Ctx, ReadScope, ReviewScope
-from palimpsest.ingest.read_models import Review, ReviewCreate, ReviewItem, ReviewPage, ReviewRequest
+from palimpsest.ingest.read_models import (
+    FeedbackItem,
+    FeedbackPage,
+    Review,
+    ReviewCreate,
+    ReviewItem,
+    ReviewPage,
+    ReviewRequest,
+)
 
 router = APIRouter(prefix="/v1/tenants/{tenant_id}", tags=["reviews"])
 
@@ -26,6 +34,25 @@ async def list_reviews(
     rows = await reviews.reviews(ctx, scope, repository_id, limit=limit, before=before)
     items = [ReviewItem.model_validate(r) for r in rows]
     return ReviewPage(items=items, next_before=items[-1].review_id if len(items) == limit else None)
+
+
+@router.get("/repositories/{repository_id}/review-feedback")
+async def list_feedback(
+    repository_id: UUID,
+    ctx: Ctx,
+    scope: ReadScope,
+    before: UUID | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> FeedbackPage:
+    """What happened to the repository's posted findings (resolved, replied to, reacted to, code
+    changed at the anchor), newest first, with acceptance per category."""
+    found = await reviews.feedback(ctx, scope, repository_id, limit=limit, before=before)
+    items = [FeedbackItem.model_validate(r) for r in found["items"]]
+    return FeedbackPage(
+        acceptance=found["acceptance"],
+        items=items,
+        next_before=items[-1].feedback_id if len(items) == limit else None,
+    )
 
 
 @router.get("/reviews/{review_id}")

@@ -15,6 +15,7 @@ malformed, 413 too large); an `Ignored` intent is answered 202.
 from palimpsest.ingest.webhooks._payload import decode_payload
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import (
+    FeedbackIntent,
     Ignored,
     IndexCandidates,
     IndexIntent,
@@ -35,6 +36,7 @@ from palimpsest.ingest.webhooks.signatures import verify_hmac_sha256, verify_tok
 
 __all__ = [
     "PROVIDERS",
+    "FeedbackIntent",
     "Ignored",
     "IndexCandidates",
     "IndexIntent",

@@ -14,6 +14,7 @@ from palimpsest.ingest.webhooks._payload import Node
 
 MAX_CHANGED_PATHS = 5000
 _REVIEW_WORD = re.compile(r"\breview\b", re.IGNORECASE)
+_FULL_REVIEW = re.compile(r"\breview\s+full\b|\bfull\s+review\b", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
@@ -61,15 +62,28 @@ def _unquoted_lines(text: str) -> Iterable[str]:
             yield line
 
 
-def requests_review(comment: str, bot_name: str) -> bool:
-    """True when the comment mentions the bot ('@name' or '@{name}') and says "review"."""
+def _asked(comment: str, bot_name: str) -> str | None:
+    """The comment's own words past the bot's mentions, when it mentions the bot (else None)."""
     handle = bot_handle(bot_name)
     if not handle:
-        return False
+        return None
     name = re.escape(handle)
     mention = re.compile(rf"(?<![\w@/.-])@(?:{name}|\{{{name}\}})(?:\[bot\])?(?![\w-])", re.IGNORECASE)
     own_words = "\n".join(_unquoted_lines(comment))
     if mention.search(own_words) is None:
-        return False
+        return None
     # The bot's own name may contain "review" (palimpsest-review): look past the mentions.
-    return _REVIEW_WORD.search(mention.sub(" ", own_words)) is not None
+    return mention.sub(" ", own_words)
+
+
+def requests_review(comment: str, bot_name: str) -> bool:
+    """True when the comment mentions the bot ('@name' or '@{name}') and says "review"."""
+    words = _asked(comment, bot_name)
+    return words is not None and _REVIEW_WORD.search(words) is not None
+
+
+def requests_full_review(comment: str, bot_name: str) -> bool:
+    """True when the comment asks the bot for a full review ('@bot review full', '@bot full review'):
+    the whole pull request, not only the commits since the last review."""
+    words = _asked(comment, bot_name)
+    return words is not None and _FULL_REVIEW.search(words) is not None

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Final
 
+from palimpsest.ingest.webhooks import feedback
 from palimpsest.ingest.webhooks._payload import (
     Node,
     clip,
@@ -26,7 +28,7 @@ from palimpsest.ingest.webhooks._payload import (
     parse_timestamp,
     required_header,
 )
-from palimpsest.ingest.webhooks._rules import is_bot_author, requests_review
+from palimpsest.ingest.webhooks._rules import is_bot_author, requests_full_review, requests_review
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import (
     Ignored,
@@ -249,13 +251,23 @@ def _comment(payload: Node, _event: str, bot_name: str) -> tuple[RepoRef | None,
         return repo, Ignored("comment written by the bot")
     if pull.string("state") != "OPEN":
         return repo, Ignored("pull request is not open")
-    if not requests_review(comment.node("content").text("raw"), bot_name):
-        return repo, Ignored(f"comment does not ask @{clip(bot_name)} for a review")
-    return repo, _review(repo, pull, trigger="comment", comment_id=comment.ident("id"), requested_by=name)
+    text = comment.node("content").text("raw")
+    if not requests_review(text, bot_name):
+        reply = feedback.bitbucket_reply(payload, repo, name)  # a reply to a finding's comment?
+        return repo, reply or Ignored(f"comment does not ask @{clip(bot_name)} for a review")
+    intent = _review(repo, pull, trigger="comment", comment_id=comment.ident("id"), requested_by=name)
+    return repo, replace(intent, full=requests_full_review(text, bot_name))
+
+
+def _resolution(payload: Node, event: str, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+    repo = _repo(payload.node("repository"))
+    return repo, feedback.bitbucket_resolution(payload, repo, event, _account_name(payload.opt_node("actor")))
 
 
 _HANDLERS: Final[dict[str, Handler]] = {
     "repo:push": _push,
+    "pullrequest:comment_resolved": _resolution,
+    "pullrequest:comment_reopened": _resolution,
     "pullrequest:created": _pull_request,
     "pullrequest:updated": _pull_request,
     "pullrequest:fulfilled": _pull_request,  # merged: ignored with the state as the reason

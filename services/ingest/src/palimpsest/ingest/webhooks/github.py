@@ -1,8 +1,9 @@
 """GitHub webhooks: verify `X-Hub-Signature-256`, then turn a delivery into an intent.
 
 Shapes follow GitHub's "Webhook events and payloads" reference. Handled events: `ping`,
-`push`, `pull_request`, `issue_comment`, `installation`, `installation_repositories`; any
-other event is `Ignored`. `X-GitHub-Delivery` is the idempotency key (a redelivery reuses it).
+`push`, `pull_request`, `issue_comment`, `installation`, `installation_repositories`, and, as
+feedback on posted findings, `pull_request_review_thread` and `pull_request_review_comment`
+(see `feedback`); any other event is `Ignored`. `X-GitHub-Delivery` is the idempotency key (a redelivery reuses it).
 
 The secret is looked up by `installation_key` before verifying: a GitHub App delivery names
 its installation in the payload (`installation.id`); App-level deliveries (the App's `ping`)
@@ -18,6 +19,7 @@ from datetime import datetime
 from typing import Final
 from urllib.parse import urlsplit
 
+from palimpsest.ingest.webhooks import feedback
 from palimpsest.ingest.webhooks._payload import (
     Node,
     clip,
@@ -28,7 +30,12 @@ from palimpsest.ingest.webhooks._payload import (
     parse_timestamp,
     required_header,
 )
-from palimpsest.ingest.webhooks._rules import collect_paths, is_bot_author, requests_review
+from palimpsest.ingest.webhooks._rules import (
+    collect_paths,
+    is_bot_author,
+    requests_full_review,
+    requests_review,
+)
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import (
     Ignored,
@@ -300,6 +307,7 @@ def _issue_comment(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent
         trigger="comment",
         comment_id=comment.ident("id"),
         requested_by=login,
+        full=requests_full_review(comment.text("body"), bot_name),
     )
 
 
@@ -330,8 +338,20 @@ def _installation_repositories(payload: Node, _bot_name: str) -> tuple[RepoRef |
     return None, ReposChanged(installation_id, added=added, removed=removed)
 
 
+def _review_thread(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
+    repo = _repo(payload.node("repository"))
+    return repo, feedback.github_thread(payload, repo, bot_name)
+
+
+def _review_comment(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
+    repo = _repo(payload.node("repository"))
+    return repo, feedback.github_review_comment(payload, repo, bot_name)
+
+
 _HANDLERS: Final[dict[str, Handler]] = {
     "ping": _ping,
+    "pull_request_review_thread": _review_thread,
+    "pull_request_review_comment": _review_comment,
     "push": _push,
     "pull_request": _pull_request,
     "issue_comment": _issue_comment,

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Final
 
+from palimpsest.ingest.webhooks import feedback
 from palimpsest.ingest.webhooks._payload import (
     Node,
     clip,
@@ -27,7 +28,12 @@ from palimpsest.ingest.webhooks._payload import (
     parse_timestamp,
     required_header,
 )
-from palimpsest.ingest.webhooks._rules import collect_paths, is_bot_author, requests_review
+from palimpsest.ingest.webhooks._rules import (
+    collect_paths,
+    is_bot_author,
+    requests_full_review,
+    requests_review,
+)
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import (
     Ignored,
@@ -264,7 +270,8 @@ def _note(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
     if request.string("state") != "opened":
         return repo, Ignored("merge request is not open")
     if not requests_review(attributes.text("note"), bot_name):
-        return repo, Ignored(f"comment does not ask @{clip(bot_name)} for a review")
+        reply = feedback.gitlab_reply(payload, repo)  # a reply in a finding's discussion?
+        return repo, reply or Ignored(f"comment does not ask @{clip(bot_name)} for a review")
     last_commit = request.opt_node("last_commit")
     return repo, ReviewIntent(
         repo=repo,
@@ -279,11 +286,18 @@ def _note(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
         trigger="comment",
         comment_id=attributes.ident("id"),
         requested_by=username,
+        full=requests_full_review(attributes.text("note"), bot_name),
     )
+
+
+def _emoji(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
+    repo = _repo(payload.node("project"))
+    return repo, feedback.gitlab_emoji(payload, repo, bot_name)
 
 
 _HANDLERS: Final[dict[str, Handler]] = {
     "Push Hook": _push,
+    "Emoji Hook": _emoji,
     "Tag Push Hook": _tag_push,
     "Merge Request Hook": _merge_request,
     "Note Hook": _note,

@@ -88,6 +88,26 @@ class ReviewIntent:
     trigger: ReviewTrigger
     comment_id: str | None
     requested_by: str | None
+    full: bool = False  # the comment asked for a full review ('@bot review full')
+
+
+FeedbackKind = Literal["resolved", "unresolved", "reply", "reaction"]
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackIntent:
+    """Something a person did to a comment that may be one of the reviewer's findings: resolved or
+    reopened its thread, replied to it, reacted to it. ``refs`` are the provider's ids that may
+    identify the finding's thread (comment, discussion or note ids); ``fingerprint`` is read from
+    the finding's marker when the payload carries the comment's text."""
+
+    repo: RepoRef
+    number: int
+    kind: FeedbackKind
+    refs: tuple[str, ...]
+    fingerprint: str | None
+    actor: str | None
+    detail: str | None = None  # a reaction's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +138,9 @@ class Suspension:
     suspended: bool
 
 
-Intent = IndexIntent | IndexCandidates | ReviewIntent | ReposChanged | Ping | Ignored | Suspension
+Intent = (
+    IndexIntent | IndexCandidates | ReviewIntent | FeedbackIntent | ReposChanged | Ping | Ignored | Suspension
+)
 
 
 @dataclass(frozen=True, slots=True)
