@@ -258,3 +258,23 @@ async def test_code_in_a_blog_folder_or_named_like_a_changelog_is_code(tmp_path:
     assert history.identifier("render_entry") is not None  # an app's blog/ package is code
     assert history.identifier("warn_deprecated") is not None
     assert history.identifier("not_code_entry") is None  # a changelog without extension is not
+
+
+async def test_a_name_only_ever_a_method_is_proved_as_a_member(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2011-01-01",
+        {
+            "celery/concurrency/threads.py": "class Pool:\n    def do_work(self):\n        pass\n",
+            "celery/conf.py": "def get_queues():\n    return []\n",
+            "funtests/stress/templates.py": "def use_template(name):\n    return name\n",
+        },
+    )
+    last = commit(repo, "2011-04-02", {"celery/concurrency/threads.py": "\n", "celery/conf.py": "\n"})
+    names = {"do_work", "get_queues", "use_template"}
+    history = await read_history(repo, last, names, head_paths=_paths(repo))
+    method, function = history.identifier("do_work"), history.identifier("get_queues")
+    assert method is not None and method.how == "member"
+    assert function is not None and function.how == "defined"
+    assert history.identifier("use_template") is None  # functional tests are tests

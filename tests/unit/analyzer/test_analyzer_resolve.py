@@ -279,3 +279,31 @@ def test_a_shell_session_names_commands_not_definitions() -> None:
     kotlin = _Mention("README.md", 220, "mention", "newCall", "identifier", "fence:kotlin")
     assert not _checked_identifier(shell, set(), languages, tree)
     assert _checked_identifier(kotlin, set(), languages, tree)
+
+
+def test_an_example_s_own_names_are_not_the_repository_s() -> None:
+    tree = _Tree.of(["celery/app/task.py", "docs/faq.rst"])
+    imported = "    >>> from myapp.tasks import MyPeriodicTask\n    >>> MyPeriodicTask.delay()\n"
+    mention = _Mention("docs/faq.rst", 340, "mention", "MyPeriodicTask", "identifier", "fence:python")
+    assert _about_something_else(mention, imported, tree)  # imported from the reader's own package
+    ours = "    >>> from celery.app.task import MyPeriodicTask\n"
+    assert not _about_something_else(mention, ours, tree)
+
+    claims = Claims()
+    bare = _Mention("docs/userguide/workers.rst", 765, "mention", "do_work", "identifier", "fence:python")
+    key = _Mention(
+        "docs/tutorials/task-cookbook.rst", 70, "mention", "feed_url", "identifier", "fence:python"
+    )
+    claims.claims += [
+        Claim(bare, "missing_identifier", "`do_work`", ("do_work",), bare_call=True),
+        Claim(key, "missing_identifier", "`feed_url`", ("feed_url",)),
+    ]
+    history = _history(do_work="celery/concurrency/threads.py", feed_url="celery/task/sets.py")
+    history.identifiers["do_work"].how = "member"
+    history.identifiers["feed_url"].how = "read"
+    judged = judge(claims, history, list_unverified=True)
+    assert judged.findings == []
+    assert {u["why"].split(":")[0] for u in judged.unverified} == {
+        "a method of this repository called as a plain function",
+        "a quoted name in an example (its own data, not a setting of this repository)",
+    }

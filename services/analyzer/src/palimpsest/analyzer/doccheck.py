@@ -123,6 +123,7 @@ class Claim:
     kind: FindingKind
     shown: str  # the claim as the report shows it
     lookups: tuple[str, ...]  # paths (resolved forms) or the identifier's name
+    bare_call: bool = False  # identifiers in examples: called as a plain function on the line
 
 
 @dataclass(slots=True)
@@ -176,7 +177,13 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
             mention, line, text, tree
         ):
             out.claims.append(
-                Claim(mention, "missing_identifier", f"`{mention.name}`", (_last(mention.name),))
+                Claim(
+                    mention,
+                    "missing_identifier",
+                    f"`{mention.name}`",
+                    (_last(mention.name),),
+                    bare_call=_called_bare(mention, line),
+                )
             )
     return out
 
@@ -190,6 +197,12 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> bool:
     last = _last(mention.name)
     if last in defined_names(_STUB.sub("", text).encode(), {last}):
         return True
+    for imported in re.finditer(
+        rf"^[ \t>.]*from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\b{re.escape(last)}\b", text, re.M
+    ):
+        root = imported.group(1).split(".")[0]
+        if root and not tree.has_stem(root) and root not in _STANDARD_LIBRARIES:
+            return True  # ``from myapp.tasks import MyPeriodicTask``: the reader's own code
     if _SEGMENTS.search(mention.name):
         return False  # qualified: its root was already checked against the repository
     written = {next((g for g in m.groups() if g), "") for m in _IMPORT.finditer(text)}
@@ -219,6 +232,14 @@ async def _doc_texts(
         for offset, line in enumerate(row["content"].split("\n")):
             lines[(doc, row["start_line"] + offset)] = line
     return {doc: "\n".join(parts) for doc, parts in texts.items()}, lines
+
+
+def _called_bare(mention: _Mention, line: str) -> bool:
+    """An example calls the name as a plain function (``do_work()``), never as an attribute."""
+    if not (mention.source or "").startswith("fence") or not line:
+        return False
+    name = re.escape(mention.name)
+    return bool(re.search(rf"(?<![\w$.]){name}\s*\(", line)) and not re.search(rf"\.{name}(?![\w$])", line)
 
 
 def _foreign_attribute(mention: _Mention, line: str, text: str, tree: _Tree) -> bool:
@@ -330,6 +351,10 @@ def _not_about_the_code(claim: Claim, evidence: Evidence) -> str | None:
         return None
     if evidence.written_while_existed is False:
         return "written after the definition was removed"
+    if evidence.how == "read" and (claim.mention.source or "").startswith("fence"):
+        return "a quoted name in an example (its own data, not a setting of this repository)"
+    if evidence.how == "member" and claim.bare_call:
+        return "a method of this repository called as a plain function: the example's own"
     if evidence.how == "read" and evidence.reader_deleted:
         # an installer script moved to a repository of its own still reads POETRY_VERSION: a
         # setting only a deleted file read may well live on elsewhere (a definition is named

@@ -76,6 +76,7 @@ _NOT_CODE_DIRS = frozenset(
         "node_modules",
         # tests: a doc naming a test's helper claims nothing about the product
         "test", "tests", "testing", "testsuite", "test_suite", "__tests__", "spec", "specs",
+        "funtests", "functests", "functional_tests",
     }
 )  # fmt: skip
 _TEST_FILE = re.compile(
@@ -108,7 +109,7 @@ class Evidence:
     removed_at: datetime
     renamed_to: str | None = None
     seen_in: str | None = None  # the code file that defined an identifier at last_seen
-    how: str = "defined"  # identifiers: "defined" there, or "read" as a key (a quoted setting name)
+    how: str = "defined"  # identifiers: "defined" there, "member" (only as a method), or "read" as a key
     reader_deleted: bool = False  # identifiers: the removing commit deleted the file (not changed it)
     line_commit: str | None = None  # the commit that first named it in the doc (pickaxe, else blame)
     line_written_at: datetime | None = None
@@ -362,6 +363,7 @@ class _Walker:
         self.batch: list[_Commit] = []
         self.cache: dict[str, frozenset[str]] = {}  # blob id → candidate names it defines or reads
         self.read_only: dict[str, frozenset[str]] = {}  # blob id → names it only quotes as keys
+        self.members_only: dict[str, frozenset[str]] = {}  # blob id → names it defines only as methods
 
     async def add(self, commit: _Commit) -> None:
         self.history.commits += 1
@@ -436,10 +438,12 @@ class _Walker:
             async for sha, content in read_blobs(self.git_dir, blobs, missing_ok=True, lazy_fetch=False):
                 self.history.blobs_read += 1
                 self.history.bytes_read += len(content)
-                defined, read = matcher.scan(content)
+                defined, read, members = matcher.scan(content)
                 self.cache[sha] = defined | read
                 if read:
                     self.read_only[sha] = read
+                if members:
+                    self.members_only[sha] = members
                 if self.history.bytes_read > self.max_bytes:
                     self.history.complete = False
                     break
@@ -462,8 +466,13 @@ class _Walker:
                     new_blob=_blob(entry.new_blob),
                     old_blob=entry.old_blob,
                     siblings=_siblings(commit, entry),
-                    how="read" if name in self.read_only.get(entry.old_blob, ()) else "defined",
+                    how=self._how(name, entry.old_blob),
                 )
+
+    def _how(self, name: str, blob: str) -> str:
+        if name in self.read_only.get(blob, ()):
+            return "read"
+        return "member" if name in self.members_only.get(blob, ()) else "defined"
 
     async def _renamed_definitions(self) -> None:
         """A removed name whose file, in the same commit, gained a definition in its place; or,
@@ -564,42 +573,63 @@ class _Matcher:
     def defined(self, content: bytes) -> frozenset[str]:
         return self.scan(content)[0]
 
-    def scan(self, content: bytes) -> tuple[frozenset[str], frozenset[str]]:
+    def scan(self, content: bytes) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
         """The candidate names ``content`` defines, and the setting-like ones it only reads by
         quoting them (``settings["friendfeed_consumer_key"]``, ``os.environ.get("ETCDCTL_ENDPOINT")``):
         no definition names a setting, yet the code reading the key is what the doc describes.
-        Only names with an underscore and eight or more characters: a quoted plain word is data."""
+        Only names with an underscore and eight or more characters: a quoted plain word is data.
+        Third: the defined names that are only ever methods (a ``def`` indented in a class)."""
+        empty: frozenset[str] = frozenset()
         if self.pattern is None or self.probe is None or len(content) > MAX_BLOB_SIZE:
-            return frozenset(), frozenset()
+            return empty, empty, empty
         if b"\0" in content[:8000]:
-            return frozenset(), frozenset()
+            return empty, empty, empty
         tokens = set(self.probe.findall(content))
         if not tokens:
-            return frozenset(), frozenset()
-        found = self._defined(content, tokens)
+            return empty, empty, empty
+        members: set[bytes] = set()
+        found = self._defined(content, tokens, members)
         keys = [t for t in tokens - found if _KEY_LIKE.match(t)]
         read: set[bytes] = set()
         if keys:  # the few candidates this blob has: a small pattern, one pass
             quoted = re.compile(rb"([\"'`])(" + b"|".join(re.escape(k) for k in keys) + rb")\1")
             read = {m.group(2) for m in quoted.finditer(content)}
-        return _decoded(found), _decoded(read)
+        return _decoded(found), _decoded(read), _decoded(members & found)
 
-    def _defined(self, content: bytes, tokens: set[bytes]) -> set[bytes]:
+    def _defined(self, content: bytes, tokens: set[bytes], members: set[bytes]) -> set[bytes]:
+        """The candidates ``content`` defines; ``members`` gets those defined only as methods."""
         assert self.pattern is not None
         out: set[bytes] = set()
+        top: set[bytes] = set()
         for match in self.pattern.finditer(content):
             kind = match.group("type")
             if kind is not None and kind.strip() in _NOT_A_TYPE:
                 continue
             if _local(content, match):
                 continue
-            out.add(
+            name = (
                 match.group("keyword") or match.group("assigned") or match.group("method") or match["field"]
             )
+            out.add(name)
+            (members if _method(content, match) else top).add(name)
         found = out & tokens
         if found:
             found -= _imported(content, found)
+        members -= top  # defined at the top level somewhere in the file too: a function
         return found
+
+
+def _method(content: bytes, match: re.Match[bytes]) -> bool:
+    """A ``def``/``func``/``fn``/``function`` indented under something: a method (or a nested
+    function), which an example can only reach through an object."""
+    if not match.group("keyword"):
+        return False
+    start = content.rfind(b"\n", 0, match.start()) + 1
+    line = content[start : match.start("keyword")]
+    return line[:1] in (b" ", b"\t") and _FUNCTION_KEYWORD.search(line) is not None
+
+
+_FUNCTION_KEYWORD = re.compile(rb"\b(?:def|func|fn|function|fun|sub)\s")
 
 
 def _decoded(names: set[bytes]) -> frozenset[str]:
