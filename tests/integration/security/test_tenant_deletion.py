@@ -47,8 +47,9 @@ from tests.support.servers import ServerSet
 from tests.support.tenant_tables import tenant_tables
 
 # tables no flow of this test fills — they need routes and budgets an operator sets by SQL, an
-# embedding model, a failure, a documentation claim the doc check resolves, or the analyzer's
-# debounce timer: one row each by SQL
+# embedding model, a failure, a documentation claim the doc check resolves, the analyzer's
+# debounce timer, or a review posted to a provider's pull request and its threads' feedback (the
+# review here is a local one): one row each by SQL
 NO_FLOW = (
     "llm_routes",
     "llm_budgets",
@@ -57,6 +58,9 @@ NO_FLOW = (
     "code_chunk_embeddings",
     "analysis_schedule",
     "doc_findings",
+    "review_pull_requests",
+    "review_threads",
+    "review_feedback",
 )
 
 
@@ -118,6 +122,22 @@ async def _no_flow_rows(infra: Infra, tenant: UUID) -> None:
         await conn.execute(
             "INSERT INTO analysis_schedule (tenant_id, repository_id, snapshot_id, due_at)"
             " SELECT tenant_id, repository_id, snapshot_id, now() FROM code_index_snapshots LIMIT 1"
+        )
+        posted = "SELECT tenant_id, repository_id, 'github', 7, {} FROM reviews LIMIT 1"
+        await conn.execute(
+            "INSERT INTO review_pull_requests (tenant_id, repository_id, provider, number, review_id, head_sha,"
+            " requested_at) " + posted.format("review_id, repeat('a', 40), now()")
+        )
+        await conn.execute(
+            "INSERT INTO review_threads (tenant_id, repository_id, provider, number, fingerprint, thread_ref,"
+            " review_id, path, category, severity) "
+            + posted.format("repeat('f', 32), 'thread-1', review_id, 'src/app.py', 'bug', 'minor'")
+        )
+        await conn.execute(
+            "INSERT INTO review_feedback (tenant_id, feedback_id, repository_id, provider, number, fingerprint,"
+            " category, kind, source) SELECT tenant_id, %s, repository_id, 'github', 7, repeat('f', 32), 'bug',"
+            " 'resolved', 'delivery:x' FROM reviews LIMIT 1",
+            (uuid7(),),
         )
         await conn.execute(
             "INSERT INTO dead_letters (consumer, stream_seq, subject, tenant_id, payload, deliveries)"
