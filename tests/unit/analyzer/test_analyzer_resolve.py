@@ -282,28 +282,36 @@ def test_a_shell_session_names_commands_not_definitions() -> None:
 
 
 def test_an_example_s_own_names_are_not_the_repository_s() -> None:
-    tree = _Tree.of(["celery/app/task.py", "docs/faq.rst"])
+    tree = _Tree.of(["celery/app/task.py", "examples/app/myapp.py", "docs/faq.rst"])
     imported = "    >>> from myapp.tasks import MyPeriodicTask\n    >>> MyPeriodicTask.delay()\n"
     mention = _Mention("docs/faq.rst", 340, "mention", "MyPeriodicTask", "identifier", "fence:python")
     assert _about_something_else(mention, imported, tree)  # imported from the reader's own package
     ours = "    >>> from celery.app.task import MyPeriodicTask\n"
     assert not _about_something_else(mention, ours, tree)
 
+    def claim(name: str, **flags: bool) -> Claim:
+        mention = _Mention("docs/guide.rst", 10, "mention", name, "identifier", "fence:python")
+        return Claim(mention, "missing_identifier", f"`{name}`", (name,), **flags)
+
     claims = Claims()
-    bare = _Mention("docs/userguide/workers.rst", 765, "mention", "do_work", "identifier", "fence:python")
-    key = _Mention(
-        "docs/tutorials/task-cookbook.rst", 70, "mention", "feed_url", "identifier", "fence:python"
-    )
     claims.claims += [
-        Claim(bare, "missing_identifier", "`do_work`", ("do_work",), bare_call=True),
-        Claim(key, "missing_identifier", "`feed_url`", ("feed_url",)),
+        claim("do_work", bare_call=True),  # only ever a method of the repository
+        claim("feed_url"),  # a quoted name in an example
+        claim("run_work", bare_call=True, unimported=True),  # never imported: a placeholder
+        claim("chord_join", bare_call=True),  # imported by the doc: the repository's
     ]
-    history = _history(do_work="celery/concurrency/threads.py", feed_url="celery/task/sets.py")
+    history = _history(
+        do_work="celery/concurrency/threads.py",
+        feed_url="celery/task/sets.py",
+        run_work="celery/worker.py",
+        chord_join="celery/canvas.py",
+    )
     history.identifiers["do_work"].how = "member"
     history.identifiers["feed_url"].how = "read"
     judged = judge(claims, history, list_unverified=True)
-    assert judged.findings == []
+    assert [f.claim for f in judged.findings] == ["`chord_join`"]
     assert {u["why"].split(":")[0] for u in judged.unverified} == {
         "a method of this repository called as a plain function",
         "a quoted name in an example (its own data, not a setting of this repository)",
+        "called in a Python example that never imports it",
     }

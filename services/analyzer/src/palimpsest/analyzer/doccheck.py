@@ -124,6 +124,7 @@ class Claim:
     shown: str  # the claim as the report shows it
     lookups: tuple[str, ...]  # paths (resolved forms) or the identifier's name
     bare_call: bool = False  # identifiers in examples: called as a plain function on the line
+    unimported: bool = False  # … and the doc never imports it
 
 
 @dataclass(slots=True)
@@ -183,6 +184,7 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
                     f"`{mention.name}`",
                     (_last(mention.name),),
                     bare_call=_called_bare(mention, line),
+                    unimported=not _imports(text, _last(mention.name)),
                 )
             )
     return out
@@ -200,8 +202,8 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> bool:
     for imported in re.finditer(
         rf"^[ \t>.]*from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\b{re.escape(last)}\b", text, re.M
     ):
-        root = imported.group(1).split(".")[0]
-        if root and not tree.has_stem(root) and root not in _STANDARD_LIBRARIES:
+        module = imported.group(1)
+        if module.split(".")[0] not in _STANDARD_LIBRARIES and not tree.module(module):
             return True  # ``from myapp.tasks import MyPeriodicTask``: the reader's own code
     if _SEGMENTS.search(mention.name):
         return False  # qualified: its root was already checked against the repository
@@ -232,6 +234,19 @@ async def _doc_texts(
         for offset, line in enumerate(row["content"].split("\n")):
             lines[(doc, row["start_line"] + offset)] = line
     return {doc: "\n".join(parts) for doc, parts in texts.items()}, lines
+
+
+def _imports(text: str, name: str) -> bool:
+    """Whether the doc imports ``name`` (``from x import name``, ``import name``, ``import x as name``)."""
+    n = re.escape(name)
+    pattern = (
+        rf"\bimport\b[^\n]*(?<![\w$.]){n}(?![\w$])|^[ \t>.]*from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\b{n}\b"
+    )
+    return re.search(pattern, text, re.M) is not None
+
+
+def _python_fence(source: str | None) -> bool:
+    return source in ("fence:python", "fence:literal")
 
 
 def _called_bare(mention: _Mention, line: str) -> bool:
@@ -355,6 +370,10 @@ def _not_about_the_code(claim: Claim, evidence: Evidence) -> str | None:
         return "a quoted name in an example (its own data, not a setting of this repository)"
     if evidence.how == "member" and claim.bare_call:
         return "a method of this repository called as a plain function: the example's own"
+    if claim.bare_call and claim.unimported and _python_fence(claim.mention.source):
+        # ``return do_work()`` in a Python example that never imports ``do_work``: a placeholder
+        # for the reader's code (a function of this repository would have to be imported)
+        return "called in a Python example that never imports it: a placeholder"
     if evidence.how == "read" and evidence.reader_deleted:
         # an installer script moved to a repository of its own still reads POETRY_VERSION: a
         # setting only a deleted file read may well live on elsewhere (a definition is named
@@ -541,6 +560,16 @@ class _Tree:
         """Some entry is ``…/tail``: a path written relative to the folder a doc is about."""
         last = tail.rsplit("/", 1)[-1]
         return any(entry.endswith("/" + tail) for entry in self.by_last.get(last, ()))
+
+    def module(self, dotted: str) -> bool:
+        """A module of this repository: ``flask`` (a code file or folder of that name), or a dotted
+        path whose folders and file exist (``celery.app.task``; not ``myapp.tasks`` because an
+        example file is called ``myapp.py``)."""
+        parts = dotted.split(".")
+        if len(parts) == 1:
+            return self.has_stem(parts[0])
+        path = "/".join(parts)
+        return any(self.exists(c) or self.ends_with(c) for c in (path, path + ".py", path + ".pyi"))
 
     def top_level(self, segment: str) -> bool:
         return segment in self.files or segment in self.dirs
