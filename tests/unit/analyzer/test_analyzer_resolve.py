@@ -315,3 +315,12 @@ def test_an_example_s_own_names_are_not_the_repository_s() -> None:
         "a quoted name in an example (its own data, not a setting of this repository)",
         "called in a Python example that never imports it",
     }
+
+
+def test_an_attribute_chain_is_judged_by_its_root() -> None:
+    tree = _Tree.of(["src/werkzeug/datastructures/auth.py", "docs/quickstart.rst"])
+    text = ">>> response = Response('Hello World!')\n>>> response.www_authenticate.set_basic('realm')\n"
+    mention = _Mention("docs/quickstart.rst", 2, "mention", "set_basic", "identifier", "fence:python")
+    line = ">>> response.www_authenticate.set_basic('realm')"
+    assert not _foreign_attribute(mention, line, text, tree)  # the example made ``response``
+    assert _foreign_attribute(mention, ">>> other.www_authenticate.set_basic('realm')", text, tree)

@@ -263,12 +263,14 @@ def _foreign_attribute(mention: _Mention, line: str, text: str, tree: _Tree) -> 
     whatever this repository once defined under that name."""
     if not (mention.source or "").startswith("fence") or not line:
         return False
-    qualifiers = [
-        m.group(1) for m in re.finditer(rf"(?:([\w$]+)\.)?(?<![\w$]){re.escape(mention.name)}(?![\w$])", line)
+    chains = [
+        m.group(1)
+        for m in re.finditer(rf"(?<![\w$.])((?:[\w$]+\.)*){re.escape(mention.name)}(?![\w$])", line)
     ]
-    if not qualifiers or any(not q for q in qualifiers):
-        return False  # named bare somewhere on the line: the example calls it directly
-    return all(not tree.has_stem(q) and not _bound(q, text) for q in qualifiers)
+    if not chains or any(not chain for chain in chains):
+        return False  # named bare (or after a call) somewhere on the line
+    roots = {chain.split(".", 1)[0] for chain in chains}  # ``response.www_authenticate.set_basic``
+    return all(not tree.has_stem(r) and not _bound(r, text) for r in roots)
 
 
 def _bound(name: str, text: str) -> bool:
@@ -276,7 +278,8 @@ def _bound(name: str, text: str) -> bool:
     n = re.escape(name)
     return (
         re.search(
-            rf"(?<![\w$.]){n}\s*(?::[^=\n]*)?=(?!=)|\b(?:as|import|for|let|const|var|val)\s+{n}\b|[(,]\s*{n}\s*[,:)=]"
+            rf"(?<![\w$.]){n}\s*(?::[^=\n]*)?=(?!=)|\b(?:as|import|for|let|const|var|val|def|class)\s+{n}\b"
+            rf"|[(,]\s*{n}\s*[,:)=]"
             rf"|\b{n}\s*:=",
             text,
         )
