@@ -9,16 +9,11 @@ parent, what it became), leave the user's repository untouched, and keep its own
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from tests.support.bench import run_bench
 from tests.support.gitrepo import commit, git, init_repo
-
-COMMAND = [sys.executable, "-m", "palimpsest.cli.main", "bench", "analyze"]
 
 CODE = {
     "shop/__init__.py": "",
@@ -38,19 +33,7 @@ README = (
 
 
 def bench(tmp_path: Path, repo: Path, *args: str) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
-    env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
-    proc = subprocess.run(
-        [*COMMAND, "--repo", str(repo), "--json", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out: dict[str, Any] = json.loads(proc.stdout)
-    return out
+    return run_bench("analyze", tmp_path, repo, *args)
 
 
 def test_planted_renames_and_moves_are_found_with_their_exact_evidence(tmp_path: Path) -> None:

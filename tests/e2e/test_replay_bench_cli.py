@@ -9,18 +9,13 @@ after the change (the seed paired five more times with ``pkg/late.py``) never re
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.bench import run_bench
 from tests.support.replayrepo import replay_repository
-
-COMMAND = [sys.executable, "-m", "palimpsest.cli.main", "bench", "replay"]
 
 
 @pytest.fixture(scope="module")
@@ -30,19 +25,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
 
 
 def replay(tmp_path: Path, repo: Path, *args: str) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
-    env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
-    proc = subprocess.run(
-        [*COMMAND, "--repo", str(repo), "--json", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out: dict[str, Any] = json.loads(proc.stdout)
-    return out
+    return run_bench("replay", tmp_path, repo, *args, timeout=300)
 
 
 def test_bench_replay_finds_the_partner_and_the_usage_and_explains_the_rest(
