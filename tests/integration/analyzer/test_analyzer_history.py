@@ -70,6 +70,7 @@ async def test_paths_deleted_moved_and_re_added(tmp_path: Path) -> None:
     history = await read_history(repo, head, set(), head_paths=_paths(repo))
     folder = history.path("pkg")
     assert folder is not None and folder.renamed_to == "lib/pkg"
+    assert folder.how is None  # a path is not defined or read: the field is for identifiers
     assert (folder.last_seen_commit, folder.removed_in_commit) == (first, moved)
     script = history.path("tools/run.sh")
     assert script is not None and script.renamed_to is None

@@ -109,7 +109,8 @@ class Evidence:
     removed_at: datetime
     renamed_to: str | None = None
     seen_in: str | None = None  # the code file that defined an identifier at last_seen
-    how: str = "defined"  # identifiers: "defined" there, "member" (only as a method), or "read" as a key
+    # identifiers: "defined" there, "member" (only ever as a method) or "read" as a key; paths: None
+    how: str | None = None
     reader_deleted: bool = False  # identifiers: the removing commit deleted the file (not changed it)
     line_commit: str | None = None  # the commit that first named it in the doc (pickaxe, else blame)
     line_written_at: datetime | None = None
@@ -161,7 +162,7 @@ class _Removal:
     old_blob: str | None = None  # … and before it
     # identifiers: the other code files the removing commit changed, (old blob, new blob)
     siblings: tuple[tuple[str | None, str | None], ...] = ()
-    how: str = "defined"  # identifiers: or "read", when the old blob only quoted it as a key
+    how: str | None = None  # identifiers: "defined", "member" or "read" (see Evidence.how)
 
 
 @dataclass(slots=True)
