@@ -80,6 +80,7 @@ def plant(source: Path, scratch: Path, *, identifiers: int, paths: int, seed: in
     files = [p for p in git(scratch, "ls-files", "-z").split("\0") if p]
     docs = [p for p in files if is_doc(p) and not is_history_doc(p) and (scratch / p).is_file()]
     mentions = _doc_mentions(scratch, docs)
+    fences = _FenceMap(scratch)  # the plants touch no doc: one map serves every plant
     rng = random.Random(seed)  # noqa: S311  # a reproducible sample, not a secret
     plan = Plan(scratch, head)
     names = sorted({_last(name) for name, target in mentions if target == "identifier"})
@@ -87,7 +88,7 @@ def plant(source: Path, scratch: Path, *, identifiers: int, paths: int, seed: in
     for name in names:
         if len([p for p in plan.planted if p.kind == "identifier"]) >= identifiers:
             break
-        planted = _rename_definition(scratch, name, docs, _lines_taken(plan))
+        planted = _rename_definition(scratch, name, docs, fences, _lines_taken(plan))
         if planted is not None:
             plan.planted.append(planted)
     taken = {f for p in plan.planted for f in (p.old, p.new)}
@@ -101,7 +102,7 @@ def plant(source: Path, scratch: Path, *, identifiers: int, paths: int, seed: in
     for path in candidates:
         if len(plan.planted) - named >= paths:
             break
-        moved = _move_file(scratch, path, docs) if path not in taken else None
+        moved = _move_file(scratch, path, docs, fences) if path not in taken else None
         if moved is not None:
             plan.planted.append(moved)
     return plan
@@ -122,7 +123,9 @@ def _lines_taken(plan: Plan) -> set[tuple[str, int]]:
     return {(t.doc, t.line) for p in plan.planted for t in p.lines}
 
 
-def _rename_definition(repo: Path, name: str, docs: list[str], taken: set[tuple[str, int]]) -> Planted | None:
+def _rename_definition(
+    repo: Path, name: str, docs: list[str], fences: _FenceMap, taken: set[tuple[str, int]]
+) -> Planted | None:
     if len(name) < MIN_NAME or not _IDENTIFIER.match(name) or not _NAME_LIKE.search(name):
         return None  # ``Client``, ``failed``: a renamed English word would be found in every prose line
     users = _grep_files(repo, name)
@@ -133,7 +136,7 @@ def _rename_definition(repo: Path, name: str, docs: list[str], taken: set[tuple[
     definers = [p for p in code if is_code_path(p) and defined_names(text[p].encode(), {name})]
     if len(definers) != 1:
         return None
-    lines = _truth_lines(repo, name, docs, whole_word=True)
+    lines = _truth_lines(repo, name, docs, fences, whole_word=True)
     if not lines or any((t.doc, t.line) in taken for t in lines):
         # a line naming two plants (``RequestHandler.get_secure_cookie``) would measure their
         # interplay: a member of a renamed class is no longer qualified by this repository
@@ -153,10 +156,10 @@ def _read(path: Path) -> str:
         return handle.read()
 
 
-def _move_file(repo: Path, path: str, docs: list[str]) -> Planted | None:
+def _move_file(repo: Path, path: str, docs: list[str], fences: _FenceMap) -> Planted | None:
     folder, _, base = path.rpartition("/")
     new = f"{folder}/relocated/{base}" if folder else f"relocated/{base}"
-    lines = _truth_lines(repo, path, docs, whole_word=False)
+    lines = _truth_lines(repo, path, docs, fences, whole_word=False)
     if not lines:
         return None
     (repo / new).parent.mkdir(parents=True, exist_ok=True)
@@ -181,7 +184,9 @@ def _grep_files(repo: Path, name: str) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
-def _truth_lines(repo: Path, text: str, docs: list[str], *, whole_word: bool) -> list[TruthLine]:
+def _truth_lines(
+    repo: Path, text: str, docs: list[str], fences: _FenceMap, *, whole_word: bool
+) -> list[TruthLine]:
     """Every line of the docs (changelogs excluded) naming ``text``, with how it names it."""
     flags = ["-w"] if whole_word else []
     try:
@@ -189,7 +194,6 @@ def _truth_lines(repo: Path, text: str, docs: list[str], *, whole_word: bool) ->
     except RuntimeError:
         return []
     found: list[TruthLine] = []
-    fences = _FenceMap(repo)
     for record in out.splitlines():
         doc, line_no, content = [*record.split("\0", 2), "", ""][:3]
         if not line_no.isdigit():

@@ -24,6 +24,7 @@ changelogs.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import sys
@@ -183,11 +184,17 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
                     "missing_identifier",
                     f"`{mention.name}`",
                     (_last(mention.name),),
-                    bare_call=_called_bare(mention, line),
-                    unimported=not _imports(text, _last(mention.name)),
+                    bare_call=(bare := _called_bare(mention, line)),
+                    unimported=bare and not _imports(text, _last(mention.name)),
                 )
             )
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def _without_stubs(text: str) -> bytes:
+    """A doc's text without its signature listings, encoded: asked once per doc, not per mention."""
+    return _STUB.sub("", text).encode()
 
 
 def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> bool:
@@ -197,7 +204,7 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> bool:
     if not text:
         return False
     last = _last(mention.name)
-    if last in defined_names(_STUB.sub("", text).encode(), {last}):
+    if last in defined_names(_without_stubs(text), {last}):
         return True
     for imported in re.finditer(
         rf"^[ \t>.]*from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\b{re.escape(last)}\b", text, re.M

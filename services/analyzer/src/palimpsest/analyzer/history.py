@@ -625,9 +625,13 @@ def _method(content: bytes, match: re.Match[bytes]) -> bool:
     function), which an example can only reach through an object."""
     if not match.group("keyword"):
         return False
-    start = content.rfind(b"\n", 0, match.start()) + 1
-    line = content[start : match.start("keyword")]
+    line = _before(content, match, "keyword")
     return line[:1] in (b" ", b"\t") and _FUNCTION_KEYWORD.search(line) is not None
+
+
+def _before(content: bytes, match: re.Match[bytes], group: str) -> bytes:
+    """What the matched definition's line holds before the name (indentation, keywords)."""
+    return content[content.rfind(b"\n", 0, match.start()) + 1 : match.start(group)]
 
 
 _FUNCTION_KEYWORD = re.compile(rb"\b(?:def|func|fn|function|fun|sub)\s")
@@ -644,8 +648,7 @@ def _local(content: bytes, match: re.Match[bytes]) -> bool:
     group = "assigned" if match.group("assigned") else "keyword" if match.group("keyword") else None
     if group is None:
         return False
-    start = content.rfind(b"\n", 0, match.start()) + 1
-    prefix = content[start : match.start(group)]
+    prefix = _before(content, match, group)
     margin = prefix[: len(prefix) - len(prefix.lstrip(b" \t"))]
     indent = len(margin) + 3 * margin.count(b"\t")  # a tab is four columns
     if indent <= 4:
