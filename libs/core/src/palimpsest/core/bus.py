@@ -22,6 +22,7 @@ from nats.aio.client import Client as NATS
 from nats.js import api
 from nats.js.errors import NotFoundError
 
+from palimpsest.core import topology
 from palimpsest.core.errors import BusError
 from palimpsest.core.events import subject_of
 
@@ -56,15 +57,10 @@ class ConsumerSpec:
         return f"{ADVISORY_PREFIX}.{self.name}"
 
 
+# derived from the event map: one durable consumer per consuming service, filtered to its events
 CONSUMERS: dict[str, ConsumerSpec] = {
-    spec.name: spec
-    for spec in (
-        ConsumerSpec("recency-scanner", ("index.requested",), batch=4),
-        ConsumerSpec("chunker", ("index.requested",), batch=2),
-        ConsumerSpec("embedder", ("snapshot.built",), batch=2),
-        ConsumerSpec("analyzer", ("snapshot.built", "snapshot.embedded", "analysis.requested"), batch=4),
-        ConsumerSpec("reviewer", ("review.requested", "snapshot.built"), batch=4),
-    )
+    service: ConsumerSpec(service, topology.consumed_by(service), batch=batch)
+    for service, batch in topology.CONSUMER_BATCH.items()
 }
 
 

@@ -5,6 +5,9 @@ delivery count. Handlers are plain async functions ``handler(event, ctx)``; they
 ``ctx.transaction()`` for their writes, which sets the tenant and claims the inbox in the same
 transaction. A handler that raises is retried with a growing delay (``Retry``); when the last
 delivery fails the server emits a MAX_DELIVERIES advisory and the message becomes a dead letter.
+An event the runtime has no handler for fails the same way, loudly, never acknowledged unapplied
+(the start-up check, :func:`palimpsest.core.topology.check_handlers`, makes that unreachable
+unless the server-side consumer and the running code disagree).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pydantic import ValidationError
 
 from palimpsest.core import inbox, metrics
 from palimpsest.core.db import Conn, Pool, system_tx, tenant_tx
-from palimpsest.core.errors import DuplicateEvent
+from palimpsest.core.errors import DuplicateEvent, UnhandledEvent
 from palimpsest.core.events import Event, parse_event
 from palimpsest.core.telemetry import extract, tracer
 
@@ -76,7 +79,7 @@ class Retry(Exception):
 
 @dataclass(slots=True)
 class Outcome:
-    status: str  # applied | duplicate | ignored | failed
+    status: str  # applied | duplicate | ignored (unreadable)
     event_type: str = ""
     detail: str = ""
 
@@ -130,17 +133,16 @@ class ConsumerRuntime:
             ctx = HandlerContext(self.consumer, self.pool, event, deliveries, heartbeat)
             try:
                 if handler is None:
+                    # retried (a newer replica may handle it), then a dead letter
+                    raise UnhandledEvent(f"{self.consumer} has no handler for {event.TYPE}")
+                if await self._already(ctx):
+                    raise DuplicateEvent(str(event.id))
+                await handler(event, ctx)
+                if not ctx.claimed:
                     await self._claim_only(ctx)
-                    outcome = Outcome("ignored", event.TYPE, "no handler")
-                else:
-                    if await self._already(ctx):
-                        raise DuplicateEvent(str(event.id))
-                    await handler(event, ctx)
-                    if not ctx.claimed:
-                        await self._claim_only(ctx)
-                    outcome = Outcome("applied", event.TYPE)
-                    for cb in self.on_applied:
-                        cb(event)
+                outcome = Outcome("applied", event.TYPE)
+                for cb in self.on_applied:
+                    cb(event)
             except DuplicateEvent:
                 outcome = Outcome("duplicate", event.TYPE)
                 log.info("%s: event %s already applied; acknowledging", self.consumer, event.id, extra=extra)
@@ -149,10 +151,14 @@ class ConsumerRuntime:
             except Exception as exc:
                 span.record_exception(exc)
                 span.set_status(Status(StatusCode.ERROR, exc.__class__.__name__))
-                metrics.EVENTS_CONSUMED.labels(self.consumer, event.TYPE, "failed").inc()
+                unhandled = isinstance(exc, UnhandledEvent)
+                metrics.EVENTS_CONSUMED.labels(
+                    self.consumer, event.TYPE, "unhandled" if unhandled else "failed"
+                ).inc()
                 await self._record_failure(event, exc)
                 delay = self.retry_delays_s[min(deliveries - 1, len(self.retry_delays_s) - 1)]
-                log.warning(
+                log.log(
+                    logging.ERROR if unhandled else logging.WARNING,
                     "%s: %s %s failed on delivery %d (%s); retry in %.0fs",
                     self.consumer,
                     event.TYPE,

@@ -27,6 +27,10 @@ class DuplicateEvent(PalimpsestError):
     """The consumer's inbox already holds this event: it was applied before."""
 
 
+class UnhandledEvent(PalimpsestError):
+    """A consumer received an event type it has no handler for (its subscription and code disagree)."""
+
+
 class CredentialError(PalimpsestError):
     """A stored secret cannot be decrypted with the configured encryption key."""
 

@@ -173,7 +173,7 @@ class ReviewCompleted(Event):
 
 
 class Probe(Event):
-    """A no-op event used by health checks and the bus benchmarks; every consumer acknowledges it."""
+    """A no-op event for the bus benchmark and tests; only their own throw-away consumers receive it."""
 
     TYPE: ClassVar[str] = "probe"
 

@@ -32,7 +32,7 @@ RELAY_PUBLISH_FAILURES = Counter(
 )
 EVENTS_CONSUMED = Counter(
     "palimpsest_events_consumed",
-    "Events handled by a consumer, by outcome (applied, duplicate, failed, ignored).",
+    "Events handled by a consumer, by outcome (applied, duplicate, failed, unhandled, ignored).",
     ["consumer", "type", "outcome"],
     registry=REGISTRY,
 )

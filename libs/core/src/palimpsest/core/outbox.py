@@ -16,12 +16,17 @@ from psycopg.types.json import Jsonb
 from palimpsest.core.db import Conn
 from palimpsest.core.events import Event
 from palimpsest.core.telemetry import current_trace_headers
+from palimpsest.core.topology import require_declared
 
 
 async def emit(conn: Conn, *events: Event) -> None:
-    """Queue events for publication inside the caller's open transaction."""
+    """Queue events for publication inside the caller's open transaction.
+
+    An event type the event map (:mod:`palimpsest.core.topology`) does not declare is refused.
+    """
     if not events:
         return
+    _declared(events)
     headers = Jsonb(current_trace_headers())
     async with conn.cursor() as cur:
         await cur.executemany(
@@ -32,6 +37,11 @@ async def emit(conn: Conn, *events: Event) -> None:
                 for ev in events
             ],
         )
+
+
+def _declared(events: Sequence[Event]) -> None:
+    for ev in events:
+        require_declared(ev.TYPE)
 
 
 _GUARDED: dict[tuple[str, int], str] = {}
@@ -62,6 +72,7 @@ async def emit_guarded(conn: Conn, guard: str, guard_params: Sequence[Any], *eve
     """
     if not events:
         raise ValueError("emit_guarded needs at least one event")
+    _declared(events)
     headers = Jsonb(current_trace_headers())
     params: list[Any] = list(guard_params)
     for ev in events:

@@ -23,7 +23,7 @@ from faststream.exceptions import NackMessage
 from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from nats.aio.client import Client as NATS
 
-from palimpsest.core import bus, deadletters, metrics
+from palimpsest.core import bus, deadletters, metrics, topology
 from palimpsest.core.consumer import ConsumerRuntime, Handler, Retry
 from palimpsest.core.db import Pool, open_pool, system_tx
 from palimpsest.core.errors import SettingsError
@@ -140,6 +140,8 @@ async def run(
 ) -> None:
     """Run ``definitions`` until ``stop`` is set; every task is cancelled and awaited on the way out."""
     settings = infra.settings
+    for d in definitions:  # a handler map that disagrees with the event map never starts
+        topology.check_handlers(d.name, d.handlers, d.consumer.event_types if d.consumer else None)
     specs = [d.consumer for d in definitions if d.consumer is not None]
     if specs:  # a consumer must exist, with our configuration, before we bind to it
         await bus.declare(infra.nc, infra.bus_config, specs)
