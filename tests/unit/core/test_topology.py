@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 from collections import defaultdict
 from pathlib import Path
 
@@ -140,3 +142,17 @@ def test_generated_flow_docs_match_the_map(doc: str) -> None:
     assert topology.render_blocks(text) == text, (
         f"{doc} is out of date: run `.venv/bin/{topology.REGENERATE}`"
     )
+
+
+def test_nothing_in_the_repository_points_outside_it() -> None:
+    """The design lives in docs/architecture.md; no file sends a reader to a document a clone lacks."""
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    outside = re.compile(r"\.\./shared/DESIGN|DESIGN(\.md|\s§)")
+    offenders = [
+        name
+        for name in listed.splitlines()
+        if (ROOT / name).is_file()
+        and outside.search((ROOT / name).read_text(encoding="utf-8", errors="replace"))
+    ]
+    # an applied migration is checksummed and never edited: three old header comments stay as they are
+    assert [name for name in offenders if "/core/migrations/" not in name] == []

@@ -1,4 +1,4 @@
-"""The one staleness rule (DESIGN §5), shared by the analyzer, the reviewer and the CLI.
+"""The one staleness rule, shared by the analyzer, the reviewer and the CLI (docs/architecture.md).
 
 A doc (``.md``, ``.mdx``, ``.txt``, ``.rst``, except files that only carry the extension:
 ``requirements*.txt``, ``LICENSE.txt``, ``CMakeLists.txt``, test fixtures, templates — see

@@ -1,4 +1,4 @@
-"""Which chunks an analysis reads: ``select_analysis_chunks`` (DESIGN §5 "Analyzer").
+"""Which chunks an analysis reads: ``select_analysis_chunks`` (docs/architecture.md, "Analyzer").
 
 The selection is made for understanding the repository, and says why it took each file:
 

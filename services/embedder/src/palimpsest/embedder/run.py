@@ -1,6 +1,6 @@
 """One embedding run: the snapshot's pending chunks, in pages, through the engine, into the table.
 
-The run embeds at most ``max_chunks`` chunks (DESIGN §4: 20 000 per run); a snapshot with more
+The run embeds at most ``max_chunks`` chunks (20 000 per run by default); a snapshot with more
 pending ends ``budget_exceeded`` with what it managed stored, and the next run (the next build of
 the repository) carries on where this one stopped. When the model's dimension is not yet known for
 the tenant, the first request carries a single input, so a model of an unsupported dimension costs

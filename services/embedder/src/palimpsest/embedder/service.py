@@ -41,7 +41,7 @@ ProviderFactory = Callable[[UUID, str], Awaitable[Provider]]
 
 
 class Settings(BaseServiceSettings, LLMSettings):
-    """Embedding limits (DESIGN §4: 20 000 chunks per run), request shaping, and the model settings."""
+    """Embedding limits (20 000 chunks per run), request shaping, and the model settings."""
 
     embed_max_chunks_per_run: int = Field(default=20_000, ge=1)
     embed_batch_inputs: int = Field(default=64, ge=1, le=2048)

@@ -1,4 +1,4 @@
-"""The reviewer: recency-aware, doc-skeptical pull-request reviews (DESIGN §5 "Reviewer").
+"""The reviewer: recency-aware, doc-skeptical pull-request reviews (docs/architecture.md, "Reviewer").
 
 :func:`palimpsest.reviewer.context.assemble_context` is the one core both callers share; the
 service (:mod:`palimpsest.reviewer.service`) runs it for every ``review.requested``.

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 DOC_EXTENSIONS = frozenset({".md", ".mdx", ".txt", ".rst"})
-"""The staleness rule's definition of a document (DESIGN.md, "Staleness rule")."""
+"""The staleness rule's definition of a document (docs/architecture.md, "The staleness rule")."""
 
 DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
 

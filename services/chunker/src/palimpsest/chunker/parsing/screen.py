@@ -1,8 +1,8 @@
 """The gate in front of the parser: what is indexed, and why everything else is not.
 
 ``screen`` looks at a blob's path and bytes and either accepts it with its decoded text or
-names the reason it is skipped, so every skip can be recorded and surfaced (DESIGN.md §4,
-"Instance limits": nothing is dropped silently). It never raises.
+names the reason it is skipped, so every skip can be recorded and surfaced (docs/architecture.md,
+"Chunker": nothing is dropped silently). It never raises.
 """
 
 from __future__ import annotations
