@@ -37,7 +37,7 @@ def _modules() -> list[tuple[str | None, Path]]:
         [*ROOT.glob("libs/*/src/palimpsest/**/*.py"), *ROOT.glob("services/*/src/palimpsest/**/*.py")]
     ):
         package = path.parts[path.parts.index("palimpsest", len(ROOT.parts)) + 1]
-        if path.name.startswith("bench"):
+        if path.name.startswith("bench") or package == "devtools":  # measuring and soak tooling
             continue
         assert package in PACKAGES, f"{path}: add palimpsest.{package} to PACKAGES (which component it is)"
         found.append((PACKAGES[package], path))
