@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
-LOCAL_PKGS := libs/core libs/index services/ingest services/recency-scanner services/chunker \
+LOCAL_PKGS := libs/core libs/index libs/devtools services/ingest services/recency-scanner services/chunker \
               services/embedder services/analyzer services/reviewer .
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True

@@ -12,18 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from palimpsest.index.graph.benchmark import STRATEGIES
+from palimpsest.devtools.bench.cochange import STRATEGIES
 from tests.integration.graph.support import COMMITS, planted_repository
 from tests.support.gitrepo import git
-
-# ``commands_graph`` registers itself here as well, so this runs whether or not the lead has
-# wired it into ``palimpsest.cli.main`` yet (registering twice replaces the same commands).
-LAUNCHER = (
-    "from palimpsest.cli.main import cli\n"
-    "from palimpsest.cli.commands_graph import register\n"
-    "register(cli)\n"
-    "cli(prog_name='palimpsest')\n"
-)
 
 
 def test_bench_cochange_on_a_scratch_stack(tmp_path: Path) -> None:
@@ -34,7 +25,7 @@ def test_bench_cochange_on_a_scratch_stack(tmp_path: Path) -> None:
     env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
     args = ["bench", "cochange", "--repo", str(repo), "--rev", "HEAD~5", "--commits", "30", "--trials", "20"]
     proc = subprocess.run(
-        [sys.executable, "-c", LAUNCHER, *args, "--k", "4", "--seed", "4", "--json"],
+        [sys.executable, "-m", "palimpsest.cli.main", *args, "--k", "4", "--seed", "4", "--json"],
         env=env,
         capture_output=True,
         text=True,

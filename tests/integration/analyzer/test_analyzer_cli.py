@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import click
 import pytest
 
-from palimpsest.cli.commands_analyze import AnalyzeFailed, register, render_text, run_analysis
+from palimpsest.cli.commands_analyze import AnalyzeFailed, render_text, run_analysis
+from palimpsest.cli.main import cli
 from palimpsest.cli.session import Session
 from palimpsest.cli.stack import StackInfo
 from palimpsest.cli.tenants import create_tenant
@@ -111,10 +111,8 @@ async def test_analyze_indexes_when_needed_and_returns_the_json_view(
     assert text.startswith("# Repository analysis") and "## Summary" in text
 
 
-def test_register_adds_the_analyze_command() -> None:
-    group = click.Group("palimpsest")
-    register(group)
-    command = group.commands["analyze"]
+def test_the_cli_has_the_analyze_command() -> None:
+    command = cli.commands["analyze"]
     assert [p.name for p in command.params] == ["target", "tenant", "reindex", "timeout_s", "as_json"]
 
 

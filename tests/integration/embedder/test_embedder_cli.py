@@ -7,11 +7,10 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner, Result
 
-from palimpsest.cli import commands_embed, commands_index
+from palimpsest.cli.main import cli
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
 from tests.integration.embedder.bus import KEY, MODEL, pipeline
@@ -20,17 +19,6 @@ from tests.integration.embedder.support import has_pgvector, index, make_repo, n
 from tests.integration.embedder.vectors import trigram_vector
 from tests.support.fake_llm import FakeLLM
 from tests.support.servers import ServerSet
-
-
-def _cli() -> click.Group:
-    @click.group()
-    def root() -> None:
-        """A stand-in for the palimpsest group."""
-
-    root.add_command(click.Group("bench"))
-    commands_index.register(root)
-    commands_embed.register(root)
-    return root
 
 
 def _env(stack: ServerSet, home: Path, fake: FakeLLM) -> dict[str, str]:
@@ -53,7 +41,7 @@ def fake() -> Iterator[FakeLLM]:
 
 async def invoke(args: list[str], env: dict[str, str]) -> Result:
     # the command runs its own event loop: give it a thread of its own
-    return await asyncio.to_thread(CliRunner().invoke, _cli(), args, env=env)
+    return await asyncio.to_thread(CliRunner().invoke, cli, args, env=env)
 
 
 async def test_search_mode_hybrid_and_snapshots(

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from palimpsest.cli.commands_graph import index_revision, score_history
 from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.service import Infra
-from palimpsest.index.graph.benchmark import STRATEGIES, BenchConfig
+from palimpsest.devtools.bench.cochange import STRATEGIES, BenchConfig
+from palimpsest.devtools.bench.cochange_run import index_revision, score_history
 from tests.integration.graph.support import (
     COMMITS,
     MODULES,

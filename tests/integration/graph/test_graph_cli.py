@@ -6,11 +6,10 @@ import json
 import uuid
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner
 
-from palimpsest.cli.commands_graph import register
+from palimpsest.cli.main import cli
 from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.service import Infra
 from tests.integration.graph.support import index_path, running_chunker
@@ -24,16 +23,6 @@ FILES = {
     "docs/core.md": "# Core\n\nGoverns: src/core.py\nGoverns: src/removed\n",
     "deploy/values.yaml": "replicas: 2\n",
 }
-
-
-def _cli() -> click.Group:
-    @click.group()
-    def root() -> None:
-        """A stand-in for the palimpsest group."""
-
-    root.add_command(click.Group("bench"))
-    register(root)
-    return root
 
 
 def _env(stack: ServerSet, home: Path) -> dict[str, str]:
@@ -62,7 +51,7 @@ def test_context_prints_ranked_paths_with_reasons(
 ) -> None:
     tenant, repo = indexed
     base = ["context", "--repo", str(repo), "--tenant", str(tenant), "--seed", "src/service.py"]
-    result = CliRunner().invoke(_cli(), [*base, "--json"], env=_env(stack, tmp_path))
+    result = CliRunner().invoke(cli, [*base, "--json"], env=_env(stack, tmp_path))
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["hops"] == 1
@@ -73,12 +62,12 @@ def test_context_prints_ranked_paths_with_reasons(
         "src/handler.py": ("imports", "imports src/service.py"),
     }
 
-    text = CliRunner().invoke(_cli(), [*base, "--hops", "all"], env=_env(stack, tmp_path))
+    text = CliRunner().invoke(cli, [*base, "--hops", "all"], env=_env(stack, tmp_path))
     assert text.exit_code == 0, text.output
     assert "docs/core.md" in text.stdout  # two hops: service -> core -> governing doc
     assert "imported by src/service.py" in text.stdout
 
-    tight = CliRunner().invoke(_cli(), [*base, "--budget", "12", "--json"], env=_env(stack, tmp_path))
+    tight = CliRunner().invoke(cli, [*base, "--budget", "12", "--json"], env=_env(stack, tmp_path))
     tight_out = json.loads(tight.stdout)
     assert len(tight_out["results"]) == 1 and tight_out["dropped"] == 1
 
@@ -88,12 +77,10 @@ def test_context_refuses_unknown_seeds_and_bad_hops(
 ) -> None:
     tenant, repo = indexed
     base = ["context", "--repo", str(repo), "--tenant", str(tenant)]
-    unknown = CliRunner().invoke(_cli(), [*base, "--seed", "src/nope.py"], env=_env(stack, tmp_path))
+    unknown = CliRunner().invoke(cli, [*base, "--seed", "src/nope.py"], env=_env(stack, tmp_path))
     assert unknown.exit_code == 2
     assert "seed 'src/nope.py' matches no file, directory or symbol" in unknown.stderr
-    bad = CliRunner().invoke(
-        _cli(), [*base, "--seed", "src/core.py", "--hops", "0"], env=_env(stack, tmp_path)
-    )
+    bad = CliRunner().invoke(cli, [*base, "--seed", "src/core.py", "--hops", "0"], env=_env(stack, tmp_path))
     assert bad.exit_code == 2
     assert "expected a positive integer or 'all'" in bad.stderr
 
@@ -103,14 +90,14 @@ def test_index_report_and_its_alias(
 ) -> None:
     tenant, repo = indexed
     args = ["--repo", str(repo), "--tenant", str(tenant)]
-    result = CliRunner().invoke(_cli(), ["index-report", *args, "--json"], env=_env(stack, tmp_path))
+    result = CliRunner().invoke(cli, ["index-report", *args, "--json"], env=_env(stack, tmp_path))
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["repository_id"] == str(repo)
     assert out["no_parser"] == {".yaml": 1}
     assert out["governs_unmatched"] == [{"path": "docs/core.md", "line": 4, "target": "src/removed"}]
     assert out["imports"]["resolved"] == 2
-    alias = CliRunner().invoke(_cli(), ["report", *args], env=_env(stack, tmp_path))
+    alias = CliRunner().invoke(cli, ["report", *args], env=_env(stack, tmp_path))
     assert alias.exit_code == 0, alias.output
     assert "docs/core.md:4  Governs: src/removed" in alias.stdout
     assert "files without a parser (no definitions, no edges), by extension: .yaml 1" in alias.stdout

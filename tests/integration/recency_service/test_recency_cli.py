@@ -6,23 +6,13 @@ import json
 import uuid
 from pathlib import Path
 
-import click
 import psycopg
 import pytest
 from click.testing import CliRunner
 
-from palimpsest.cli.commands_recency import recency_text, register
+from palimpsest.cli.commands_recency import recency_text
+from palimpsest.cli.main import cli
 from tests.support.servers import ServerSet
-
-
-def _cli() -> click.Group:
-    @click.group()
-    def root() -> None:
-        """A stand-in for the palimpsest group."""
-
-    root.add_command(click.Group("bench"))
-    register(root)
-    return root
 
 
 def _env(stack: ServerSet, home: Path) -> dict[str, str]:
@@ -66,7 +56,7 @@ def test_recency_lists_oldest_first_with_stale_docs(
     tenant, repo = repository
     runner = CliRunner()
     args = ["recency", "--repo", "team/cli-app", "--tenant", str(tenant)]
-    result = runner.invoke(_cli(), [*args, "--json"], env=_env(stack, tmp_path))
+    result = runner.invoke(cli, [*args, "--json"], env=_env(stack, tmp_path))
     assert result.exit_code == 0, result.output
     listing = json.loads(result.stdout)
     assert listing["repository_id"] == str(repo)
@@ -78,7 +68,7 @@ def test_recency_lists_oldest_first_with_stale_docs(
         ("NOTES.txt", "doc", False, None),  # unknown: never stale, listed last
     ]
     assert listing["files"][0]["age"] == "19 months older than typical code in this repo"
-    text = runner.invoke(_cli(), args, env=_env(stack, tmp_path))
+    text = runner.invoke(cli, args, env=_env(stack, tmp_path))
     assert text.exit_code == 0, text.output
     assert text.stdout.splitlines()[0].split() == [
         "2022-06-01",
@@ -103,7 +93,7 @@ def test_recency_names_an_unknown_repository(
 ) -> None:
     tenant, _ = repository
     result = CliRunner().invoke(
-        _cli(), ["recency", "--repo", "team/nope", "--tenant", str(tenant)], env=_env(stack, tmp_path)
+        cli, ["recency", "--repo", "team/nope", "--tenant", str(tenant)], env=_env(stack, tmp_path)
     )
     assert result.exit_code == 2
     assert "no repository 'team/nope'" in result.stderr
@@ -111,7 +101,7 @@ def test_recency_names_an_unknown_repository(
 
 def test_bench_recency_runs_a_small_generated_history(stack: ServerSet, tmp_path: Path) -> None:
     result = CliRunner().invoke(
-        _cli(), ["bench", "recency", "--commits", "400", "--files", "60", "--json"], env=_env(stack, tmp_path)
+        cli, ["bench", "recency", "--commits", "400", "--files", "60", "--json"], env=_env(stack, tmp_path)
     )
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import httpx
 
-from palimpsest.cli.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
-from palimpsest.cli.chaos.model import ChaosModel, first_added_line, reply_for, serving_model
-from palimpsest.cli.chaos.repos import ChaosRepo
-from palimpsest.cli.chaos.soak import ChaosConfig, _fault_schedule, _plan
-from palimpsest.cli.chaos.verify import _check_events, secret_leaks
+from palimpsest.devtools.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
+from palimpsest.devtools.chaos.model import ChaosModel, first_added_line, reply_for, serving_model
+from palimpsest.devtools.chaos.repos import ChaosRepo
+from palimpsest.devtools.chaos.soak import ChaosConfig, _fault_schedule, _plan
+from palimpsest.devtools.chaos.verify import _check_events, secret_leaks
 
 
 def test_a_duplicate_and_a_lost_event_are_reported() -> None:

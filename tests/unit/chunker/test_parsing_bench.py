@@ -7,7 +7,7 @@ import json
 import pytest
 
 from palimpsest.chunker.parsing import analyze_file
-from palimpsest.chunker.parsing.bench import generate_typescript_corpus, main
+from palimpsest.devtools.bench.parsing import generate_typescript_corpus, main
 
 
 def test_generated_corpus_is_deterministic_valid_typescript() -> None:

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import uuid4
 
+from palimpsest.devtools.bench.cochange import BenchConfig, evaluate, sample_trials, summarize
 from palimpsest.index.graph import GraphCache, SnapshotFacts
-from palimpsest.index.graph.benchmark import BenchConfig, evaluate, sample_trials, summarize
 from palimpsest.index.graph.facts import FileFacts
 from palimpsest.index.graph.history import Change, read_history
 from tests.support.gitrepo import checkout, commit, init_repo, merge, move

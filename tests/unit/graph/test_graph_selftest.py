@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from palimpsest.devtools.bench.cochange import BenchConfig, evaluate
 from palimpsest.index.errors import UnknownSeed
 from palimpsest.index.graph import resolve_seeds
-from palimpsest.index.graph.benchmark import BenchConfig, evaluate
 from palimpsest.index.graph.history import Change
 from palimpsest.index.graph.report import UnmatchedHeader
 from tests.unit.graph.support import graph_of, paths, ranked

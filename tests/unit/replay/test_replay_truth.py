@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from palimpsest.cli.replay import (
+from palimpsest.devtools.bench.history import (
     baselines,
     changed_definitions,
     cochange_partners,

@@ -18,6 +18,7 @@ from uuid import UUID
 import click
 
 from palimpsest.cli.output import emit, progress
+from palimpsest.cli.runtime import run_async, settings
 from palimpsest.cli.session import Session
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.errors import PalimpsestError
@@ -27,7 +28,7 @@ from palimpsest.core.ids import uuid7
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.core.sources import CloneTarget, SourcePolicy
 
-__all__ = ["AnalyzeFailed", "register", "render_text", "run_analysis"]
+__all__ = ["AnalyzeFailed", "analyze_cmd", "render_text", "run_analysis"]
 
 DEFAULT_TIMEOUT_S = 3600.0
 
@@ -36,83 +37,27 @@ class AnalyzeFailed(PalimpsestError):
     """The repository could not be indexed, so there is nothing to analyse."""
 
 
-def register(cli: click.Group) -> None:
-    from palimpsest.cli.main import run_async, settings
+@click.command("analyze")
+@click.argument("target", metavar="PATH_OR_URL")
+@click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
+@click.option("--reindex", is_flag=True, help="Index again even if the head already has a snapshot.")
+@click.option("--timeout", "timeout_s", default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds.")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def analyze_cmd(
+    target: str, tenant: str | None, reindex: bool, timeout_s: float, as_json: bool
+) -> None:
+    """Analyse a repository (a local path or a clone URL): index it if needed, then analyse it."""
+    from palimpsest.cli.session import session
 
-    @cli.command("analyze")
-    @click.argument("target", metavar="PATH_OR_URL")
-    @click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
-    @click.option("--reindex", is_flag=True, help="Index again even if the head already has a snapshot.")
-    @click.option("--timeout", "timeout_s", default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds.")
-    @click.option("--json", "as_json", is_flag=True)
-    @run_async
-    async def analyze_cmd(
-        target: str, tenant: str | None, reindex: bool, timeout_s: float, as_json: bool
-    ) -> None:
-        """Analyse a repository (a local path or a clone URL): index it if needed, then analyse it."""
-        from palimpsest.cli.session import session
-
-        s = settings()
-        async with session(s) as sess:
-            view = await run_analysis(
-                sess, s, target, tenant=UUID(tenant) if tenant else None, reindex=reindex, timeout_s=timeout_s
-            )
-        emit(view, as_json=as_json, text=render_text(view))
-        if view["state"] == "failed":
-            raise SystemExit(1)
-
-    bench = cli.commands.get("bench")
-    if isinstance(bench, click.Group):
-        _register_bench(bench)
-
-
-def _register_bench(bench: click.Group) -> None:
-    from palimpsest.cli.main import run_async, settings
-
-    @bench.command("analyze")
-    @click.option(
-        "--repo", "repo", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
-    )
-    @click.option("--timeout", "timeout_s", default=7200.0, show_default=True, help="Seconds.")
-    @click.option(
-        "--plant",
-        "plant_names",
-        type=click.IntRange(0, 200),
-        default=0,
-        help="Also analyse a scratch clone with this many doc-named definitions renamed (one commit "
-        "each) and report the check's recall of them.",
-    )
-    @click.option(
-        "--plant-paths",
-        type=click.IntRange(0, 200),
-        default=0,
-        help="… and this many doc-named code files moved into a new folder.",
-    )
-    @click.option("--seed", type=int, default=1, show_default=True, help="Which names and files are planted.")
-    @click.option("--json", "as_json", is_flag=True)
-    @run_async
-    async def bench_analyze(
-        repo: Path, timeout_s: float, plant_names: int, plant_paths: int, seed: int, as_json: bool
-    ) -> None:
-        """One analysis of a real repository: commits walked, findings, seconds, peak memory; with
-        --plant, the recall of drift planted in a scratch clone of it."""
-        from palimpsest.cli.benchanalyze import run_bench_analyze, run_bench_planted
-        from palimpsest.cli.session import session
-
-        s = settings()
-        async with session(s) as sess:
-            result = await run_bench_analyze(sess, s, repo.resolve(), timeout_s=timeout_s)
-            if plant_names or plant_paths:
-                result["planted"] = await run_bench_planted(
-                    sess,
-                    s,
-                    repo.resolve(),
-                    names=plant_names,
-                    paths=plant_paths,
-                    seed=seed,
-                    timeout_s=timeout_s,
-                )
-        emit(result, as_json=True)
+    s = settings()
+    async with session(s) as sess:
+        view = await run_analysis(
+            sess, s, target, tenant=UUID(tenant) if tenant else None, reindex=reindex, timeout_s=timeout_s
+        )
+    emit(view, as_json=as_json, text=render_text(view))
+    if view["state"] == "failed":
+        raise SystemExit(1)
 
 
 def render_text(view: dict[str, Any]) -> str:

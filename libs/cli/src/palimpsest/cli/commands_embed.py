@@ -1,4 +1,4 @@
-"""CLI for embeddings and hybrid search: ``palimpsest bench embed`` and ``search --mode hybrid``.
+"""CLI for hybrid search: ``search --mode hybrid``.
 
 ``search --mode hybrid`` (the option lives on the search command of :mod:`commands_index`) comes
 here: the query is embedded through the LLM gateway with the *snapshot's* embeddings model and
@@ -11,9 +11,6 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-import click
-
-from palimpsest.cli.output import emit, fail
 from palimpsest.core.db import Pool, tenant_tx
 
 
@@ -63,28 +60,3 @@ async def hybrid_cli_search(
         f"{h.score:8.4f}  {h.path}:{h.start_line}-{h.end_line}  {h.kind} {h.name or ''}" for h in result.hits
     ]
     return data, "\n".join([head, *lines] if lines else [head, "no matches"])
-
-
-def register(cli: click.Group) -> None:
-    from palimpsest.cli.main import run_async, settings
-
-    bench = cli.commands["bench"]
-    assert isinstance(bench, click.Group)
-
-    @bench.command("embed")
-    @click.option("--files", default=2000, show_default=True, help="Files of the generated repository.")
-    @click.option("--total-mb", default=1.0, show_default=True, help="Total size of the generated source.")
-    @click.option("--vectors", default=100_000, show_default=True, help="Vectors for the HNSW latency run.")
-    @click.option("--queries", default=200, show_default=True)
-    @click.option("--json", "as_json", is_flag=True)
-    @run_async
-    async def bench_embed(files: int, total_mb: float, vectors: int, queries: int, as_json: bool) -> None:
-        """Embedding chunks/s through the real pipeline (fake provider) and HNSW query p95."""
-        from palimpsest.cli.benchembed import run_bench_embed
-
-        if files < 10 or vectors < 100 or queries < 1:
-            fail("--files ≥ 10, --vectors ≥ 100 and --queries ≥ 1")
-        result = await run_bench_embed(
-            settings(), files=files, total_bytes=int(total_mb * 1e6), vectors=vectors, queries=queries
-        )
-        emit(result, as_json=True)

@@ -1,4 +1,4 @@
-"""CLI: ``palimpsest context``, ``palimpsest index-report`` (alias ``report``), ``bench cochange``.
+"""CLI: ``palimpsest context`` and ``palimpsest index-report`` (alias ``report``).
 
 ``index report`` is not offered as a sub-command: ``index`` is a command taking a positional
 TARGET (``palimpsest index PATH``), and click cannot make it a group as well without either
@@ -8,38 +8,15 @@ is ``palimpsest index-report --repo R`` with the shorter alias ``palimpsest repo
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import subprocess
-import tempfile
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 import click
-from nats.aio.client import Client as NATS
 
-from palimpsest.cli.output import emit, progress
-from palimpsest.core.db import Pool
-from palimpsest.core.errors import PalimpsestError
-from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.cli.output import emit
+from palimpsest.cli.runtime import run_async, settings
 
-if TYPE_CHECKING:
-    from palimpsest.core.service import Infra
-    from palimpsest.index.graph.benchmark import BenchConfig
-    from palimpsest.index.graph.model import Graph
-
-__all__ = [
-    "BenchmarkFailed",
-    "index_revision",
-    "parse_hops",
-    "register",
-    "run_bench_cochange",
-    "score_history",
-]
-
-_BENCH_BRANCH = "palimpsest-bench"
+__all__ = ["context_cmd", "index_report", "index_report_cmd", "parse_hops", "report_cmd"]
 
 
 def parse_hops(value: str) -> int | None:
@@ -55,82 +32,59 @@ def parse_hops(value: str) -> int | None:
     return hops
 
 
-def register(cli: click.Group) -> None:
-    from palimpsest.cli.main import run_async, settings
+@click.command("context")
+@click.option("--repo", "repo", required=True, help="Repository id, name or local path.")
+@click.option("--seed", "seeds", multiple=True, required=True, help="A path, directory or symbol name.")
+@click.option("--budget", default=2000, show_default=True, type=click.IntRange(min=1), help="Token budget.")
+@click.option("--hops", default="1", show_default=True, help="File-to-file hops, or 'all'.")
+@click.option("--no-history", is_flag=True, help="Rank by the graph alone (no co-change or recency).")
+@click.option("--tenant", default=None)
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def context_cmd(
+    repo: str,
+    seeds: tuple[str, ...],
+    budget: int,
+    hops: str,
+    no_history: bool,
+    tenant: str | None,
+    as_json: bool,
+) -> None:
+    """Ranked paths around the seeds, each with the edge or signal that put it there."""
+    from palimpsest.cli.local import find_repository, local_tenant
+    from palimpsest.cli.session import session
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.index.graph.query import graph_context
 
-    @cli.command("context")
+    depth = parse_hops(hops)
+    s = settings()
+    async with session(s, services=False) as sess:
+        tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
+        repo_id = await find_repository(sess.infra.pool, tid, repo)
+        async with tenant_tx(sess.infra.pool, tid) as conn:
+            result = await graph_context(
+                conn, repo_id, list(seeds), budget=budget, hops=depth, history=not no_history
+            )
+    emit(result.as_dict(), as_json=as_json, text=result.text())
+
+
+def _report_command(name: str, help_text: str) -> click.Command:
+    @click.command(name, help=help_text)
     @click.option("--repo", "repo", required=True, help="Repository id, name or local path.")
-    @click.option("--seed", "seeds", multiple=True, required=True, help="A path, directory or symbol name.")
-    @click.option(
-        "--budget", default=2000, show_default=True, type=click.IntRange(min=1), help="Token budget."
-    )
-    @click.option("--hops", default="1", show_default=True, help="File-to-file hops, or 'all'.")
-    @click.option("--no-history", is_flag=True, help="Rank by the graph alone (no co-change or recency).")
     @click.option("--tenant", default=None)
     @click.option("--json", "as_json", is_flag=True)
     @run_async
-    async def context_cmd(
-        repo: str,
-        seeds: tuple[str, ...],
-        budget: int,
-        hops: str,
-        no_history: bool,
-        tenant: str | None,
-        as_json: bool,
-    ) -> None:
-        """Ranked paths around the seeds, each with the edge or signal that put it there."""
-        from palimpsest.cli.local import find_repository, local_tenant
-        from palimpsest.cli.session import session
-        from palimpsest.core.db import tenant_tx
-        from palimpsest.index.graph.query import graph_context
+    async def report_cmd(repo: str, tenant: str | None, as_json: bool) -> None:
+        out, text = await index_report(settings(), repo, tenant)
+        emit(out, as_json=as_json, text=text)
 
-        depth = parse_hops(hops)
-        s = settings()
-        async with session(s, services=False) as sess:
-            tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
-            repo_id = await find_repository(sess.infra.pool, tid, repo)
-            async with tenant_tx(sess.infra.pool, tid) as conn:
-                result = await graph_context(
-                    conn, repo_id, list(seeds), budget=budget, hops=depth, history=not no_history
-                )
-        emit(result.as_dict(), as_json=as_json, text=result.text())
+    return report_cmd
 
-    def report_command(name: str, help_text: str) -> None:
-        @cli.command(name, help=help_text)
-        @click.option("--repo", "repo", required=True, help="Repository id, name or local path.")
-        @click.option("--tenant", default=None)
-        @click.option("--json", "as_json", is_flag=True)
-        @run_async
-        async def report_cmd(repo: str, tenant: str | None, as_json: bool) -> None:
-            out, text = await index_report(settings(), repo, tenant)
-            emit(out, as_json=as_json, text=text)
 
-    report_command("index-report", "The negative control: what the graph of the newest snapshot cannot see.")
-    report_command("report", "Same as index-report.")
-
-    bench = cli.commands["bench"]
-    assert isinstance(bench, click.Group)
-
-    @bench.command("cochange")
-    @click.option(
-        "--repo", "repo", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
-    )
-    @click.option("--rev", default="HEAD", show_default=True, help="Index and history head.")
-    @click.option("--commits", default=800, show_default=True, type=click.IntRange(min=1))
-    @click.option("--trials", default=300, show_default=True, type=click.IntRange(min=1))
-    @click.option("--k", "k", default=10, show_default=True, type=click.IntRange(min=1))
-    @click.option("--seed", "seeds", multiple=True, type=int, help="Sampling seed; repeat for several runs.")
-    @click.option("--json", "as_json", is_flag=True)
-    @run_async
-    async def bench_cochange(
-        repo: Path, rev: str, commits: int, trials: int, k: int, seeds: tuple[int, ...], as_json: bool
-    ) -> None:
-        """Leave-one-out co-change prediction against the repository's own history."""
-        from palimpsest.index.graph.benchmark import BenchConfig
-
-        config = BenchConfig(commits=commits, trials=trials, k=k)
-        result = await run_bench_cochange(settings(), repo.resolve(), rev, config, list(seeds) or [1])
-        emit(result, as_json=as_json, text=bench_text(result))
+index_report_cmd = _report_command(
+    "index-report", "The negative control: what the graph of the newest snapshot cannot see."
+)
+report_cmd = _report_command("report", "Same as index-report.")
 
 
 async def index_report(settings: Any, repo: str, tenant: str | None) -> tuple[dict[str, Any], str]:
@@ -151,127 +105,3 @@ async def index_report(settings: Any, repo: str, tenant: str | None) -> tuple[di
         **found.as_dict(),
     }
     return out, f"snapshot   {snapshot['commit_sha'][:12]}\n{found.text()}"
-
-
-# --------------------------------------------------------------------------------- benchmark
-
-
-def _git(*args: str) -> str:
-    proc = subprocess.run(["git", *args], capture_output=True, text=True, check=False, timeout=600)
-    if proc.returncode != 0:
-        raise BenchmarkFailed(
-            f"git {args[0] if args[0] != '-C' else args[2]} failed: {proc.stderr.strip()[:300]}"
-        )
-    return proc.stdout.strip()
-
-
-@contextlib.contextmanager
-def pinned_clone(repo: Path, sha: str) -> Iterator[Path]:
-    """A throw-away bare clone (sharing objects with ``repo``) whose default branch is ``sha``.
-
-    The chunker indexes a repository's default branch head; pointing a scratch clone's branch
-    at REV indexes REV without touching the user's repository.
-    """
-    with tempfile.TemporaryDirectory(prefix="palimpsest-bench-cochange-") as tmp:
-        clone = Path(tmp) / "repo.git"
-        _git("clone", "--quiet", "--bare", "--shared", "--no-tags", str(repo), str(clone))
-        _git("-C", str(clone), "update-ref", f"refs/heads/{_BENCH_BRANCH}", sha)
-        _git("-C", str(clone), "symbolic-ref", "HEAD", f"refs/heads/{_BENCH_BRANCH}")
-        yield clone
-
-
-class BenchmarkFailed(PalimpsestError):
-    """The benchmark could not run (the index build did not produce a ready snapshot)."""
-
-
-IndexAndWait = Callable[[Pool, NATS, UUID, UUID], Awaitable[dict[str, dict[str, Any]]]]
-
-
-async def _index_and_wait(
-    pool: Pool, nc: NATS, tenant: UUID, repository_id: UUID
-) -> dict[str, dict[str, Any]]:
-    from palimpsest.cli.pipeline import index_and_wait
-
-    return await index_and_wait(pool, nc, tenant, repository_id, reason="rebuild")
-
-
-async def index_revision(
-    infra: Infra, tenant: UUID, repo: Path, sha: str, *, index: IndexAndWait = _index_and_wait
-) -> Graph:
-    """Index ``sha`` of ``repo`` through the running pipeline and resolve its graph."""
-    from palimpsest.cli.local import register_path
-    from palimpsest.core.db import tenant_tx
-    from palimpsest.index.graph.cache import GraphCache
-    from palimpsest.index.graph.query import snapshot_graph
-
-    with pinned_clone(repo, sha) as clone:
-        repo_id = await register_path(infra.pool, tenant, clone)
-        built = (await index(infra.pool, infra.nc, tenant, repo_id))["snapshot.built"]
-        if built["state"] != "ready":
-            raise BenchmarkFailed(f"the index build ended {built['state']}: {built.get('reason')}")
-        async with tenant_tx(infra.pool, tenant) as conn:
-            _, graph, _ = await snapshot_graph(conn, repo_id, cache=GraphCache(1))
-    return graph
-
-
-async def score_history(
-    graph: Graph, repo: Path, sha: str, config: BenchConfig, seeds: list[int]
-) -> dict[str, Any]:
-    """Every seed's trials against the first-parent history of ``sha``, summarised."""
-    from palimpsest.index.graph.benchmark import evaluate, summarize
-    from palimpsest.index.graph.history import read_history
-
-    progress(f"reading the history of {repo}…")
-    changes = await read_history(repo, sha)
-    runs = []
-    for seed in seeds:
-        progress(f"seed {seed}: running the trials…")
-        runs.append(await asyncio.to_thread(evaluate, graph, changes, config, seed))
-    return {"history_commits": len(changes), **summarize(runs)}
-
-
-async def run_bench_cochange(
-    settings: BaseServiceSettings, repo: Path, rev: str, config: BenchConfig, seeds: list[int]
-) -> dict[str, Any]:
-    """Index REV through the real pipeline on a scratch stack (or the configured servers), then
-    run every seed against the repository's history."""
-    from palimpsest.cli.local import local_tenant
-    from palimpsest.cli.runner import running_services
-    from palimpsest.cli.stack import open_stack, scratch_settings
-
-    sha = _git("-C", str(repo), "rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}")
-    with tempfile.TemporaryDirectory(prefix="palimpsest-home-") as home:
-        s = scratch_settings(settings, Path(home))
-        progress(f"indexing {repo} at {sha[:12]} through the pipeline…")
-        async with open_stack(s) as stack, running_services(s, stack) as infra:
-            tenant = await local_tenant(infra.pool, Path(s.home))
-            graph = await index_revision(infra, tenant, repo, sha)
-    result = await score_history(graph, repo, sha, config, seeds)
-    return {"repository": str(repo), "rev": rev, "commit": sha, **result}
-
-
-def bench_text(result: dict[str, Any]) -> str:
-    seeds = result["seed"] if isinstance(result["seed"], list) else [result["seed"]]
-    lines = [
-        f"repository {result['repository']}  commit {result['commit'][:12]}  (rev {result['rev']})",
-        f"pool {result['pool']}  eligible {result['eligible']}  trials {result['trials']}  k {result['k']}"
-        f"  window {result['commits']} commits  seeds {', '.join(map(str, seeds))}",
-        "",
-        f"{'strategy':<10} "
-        + " ".join(f"{'seed ' + str(s):>9}" for s in seeds)
-        + f" {'mean':>8} {'spread':>8}",
-    ]
-    for name, value in result["recall"].items():
-        per_seed = " ".join(f"{run['recall'][name]:>9.4f}" for run in result["runs"])
-        lines.append(f"{name:<10} {per_seed} {value:>8.4f} {result['spread'][name]:>8.4f}")
-    margins = ", ".join(
-        f"{control} {value:+.4f} (spread {result['noise'][control]:.4f})"
-        for control, value in result["margins"].items()
-    )
-    lines += [
-        "",
-        f"combined minus controls: {margins}; smallest per-seed margin {result['min_margin_per_seed']:+.4f}",
-        "combined beats every control by more than the seed-to-seed spread: "
-        + ("yes" if result["combined_beats_controls"] else "no"),
-    ]
-    return "\n".join(lines)

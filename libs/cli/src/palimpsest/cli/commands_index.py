@@ -1,4 +1,4 @@
-"""CLI: ``palimpsest index``, ``palimpsest search``, ``palimpsest snapshots`` and ``bench index``."""
+"""CLI: ``palimpsest index``, ``palimpsest search`` and ``palimpsest snapshots``."""
 
 from __future__ import annotations
 
@@ -8,171 +8,151 @@ from uuid import UUID
 
 import click
 
-from palimpsest.cli.output import emit, fail, progress
+from palimpsest.cli.output import emit, progress
+from palimpsest.cli.runtime import run_async, settings
+
+__all__ = ["index_cmd", "index_result", "search_cmd", "snapshots_cmd"]
 
 
-def register(cli: click.Group) -> None:
-    from palimpsest.cli.main import run_async, settings
+@click.command("index")
+@click.argument("target")
+@click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
+@click.option("--mode", type=click.Choice(["off", "lexical", "hybrid"]), default=None)
+@click.option("--rebuild", is_flag=True, help="Build even if the head commit is already indexed.")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def index_cmd(target: str, tenant: str | None, mode: str | None, rebuild: bool, as_json: bool) -> None:
+    """Index a repository (a local path) through the bus and wait for the snapshot."""
+    from palimpsest.cli.local import find_repository, local_tenant, register_path
+    from palimpsest.cli.pipeline import index_and_wait
+    from palimpsest.cli.session import session
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.index.snapshots import by_request
 
-    @cli.command("index")
-    @click.argument("target")
-    @click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
-    @click.option("--mode", type=click.Choice(["off", "lexical", "hybrid"]), default=None)
-    @click.option("--rebuild", is_flag=True, help="Build even if the head commit is already indexed.")
-    @click.option("--json", "as_json", is_flag=True)
-    @run_async
-    async def index_cmd(
-        target: str, tenant: str | None, mode: str | None, rebuild: bool, as_json: bool
-    ) -> None:
-        """Index a repository (a local path) through the bus and wait for the snapshot."""
-        from palimpsest.cli.local import find_repository, local_tenant, register_path
-        from palimpsest.cli.pipeline import index_and_wait
-        from palimpsest.cli.session import session
-        from palimpsest.core.db import tenant_tx
-        from palimpsest.index.snapshots import by_request
+    s = settings()
+    async with session(s) as sess:
+        pool = sess.infra.pool
+        tid = UUID(tenant) if tenant else await local_tenant(pool, s.home)
+        path = Path(target).expanduser()
+        if path.exists():
+            repo_id = await register_path(pool, tid, path, mode=mode)
+        else:
+            repo_id = await find_repository(pool, tid, target)
+        progress(f"indexing {target} (repository {repo_id})…")
+        last = [-1]
 
-        s = settings()
-        async with session(s) as sess:
-            pool = sess.infra.pool
-            tid = UUID(tenant) if tenant else await local_tenant(pool, s.home)
-            path = Path(target).expanduser()
-            if path.exists():
-                repo_id = await register_path(pool, tid, path, mode=mode)
-            else:
-                repo_id = await find_repository(pool, tid, target)
-            progress(f"indexing {target} (repository {repo_id})…")
-            last = [-1]
+        async def tick(request_id: UUID) -> None:
+            async with tenant_tx(pool, tid) as conn:
+                snap = await by_request(conn, request_id)
+            if snap is not None and snap["parsed_blobs"] != last[0]:
+                last[0] = snap["parsed_blobs"]
+                progress(f"  {snap['state']}: {snap['parsed_blobs']} blobs parsed")
 
-            async def tick(request_id: UUID) -> None:
-                async with tenant_tx(pool, tid) as conn:
-                    snap = await by_request(conn, request_id)
-                if snap is not None and snap["parsed_blobs"] != last[0]:
-                    last[0] = snap["parsed_blobs"]
-                    progress(f"  {snap['state']}: {snap['parsed_blobs']} blobs parsed")
+        found = await index_and_wait(
+            pool, sess.infra.nc, tid, repo_id, reason="rebuild" if rebuild else "cli", tick=tick
+        )
+    out = index_result(repo_id, found)
+    emit(out, as_json=as_json, text=_index_text(out))
+    if out["state"] == "failed":
+        raise SystemExit(1)
 
-            found = await index_and_wait(
-                pool, sess.infra.nc, tid, repo_id, reason="rebuild" if rebuild else "cli", tick=tick
+
+@click.command("search")
+@click.argument("query")
+@click.option("--repo", "repo", required=True, help="Repository id, name or local path.")
+@click.option("--tenant", default=None)
+@click.option("--limit", default=10, show_default=True)
+@click.option("--path-prefix", default=None)
+@click.option("--language", default=None)
+@click.option("--kind", default=None, help="Chunk kind: function, class, method, window, section, …")
+@click.option(
+    "--mode",
+    type=click.Choice(["lexical", "hybrid"]),
+    default="lexical",
+    show_default=True,
+    help="hybrid: lexical + semantic (the snapshot's embeddings model), fused by RRF.",
+)
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def search_cmd(
+    query: str,
+    repo: str,
+    tenant: str | None,
+    limit: int,
+    path_prefix: str | None,
+    language: str | None,
+    kind: str | None,
+    mode: str,
+    as_json: bool,
+) -> None:
+    """Search the newest ready snapshot of a repository (lexical, or hybrid with --mode hybrid)."""
+    from palimpsest.cli.local import find_repository, local_tenant
+    from palimpsest.cli.session import session
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.index.search import lexical_search
+
+    s = settings()
+    async with session(s, services=False) as sess:
+        tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
+        repo_id = await find_repository(sess.infra.pool, tid, repo)
+        if mode == "hybrid":  # issue 7: palimpsest.cli.commands_embed
+            from palimpsest.cli.commands_embed import hybrid_cli_search
+
+            data, text = await hybrid_cli_search(
+                sess.infra.pool,
+                tid,
+                repo_id,
+                query,
+                limit=limit,
+                as_json=as_json,
+                path_prefix=path_prefix,
+                language=language,
+                kind=kind,
             )
-        out = index_result(repo_id, found)
-        emit(out, as_json=as_json, text=_index_text(out))
-        if out["state"] == "failed":
-            raise SystemExit(1)
-
-    @cli.command("search")
-    @click.argument("query")
-    @click.option("--repo", "repo", required=True, help="Repository id, name or local path.")
-    @click.option("--tenant", default=None)
-    @click.option("--limit", default=10, show_default=True)
-    @click.option("--path-prefix", default=None)
-    @click.option("--language", default=None)
-    @click.option("--kind", default=None, help="Chunk kind: function, class, method, window, section, …")
-    @click.option(
-        "--mode",
-        type=click.Choice(["lexical", "hybrid"]),
-        default="lexical",
-        show_default=True,
-        help="hybrid: lexical + semantic (the snapshot's embeddings model), fused by RRF.",
+            emit(data, as_json=as_json, text=text)
+            return
+        async with tenant_tx(sess.infra.pool, tid) as conn:
+            hits = await lexical_search(
+                conn, repo_id, query, limit=limit, path_prefix=path_prefix, language=language, kind=kind
+            )
+    rows = [h.as_dict(with_content=as_json) for h in hits]
+    text = (
+        "\n".join(
+            f"{h.score:8.4f}  {h.path}:{h.start_line}-{h.end_line}  {h.kind} {h.name or ''}" for h in hits
+        )
+        or "no matches"
     )
-    @click.option("--json", "as_json", is_flag=True)
-    @run_async
-    async def search_cmd(
-        query: str,
-        repo: str,
-        tenant: str | None,
-        limit: int,
-        path_prefix: str | None,
-        language: str | None,
-        kind: str | None,
-        mode: str,
-        as_json: bool,
-    ) -> None:
-        """Search the newest ready snapshot of a repository (lexical, or hybrid with --mode hybrid)."""
-        from palimpsest.cli.local import find_repository, local_tenant
-        from palimpsest.cli.session import session
-        from palimpsest.core.db import tenant_tx
-        from palimpsest.index.search import lexical_search
+    emit(rows, as_json=as_json, text=text)
 
-        s = settings()
-        async with session(s, services=False) as sess:
-            tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
-            repo_id = await find_repository(sess.infra.pool, tid, repo)
-            if mode == "hybrid":  # issue 7: palimpsest.cli.commands_embed
-                from palimpsest.cli.commands_embed import hybrid_cli_search
 
-                data, text = await hybrid_cli_search(
-                    sess.infra.pool,
-                    tid,
-                    repo_id,
-                    query,
-                    limit=limit,
-                    as_json=as_json,
-                    path_prefix=path_prefix,
-                    language=language,
-                    kind=kind,
-                )
-                emit(data, as_json=as_json, text=text)
-                return
-            async with tenant_tx(sess.infra.pool, tid) as conn:
-                hits = await lexical_search(
-                    conn, repo_id, query, limit=limit, path_prefix=path_prefix, language=language, kind=kind
-                )
-        rows = [h.as_dict(with_content=as_json) for h in hits]
-        text = (
-            "\n".join(
-                f"{h.score:8.4f}  {h.path}:{h.start_line}-{h.end_line}  {h.kind} {h.name or ''}" for h in hits
-            )
-            or "no matches"
+@click.command("snapshots")
+@click.option("--repo", "repo", required=True)
+@click.option("--tenant", default=None)
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def snapshots_cmd(repo: str, tenant: str | None, as_json: bool) -> None:
+    """Snapshots of a repository, newest first, with state, reason and counts."""
+    from palimpsest.cli.local import find_repository, local_tenant
+    from palimpsest.cli.session import session
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.index.snapshots import list_snapshots
+
+    s = settings()
+    async with session(s, services=False) as sess:
+        tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
+        repo_id = await find_repository(sess.infra.pool, tid, repo)
+        async with tenant_tx(sess.infra.pool, tid) as conn:
+            rows = await list_snapshots(conn, repo_id)
+    text = (
+        "\n".join(
+            f"{r['snapshot_id']}  {r['commit_sha'][:12]}  {r['state']:<10} {r['reason'] or ''}"
+            f"  files={r['files']} chunks={r['chunks']} embedding={r['embedding_state']}"
+            + (f" ({r['embedding_reason']})" if r.get("embedding_reason") else "")
+            for r in rows
         )
-        emit(rows, as_json=as_json, text=text)
-
-    @cli.command("snapshots")
-    @click.option("--repo", "repo", required=True)
-    @click.option("--tenant", default=None)
-    @click.option("--json", "as_json", is_flag=True)
-    @run_async
-    async def snapshots_cmd(repo: str, tenant: str | None, as_json: bool) -> None:
-        """Snapshots of a repository, newest first, with state, reason and counts."""
-        from palimpsest.cli.local import find_repository, local_tenant
-        from palimpsest.cli.session import session
-        from palimpsest.core.db import tenant_tx
-        from palimpsest.index.snapshots import list_snapshots
-
-        s = settings()
-        async with session(s, services=False) as sess:
-            tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
-            repo_id = await find_repository(sess.infra.pool, tid, repo)
-            async with tenant_tx(sess.infra.pool, tid) as conn:
-                rows = await list_snapshots(conn, repo_id)
-        text = (
-            "\n".join(
-                f"{r['snapshot_id']}  {r['commit_sha'][:12]}  {r['state']:<10} {r['reason'] or ''}"
-                f"  files={r['files']} chunks={r['chunks']} embedding={r['embedding_state']}"
-                + (f" ({r['embedding_reason']})" if r.get("embedding_reason") else "")
-                for r in rows
-            )
-            or "no snapshots"
-        )
-        emit(rows, as_json=as_json, text=text)
-
-    bench = cli.commands["bench"]
-    assert isinstance(bench, click.Group)
-
-    @bench.command("index")
-    @click.option("--files", default=50_000, show_default=True)
-    @click.option("--total-mb", default=24.7, show_default=True, help="Total size of the generated source.")
-    @click.option("--queries", default=200, show_default=True)
-    @click.option("--json", "as_json", is_flag=True)
-    @run_async
-    async def bench_index(files: int, total_mb: float, queries: int, as_json: bool) -> None:
-        """Build a generated TypeScript repository through the real pipeline; print the figures."""
-        from palimpsest.cli.benchindex import run_bench_index
-
-        if files < 10:
-            fail("--files must be at least 10")
-        result = await run_bench_index(
-            settings(), files=files, total_bytes=int(total_mb * 1e6), queries=queries
-        )
-        emit(result, as_json=True)
+        or "no snapshots"
+    )
+    emit(rows, as_json=as_json, text=text)
 
 
 def index_result(repo_id: UUID, found: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -1,137 +1,21 @@
-"""``palimpsest tenant|installation|repo|deliveries`` and ``bench ingest``: the ingest API for operators.
+"""CLI: ``palimpsest tenant|installation|repo|deliveries`` — the ingest API for operators.
 
-Every command talks HTTP to the ingest API: ``PALIMPSEST_INGEST_URL`` when set (a remote
-deployment), else the running ``palimpsest up`` (its recorded ``ingest_url``, or
-``127.0.0.1:$PALIMPSEST_INGEST_PORT``), else a stack started for the command's duration with the
-ingest service in it. It authenticates with ``PALIMPSEST_API_TOKEN`` (a tenant's token) when set,
-else with the operator admin token (``PALIMPSEST_ADMIN_TOKEN``, or the embedded stack's
-``$PALIMPSEST_HOME/admin-token``). Secrets are read from an environment variable or stdin, never
-from the command line (the process table and shell history would show them).
+Each command is one call of the /v1 API through :mod:`palimpsest.cli.api` (which finds the API
+and the token); the single-call commands are made by :func:`~palimpsest.cli.api.api_command`.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import click
-import httpx
 
-from palimpsest.cli.main import run_async, settings
-from palimpsest.cli.output import emit, fail, progress
+from palimpsest.cli.api import api_command, connect, json_option, read_secret, tenant_option
+from palimpsest.cli.output import emit, fail
+from palimpsest.cli.runtime import run_async
 
 PROVIDERS = ("github", "gitlab", "bitbucket")
-
-
-# --------------------------------------------------------------------------- the API connection
-
-
-class Api:
-    """A thin client of the /v1 API; any non-2xx answer ends the command with its one-line reason."""
-
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
-
-    async def call(self, method: str, path: str, body: dict[str, Any] | None = None, **params: Any) -> Any:
-        query = {k: v for k, v in params.items() if v is not None}
-        try:
-            res = await self.client.request(method, path, json=body, params=query)
-        except httpx.HTTPError as exc:
-            fail(f"cannot reach the ingest API at {self.client.base_url} ({exc.__class__.__name__})")
-            raise  # unreachable
-        if res.status_code >= 400:
-            fail(f"{res.status_code}: {_detail(res)}")
-        return res.json() if res.content else None
-
-
-def _detail(res: httpx.Response) -> str:
-    try:
-        detail = res.json().get("detail")
-    except ValueError:
-        return res.text[:200]
-    if isinstance(detail, list):
-        return "; ".join(f"{'.'.join(map(str, d.get('loc', [])))}: {d.get('msg')}" for d in detail)
-    return str(detail)
-
-
-@asynccontextmanager
-async def connect() -> AsyncIterator[Api]:
-    """The API of the configured, running or (for this command) started stack."""
-    from palimpsest.cli.stack import read_running
-    from palimpsest.ingest.settings import ingest_settings
-
-    base = settings()
-    ingest = ingest_settings(base)
-    configured = os.environ.get("PALIMPSEST_INGEST_URL")
-    running = read_running(base.home)
-    if configured or running is not None:
-        url = configured or (running.ingest_url if running and running.ingest_url else None)
-        url = url or f"http://127.0.0.1:{ingest.ingest_port}"
-        async with _client(url, _token(ingest)) as api:
-            yield api
-        return
-    from palimpsest.cli.runner import running_services
-    from palimpsest.cli.stack import open_stack
-
-    progress("no running stack: starting one for this command…")
-    async with open_stack(base) as stack, running_services(base, stack, services=("ingest",)) as infra:
-        url = str(infra.extras["ingest_url"])
-        async with _client(url, _token(ingest)) as api:
-            yield api
-
-
-def _token(ingest: Any) -> str:
-    from palimpsest.ingest.tokens import read_admin_token
-
-    token = os.environ.get("PALIMPSEST_API_TOKEN") or read_admin_token(
-        ingest.admin_token.get_secret_value() if ingest.admin_token else None, Path(ingest.home)
-    )
-    if not token:
-        fail("no token: set PALIMPSEST_API_TOKEN (a tenant token) or PALIMPSEST_ADMIN_TOKEN")
-    return str(token)
-
-
-@asynccontextmanager
-async def _client(url: str, token: str) -> AsyncIterator[Api]:
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as client:
-        yield Api(client)
-
-
-_tenant_option = click.option(
-    "--tenant",
-    "tenant",
-    envvar="PALIMPSEST_TENANT",
-    required=True,
-    help="Tenant id (or PALIMPSEST_TENANT).",
-)
-
-
-def _secret(name: str, value: str | None, env: str | None, *, stdin_used: list[bool]) -> str | None:
-    """A secret from an environment variable or stdin ('-'); a value on the command line is refused."""
-    if env is not None:
-        found = os.environ.get(env)
-        if not found:
-            fail(f"environment variable {env} (for --{name}) is not set or empty")
-        return found
-    if value is None:
-        return None
-    if value != "-":
-        fail(
-            f"--{name} takes '-' (read it from stdin) or use --{name}-env VAR: a secret on the command"
-            " line would be visible in the process table and shell history"
-        )
-    if stdin_used[0]:
-        fail("only one secret can be read from stdin")
-    stdin_used[0] = True
-    line = sys.stdin.readline().rstrip("\r\n")
-    if not line:
-        fail(f"--{name} -: nothing on stdin")
-    return line
 
 
 # --------------------------------------------------------------------------- tenant
@@ -144,7 +28,7 @@ def tenant() -> None:
 
 @tenant.command("create")
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True)
+@json_option
 @run_async
 async def tenant_create(name: str, as_json: bool) -> None:
     """Create a tenant; prints its tenant_id and a one-time api_token."""
@@ -153,6 +37,76 @@ async def tenant_create(name: str, as_json: bool) -> None:
     out = {"tenant_id": created["tenant_id"], "name": created["name"], "api_token": created["api_token"]}
     text = f"tenant_id  {out['tenant_id']}\napi_token  {out['api_token']}\n(the token is shown once; store it now)"
     emit(out, as_json=as_json, text=text)
+
+
+def _tenant_line(t: dict[str, Any]) -> str:
+    return f"{t['tenant_id']}  {t['state']:<9} {t['name']}  (created {t['created_at']})"
+
+
+def _tenant_text(found: dict[str, Any]) -> str:
+    return (
+        f"{_tenant_line(found)}\nrepositories   {found['repositories']}\ninstallations  {found['installations']}"
+        f"\nindex bytes    {found['index_bytes']}\nlast activity  {found['last_activity_at'] or '-'}"
+    )
+
+
+api_command(
+    tenant,
+    "list",
+    "GET",
+    "/v1/tenants",
+    help="Every tenant with its state (operator admin token).",
+    tenant=False,
+    text=_tenant_line,
+    empty="no tenants",
+)
+api_command(
+    tenant,
+    "show",
+    "GET",
+    "/v1/tenants/{tenant_id}",
+    help="A tenant's state, repositories, index bytes and last activity.",
+    argument="tenant_id",
+    tenant=False,
+    text=_tenant_text,
+)
+api_command(
+    tenant,
+    "suspend",
+    "POST",
+    "/v1/tenants/{tenant_id}/suspend",
+    help="Suspend a tenant: nothing of it is indexed or reviewed, or used as linked context.",
+    argument="tenant_id",
+    tenant=False,
+    text=_tenant_line,
+)
+api_command(
+    tenant,
+    "resume",
+    "POST",
+    "/v1/tenants/{tenant_id}/resume",
+    help="Lift a tenant's suspension.",
+    argument="tenant_id",
+    tenant=False,
+    text=_tenant_line,
+)
+
+
+@tenant.command("delete")
+@click.argument("tenant_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@run_async
+async def tenant_delete(tenant_id: str, yes: bool, as_json: bool) -> None:
+    """Delete a tenant and every row of it (idempotent: run it again after a failure)."""
+    if not yes:
+        click.confirm(f"delete tenant {tenant_id} and everything of it?", abort=True, err=True)
+    async with connect() as api:
+        found = await api.call("DELETE", f"/v1/tenants/{tenant_id}")
+    text = f"deleted {found['deleted_rows']} rows of tenant {tenant_id}" + (
+        "" if found["existed"] else " (it was already gone)"
+    )
+    emit(found, as_json=as_json, text=text)
 
 
 # --------------------------------------------------------------------------- installation
@@ -164,7 +118,7 @@ def installation() -> None:
 
 
 @installation.command("add")
-@_tenant_option
+@tenant_option
 @click.option("--provider", type=click.Choice(PROVIDERS), required=True)
 @click.option("--external-id", required=True, help="App installation id, project/group id, workspace UUID.")
 @click.option(
@@ -188,7 +142,7 @@ def installation() -> None:
 @click.option(
     "--private-key-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None
 )
-@click.option("--json", "as_json", is_flag=True)
+@json_option
 @run_async
 async def installation_add(
     tenant: str,
@@ -210,8 +164,8 @@ async def installation_add(
     stdin_used = [False]
     body: dict[str, Any] = {"provider": provider, "external_id": external_id, "display_name": display_name}
     body.update({k: v for k, v in {"kind": kind, "host": host, "namespace": namespace}.items() if v})
-    secret = _secret("webhook-secret", webhook_secret, webhook_secret_env, stdin_used=stdin_used)
-    token = _secret("token", access_token, token_env, stdin_used=stdin_used)
+    secret = read_secret("webhook-secret", webhook_secret, webhook_secret_env, stdin_used=stdin_used)
+    token = read_secret("token", access_token, token_env, stdin_used=stdin_used)
     if secret is not None:
         body["webhook_secret"] = secret
     if token is not None:
@@ -230,27 +184,42 @@ def _installation_line(i: dict[str, Any]) -> str:
     return f"{i['installation_id']}  {i['provider']} {i['kind']} {i['external_id']} on {i['host']} ({secret}, credentials: {i['credentials_kind']})"
 
 
-@installation.command("list")
-@_tenant_option
-@click.option("--json", "as_json", is_flag=True)
-@run_async
-async def installation_list(tenant: str, as_json: bool) -> None:
-    """List the tenant's installations."""
-    async with connect() as api:
-        items = (await api.call("GET", f"/v1/tenants/{tenant}/installations"))["items"]
-    emit(items, as_json=as_json, text="\n".join(map(_installation_line, items)) or "no installations")
-
-
-@installation.command("remove")
-@_tenant_option
-@click.argument("installation_id")
-@click.option("--json", "as_json", is_flag=True)
-@run_async
-async def installation_remove(tenant: str, installation_id: str, as_json: bool) -> None:
-    """Remove an installation (its repositories stay, unlinked)."""
-    async with connect() as api:
-        await api.call("DELETE", f"/v1/tenants/{tenant}/installations/{installation_id}")
-    emit({"removed": installation_id}, as_json=as_json, text=f"removed {installation_id}")
+api_command(
+    installation,
+    "list",
+    "GET",
+    "/v1/tenants/{tenant}/installations",
+    help="List the tenant's installations.",
+    text=_installation_line,
+    empty="no installations",
+)
+api_command(
+    installation,
+    "remove",
+    "DELETE",
+    "/v1/tenants/{tenant}/installations/{installation_id}",
+    help="Remove an installation (its repositories stay, unlinked).",
+    argument="installation_id",
+    done="removed",
+)
+api_command(
+    installation,
+    "suspend",
+    "POST",
+    "/v1/tenants/{tenant}/installations/{installation_id}/suspend",
+    help="Suspend an installation: not indexed, not reviewed, not linked context; deliveries ignored.",
+    argument="installation_id",
+    text=lambda found: f"{_installation_line(found)} suspended",
+)
+api_command(
+    installation,
+    "resume",
+    "POST",
+    "/v1/tenants/{tenant}/installations/{installation_id}/resume",
+    help="Lift an installation's suspension (by the provider or the API).",
+    argument="installation_id",
+    text=_installation_line,
+)
 
 
 # --------------------------------------------------------------------------- repo
@@ -266,7 +235,7 @@ def _repo_line(r: dict[str, Any]) -> str:
 
 
 @repo.command("add")
-@_tenant_option
+@tenant_option
 @click.argument("url")
 @click.option(
     "--installation", "installation_id", default=None, help="Installation the repository belongs to."
@@ -284,7 +253,7 @@ def _repo_line(r: dict[str, Any]) -> str:
     default="lexical",
     show_default=True,
 )
-@click.option("--json", "as_json", is_flag=True)
+@json_option
 @run_async
 async def repo_add(
     tenant: str,
@@ -320,34 +289,31 @@ async def repo_add(
     emit(found, as_json=as_json, text=_repo_line(found))
 
 
-@repo.command("list")
-@_tenant_option
-@click.option("--json", "as_json", is_flag=True)
-@run_async
-async def repo_list(tenant: str, as_json: bool) -> None:
-    """List the tenant's repositories."""
-    async with connect() as api:
-        items = (await api.call("GET", f"/v1/tenants/{tenant}/repositories"))["items"]
-    emit(items, as_json=as_json, text="\n".join(map(_repo_line, items)) or "no repositories")
-
-
-@repo.command("rebuild")
-@_tenant_option
-@click.argument("repository_id")
-@click.option("--json", "as_json", is_flag=True)
-@run_async
-async def repo_rebuild(tenant: str, repository_id: str, as_json: bool) -> None:
-    """Request a full index build of the repository's default branch."""
-    async with connect() as api:
-        found = await api.call("POST", f"/v1/tenants/{tenant}/repositories/{repository_id}/rebuild")
-    emit(found, as_json=as_json, text=f"index requested: event {found['event_id']}")
+api_command(
+    repo,
+    "list",
+    "GET",
+    "/v1/tenants/{tenant}/repositories",
+    help="List the tenant's repositories.",
+    text=_repo_line,
+    empty="no repositories",
+)
+api_command(
+    repo,
+    "rebuild",
+    "POST",
+    "/v1/tenants/{tenant}/repositories/{repository_id}/rebuild",
+    help="Request a full index build of the repository's default branch.",
+    argument="repository_id",
+    text=lambda found: f"index requested: event {found['event_id']}",
+)
 
 
 @repo.command("mode")
-@_tenant_option
+@tenant_option
 @click.argument("repository_id")
 @click.argument("index_mode", type=click.Choice(["off", "lexical", "hybrid"]))
-@click.option("--json", "as_json", is_flag=True)
+@json_option
 @run_async
 async def repo_mode(tenant: str, repository_id: str, index_mode: str, as_json: bool) -> None:
     """Change the index mode (anything but off requests an index)."""
@@ -358,29 +324,28 @@ async def repo_mode(tenant: str, repository_id: str, index_mode: str, as_json: b
     emit(found, as_json=as_json, text=_repo_line(found))
 
 
-@repo.command("remove")
-@_tenant_option
-@click.argument("repository_id")
-@click.option("--json", "as_json", is_flag=True)
-@run_async
-async def repo_remove(tenant: str, repository_id: str, as_json: bool) -> None:
-    """Remove a repository and everything indexed for it."""
-    async with connect() as api:
-        await api.call("DELETE", f"/v1/tenants/{tenant}/repositories/{repository_id}")
-    emit({"removed": repository_id}, as_json=as_json, text=f"removed {repository_id}")
+api_command(
+    repo,
+    "remove",
+    "DELETE",
+    "/v1/tenants/{tenant}/repositories/{repository_id}",
+    help="Remove a repository and everything indexed for it.",
+    argument="repository_id",
+    done="removed",
+)
 
 
 # --------------------------------------------------------------------------- deliveries
 
 
 @click.command("deliveries")
-@_tenant_option
+@tenant_option
 @click.option("--provider", type=click.Choice(PROVIDERS), default=None)
 @click.option("--outcome", type=click.Choice(["accepted", "duplicate", "ignored", "rejected"]), default=None)
 @click.option("--event", default=None)
 @click.option("--repo", "repository_id", default=None, help="Only deliveries about this repository.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
-@click.option("--json", "as_json", is_flag=True)
+@json_option
 @run_async
 async def deliveries(
     tenant: str,
@@ -408,42 +373,3 @@ async def deliveries(
         for d in items
     )
     emit(items, as_json=as_json, text=text or "no deliveries")
-
-
-# --------------------------------------------------------------------------- bench
-
-
-@click.command("ingest")
-@click.option("--deliveries", "count", default=5000, show_default=True, help="Measured deliveries.")
-@click.option("--concurrency", default=12, show_default=True, help="Requests in flight.")
-@click.option("--warmup", default=300, show_default=True)
-@click.option("--replicas", default=1, show_default=True, help="Ingest processes sharing the port.")
-@click.option(
-    "--client", "client_kind", type=click.Choice(["raw", "httpx"]), default="raw", show_default=True
-)
-@click.option("--json", "as_json", is_flag=True)
-@run_async
-async def bench_ingest(
-    count: int, concurrency: int, warmup: int, replicas: int, client_kind: str, as_json: bool
-) -> None:
-    """Signed webhook deliveries/s through the real HTTP server into the outbox, latency, events == accepted."""
-    from palimpsest.ingest.bench import run_bench_ingest
-
-    result = await run_bench_ingest(
-        settings(),
-        deliveries=count,
-        concurrency=concurrency,
-        warmup=warmup,
-        replicas=replicas,
-        client_kind=client_kind,
-    )
-    emit(result, as_json=True)
-
-
-def register(cli: click.Group) -> None:
-    """Add the ingest commands to the ``palimpsest`` CLI (idempotent)."""
-    for command in (tenant, installation, repo, deliveries):
-        cli.add_command(command)
-    bench = cli.commands.get("bench")
-    if isinstance(bench, click.Group):
-        bench.add_command(bench_ingest, "ingest")

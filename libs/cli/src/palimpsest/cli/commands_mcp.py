@@ -1,4 +1,4 @@
-"""CLI: ``palimpsest mcp`` (the MCP server over stdio) and ``palimpsest bench mcp``.
+"""CLI: ``palimpsest mcp``, the MCP server over stdio.
 
 ``palimpsest mcp`` is what a developer's coding agent launches: it finds the stack the way every
 command does (a running ``palimpsest up``, else the configured servers, else embedded servers
@@ -15,40 +15,20 @@ from uuid import UUID
 
 import click
 
-from palimpsest.cli.output import emit, fail, progress
+from palimpsest.cli.output import fail, progress
+from palimpsest.cli.runtime import run_async, settings
 from palimpsest.core.settings import BaseServiceSettings
 
-__all__ = ["register", "serve_stdio"]
+__all__ = ["mcp_cmd", "serve_stdio"]
 
 
-def register(cli: click.Group) -> None:
-    from palimpsest.cli.main import run_async, settings
-
-    @cli.command("mcp")
-    @click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
-    @run_async
-    async def mcp_cmd(tenant: str | None) -> None:
-        """Serve the index to a coding agent over MCP (stdio): search, definitions, references,
-        context, review context, recency and documentation findings."""
-        await serve_stdio(settings(), tenant)
-
-    bench = cli.commands["bench"]
-    assert isinstance(bench, click.Group)
-
-    @bench.command("mcp")
-    @click.option("--files", default=50_000, show_default=True)
-    @click.option("--total-mb", default=24.7, show_default=True, help="Total size of the generated source.")
-    @click.option("--calls", default=30, show_default=True, help="Measured calls per tool.")
-    @click.option("--json", "as_json", is_flag=True)
-    @run_async
-    async def bench_mcp(files: int, total_mb: float, calls: int, as_json: bool) -> None:
-        """Tool-call latency (p50/p95) through the SDK's client over HTTP on a generated index."""
-        from palimpsest.cli.benchmcp import run_bench_mcp
-
-        if files < 100 or calls < 1:
-            fail("--files must be at least 100 and --calls at least 1")
-        result = await run_bench_mcp(settings(), files=files, total_bytes=int(total_mb * 1e6), calls=calls)
-        emit(result, as_json=True)
+@click.command("mcp")
+@click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
+@run_async
+async def mcp_cmd(tenant: str | None) -> None:
+    """Serve the index to a coding agent over MCP (stdio): search, definitions, references,
+    context, review context, recency and documentation findings."""
+    await serve_stdio(settings(), tenant)
 
 
 async def serve_stdio(settings: BaseServiceSettings, tenant: str | None) -> None:

@@ -1,7 +1,7 @@
 """Replaying real history as pull requests: the changes, the truth and the baselines.
 
 Everything here reads git only — never the index — so the truth and the baselines are computed
-independently of the product's retrieval (:mod:`palimpsest.cli.benchreplay` drives the product).
+independently of the product's retrieval (:mod:`palimpsest.devtools.bench.replay` drives the product).
 
 * :func:`eligible_changes` — first-parent commits of a branch (a merge diffed against its first
   parent) touching 3..12 files of which at least two are modified code files;

@@ -40,7 +40,7 @@ from pydantic import SecretStr
 from palimpsest.core import bus
 from palimpsest.core.db import Pool, fetch_all, fetch_one, open_pool, system_tx, tenant_tx
 from palimpsest.core.settings import BaseServiceSettings
-from palimpsest.ingest.bench_payload import CLONE_URL, push_payload
+from palimpsest.devtools.bench.ingest_payload import CLONE_URL, push_payload
 from palimpsest.ingest.errors import BenchError
 
 

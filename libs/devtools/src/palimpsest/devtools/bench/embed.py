@@ -4,7 +4,7 @@ Two figures (issue 7):
 
 * ``chunks_per_s`` — a generated repository (``benchindex.make_repository``) in ``hybrid`` mode is
   indexed through the bus by the real chunker and embedder; the embedder's model is routed to a
-  deterministic OpenAI-compatible server on loopback (:mod:`palimpsest.cli.fakeembed`, in a child
+  deterministic OpenAI-compatible server on loopback (:mod:`palimpsest.devtools.fakes.embeddings`, in a child
   process) that answers at once, so the rate measures our overhead — reading chunks, batching, the
   gateway and litellm, HTTP, storing vectors, maintaining the HNSW index — not a provider's.
   Measured between the ``snapshot.built`` and ``snapshot.embedded`` events.
@@ -27,8 +27,6 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from palimpsest.cli import fakeembed
-from palimpsest.cli.benchindex import make_repository
 from palimpsest.cli.local import local_tenant, register_path
 from palimpsest.cli.output import progress
 from palimpsest.cli.pipeline import request, wait_for, watching
@@ -39,6 +37,8 @@ from palimpsest.core.events import IndexRequested
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import load_litellm
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.bench.index import make_repository
+from palimpsest.devtools.fakes import embeddings as fakeembed
 from palimpsest.index.semantic import semantic_available, semantic_search
 
 BENCH_MODEL = "openai/bench-embed-384"

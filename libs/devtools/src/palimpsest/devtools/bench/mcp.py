@@ -30,11 +30,11 @@ async def run_bench_mcp(
     settings: BaseServiceSettings, *, files: int, total_bytes: int, calls: int
 ) -> dict[str, Any]:
     """Index a generated repository through the real pipeline, then time every tool's calls."""
-    from palimpsest.cli.benchindex import make_repository
     from palimpsest.cli.local import local_tenant, register_path
     from palimpsest.cli.pipeline import index_and_wait
     from palimpsest.cli.runner import running_services
     from palimpsest.cli.stack import open_stack, scratch_settings
+    from palimpsest.devtools.bench.index import make_repository
     from palimpsest.ingest.admin.access import Scope
     from palimpsest.ingest.admin.tenants import issue_token
 
@@ -88,14 +88,14 @@ async def _time_tools(
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    from palimpsest.cli.commands_review import _synthetic_pr
+    from palimpsest.devtools.bench.review import synthetic_pr
 
     rng = random.Random(20)  # noqa: S311 - reproducible arguments
     code = [(p, t) for p, t in corpus if p.endswith(".ts")]
     repository = str(repo_id)
 
     def review_args() -> dict[str, Any]:
-        diff, _ = _synthetic_pr(rng, code, idents, 1)
+        diff, _ = synthetic_pr(rng, code, idents, 1)
         return {"repository": repository, "diff": diff}
 
     arguments: dict[str, Callable[[], dict[str, Any]]] = {

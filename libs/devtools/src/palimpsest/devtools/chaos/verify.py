@@ -28,15 +28,15 @@ import httpx
 import psycopg
 from psycopg.rows import dict_row
 
-from palimpsest.cli.chaos.github import FakeGitHubAPI
-from palimpsest.cli.chaos.repos import ChaosRepo
 from palimpsest.cli.processes import Supervisor
 from palimpsest.cli.stack import StackInfo
 from palimpsest.core import bus
 from palimpsest.core.events import subject_of
+from palimpsest.devtools.chaos.github import FakeGitHubAPI
+from palimpsest.devtools.chaos.repos import ChaosRepo
 
 if TYPE_CHECKING:
-    from palimpsest.cli.chaos.soak import ChaosConfig, Delivery
+    from palimpsest.devtools.chaos.soak import ChaosConfig, Delivery
 
 QUIET_POLLS = 3
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from palimpsest.cli.chaos.repos import ChaosRepo, Commit
+from palimpsest.devtools.chaos.repos import ChaosRepo, Commit
 
 _REVIEWS = re.compile(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/reviews$")
 _MARKER = re.compile(r"<!-- palimpsest-review head=([0-9a-f]{7,64}) -->")

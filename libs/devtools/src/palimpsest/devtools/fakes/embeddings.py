@@ -4,7 +4,7 @@
 the gateway, litellm, HTTP, storing vectors, the HNSW index), so the provider must answer at once:
 this server returns a unit vector per input derived from the SHA-256 of the text (same text, same
 vector), as JSON floats or base64 float32 (``encoding_format``), with word-count usage. It runs
-in a child process (``python -m palimpsest.cli.fakeembed``, which prints its URL) so its CPU use
+in a child process (``python -m palimpsest.devtools.fakes.embeddings``, which prints its URL) so its CPU use
 is not counted against the pipeline's event loop. Loopback only; never a real provider.
 """
 
@@ -83,7 +83,7 @@ def serve(dimensions: int = 384) -> None:
 def running(dimensions: int = 384) -> Iterator[str]:
     """The server in a child process; yields its OpenAI-style base URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "palimpsest.cli.fakeembed", str(dimensions)],
+        [sys.executable, "-m", "palimpsest.devtools.fakes.embeddings", str(dimensions)],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -8,7 +8,7 @@ advance an hour per commit. The repository is repacked with bitmaps, as hosting 
 theirs.
 
 The history is served over smart HTTP (``git http-backend``) by a separate process
-(:mod:`palimpsest.recency_scanner.benchserve`) that also generates it, so the generator's and
+(:mod:`palimpsest.devtools.fakes.git_http`) that also generates it, so the generator's and
 the server's memory never count as the scanner's. :func:`time_scan` then runs one
 ``index.requested`` through the consumer runtime and the real handler — blob-less clone over
 HTTP, streamed log, parse, COPY and merge, scan record, outbox event — and reports the figures.
@@ -22,6 +22,7 @@ import random
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,12 +30,21 @@ from pathlib import Path
 from typing import IO, Any
 from uuid import UUID
 
+from palimpsest.cli.output import progress
 from palimpsest.core.consumer import ConsumerRuntime
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.events import IndexRequested
+from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.recency_scanner.scanner import RecencyScanner, ScanOptions
 
-__all__ = ["BenchServer", "GeneratedHistory", "generate_history", "peak_rss_mb", "time_scan"]
+__all__ = [
+    "BenchServer",
+    "GeneratedHistory",
+    "generate_history",
+    "peak_rss_mb",
+    "run_bench_recency",
+    "time_scan",
+]
 
 _ADD_BATCH = 100
 _START = 1_420_070_400  # 2015-01-01T00:00:00Z
@@ -188,7 +198,7 @@ class BenchServer:
 
     def __enter__(self) -> BenchServer:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "palimpsest.recency_scanner.benchserve", *self.args],
+            [sys.executable, "-m", "palimpsest.devtools.fakes.git_http", *self.args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -268,4 +278,82 @@ async def time_scan(pool: Pool, tenant_id: UUID, repository_id: UUID, options: S
         "pairs": record["pairs"],
         "rows": int(rows["n"]),
         "stats": record["stats"],
+    }
+
+
+async def run_bench_recency(
+    settings: BaseServiceSettings, *, commits: int, files: int, seed: int, repo: Path | None
+) -> dict[str, Any]:
+    """Serve a generated (or given) history over HTTP and scan it on a scratch stack."""
+    from pydantic import SecretStr
+
+    from palimpsest.cli.stack import open_stack, scratch_settings
+    from palimpsest.cli.tenants import create_tenant
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.core.ids import uuid7
+    from palimpsest.core.service import close_infra, open_infra
+    from palimpsest.recency_scanner.service import Settings
+
+    with tempfile.TemporaryDirectory(prefix="palimpsest-bench-recency-") as tmp:
+        root = Path(tmp)
+        source = (
+            ["--repo", str(repo)] if repo is not None else ["--generate", str(commits), str(files), str(seed)]
+        )
+        progress("generating the history with git fast-import…" if repo is None else f"serving {repo}…")
+        s = scratch_settings(settings, root / "home", local_sources=False)
+        with BenchServer(["--root", str(root), *source]) as server:
+            info = server.info
+            progress(f"history ready ({info.get('generate_s', 0)}s); starting a scratch stack…")
+            async with open_stack(s, durable=False) as stack:
+                app = s.model_copy(
+                    update={"database_url": SecretStr(stack.app_url), "nats_url": stack.nats_url}
+                )
+                infra = await open_infra(app, "bench-recency")
+                try:
+                    tenant = await create_tenant(infra.pool, "bench-recency")
+                    repository_id = uuid7()
+                    async with tenant_tx(infra.pool, tenant) as conn:
+                        await conn.execute(
+                            "INSERT INTO repositories (tenant_id, repository_id, provider, full_name, clone_url,"
+                            " default_branch) VALUES (%s, %s, 'github', 'bench/recency', %s, %s)",
+                            (tenant, repository_id, info["url"], info["branch"]),
+                        )
+                    options = Settings.model_construct(
+                        **{
+                            **Settings().model_dump(),
+                            "recency_scan": True,
+                            "recency_tmp_dir": root,
+                            # the bench's own git server on loopback: an explicit allowance
+                            "private_provider_hosts": ("127.0.0.1",),
+                        }
+                    ).scan_options()
+                    progress("scanning: clone + log + parse + write…")
+                    t0 = time.perf_counter()
+                    figures = await time_scan(infra.pool, tenant, repository_id, options)
+                    wall = time.perf_counter() - t0
+                    rss = peak_rss_mb()  # before the server process ends: its memory is not ours
+                finally:
+                    await close_infra(infra)
+                postgres = "embedded" if stack.embedded_db else "external"
+    return {
+        "benchmark": "recency",
+        "source": str(repo) if repo is not None else "generated",
+        "commits": info.get("commits", commits),  # in the branch; the scan walks first parents
+        "files": info.get("head_files", figures["files_dated"]),
+        "scan_s": figures["scan_s"],
+        "peak_rss_mb": rss["total"],
+        "rows": figures["rows"],
+        "status": figures["status"],
+        "reason": figures["reason"],
+        "detail": figures["detail"],
+        "commits_scanned": figures["commits_scanned"],
+        "files_dated": figures["files_dated"],
+        "cochange_pairs": figures["pairs"],
+        "rss_self_mb": rss["self"],
+        "rss_largest_child_mb": rss["children"],
+        "wall_s": round(wall, 3),
+        "generate_s": info.get("generate_s"),
+        "postgres": postgres,
+        "target_s": 20.0,
+        "stats": figures["stats"],
     }

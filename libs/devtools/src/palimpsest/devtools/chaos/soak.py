@@ -6,7 +6,7 @@ earlier deliveries (same ``X-GitHub-Delivery``), and pushes held back and sent a
 (out of order). Senders behave like a provider that redelivers: a connection error, a timeout or
 a 5xx is retried with the same delivery id until it is answered.
 
-Reviews get a deterministic model (:mod:`palimpsest.cli.chaos.model`, one finding on the first
+Reviews get a deterministic model (:mod:`palimpsest.devtools.chaos.model`, one finding on the first
 added line of the diff under review), so findings are posted inline, kept across pushes and
 redeliveries, and must never be posted twice; the summary comment is edited in place.
 
@@ -36,14 +36,14 @@ from typing import Any
 
 import httpx
 
-from palimpsest.cli.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
-from palimpsest.cli.chaos.model import MODEL, ChaosModel, serving_model
-from palimpsest.cli.chaos.repos import ChaosRepo
-from palimpsest.cli.chaos.verify import Expectations, Tenant, verify
 from palimpsest.cli.output import progress
 from palimpsest.cli.processes import Supervisor, supervised
 from palimpsest.cli.stack import Servers, StackInfo, open_stack
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
+from palimpsest.devtools.chaos.model import MODEL, ChaosModel, serving_model
+from palimpsest.devtools.chaos.repos import ChaosRepo
+from palimpsest.devtools.chaos.verify import Expectations, Tenant, verify
 
 log = logging.getLogger(__name__)
 

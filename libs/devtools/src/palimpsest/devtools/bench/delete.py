@@ -20,7 +20,6 @@ from uuid import UUID
 
 from psycopg import sql
 
-from palimpsest.cli.benchindex import make_repository
 from palimpsest.cli.local import register_path
 from palimpsest.cli.pipeline import index_and_wait
 from palimpsest.cli.runner import running_services
@@ -28,6 +27,7 @@ from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import Pool, fetch_one, tenant_tx
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.bench.index import make_repository
 from palimpsest.ingest.admin.deletion import BATCH, delete_tenant_rows, tenant_tables
 from palimpsest.ingest.store.repositories import delete_index_data
 

@@ -1,6 +1,6 @@
 """``palimpsest bench replay``: real history replayed as pull requests through the real reviewer.
 
-For each sampled change (:mod:`palimpsest.cli.replay`, oldest first, the union of every seed's
+For each sampled change (:mod:`palimpsest.devtools.bench.history`, oldest first, the union of every seed's
 sample processed once) the product is made to know the repository exactly as it was at the
 change's base — a scratch bare repository borrowing the clone's objects has its branch moved to
 the base and an index is requested through the bus, so the chunker builds the base's snapshot and
@@ -28,15 +28,15 @@ from uuid import UUID
 
 from nats.aio.client import Client as NATS
 
-from palimpsest.cli import replay
 from palimpsest.cli.commands_review import review_local
 from palimpsest.cli.local import default_branch, local_tenant, register_path
 from palimpsest.cli.pipeline import index_and_wait
-from palimpsest.cli.replay import Change, Truth, git, recall
 from palimpsest.cli.runner import running_services
 from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.bench import history as replay
+from palimpsest.devtools.bench.history import Change, Truth, git, recall
 
 __all__ = ["STRATEGIES", "run_bench_replay", "summarize"]
 

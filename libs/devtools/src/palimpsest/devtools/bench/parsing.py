@@ -1,4 +1,4 @@
-"""Throughput of the parsing core: ``python -m palimpsest.chunker.parsing.bench``.
+"""Throughput of the parsing core: ``python -m palimpsest.devtools.bench.parsing``.
 
 The corpus is TypeScript. Without ``--corpus`` it is generated in memory, deterministically:
 injectable service classes with documented async methods, interfaces, exported functions and

@@ -1,6 +1,6 @@
 """The benchmark's git host: generate (or take) a repository and serve it over smart HTTP.
 
-``python -m palimpsest.recency_scanner.benchserve --root DIR (--generate N F SEED | --repo PATH)``
+``python -m palimpsest.devtools.fakes.git_http --root DIR (--generate N F SEED | --repo PATH)``
 prints one JSON line (``url``, ``branch``, generation figures) once it listens on 127.0.0.1,
 and serves ``git http-backend`` until its stdin closes. It runs as a separate process so the
 generator's and the server's memory are not counted as the scanner's. Responses stream from
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlsplit
 
-from palimpsest.recency_scanner.bench import generate_history, git_env
+from palimpsest.devtools.bench.recency import generate_history, git_env
 
 _COPY = 256 * 1024
 
@@ -145,7 +145,7 @@ def _count(repo: Path, branch: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m palimpsest.recency_scanner.benchserve")
+    parser = argparse.ArgumentParser(prog="python -m palimpsest.devtools.fakes.git_http")
     parser.add_argument("--root", type=Path, required=True, help="a scratch directory")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--generate", nargs=3, type=int, metavar=("COMMITS", "FILES", "SEED"))

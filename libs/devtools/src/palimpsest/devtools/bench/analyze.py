@@ -68,10 +68,10 @@ async def run_bench_planted(
     seed: int,
     timeout_s: float = 7200.0,
 ) -> dict[str, Any]:
-    """Plant drift in a scratch clone of ``repo`` (:mod:`palimpsest.cli.drift`), analyse the clone
+    """Plant drift in a scratch clone of ``repo`` (:mod:`palimpsest.devtools.bench.drift`), analyse the clone
     through the bus like any repository, and score the findings against the plants."""
     from palimpsest.cli.commands_analyze import run_analysis
-    from palimpsest.cli.drift import plant, score
+    from palimpsest.devtools.bench.drift import plant, score
 
     with tempfile.TemporaryDirectory(prefix="palimpsest-drift-") as scratch:
         progress(f"planting {names} renamed definitions and {paths} moved files in a scratch clone…")

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from palimpsest.analyzer.history import defined_names, is_code_path
 from palimpsest.chunker.parsing.chunks import analyze_file
 from palimpsest.chunker.parsing.languages import detect_language
-from palimpsest.cli.replay import git, is_code
+from palimpsest.devtools.bench.history import git, is_code
 from palimpsest.index.staleness import is_doc, is_history_doc, is_history_file
 
 __all__ = ["Plan", "Planted", "plant", "score"]

@@ -1,0 +1,175 @@
+"""The ingest API as the CLI's operator commands use it (``palimpsest tenant|installation|repo|token|…``).
+
+Every command talks HTTP to the ingest API: ``PALIMPSEST_INGEST_URL`` when set (a remote
+deployment), else the running ``palimpsest up`` (its recorded ``ingest_url``, or
+``127.0.0.1:$PALIMPSEST_INGEST_PORT``), else a stack started for the command's duration with the
+ingest service in it. It authenticates with ``PALIMPSEST_API_TOKEN`` (a tenant's token) when set,
+else with the operator admin token (``PALIMPSEST_ADMIN_TOKEN``, or the embedded stack's
+``$PALIMPSEST_HOME/admin-token``). Secrets are read from an environment variable or stdin, never
+from the command line (the process table and shell history would show them).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+
+from palimpsest.cli.output import emit, fail, progress
+from palimpsest.cli.runtime import run_async, settings
+
+__all__ = ["Api", "api_command", "connect", "json_option", "read_secret", "tenant_option"]
+
+
+class Api:
+    """A thin client of the /v1 API; any non-2xx answer ends the command with its one-line reason."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def call(self, method: str, path: str, body: dict[str, Any] | None = None, **params: Any) -> Any:
+        query = {k: v for k, v in params.items() if v is not None}
+        try:
+            res = await self.client.request(method, path, json=body, params=query)
+        except httpx.HTTPError as exc:
+            fail(f"cannot reach the ingest API at {self.client.base_url} ({exc.__class__.__name__})")
+            raise  # unreachable
+        if res.status_code >= 400:
+            fail(f"{res.status_code}: {_detail(res)}")
+        return res.json() if res.content else None
+
+
+def _detail(res: httpx.Response) -> str:
+    try:
+        detail = res.json().get("detail")
+    except ValueError:
+        return res.text[:200]
+    if isinstance(detail, list):
+        return "; ".join(f"{'.'.join(map(str, d.get('loc', [])))}: {d.get('msg')}" for d in detail)
+    return str(detail)
+
+
+@asynccontextmanager
+async def connect() -> AsyncIterator[Api]:
+    """The API of the configured, running or (for this command) started stack."""
+    from palimpsest.cli.stack import read_running
+    from palimpsest.ingest.settings import ingest_settings
+
+    base = settings()
+    ingest = ingest_settings(base)
+    configured = os.environ.get("PALIMPSEST_INGEST_URL")
+    running = read_running(base.home)
+    if configured or running is not None:
+        url = configured or (running.ingest_url if running and running.ingest_url else None)
+        url = url or f"http://127.0.0.1:{ingest.ingest_port}"
+        async with _client(url, _token(ingest)) as api:
+            yield api
+        return
+    from palimpsest.cli.runner import running_services
+    from palimpsest.cli.stack import open_stack
+
+    progress("no running stack: starting one for this command…")
+    async with open_stack(base) as stack, running_services(base, stack, services=("ingest",)) as infra:
+        url = str(infra.extras["ingest_url"])
+        async with _client(url, _token(ingest)) as api:
+            yield api
+
+
+def _token(ingest: Any) -> str:
+    from palimpsest.ingest.tokens import read_admin_token
+
+    token = os.environ.get("PALIMPSEST_API_TOKEN") or read_admin_token(
+        ingest.admin_token.get_secret_value() if ingest.admin_token else None, Path(ingest.home)
+    )
+    if not token:
+        fail("no token: set PALIMPSEST_API_TOKEN (a tenant token) or PALIMPSEST_ADMIN_TOKEN")
+    return str(token)
+
+
+@asynccontextmanager
+async def _client(url: str, token: str) -> AsyncIterator[Api]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as client:
+        yield Api(client)
+
+
+tenant_option = click.option(
+    "--tenant",
+    "tenant",
+    envvar="PALIMPSEST_TENANT",
+    required=True,
+    help="Tenant id (or PALIMPSEST_TENANT).",
+)
+
+
+def read_secret(name: str, value: str | None, env: str | None, *, stdin_used: list[bool]) -> str | None:
+    """A secret from an environment variable or stdin ('-'); a value on the command line is refused."""
+    if env is not None:
+        found = os.environ.get(env)
+        if not found:
+            fail(f"environment variable {env} (for --{name}) is not set or empty")
+        return found
+    if value is None:
+        return None
+    if value != "-":
+        fail(
+            f"--{name} takes '-' (read it from stdin) or use --{name}-env VAR: a secret on the command"
+            " line would be visible in the process table and shell history"
+        )
+    if stdin_used[0]:
+        fail("only one secret can be read from stdin")
+    stdin_used[0] = True
+    line = sys.stdin.readline().rstrip("\r\n")
+    if not line:
+        fail(f"--{name} -: nothing on stdin")
+    return line
+
+
+json_option = click.option("--json", "as_json", is_flag=True)
+
+
+def api_command(
+    group: click.Group,
+    name: str,
+    method: str,
+    path: str,
+    *,
+    help: str,
+    argument: str | None = None,
+    tenant: bool = True,
+    text: Callable[[Any], str] = str,
+    done: str | None = None,
+    empty: str | None = None,
+) -> click.Command:
+    """Add to ``group`` a command that makes one API call and prints its answer.
+
+    Its parameters are ``--tenant`` (unless ``tenant`` is false), the id ``argument`` (if any) and
+    ``--json``; ``path`` is formatted with them. It prints the answer rendered by ``text``; with
+    ``done`` only ``{done: id}`` ("removed", "revoked"); with ``empty`` the answer's ``items``, one
+    ``text`` line each, or ``empty`` when there are none.
+    """
+
+    @run_async
+    async def call(as_json: bool, **params: str) -> None:
+        async with connect() as api:
+            found = await api.call(method, path.format(**params))
+        if done is not None and argument is not None:
+            emit({done: params[argument]}, as_json=as_json, text=f"{done} {params[argument]}")
+        elif empty is not None:
+            items = found["items"]
+            emit(items, as_json=as_json, text="\n".join(map(text, items)) or empty)
+        else:
+            emit(found, as_json=as_json, text=text(found))
+
+    command: Any = json_option(call)
+    if argument is not None:
+        command = click.argument(argument)(command)
+    if tenant:
+        command = tenant_option(command)
+    return group.command(name, help=help)(command)

@@ -1,0 +1,240 @@
+"""CLI: ``palimpsest up``, ``status``, ``db``, ``bus``, ``dead-letters`` and ``demo`` — run and operate the stack."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import click
+
+from palimpsest.cli.output import emit, fail, progress
+from palimpsest.cli.runtime import run_async, settings
+
+# ------------------------------------------------------------------------------------------- stack
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the stack description as JSON once ready.")
+@click.option(
+    "--processes",
+    is_flag=True,
+    help="Run each service as its own OS process (as in a cluster), restarted when it dies.",
+)
+@run_async
+async def up(as_json: bool, processes: bool) -> None:
+    """Start the stack (embedded PostgreSQL + NATS unless URLs are set) and run every service."""
+    from palimpsest.cli.runner import running_services
+    from palimpsest.cli.stack import open_stack, read_running
+    from palimpsest.core import telemetry
+    from palimpsest.core.ops import OpsServer
+    from palimpsest.core.service import install_signal_handlers
+
+    s = settings()
+    telemetry.setup("up", log_level=s.log_level, log_format=s.log_format)
+    running = read_running(s.home)
+    if running is not None:
+        fail(f"a stack is already running (pid {running.pid}) under {s.home}")
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    progress("starting the stack…")
+    if processes:
+        await _up_processes(s, stop, as_json)
+        progress("stopped")
+        return
+    async with open_stack(s) as stack:
+        ops = OpsServer("127.0.0.1", s.ops_port if s.ops_port else 0)
+        async with running_services(s, stack, ops=ops) as infra:
+            stack.ops_url = f"http://127.0.0.1:{ops.bound_port}" if ops.bound_port else None
+            stack.ingest_url = infra.extras.get("ingest_url")
+            await _serve(stack, stop, as_json, "every service")
+    progress("stopped")
+
+
+async def _up_processes(s: Any, stop: asyncio.Event, as_json: bool) -> None:
+    from palimpsest.cli.processes import supervised
+    from palimpsest.cli.stack import open_stack
+
+    async with open_stack(s) as stack, supervised(s, stack) as sup:
+        stack.ingest_url = sup.ingest_url
+        stack.processes = sup.describe()
+        await _serve(stack, stop, as_json, "every service process")
+
+
+async def _serve(stack: Any, stop: asyncio.Event, as_json: bool, what: str) -> None:
+    """Record the running stack, describe it, and wait for Ctrl-C (or SIGTERM)."""
+    from palimpsest.cli.stack import clear_state, write_state
+
+    write_state(stack)
+    try:
+        emit(stack.public(), as_json=as_json, text=_describe_stack(stack))
+        progress(f"running; Ctrl-C stops {what} and the embedded servers")
+        await stop.wait()
+    finally:
+        clear_state(stack)
+
+
+def _describe_stack(stack: Any) -> str:
+    lines = [
+        f"PostgreSQL  {'embedded' if stack.embedded_db else 'external'}  {stack.public()['app_url']}",
+        f"NATS        {'embedded' if stack.embedded_nats else 'external'}  {stack.nats_url}",
+        f"home        {stack.home}",
+    ]
+    if stack.ingest_url:
+        lines.append(f"ingest      {stack.ingest_url}  (webhooks, /v1 API, /openapi.json)")
+    if stack.ops_url:
+        lines.append(f"ops         {stack.ops_url}/healthz  /readyz  /metrics")
+    for name, proc in stack.processes.items():
+        lines.append(f"process     {name:<16} pid {proc['pid']}  ops :{proc['ops_port']}  log {proc['log']}")
+    if stack.timings_s:
+        lines.append("start       " + "  ".join(f"{k}={v}" for k, v in stack.timings_s.items()))
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def status(as_json: bool) -> None:
+    """Report each component: database, bus, consumers, the running stack."""
+    from palimpsest.cli.status import collect
+
+    s = settings()
+    report = await collect(s)
+    emit(report, as_json=as_json, text=_status_text(report))
+    if not report["ok"]:
+        raise SystemExit(1)
+
+
+def _status_text(report: dict[str, Any]) -> str:
+    lines = []
+    for name, comp in report["components"].items():
+        mark = "ok " if comp.get("ok") else "ERR"
+        detail = ", ".join(f"{k}={v}" for k, v in comp.items() if k != "ok")
+        lines.append(f"[{mark}] {name:<16} {detail}")
+    return "\n".join(lines)
+
+
+@click.group()
+def db() -> None:
+    """Database administration."""
+
+
+@db.command("migrate")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def db_migrate(as_json: bool) -> None:
+    """Apply pending migrations (idempotent) — to the configured or embedded server."""
+    from palimpsest.cli.stack import open_stack, read_running
+    from palimpsest.core.migrate import migrate
+
+    s = settings()
+    running = read_running(s.home)
+    configured = s.migration_database_url or s.database_url
+    out: dict[str, object]
+    if running is not None or configured is not None:
+        url = running.owner_url if running is not None else configured.get_secret_value()  # type: ignore[union-attr]
+        report = await migrate(url, app_role=s.app_role)
+        out = {
+            "applied": report.applied,
+            "skipped": report.skipped,
+            "already": report.already,
+            "extensions": report.extensions,
+        }
+    else:
+        async with open_stack(s) as stack:
+            out = {"migrated": True, "extensions": stack.extensions, "timings_s": stack.timings_s}
+    emit(out, as_json=as_json)
+
+
+@click.group()
+def bus() -> None:
+    """NATS JetStream administration."""
+
+
+@bus.command("init")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def bus_init_cmd(as_json: bool) -> None:
+    """Declare the stream and every durable consumer (idempotent)."""
+    from palimpsest.cli.stack import open_stack, read_running
+    from palimpsest.core import bus as core_bus
+    from palimpsest.core.admin import bus_config
+
+    s = settings()
+    running = read_running(s.home)
+    out: dict[str, object]
+    if running is not None or s.nats_url:
+        url = running.nats_url if running else s.nats_url
+        assert url is not None
+        out = dict(await core_bus.bus_init(url, bus_config(s), creds_file=s.nats_creds_file))
+    else:
+        async with open_stack(s) as stack:
+            out = {"declared": True, "timings_s": stack.timings_s}
+    emit(out, as_json=as_json)
+
+
+@click.group("dead-letters")
+def dead_letters() -> None:
+    """Messages that exhausted their deliveries."""
+
+
+@dead_letters.command("list")
+@click.option("--all", "include_replayed", is_flag=True, help="Include dead letters already replayed.")
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def dead_letters_list(include_replayed: bool, as_json: bool) -> None:
+    """List dead letters (newest last) with the handler's last error."""
+    from palimpsest.cli.session import session
+    from palimpsest.core.deadletters import list_dead_letters
+
+    async with session(settings(), services=False) as sess:
+        rows = [
+            d.as_dict() for d in await list_dead_letters(sess.infra.pool, include_replayed=include_replayed)
+        ]
+    text = (
+        "\n".join(
+            f"#{r['id']} {r['consumer']} {r['event_type']} {r['event_id']} deliveries={r['deliveries']}"
+            f" replayed={r['replay_count']} error={r['last_error']}"
+            for r in rows
+        )
+        or "no dead letters"
+    )
+    emit(rows, as_json=as_json, text=text)
+
+
+@dead_letters.command("replay")
+@click.argument("ids", nargs=-1, type=int, required=True)
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def dead_letters_replay(ids: tuple[int, ...], as_json: bool) -> None:
+    """Republish dead letters; consumers that applied them before skip them (inbox)."""
+    from palimpsest.cli.session import session
+    from palimpsest.core.deadletters import replay
+
+    out = []
+    async with session(settings(), services=False) as sess:
+        for i in ids:
+            try:
+                out.append((await replay(sess.infra.pool, sess.infra.nc, i)).as_dict())
+            except KeyError:
+                fail(f"no dead letter #{i}")
+    emit(out, as_json=as_json, text="\n".join(f"replayed #{d['id']} ({d['event_type']})" for d in out))
+
+
+# ------------------------------------------------------------------------------------------- demo
+
+
+@click.command()
+@click.option(
+    "--repo",
+    "repo",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Repository to analyse (default: this checkout).",
+)
+@run_async
+async def demo(repo: Path | None) -> None:
+    """The main job on the embedded stack: the whole pipeline on one repository."""
+    from palimpsest.cli.demo import run_demo
+
+    await run_demo(settings(), repo)

@@ -1,0 +1,1 @@
+"""The benchmarks behind ``palimpsest bench …``: each runs the real code and returns JSON figures."""
