@@ -17,9 +17,9 @@ import pytest
 
 from palimpsest.core.git import GitAuth, resolve_ref
 from palimpsest.core.git_errors import GitError, GitFailure
+from palimpsest.devtools.fakes.git_http import GitHttpServer
 from palimpsest.recency_scanner.clone import scan_remote
 from palimpsest.recency_scanner.logparse import RecencyResult
-from tests.support.git_http import GitHttpServer
 from tests.support.gitrepo import checkout, commit, git, head, init_repo, merge
 
 TOKEN = "glpat-Integr4tionS3cretT0ken"

@@ -21,6 +21,7 @@ from palimpsest.core.events import IndexRequested
 from palimpsest.core.git import GitAuth
 from palimpsest.core.ids import uuid7
 from palimpsest.core.service import Infra
+from palimpsest.devtools.fakes.git_http import GitHttpServer
 from palimpsest.index.evidence import add_evidence, pair_weight
 from palimpsest.index.recency import cochange_neighbours, last_modified_at, last_scan, list_recency
 from palimpsest.recency_scanner.scanner import AuthProvider
@@ -35,7 +36,6 @@ from tests.integration.recency_service.support import (
     scanner_settings,
     watching_scans,
 )
-from tests.support.git_http import GitHttpServer
 from tests.support.gitrepo import commit, git, init_repo, when
 
 TOKEN = "ghs_Rec3ncyServiceT0kenAbc123"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from palimpsest.core.sources import SourcePolicy
+from palimpsest.devtools.fakes.git_http import GitHttpServer
 from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.source import fetch_refspecs, open_repository, pull_request_diff, rev_parse
-from tests.support.git_http import GitHttpServer
 from tests.support.gitrepo import commit, git, head, init_repo
 
 POLICY = SourcePolicy(private_hosts=frozenset({"127.0.0.1"}))

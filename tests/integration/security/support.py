@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from tests.support.git_http import GitHttpServer
+from palimpsest.devtools.fakes.git_http import GitHttpHandler, GitHttpServer
 
 
 @dataclass
@@ -83,9 +82,8 @@ class ScriptedRemote(GitHttpServer):
     def redirecting_to(cls, location: str, status: int = 302) -> ScriptedRemote:
         return cls(status, location=location)
 
-    def backend(
-        self, handler: BaseHTTPRequestHandler, body: bytes
-    ) -> tuple[int, list[tuple[str, str]], bytes]:
+    def respond(self, handler: GitHttpHandler, body: bytes) -> None:
         if self.location is not None:
-            return self.status, [("Location", f"{self.location}{handler.path}")], b""
-        return self.status, self.headers, self.body
+            handler.reply(self.status, [("Location", f"{self.location}{handler.path}")], b"")
+        else:
+            handler.reply(self.status, self.headers, self.body)

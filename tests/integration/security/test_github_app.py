@@ -31,9 +31,9 @@ from palimpsest.core.ids import uuid7
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.service import Infra
 from palimpsest.core.sources import SourcePolicy
+from palimpsest.devtools.fakes.git_http import GitHttpServer
 from palimpsest.recency_scanner.source import installation_auth, load_repository
 from tests.support.fake_providers import FakeApp, FakeProviders
-from tests.support.git_http import GitHttpServer
 
 MINTED = "ghs_M1ntedInstallati0nT0ken0123456789abc"
 POLICY = SourcePolicy(private_hosts=frozenset({"127.0.0.1"}))

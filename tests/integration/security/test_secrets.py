@@ -32,6 +32,7 @@ from palimpsest.core.git_errors import GitError
 from palimpsest.core.ids import uuid7
 from palimpsest.core.service import Infra
 from palimpsest.core.sources import SourcePolicy
+from palimpsest.devtools.fakes.git_http import GitHttpServer
 from palimpsest.recency_scanner.source import installation_auth
 from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.source import open_repository
@@ -44,7 +45,6 @@ from tests.integration.recency_service.support import (
 )
 from tests.integration.security.catalog import Requests, call, response_text, tenant_endpoints, tenant_rows
 from tests.integration.security.support import ScriptedRemote, install_git_shim
-from tests.support.git_http import GitHttpServer
 from tests.support.servers import ServerSet
 from tests.unit.ingest.webhook_support import SECRET, TOKEN
 

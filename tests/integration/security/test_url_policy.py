@@ -21,6 +21,7 @@ from palimpsest.core.git import git_env, run_git
 from palimpsest.core.git_errors import GitError, GitFailure
 from palimpsest.core.service import Infra
 from palimpsest.core.sources import SourcePolicy, SourceRefused, check_clone_url
+from palimpsest.devtools.fakes.git_http import GitHttpServer
 from palimpsest.recency_scanner.clone import scan_remote
 from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.source import open_repository
@@ -32,7 +33,6 @@ from tests.integration.recency_service.support import (
     watching_scans,
 )
 from tests.integration.security.support import GitShim, ScriptedRemote, install_git_shim
-from tests.support.git_http import GitHttpServer
 
 LOOPBACK = frozenset({"127.0.0.1"})
 

@@ -1,10 +1,17 @@
-"""The benchmark's git host: generate (or take) a repository and serve it over smart HTTP.
+"""A real git smart-HTTP server on 127.0.0.1, for the benchmarks and the tests.
 
-``python -m palimpsest.devtools.fakes.git_http --root DIR (--generate N F SEED | --repo PATH)``
-prints one JSON line (``url``, ``branch``, generation figures) once it listens on 127.0.0.1,
-and serves ``git http-backend`` until its stdin closes. It runs as a separate process so the
-generator's and the server's memory are not counted as the scanner's. Responses stream from
-``http-backend`` to the socket; nothing is buffered whole. Benchmark use only: no auth, loopback.
+:class:`GitHttpServer` serves the repositories under a root with ``git http-backend`` (CGI) in a
+thread of the calling process, on a free loopback port. With ``authorization`` it demands that exact
+``Authorization`` header, as GitHub, GitLab and Bitbucket do, and answers anything else ``401``
+with a ``WWW-Authenticate`` challenge (which makes git try, and with prompts disabled fail, to ask
+for credentials); ``hang=True`` accepts requests and never answers, for timeout tests. Responses
+stream from ``http-backend`` to the socket; nothing is buffered whole.
+
+``python -m palimpsest.devtools.fakes.git_http --root DIR (--generate N F SEED | --repo PATH)`` is
+``bench recency``'s git host: it generates (or takes) a repository, prints one JSON line (``url``,
+``branch``, generation figures) once it listens, and serves until its stdin closes. It runs as a
+separate process so the generator's and the server's memory are not counted as the scanner's.
+Loopback only; no service image installs it.
 """
 
 from __future__ import annotations
@@ -17,17 +24,27 @@ import shutil
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import TracebackType
 from typing import IO
 from urllib.parse import urlsplit
 
 from palimpsest.devtools.bench.recency import generate_history, git_env
 
 _COPY = 256 * 1024
+_HANG_LIMIT_S = 120.0
 
 
-class _Handler(BaseHTTPRequestHandler):
+@dataclass(frozen=True, slots=True)
+class SeenRequest:
+    method: str
+    path: str
+    authorized: bool
+
+
+class GitHttpHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"  # the connection closes after each streamed response
     server: _Server
 
@@ -41,14 +58,39 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve()
 
     def _serve(self) -> None:
+        owner = self.server.owner
+        authorized = self.headers.get("Authorization") == owner.authorization
+        owner.record(SeenRequest(self.command, self.path, authorized))
+        if owner.hang:
+            owner.released.wait(_HANG_LIMIT_S)
+            self.close_connection = True
+            return
         body = self._body()
+        if not authorized:
+            self.reply(401, [("WWW-Authenticate", 'Basic realm="palimpsest-test"')], b"")
+            return
+        owner.respond(self, body)
+
+    def reply(self, status: int, headers: list[tuple[str, str]], payload: bytes) -> None:
+        """One whole answer."""
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def stream_backend(self, root: Path, body: bytes) -> None:
+        """``git http-backend``'s answer for the repositories under ``root``, streamed."""
         parts = urlsplit(self.path)
         env = {
             **git_env(),
-            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_COUNT": "2",
             "GIT_CONFIG_KEY_0": "uploadpack.allowFilter",
             "GIT_CONFIG_VALUE_0": "true",
-            "GIT_PROJECT_ROOT": str(self.server.root),
+            "GIT_CONFIG_KEY_1": "uploadpack.allowAnySHA1InWant",
+            "GIT_CONFIG_VALUE_1": "true",
+            "GIT_PROJECT_ROOT": str(root),
             "GIT_HTTP_EXPORT_ALL": "1",
             "PATH_INFO": parts.path,
             "QUERY_STRING": parts.query,
@@ -60,18 +102,17 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if self.headers.get("Git-Protocol"):
             env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
-        proc = subprocess.Popen(
+        with subprocess.Popen(
             ["git", "http-backend"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
-        )
-        assert proc.stdin is not None
-        assert proc.stdout is not None
-        feeder = threading.Thread(target=_feed, args=(proc.stdin, body), daemon=True)
-        feeder.start()
-        try:
-            self._relay(proc.stdout)
-        finally:
-            feeder.join()
-            proc.wait()
+        ) as proc:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            feeder = threading.Thread(target=_feed, args=(proc.stdin, body), daemon=True)
+            feeder.start()
+            try:
+                self._relay(proc.stdout)
+            finally:
+                feeder.join()
 
     def _relay(self, out: IO[bytes]) -> None:
         status, headers = 200, []
@@ -115,9 +156,65 @@ def _feed(stdin: IO[bytes], body: bytes) -> None:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, root: Path) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, owner: GitHttpServer) -> None:
+        super().__init__(("127.0.0.1", 0), GitHttpHandler)
+        self.owner = owner
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # clients killed mid-request (timeout tests) are expected
+
+
+class GitHttpServer:
+    """``with GitHttpServer(root, authorization="Bearer t") as srv: srv.url("repo.git")``.
+
+    ``root`` holds the repositories (``GIT_PROJECT_ROOT``); ``authorization`` is the exact
+    ``Authorization`` header value required (``None``: a request that sends one is refused).
+    """
+
+    def __init__(self, root: Path, *, authorization: str | None = None, hang: bool = False) -> None:
         self.root = root
+        self.authorization = authorization
+        self.hang = hang
+        self.released = threading.Event()
+        self.requests: list[SeenRequest] = []
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> GitHttpServer:
+        self._server = _Server(self)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.released.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return int(self._server.server_address[1])
+
+    def url(self, repo: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{repo}"
+
+    def record(self, request: SeenRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def respond(self, handler: GitHttpHandler, body: bytes) -> None:
+        """Answer one authorised request (a subclass may answer otherwise)."""
+        handler.stream_backend(self.root, body)
 
 
 def _branch(repo: Path) -> str:
@@ -160,16 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         repo = args.repo.resolve()
         root, name = repo.parent, repo.name
-    server = _Server(root)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_address[1]
-    branch = _branch(root / name)
-    info.update(url=f"http://127.0.0.1:{port}/{name}", branch=branch, commits=_count(root / name, branch))
-    sys.stdout.write(json.dumps(info) + "\n")
-    sys.stdout.flush()
-    sys.stdin.read()  # until the benchmark closes our stdin
-    server.shutdown()
-    server.server_close()
+    with GitHttpServer(root) as server:
+        branch = _branch(root / name)
+        info.update(url=server.url(name), branch=branch, commits=_count(root / name, branch))
+        sys.stdout.write(json.dumps(info) + "\n")
+        sys.stdout.flush()
+        sys.stdin.read()  # until the benchmark closes our stdin
     return 0
 
 
