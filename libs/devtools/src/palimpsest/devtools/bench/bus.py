@@ -22,6 +22,7 @@ from palimpsest.core.outbox import emit
 from palimpsest.core.relay import Relay
 from palimpsest.core.service import ServiceDefinition, close_infra, open_infra, run
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.scratch import scratch_home
 
 BENCH_CONSUMER = bus.ConsumerSpec("bench-probe", ("probe",), batch=32, deliver_new=True)
 
@@ -32,7 +33,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def run_bench_bus(settings: BaseServiceSettings, *, events: int, latency_events: int) -> dict[str, Any]:
-    with _scratch_home(settings) as s:
+    with scratch_home(settings) as s:
         async with open_stack(s) as stack:
             app = s.model_copy(update={"database_url": SecretStr(stack.app_url), "nats_url": stack.nats_url})
             infra = await open_infra(app, "bench")
@@ -113,16 +114,6 @@ async def _latency(infra: Any, tenant: Any, count: int) -> dict[str, Any]:
         "latency_p99_ms": round(_pct(samples, 0.99), 2),
         "latency_mean_ms": round(statistics.fmean(samples), 2),
     }
-
-
-@contextlib.contextmanager
-def _scratch_home(settings: BaseServiceSettings) -> Any:
-    """Benchmarks run on their own embedded servers (or the configured ones), never the user's data."""
-    if settings.database_url or settings.migration_database_url:
-        yield settings
-        return
-    with tempfile.TemporaryDirectory(prefix="palimpsest-bench-") as tmp:
-        yield settings.model_copy(update={"home": Path(tmp)})
 
 
 async def run_bench_stack(settings: BaseServiceSettings, *, runs: int) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from palimpsest.cli.output import progress
 from palimpsest.core.db import Pool
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.scratch import scratch_pipeline
 
 if TYPE_CHECKING:
     from palimpsest.core.service import Infra
@@ -118,16 +119,11 @@ async def run_bench_cochange(
 ) -> dict[str, Any]:
     """Index REV through the real pipeline on a scratch stack (or the configured servers), then
     run every seed against the repository's history."""
-    from palimpsest.cli.local import local_tenant
-    from palimpsest.cli.runner import running_services
-    from palimpsest.cli.stack import open_stack, scratch_settings
 
     sha = _git("-C", str(repo), "rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}")
     with tempfile.TemporaryDirectory(prefix="palimpsest-home-") as home:
-        s = scratch_settings(settings, Path(home))
         progress(f"indexing {repo} at {sha[:12]} through the pipeline…")
-        async with open_stack(s) as stack, running_services(s, stack) as infra:
-            tenant = await local_tenant(infra.pool, Path(s.home))
+        async with scratch_pipeline(settings, Path(home)) as (_, _, infra, tenant):
             graph = await index_revision(infra, tenant, repo, sha)
     result = await score_history(graph, repo, sha, config, seeds)
     return {"repository": str(repo), "rev": rev, "commit": sha, **result}

@@ -23,12 +23,11 @@ from uuid import UUID
 
 import psutil
 
-from palimpsest.cli.local import local_tenant, register_path
+from palimpsest.cli.local import register_path
 from palimpsest.cli.pipeline import index_and_wait
-from palimpsest.cli.runner import running_services
-from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.search import lexical_search
 from palimpsest.index.snapshots import delete_repository_index
 
@@ -248,10 +247,8 @@ async def run_bench_index(
         t0 = time.perf_counter()
         repo, idents, corpus = make_repository(root, files, total_bytes)
         generate_s = time.perf_counter() - t0
-        s = scratch_settings(settings, root / "home")
-        async with open_stack(s) as stack, running_services(s, stack) as infra:
+        async with scratch_pipeline(settings, root / "home") as (_, stack, infra, tenant):
             pool, nc = infra.pool, infra.nc
-            tenant = await local_tenant(pool, Path(s.home))
             repo_id = await register_path(pool, tenant, repo)
             with RssSampler() as rss:
                 t = time.perf_counter()

@@ -23,7 +23,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -41,6 +40,7 @@ from palimpsest.core import bus
 from palimpsest.core.db import Pool, fetch_all, fetch_one, open_pool, system_tx, tenant_tx
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench.ingest_payload import CLONE_URL, push_payload
+from palimpsest.devtools.scratch import scratch_home
 from palimpsest.ingest.errors import BenchError
 
 
@@ -294,12 +294,7 @@ def _free_port() -> int:
 async def _stack(settings: BaseServiceSettings) -> AsyncIterator[Any]:
     from palimpsest.cli.stack import open_stack
 
-    if settings.database_url or settings.migration_database_url:
-        async with open_stack(settings) as stack:
-            yield stack
-        return
-    with tempfile.TemporaryDirectory(prefix="palimpsest-bench-") as tmp:
-        scratch = settings.model_copy(update={"home": Path(tmp)})
+    with scratch_home(settings) as scratch:
         async with open_stack(scratch) as stack:
             yield stack
 

@@ -22,6 +22,7 @@ from uuid import UUID
 
 from palimpsest.cli.output import progress
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.scratch import scratch_pipeline
 
 __all__ = ["run_bench_mcp"]
 
@@ -30,10 +31,8 @@ async def run_bench_mcp(
     settings: BaseServiceSettings, *, files: int, total_bytes: int, calls: int
 ) -> dict[str, Any]:
     """Index a generated repository through the real pipeline, then time every tool's calls."""
-    from palimpsest.cli.local import local_tenant, register_path
+    from palimpsest.cli.local import register_path
     from palimpsest.cli.pipeline import index_and_wait
-    from palimpsest.cli.runner import running_services
-    from palimpsest.cli.stack import open_stack, scratch_settings
     from palimpsest.devtools.bench.index import make_repository
     from palimpsest.ingest.admin.access import Scope
     from palimpsest.ingest.admin.tenants import issue_token
@@ -42,9 +41,7 @@ async def run_bench_mcp(
         root = Path(tmp)
         progress(f"generating {files} files…")
         repo, idents, corpus = make_repository(root, files, total_bytes)
-        s = scratch_settings(settings, root / "home")
-        async with open_stack(s) as stack, running_services(s, stack) as infra:
-            tenant = await local_tenant(infra.pool, Path(s.home))
+        async with scratch_pipeline(settings, root / "home") as (_, stack, infra, tenant):
             repo_id = await register_path(infra.pool, tenant, repo)
             progress("indexing through the pipeline…")
             t = time.perf_counter()

@@ -29,14 +29,13 @@ from uuid import UUID
 from nats.aio.client import Client as NATS
 
 from palimpsest.cli.commands_review import review_local
-from palimpsest.cli.local import default_branch, local_tenant, register_path
+from palimpsest.cli.local import default_branch, register_path
 from palimpsest.cli.pipeline import index_and_wait
-from palimpsest.cli.runner import running_services
-from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench import history as replay
 from palimpsest.devtools.bench.history import Change, Truth, git, recall
+from palimpsest.devtools.scratch import scratch_pipeline
 
 __all__ = ["STRATEGIES", "run_bench_replay", "summarize"]
 
@@ -73,9 +72,7 @@ async def run_bench_replay(
     with tempfile.TemporaryDirectory(prefix="palimpsest-replay-") as tmp, _budget_env(budget):
         root = Path(tmp)
         scratch = _scratch_repository(repo, root / "replay.git")
-        s = scratch_settings(settings, root / "home")
-        async with open_stack(s) as stack, running_services(s, stack) as infra:
-            tenant = await local_tenant(infra.pool, Path(s.home))
+        async with scratch_pipeline(settings, root / "home") as (_, _, infra, tenant):
             for i, change in enumerate(union, 1):
                 say(f"[{i}/{len(union)}] {change.sha[:12]}")
                 records[change.sha] = await _replay_one(

@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import Pool
+from palimpsest.devtools.scratch import scratch_pipeline
 
 __all__ = ["BENCH_SIZES", "run_bench_review", "synthetic_pr"]
 
@@ -23,18 +24,14 @@ async def run_bench_review(settings: Any, *, files: int, total_bytes: int, runs:
     import tempfile
     import time
 
-    from palimpsest.cli.local import local_tenant, register_path
+    from palimpsest.cli.local import register_path
     from palimpsest.cli.pipeline import index_and_wait
-    from palimpsest.cli.runner import running_services
-    from palimpsest.cli.stack import open_stack, scratch_settings
     from palimpsest.devtools.bench.index import make_repository
 
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-review-") as tmp:
         root = Path(tmp)
         repo, idents, corpus = make_repository(root, files, total_bytes)
-        s = scratch_settings(settings, root / "home")
-        async with open_stack(s) as stack, running_services(s, stack) as infra:
-            tenant = await local_tenant(infra.pool, Path(s.home))
+        async with scratch_pipeline(settings, root / "home") as (_, stack, infra, tenant):
             repo_id = await register_path(infra.pool, tenant, repo)
             t = time.perf_counter()
             built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))["snapshot.built"]
