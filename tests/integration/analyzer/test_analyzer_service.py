@@ -22,6 +22,7 @@ from palimpsest.analyzer.service import Settings
 from palimpsest.core.events import AnalysisRequested
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
+from palimpsest.devtools.fakes.llm import Captured, FakeLLM
 from tests.integration.analyzer.support import (
     analyzer_for,
     analyzer_settings,
@@ -31,7 +32,6 @@ from tests.integration.analyzer.support import (
     query,
     running,
 )
-from tests.support.fake_llm import Captured, FakeLLM
 from tests.support.gitrepo import commit, init_repo
 from tests.support.pipeline import request_and_wait
 

@@ -12,10 +12,10 @@ from pydantic import SecretStr
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra, ServiceDefinition
+from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.embedder.gateway import embedder_gateway, gateway_providers
 from palimpsest.embedder.service import Embedder, Settings
 from tests.integration.embedder.support import chunker_definition
-from tests.support.fake_llm import FakeLLM
 from tests.support.pipeline import services
 
 MODEL = "openai/fake-embed"

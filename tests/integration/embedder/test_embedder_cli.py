@@ -13,11 +13,11 @@ from click.testing import CliRunner, Result
 from palimpsest.cli.main import cli
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
+from palimpsest.devtools.fakes.llm import FakeLLM
 from tests.integration.embedder.bus import KEY, MODEL, pipeline
 from tests.integration.embedder.corpus import FILES
 from tests.integration.embedder.support import has_pgvector, index, make_repo, new_repository
 from tests.integration.embedder.vectors import trigram_vector
-from tests.support.fake_llm import FakeLLM
 from tests.support.servers import ServerSet
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
+from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.index.errors import InvalidQuery
 from palimpsest.index.hybrid import hybrid_search
 from palimpsest.index.search import SearchHit, lexical_search
@@ -22,7 +23,6 @@ from tests.integration.embedder.bus import KEY, pipeline
 from tests.integration.embedder.corpus import QUERIES, repository_files
 from tests.integration.embedder.support import has_pgvector, index, make_repo, new_repository
 from tests.integration.embedder.vectors import trigram_vector
-from tests.support.fake_llm import FakeLLM
 
 
 @pytest.fixture

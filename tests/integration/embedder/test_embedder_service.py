@@ -17,13 +17,13 @@ import pytest
 
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
+from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.index.hybrid import hybrid_search
 from palimpsest.index.search import lexical_search
 from tests.integration.embedder.bus import KEY, MODEL, pipeline
 from tests.integration.embedder.corpus import FILES
 from tests.integration.embedder.support import has_pgvector, index, make_repo, new_repository, snapshot_row
 from tests.integration.embedder.vectors import trigram_vector
-from tests.support.fake_llm import FakeLLM
 from tests.support.gitrepo import commit
 
 BOTH = ("snapshot.built", "snapshot.embedded")

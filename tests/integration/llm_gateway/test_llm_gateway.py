@@ -15,7 +15,7 @@ from palimpsest.core.db import tenant_tx
 from palimpsest.core.errors import BudgetExceeded, ModelCallFailed, NoModelConfigured
 from palimpsest.core.llm import Gateway, LLMSettings
 from palimpsest.core.service import Infra
-from tests.support.fake_llm import FakeLLM
+from palimpsest.devtools.fakes.llm import FakeLLM
 
 KEY = "sk-gateway-test-91b2e4"
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "one two three"}]

@@ -24,13 +24,13 @@ from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import ReviewRequested
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
+from palimpsest.devtools.fakes.llm import FakeLLM, count_tokens
 from palimpsest.reviewer.crossrepo import LinkConfig, resolve_links
 from palimpsest.reviewer.review import OTHER_REPOSITORIES_ARE_HINTS
 from palimpsest.reviewer.service import ReviewerService
 from palimpsest.reviewer.store import ReviewRecord
 from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
 from tests.integration.reviewer.test_reviewer_flow import KEY, review, settings
-from tests.support.fake_llm import FakeLLM, count_tokens
 from tests.support.gitrepo import commit, git, init_repo
 
 PAYMENTS = """def charge_card(card, amount):

@@ -19,13 +19,13 @@ from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import ReviewRequested
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra, ServiceDefinition
+from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.index.stored import load_review
 from palimpsest.reviewer.context import DOC_ANNOTATION, STALE_USAGE_NOTE
 from palimpsest.reviewer.review import CODE_IS_AUTHORITATIVE, NEEDS_MODEL
 from palimpsest.reviewer.service import Settings
 from palimpsest.reviewer.service import definition as reviewer_definition
 from tests.integration.analyzer.support import _scoped, index, indexer_definitions, new_repository, running
-from tests.support.fake_llm import FakeLLM
 from tests.support.pipeline import request_and_wait
 
 KEY = "sk-reviewer-test-41b7"

@@ -16,9 +16,9 @@ from palimpsest.core.db import tenant_tx
 from palimpsest.core.ids import uuid7
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.service import Infra
+from palimpsest.devtools.fakes.llm import FakeLLM
 from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
 from tests.integration.reviewer.test_reviewer_flow import KEY, pr, review, settings
-from tests.support.fake_llm import FakeLLM
 from tests.support.fake_providers import FakeApp, FakeProviders
 from tests.support.gitrepo import git
 

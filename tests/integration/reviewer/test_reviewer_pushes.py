@@ -20,6 +20,7 @@ from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import ReviewRequested
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
+from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.index.stored import load_review
 from palimpsest.reviewer.review import INCREMENTAL_HEADING, WHOLE_HEADING
 from palimpsest.reviewer.service import Settings
@@ -27,7 +28,6 @@ from tests.integration.analyzer.support import running
 from tests.integration.reviewer.conftest import BILLING
 from tests.integration.reviewer.test_reviewer_flow import KEY, reviewer_for, settings
 from tests.integration.reviewer.test_reviewer_posting import ENCRYPTION_KEY, TOKEN, provider_repository
-from tests.support.fake_llm import FakeLLM
 from tests.support.fake_providers import FakeProviders
 from tests.support.gitrepo import commit, git, init_repo
 from tests.support.pipeline import request_and_wait

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from palimpsest.core.service import Infra
+from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.reviewer.review import INSTRUCTIONS_HEADING
 from tests.integration.reviewer.conftest import BILLING
 from tests.integration.reviewer.test_reviewer_flow import KEY
 from tests.integration.reviewer.test_reviewer_posting import TOKEN, provider_repository
 from tests.integration.reviewer.test_reviewer_pushes import _shown, ask, event, model_settings, reviewer
-from tests.support.fake_llm import FakeLLM
 from tests.support.fake_providers import FakeProviders
 from tests.support.gitrepo import commit, git, init_repo
 

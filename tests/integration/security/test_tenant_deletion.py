@@ -27,6 +27,7 @@ from palimpsest.core.events import AnalysisRequested, ReviewRequested
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
+from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.ingest.admin import deletion
 from palimpsest.reviewer.service import Settings as ReviewerSettings
 from palimpsest.reviewer.service import definition as reviewer_definition
@@ -40,7 +41,6 @@ from tests.integration.analyzer.support import (
 )
 from tests.integration.ingest.support import REPOS, Served, admin, deliver, new_tenant, populate
 from tests.integration.security.catalog import tenant_rows, tenant_state
-from tests.support.fake_llm import FakeLLM
 from tests.support.gitrepo import commit, git, init_repo
 from tests.support.pipeline import request_and_wait
 from tests.support.servers import ServerSet

@@ -4,7 +4,7 @@ Two figures (issue 7):
 
 * ``chunks_per_s`` — a generated repository (``benchindex.make_repository``) in ``hybrid`` mode is
   indexed through the bus by the real chunker and embedder; the embedder's model is routed to a
-  deterministic OpenAI-compatible server on loopback (:mod:`palimpsest.devtools.fakes.embeddings`, in a child
+  deterministic OpenAI-compatible server on loopback (:mod:`palimpsest.devtools.fakes.llm`, in a child
   process) that answers at once, so the rate measures our overhead — reading chunks, batching, the
   gateway and litellm, HTTP, storing vectors, maintaining the HNSW index — not a provider's.
   Measured between the ``snapshot.built`` and ``snapshot.embedded`` events.
@@ -27,18 +27,17 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from palimpsest.cli.local import local_tenant, register_path
+from palimpsest.cli.local import register_path
 from palimpsest.cli.output import progress
 from palimpsest.cli.pipeline import request, wait_for, watching
-from palimpsest.cli.runner import running_services
-from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import load_litellm
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench.index import make_repository
-from palimpsest.devtools.fakes import embeddings as fakeembed
+from palimpsest.devtools.fakes import llm
+from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.semantic import semantic_available, semantic_search
 
 BENCH_MODEL = "openai/bench-embed-384"
@@ -60,14 +59,10 @@ async def run_bench_embed(
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-embed-") as tmp:
         root = Path(tmp)
         repo, _, _ = make_repository(root, files, total_bytes)
-        s = scratch_settings(settings, root / "home")
-        with fakeembed.running(DIMENSION) as url:
-            async with (
-                open_stack(s) as stack,
-                running_services(s, stack, services=("chunker", "embedder")) as infra,
-            ):
+        with llm.in_child_process(DIMENSION) as url:
+            scratch = scratch_pipeline(settings, root / "home", services=("chunker", "embedder"))
+            async with scratch as (_, stack, infra, tenant):
                 pool = infra.pool
-                tenant = await local_tenant(pool, Path(s.home))
                 async with tenant_tx(pool, tenant) as conn:
                     if not await semantic_available(conn):
                         return {"benchmark": "embed", "error": "pgvector is not available on this PostgreSQL"}

@@ -1,4 +1,4 @@
-"""A local OpenAI-compatible model server for tests: real HTTP on 127.0.0.1, deterministic answers.
+"""A local OpenAI-compatible model server: real HTTP on 127.0.0.1, deterministic answers.
 
 Every test that talks to a model talks to this server through the real client stack (the LLM
 gateway → litellm → the OpenAI client → HTTP), so no test mocks the client and none reaches the
@@ -17,6 +17,10 @@ matching requests fail: an HTTP status (``429``, ``500``, ``503``…, with an op
 longer than configured) or ``"malformed"`` (a 200 whose body is not JSON). With
 ``max_input_tokens`` set, oversize inputs fail the same way without planning.
 
+``bench embed`` runs it in a child process (:func:`in_child_process`; ``python -m
+palimpsest.devtools.fakes.llm DIMENSIONS`` prints its base URL) without capturing requests, so the
+provider answers at once and its CPU use is not counted against the pipeline's event loop.
+
 Usage::
 
     with FakeLLM(reply="## Architecture Overview\\n...") as llm:
@@ -33,9 +37,12 @@ import hashlib
 import json
 import math
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -94,6 +101,7 @@ class FakeLLM:
     # (text, dimensions) → vector; None: fake_embedding (SHA-256). Tests of ranking pass a vectorizer
     # under which similar texts get similar vectors (added for the embedder, issue 7).
     vectorizer: Callable[[str, int], list[float]] | None = None
+    record: bool = True  # False: keep no captured requests (a benchmark's long run)
     captured: list[Captured] = field(default_factory=list)
     _planned: list[_Planned] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -183,6 +191,8 @@ class FakeLLM:
         return None
 
     def _record(self, captured: Captured) -> None:
+        if not self.record:
+            return
         with self._lock:
             self.captured.append(captured)
 
@@ -415,3 +425,42 @@ def running(**kwargs: Any) -> Iterator[FakeLLM]:
     """A generator for pytest fixtures: ``yield from running(reply=...)``."""
     with FakeLLM(**kwargs) as fake:
         yield fake
+
+
+# ---------------------------------------------------------------------------- in a child process
+
+
+@contextmanager
+def in_child_process(dimensions: int = 384) -> Iterator[str]:
+    """The server in a child process, capturing nothing; yields its OpenAI-style base URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "palimpsest.devtools.fakes.llm", str(dimensions)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            raise RuntimeError("the fake model server did not start")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def serve(dimensions: int) -> None:
+    """Serve until terminated, printing the base URL first (the child of :func:`in_child_process`)."""
+    with FakeLLM(dimensions=dimensions, record=False) as fake:
+        print(fake.base_url, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]) if len(sys.argv) > 1 else 384)
