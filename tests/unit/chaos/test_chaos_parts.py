@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from palimpsest.devtools.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
-from palimpsest.devtools.chaos.model import ChaosModel, first_added_line, reply_for, serving_model
+from palimpsest.devtools.chaos.model import calls, chaos_model, first_added_line, reply_for
 from palimpsest.devtools.chaos.repos import ChaosRepo
 from palimpsest.devtools.chaos.soak import ChaosConfig, _fault_schedule, _plan
 from palimpsest.devtools.chaos.verify import _check_events, secret_leaks
@@ -146,8 +146,9 @@ def test_the_soaks_review_model_flags_the_first_added_line() -> None:
         "message": "The soak flags the first added line.",
     }
     assert json.loads(reply_for("no diff"))["findings"] == []
-    model = ChaosModel(key="sk-right")
-    with serving_model(model) as url, httpx.Client() as http:
+    model = chaos_model("sk-right")
+    with model, httpx.Client() as http:
+        url = model.base_url
         body = {"model": "x", "messages": [{"role": "user", "content": prompt}]}
         assert (
             http.post(
@@ -159,4 +160,4 @@ def test_the_soaks_review_model_flags_the_first_added_line() -> None:
             f"{url}/chat/completions", json=body, headers={"Authorization": "Bearer sk-right"}
         ).json()
     assert json.loads(answer["choices"][0]["message"]["content"])["findings"][0]["start_line"] == 2
-    assert (model.calls, model.refused) == (1, 1)
+    assert calls(model) == (1, 1)

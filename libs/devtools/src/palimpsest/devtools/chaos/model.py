@@ -1,24 +1,20 @@
-"""A review model for the soak: an OpenAI-compatible chat endpoint on 127.0.0.1, deterministic.
+"""A review model for the soak: the fake model server (:mod:`palimpsest.devtools.fakes.llm`) on
+127.0.0.1, deterministic.
 
 With it the soak's reviews have findings, so posting them inline, not reposting them on later
 pushes and redeliveries, and editing the summary in place are all under fault. It answers every
-``POST /v1/chat/completions`` (and ``/chat/completions``) that carries the expected key with one
-finding on the first added line of the diff under review (the prompt's first ```` ```diff ````
-block) — the same diff, the same finding — and counts the calls.
+chat request that carries the expected key with one finding on the first added line of the diff
+under review (the prompt's first ```` ```diff ```` block) — the same diff, the same finding — and
+counts the calls (:func:`calls`).
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import re
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from palimpsest.devtools.fakes.llm import FakeLLM
 
 MODEL = "openai/chaos-reviewer"
 _DIFF = re.compile(r"```diff\n(.*?)\n```", re.S)
@@ -59,86 +55,17 @@ def reply_for(prompt: str) -> str:
     return json.dumps({"summary": f"{len(findings)} finding(s).", "findings": findings})
 
 
-@dataclass
-class ChaosModel:
-    key: str
-    calls: int = 0
-    refused: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def handler(self) -> type[BaseHTTPRequestHandler]:
-        model = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def _reply(self, status: int, payload: Any) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                if self.path.split("?", 1)[0].rstrip("/") not in (
-                    "/v1/chat/completions",
-                    "/chat/completions",
-                ):
-                    self._reply(404, {"error": {"message": "not found"}})
-                    return
-                given = self.headers.get("Authorization", "")
-                if not hmac.compare_digest(given, f"Bearer {model.key}"):
-                    with model.lock:
-                        model.refused += 1
-                    self._reply(
-                        401, {"error": {"message": "invalid api key", "type": "invalid_request_error"}}
-                    )
-                    return
-                body = json.loads(raw or b"{}")
-                prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
-                text = reply_for(prompt)
-                with model.lock:
-                    model.calls += 1
-                self._reply(
-                    200,
-                    {
-                        "id": f"chatcmpl-chaos-{model.calls}",
-                        "object": "chat.completion",
-                        "created": int(time.time()),
-                        "model": str(body.get("model") or MODEL),
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": text},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": len(prompt.split()),
-                            "completion_tokens": len(text.split()),
-                            "total_tokens": len(prompt.split()) + len(text.split()),
-                        },
-                    },
-                )
-
-        return Handler
+def review_reply(body: dict[str, Any]) -> str:
+    """The answer to one chat request: :func:`reply_for` its messages."""
+    return reply_for("\n".join(str(m.get("content", "")) for m in body.get("messages", [])))
 
 
-@contextmanager
-def serving_model(model: ChaosModel) -> Iterator[str]:
-    """The model's base URL (``…/v1``) while it serves."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), model.handler())
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="chaos-model", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+def chaos_model(key: str) -> FakeLLM:
+    """The soak's review model: the fake model server answering with :func:`review_reply`, for ``key``."""
+    return FakeLLM(reply=review_reply, api_key=key, model_name=MODEL)
+
+
+def calls(model: FakeLLM) -> tuple[int, int]:
+    """(answered, refused for a wrong key) chat requests so far."""
+    chat = model.requests("chat")
+    return sum(c.failed is None for c in chat), sum(c.failed == "unauthorized" for c in chat)

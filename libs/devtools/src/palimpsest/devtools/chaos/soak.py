@@ -41,7 +41,7 @@ from palimpsest.cli.processes import Supervisor, supervised
 from palimpsest.cli.stack import Servers, StackInfo, open_stack
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
-from palimpsest.devtools.chaos.model import MODEL, ChaosModel, serving_model
+from palimpsest.devtools.chaos.model import MODEL, calls, chaos_model
 from palimpsest.devtools.chaos.repos import ChaosRepo
 from palimpsest.devtools.chaos.verify import Expectations, Tenant, verify
 
@@ -104,16 +104,16 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
     settings = settings.model_copy(update={"home": home})
     rng = random.Random(cfg.seed)  # noqa: S311 - a reproducible schedule, not security
     api = FakeGitHubAPI()
-    model = ChaosModel(key="sk-chaos-" + secrets.token_urlsafe(18))
+    model = chaos_model("sk-chaos-" + secrets.token_urlsafe(18))
     servers = Servers()
     progress(f"chaos: home {home}")
-    with serving(api) as api_url, serving_model(model) as model_url:
+    with serving(api) as api_url, model:
         env = {
             "PALIMPSEST_REVIEW_GITHUB_API_URL": api_url,
             # reviews (only) get a model: findings are posted inline and must never be posted twice
             "PALIMPSEST_LLM_REVIEW_MODEL": MODEL,
-            "PALIMPSEST_LLM_API_BASE": model_url,
-            "PALIMPSEST_LLM_API_KEY": model.key,
+            "PALIMPSEST_LLM_API_BASE": model.base_url,
+            "PALIMPSEST_LLM_API_KEY": str(model.api_key),
             "PALIMPSEST_RETRY_DELAYS_S": "[0.5, 1, 2, 4]",
             "PALIMPSEST_ALLOW_LOCAL_SOURCES": "true",  # the soak's repositories are local paths
         }
@@ -137,9 +137,9 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
             report = await verify(run.stack, run.sup, run.tenants, run.repos, run.api, expectations, cfg)
         for name, p in sup.processes.items():
             report.setdefault("process_starts", {})[name] = p.starts
-    report["model_calls"] = model.calls
-    if model.refused:
-        report["discrepancies"].append(f"the review model refused {model.refused} call(s) (wrong key)")
+    report["model_calls"], refused = calls(model)
+    if refused:
+        report["discrepancies"].append(f"the review model refused {refused} call(s) (wrong key)")
     report.update(
         {
             "repos": cfg.repos,
