@@ -1,6 +1,6 @@
 """Decisions every provider makes the same way.
 
-Which paths a push changed (and whether that list can be trusted to be complete), whether a
+Which branch a push is about and whether it is the default one, which paths a push changed (and whether that list can be trusted to be complete), whether a
 comment asks the bot for a review, and whether a comment was written by the bot itself.
 Keeping them here keeps the three providers consistent.
 """
@@ -10,12 +10,29 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from palimpsest.ingest.webhooks._payload import Node
+from palimpsest.ingest.webhooks._payload import Node, clip
+from palimpsest.ingest.webhooks.models import Ignored, RepoRef
 
 MAX_CHANGED_PATHS = 5000
 _REVIEW_WORD = re.compile(r"\breview\b", re.IGNORECASE)
 _FULL_REVIEW = re.compile(r"\breview\s+full\b|\bfull\s+review\b", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def pushed_branch(ref: str) -> str | Ignored:
+    """The branch a pushed `ref` names; Ignored for a tag or any other ref."""
+    if ref.startswith("refs/tags/"):
+        return Ignored(f"tag push ({clip(ref.removeprefix('refs/tags/'))})")
+    if not ref.startswith("refs/heads/"):
+        return Ignored(f"push to '{clip(ref)}', which is not a branch")
+    return ref.removeprefix("refs/heads/")
+
+
+def off_default_branch(repo: RepoRef, branch: str) -> Ignored | None:
+    """Ignored when the repository names its default branch and `branch` is another one."""
+    if repo.default_branch is not None and branch != repo.default_branch:
+        return Ignored(f"push to '{clip(branch)}', not the default branch '{clip(repo.default_branch)}'")
+    return None
 
 
 def collect_paths(commits: Iterable[Node]) -> tuple[tuple[str, ...], bool]:

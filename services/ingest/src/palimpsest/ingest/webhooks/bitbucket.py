@@ -15,7 +15,7 @@ pull request commit hashes are abbreviated to 12 hex digits.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final
 
@@ -23,32 +23,33 @@ from palimpsest.ingest.webhooks import feedback
 from palimpsest.ingest.webhooks._payload import (
     Node,
     clip,
-    decode_payload,
-    lower_headers,
     parse_timestamp,
     required_header,
 )
-from palimpsest.ingest.webhooks._rules import is_bot_author, requests_full_review, requests_review
+from palimpsest.ingest.webhooks._rules import (
+    is_bot_author,
+    off_default_branch,
+    requests_full_review,
+    requests_review,
+)
+from palimpsest.ingest.webhooks._template import DeliveryParser, Handled, Handler
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import (
     Ignored,
     IndexCandidates,
     IndexIntent,
     InstallationKey,
-    Intent,
     ParsedDelivery,
     RepoRef,
     ReviewIntent,
     ReviewTrigger,
 )
-from palimpsest.ingest.webhooks.signatures import verify_hmac_sha256
+from palimpsest.ingest.webhooks.signatures import check_signature
 
 PROVIDER: Final = "bitbucket"
 SIGNATURE_HEADER: Final = "X-Hub-Signature"
 _DEFAULT_WEB = "https://bitbucket.org"
 _FULL_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-
-Handler = Callable[[Node, str, str], tuple[RepoRef | None, Intent]]
 
 
 def delivery_id(headers: Mapping[str, str]) -> str:
@@ -74,38 +75,14 @@ def installation_key(headers: Mapping[str, str], payload: object) -> Installatio
 
 def verify(secret: str | bytes, headers: Mapping[str, str], body: bytes) -> None:
     """Raise WebhookError(401) unless `X-Hub-Signature` signs `body` with `secret`."""
-    key = secret.encode("utf-8", "surrogatepass") if isinstance(secret, str) else secret
-    if not key:
-        raise WebhookError(401, "no webhook secret is configured for this sender")
-    signature = lower_headers(headers).get(SIGNATURE_HEADER.lower())
-    if signature is None:
-        raise WebhookError(401, f"missing {SIGNATURE_HEADER} header")
-    if not verify_hmac_sha256(key, body, signature):
-        raise WebhookError(401, f"{SIGNATURE_HEADER} does not match the body")
+    check_signature(secret, headers, body, SIGNATURE_HEADER)
 
 
 def parse(
     headers: Mapping[str, str], body: bytes, *, bot_name: str, decoded: dict[str, object] | None = None
 ) -> ParsedDelivery:
     """Normalise one (already verified) delivery; WebhookError(400) when it is malformed."""
-    delivery, event = delivery_id(headers), event_name(headers)
-    payload = Node(decoded if decoded is not None else decode_payload(body))
-    handler = _HANDLERS.get(event)
-    repo: RepoRef | None
-    intent: Intent
-    if handler is None:
-        repo, intent = None, Ignored(f"unsupported Bitbucket event '{clip(event)}'")
-    else:
-        repo, intent = handler(payload, event, bot_name)
-    return ParsedDelivery(
-        provider=PROVIDER,
-        delivery_id=delivery,
-        event=event,
-        action=None,
-        installation_external_id=None,
-        repo=repo,
-        intent=intent,
-    )
+    return _PARSER.parse(headers, body, bot_name=bot_name, decoded=decoded)
 
 
 # -- repositories and accounts -----------------------------------------------------------
@@ -159,8 +136,9 @@ def _change_intent(change: Node, repo: RepoRef) -> IndexIntent | Ignored:
         return Ignored(f"tag push ({clip(name)})")
     if kind != "branch":
         return Ignored(f"push to a {clip(kind)}, not a branch")
-    if repo.default_branch is not None and name != repo.default_branch:
-        return Ignored(f"push to '{clip(name)}', not the default branch '{clip(repo.default_branch)}'")
+    elsewhere = off_default_branch(repo, name)
+    if elsewhere is not None:
+        return elsewhere
     target = new.node("target")
     old_target = old.opt_node("target") if old is not None else None
     return IndexIntent(
@@ -175,7 +153,7 @@ def _change_intent(change: Node, repo: RepoRef) -> IndexIntent | Ignored:
     )
 
 
-def _push(payload: Node, _event: str, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _push(payload: Node, _event: str, _bot_name: str) -> Handled:
     repo = _repo(payload.node("repository"))
     changes = payload.node("push").nodes("changes", required=True)
     intents: list[IndexIntent] = []
@@ -227,7 +205,7 @@ def _review(
     )
 
 
-def _pull_request(payload: Node, event: str, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _pull_request(payload: Node, event: str, _bot_name: str) -> Handled:
     repo = _repo(payload.node("repository"))
     pull = payload.node("pullrequest")
     state = pull.string("state")
@@ -238,7 +216,7 @@ def _pull_request(payload: Node, event: str, _bot_name: str) -> tuple[RepoRef | 
     return repo, _review(repo, pull, trigger=trigger, comment_id=None, requested_by=requested_by)
 
 
-def _comment(payload: Node, _event: str, bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _comment(payload: Node, _event: str, bot_name: str) -> Handled:
     repo = _repo(payload.node("repository"))
     comment, pull = payload.node("comment"), payload.node("pullrequest")
     if comment.boolean("deleted", default=False):
@@ -259,7 +237,7 @@ def _comment(payload: Node, _event: str, bot_name: str) -> tuple[RepoRef | None,
     return repo, replace(intent, full=requests_full_review(text, bot_name))
 
 
-def _resolution(payload: Node, event: str, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _resolution(payload: Node, event: str, _bot_name: str) -> Handled:
     repo = _repo(payload.node("repository"))
     return repo, feedback.bitbucket_resolution(payload, repo, event, _account_name(payload.opt_node("actor")))
 
@@ -274,3 +252,5 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "pullrequest:rejected": _pull_request,  # declined: likewise
     "pullrequest:comment_created": _comment,
 }
+
+_PARSER: Final = DeliveryParser(PROVIDER, "Bitbucket", delivery_id, event_name, _HANDLERS)

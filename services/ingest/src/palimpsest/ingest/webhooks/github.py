@@ -14,7 +14,7 @@ and repository/organization webhooks have no installation, so the
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Final
 from urllib.parse import urlsplit
@@ -23,25 +23,25 @@ from palimpsest.ingest.webhooks import feedback
 from palimpsest.ingest.webhooks._payload import (
     Node,
     clip,
-    decode_payload,
     header_value,
     is_null_sha,
-    lower_headers,
     parse_timestamp,
     required_header,
 )
 from palimpsest.ingest.webhooks._rules import (
     collect_paths,
     is_bot_author,
+    off_default_branch,
+    pushed_branch,
     requests_full_review,
     requests_review,
 )
+from palimpsest.ingest.webhooks._template import DeliveryParser, Handled, Handler
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import (
     Ignored,
     IndexIntent,
     InstallationKey,
-    Intent,
     ParsedDelivery,
     Ping,
     RepoRef,
@@ -51,7 +51,7 @@ from palimpsest.ingest.webhooks.models import (
     Suspension,
     Visibility,
 )
-from palimpsest.ingest.webhooks.signatures import verify_hmac_sha256
+from palimpsest.ingest.webhooks.signatures import check_signature
 
 PROVIDER: Final = "github"
 SIGNATURE_HEADER: Final = "X-Hub-Signature-256"
@@ -67,8 +67,6 @@ _REVIEW_ACTIONS: Final[dict[str, ReviewTrigger]] = {
     "ready_for_review": "ready_for_review",
 }
 _TARGET_KINDS: Final = {"integration": "app"}
-
-Handler = Callable[[Node, str], tuple[RepoRef | None, Intent]]
 
 
 def delivery_id(headers: Mapping[str, str]) -> str:
@@ -98,39 +96,19 @@ def installation_key(headers: Mapping[str, str], payload: object) -> Installatio
 
 def verify(secret: str | bytes, headers: Mapping[str, str], body: bytes) -> None:
     """Raise WebhookError(401) unless `X-Hub-Signature-256` signs `body` with `secret`."""
-    key = secret.encode("utf-8", "surrogatepass") if isinstance(secret, str) else secret
-    if not key:
-        raise WebhookError(401, "no webhook secret is configured for this sender")
-    signature = lower_headers(headers).get(SIGNATURE_HEADER.lower())
-    if signature is None:
-        raise WebhookError(401, f"missing {SIGNATURE_HEADER} header")
-    if not verify_hmac_sha256(key, body, signature):
-        raise WebhookError(401, f"{SIGNATURE_HEADER} does not match the body")
+    check_signature(secret, headers, body, SIGNATURE_HEADER)
 
 
 def parse(
     headers: Mapping[str, str], body: bytes, *, bot_name: str, decoded: dict[str, object] | None = None
 ) -> ParsedDelivery:
     """Normalise one (already verified) delivery; WebhookError(400) when it is malformed."""
-    delivery, event = delivery_id(headers), event_name(headers)
-    payload = Node(decoded if decoded is not None else decode_payload(body))
-    handler = _HANDLERS.get(event)
-    repo: RepoRef | None
-    intent: Intent
-    if handler is None:
-        repo, intent = None, Ignored(f"unsupported GitHub event '{clip(event)}'")
-    else:
-        repo, intent = handler(payload, bot_name)
+    return _PARSER.parse(headers, body, bot_name=bot_name, decoded=decoded)
+
+
+def _installation_id(payload: Node) -> str | None:
     installation = payload.opt_node("installation")
-    return ParsedDelivery(
-        provider=PROVIDER,
-        delivery_id=delivery,
-        event=event,
-        action=payload.peek_string("action"),
-        installation_external_id=installation.ident("id") if installation is not None else None,
-        repo=repo,
-        intent=intent,
-    )
+    return installation.ident("id") if installation is not None else None
 
 
 # -- repositories ------------------------------------------------------------------------
@@ -192,26 +170,22 @@ def _listed_repo(repo: Node, web_base: str) -> RepoRef:
 # -- events ------------------------------------------------------------------------------
 
 
-def _ping(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _ping(payload: Node, _event: str, _bot_name: str) -> Handled:
     repository = payload.opt_node("repository")
     return (_repo(repository) if repository is not None else None), Ping()
 
 
-def _push(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _push(payload: Node, _event: str, _bot_name: str) -> Handled:
     repo = _repo(payload.node("repository"))
-    ref = payload.string("ref")
-    if ref.startswith("refs/tags/"):
-        return repo, Ignored(f"tag push ({clip(ref.removeprefix('refs/tags/'))})")
-    if not ref.startswith("refs/heads/"):
-        return repo, Ignored(f"push to '{clip(ref)}', which is not a branch")
-    branch = ref.removeprefix("refs/heads/")
+    branch = pushed_branch(payload.string("ref"))
+    if isinstance(branch, Ignored):
+        return repo, branch
     after = payload.sha("after")
     if payload.boolean("deleted", default=False) or is_null_sha(after):
         return repo, Ignored(f"branch '{clip(branch)}' deleted")
-    if repo.default_branch is not None and branch != repo.default_branch:
-        return repo, Ignored(
-            f"push to '{clip(branch)}', not the default branch '{clip(repo.default_branch)}'"
-        )
+    elsewhere = off_default_branch(repo, branch)
+    if elsewhere is not None:
+        return repo, elsewhere
     return repo, _index_intent(payload, repo, branch, after)
 
 
@@ -246,7 +220,7 @@ def _commit_time(head: Node | None, commits: list[Node], sha: str) -> datetime |
     return None
 
 
-def _pull_request(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _pull_request(payload: Node, _event: str, _bot_name: str) -> Handled:
     repo = _repo(payload.node("repository"))
     action = payload.string("action")
     pull = payload.node("pull_request")
@@ -278,7 +252,7 @@ def _pull_request(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent
     )
 
 
-def _issue_comment(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _issue_comment(payload: Node, _event: str, bot_name: str) -> Handled:
     repo = _repo(payload.node("repository"))
     action = payload.string("action")
     issue, comment = payload.node("issue"), payload.node("comment")
@@ -311,7 +285,7 @@ def _issue_comment(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent
     )
 
 
-def _installation(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _installation(payload: Node, _event: str, _bot_name: str) -> Handled:
     action = payload.string("action")
     installation = payload.node("installation")
     installation_id = installation.ident("id")
@@ -326,7 +300,7 @@ def _installation(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent
     return None, Ignored(f"installation {clip(action)}; repositories unchanged")
 
 
-def _installation_repositories(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _installation_repositories(payload: Node, _event: str, _bot_name: str) -> Handled:
     action = payload.string("action")
     installation = payload.node("installation")
     installation_id = installation.ident("id")
@@ -338,12 +312,12 @@ def _installation_repositories(payload: Node, _bot_name: str) -> tuple[RepoRef |
     return None, ReposChanged(installation_id, added=added, removed=removed)
 
 
-def _review_thread(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _review_thread(payload: Node, _event: str, bot_name: str) -> Handled:
     repo = _repo(payload.node("repository"))
     return repo, feedback.github_thread(payload, repo, bot_name)
 
 
-def _review_comment(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _review_comment(payload: Node, _event: str, bot_name: str) -> Handled:
     repo = _repo(payload.node("repository"))
     return repo, feedback.github_review_comment(payload, repo, bot_name)
 
@@ -358,3 +332,13 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "installation": _installation,
     "installation_repositories": _installation_repositories,
 }
+
+_PARSER: Final = DeliveryParser(
+    PROVIDER,
+    "GitHub",
+    delivery_id,
+    event_name,
+    _HANDLERS,
+    action=lambda payload: payload.peek_string("action"),
+    installation_id=_installation_id,
+)

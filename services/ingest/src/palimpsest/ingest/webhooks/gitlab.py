@@ -13,7 +13,7 @@ group-only events. GitLab merge request payloads carry no base commit: `base_sha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Final
 
@@ -21,39 +21,37 @@ from palimpsest.ingest.webhooks import feedback
 from palimpsest.ingest.webhooks._payload import (
     Node,
     clip,
-    decode_payload,
     header_value,
     is_null_sha,
-    lower_headers,
     parse_timestamp,
     required_header,
 )
 from palimpsest.ingest.webhooks._rules import (
     collect_paths,
     is_bot_author,
+    off_default_branch,
+    pushed_branch,
     requests_full_review,
     requests_review,
 )
+from palimpsest.ingest.webhooks._template import DeliveryParser, Handled, Handler
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import (
     Ignored,
     IndexIntent,
     InstallationKey,
-    Intent,
     ParsedDelivery,
     RepoRef,
     ReviewIntent,
     ReviewTrigger,
     Visibility,
 )
-from palimpsest.ingest.webhooks.signatures import verify_token
+from palimpsest.ingest.webhooks.signatures import check_token
 
 PROVIDER: Final = "gitlab"
 AUTH_HEADER: Final = "X-Gitlab-Token"
 _VISIBILITY: Final[dict[int, Visibility]] = {0: "private", 10: "internal", 20: "public"}
 _CLOSED_STATES: Final = frozenset({"closed", "merged", "locked"})
-
-Handler = Callable[[Node, str], tuple[RepoRef | None, Intent]]
 
 
 def delivery_id(headers: Mapping[str, str]) -> str:
@@ -90,39 +88,19 @@ def installation_key(headers: Mapping[str, str], payload: object) -> Installatio
 def verify(secret: str | bytes, headers: Mapping[str, str], body: bytes) -> None:
     """Raise WebhookError(401) unless `X-Gitlab-Token` equals the configured token."""
     del body  # GitLab does not sign the body; the shared token authenticates the sender
-    expected = secret.decode("utf-8", "surrogateescape") if isinstance(secret, bytes) else secret
-    if not expected:
-        raise WebhookError(401, "no webhook secret token is configured for this sender")
-    token = lower_headers(headers).get(AUTH_HEADER.lower())
-    if token is None:
-        raise WebhookError(401, f"missing {AUTH_HEADER} header")
-    if not verify_token(expected, token):
-        raise WebhookError(401, f"{AUTH_HEADER} does not match")
+    check_token(secret, headers, AUTH_HEADER)
 
 
 def parse(
     headers: Mapping[str, str], body: bytes, *, bot_name: str, decoded: dict[str, object] | None = None
 ) -> ParsedDelivery:
     """Normalise one (already verified) delivery; WebhookError(400) when it is malformed."""
-    delivery, event = delivery_id(headers), event_name(headers)
-    payload = Node(decoded if decoded is not None else decode_payload(body))
-    handler = _HANDLERS.get(event)
-    repo: RepoRef | None
-    intent: Intent
-    if handler is None:
-        repo, intent = None, Ignored(f"unsupported GitLab event '{clip(event)}'")
-    else:
-        repo, intent = handler(payload, bot_name)
+    return _PARSER.parse(headers, body, bot_name=bot_name, decoded=decoded)
+
+
+def _action(payload: Node) -> str | None:
     attributes = payload.peek_node("object_attributes")
-    return ParsedDelivery(
-        provider=PROVIDER,
-        delivery_id=delivery,
-        event=event,
-        action=attributes.peek_string("action") if attributes is not None else None,
-        installation_external_id=None,
-        repo=repo,
-        intent=intent,
-    )
+    return attributes.peek_string("action") if attributes is not None else None
 
 
 # -- repositories ------------------------------------------------------------------------
@@ -147,22 +125,18 @@ def _repo(project: Node) -> RepoRef:
 # -- events ------------------------------------------------------------------------------
 
 
-def _push(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _push(payload: Node, _event: str, _bot_name: str) -> Handled:
     repo = _repo(payload.node("project"))
-    ref = payload.string("ref")
-    if ref.startswith("refs/tags/"):
-        return repo, Ignored(f"tag push ({clip(ref.removeprefix('refs/tags/'))})")
-    if not ref.startswith("refs/heads/"):
-        return repo, Ignored(f"push to '{clip(ref)}', which is not a branch")
-    branch = ref.removeprefix("refs/heads/")
+    branch = pushed_branch(payload.string("ref"))
+    if isinstance(branch, Ignored):
+        return repo, branch
     after = payload.sha("after")
     head = payload.opt_sha("checkout_sha")
     if is_null_sha(after) or head is None:
         return repo, Ignored(f"branch '{clip(branch)}' deleted")
-    if repo.default_branch is not None and branch != repo.default_branch:
-        return repo, Ignored(
-            f"push to '{clip(branch)}', not the default branch '{clip(repo.default_branch)}'"
-        )
+    elsewhere = off_default_branch(repo, branch)
+    if elsewhere is not None:
+        return repo, elsewhere
     commits = payload.nodes("commits")
     paths, complete = collect_paths(commits)
     total = payload.opt_integer("total_commits_count")
@@ -187,7 +161,7 @@ def _commit_time(commits: list[Node], sha: str) -> datetime | None:
     return None
 
 
-def _tag_push(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _tag_push(payload: Node, _event: str, _bot_name: str) -> Handled:
     repo = _repo(payload.node("project"))
     ref = payload.string("ref")
     return repo, Ignored(f"tag push ({clip(ref.removeprefix('refs/tags/'))})")
@@ -230,7 +204,7 @@ def _merge_request_trigger(payload: Node, attributes: Node) -> ReviewTrigger | I
     return Ignored(f"merge request action '{clip(action)}' does not request a review")
 
 
-def _merge_request(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _merge_request(payload: Node, _event: str, _bot_name: str) -> Handled:
     repo = _repo(payload.node("project"))
     attributes = payload.node("object_attributes")
     trigger = _merge_request_trigger(payload, attributes)
@@ -253,7 +227,7 @@ def _merge_request(payload: Node, _bot_name: str) -> tuple[RepoRef | None, Inten
     )
 
 
-def _note(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _note(payload: Node, _event: str, bot_name: str) -> Handled:
     repo = _repo(payload.node("project"))
     attributes = payload.node("object_attributes")
     noteable = attributes.string("noteable_type")
@@ -290,7 +264,7 @@ def _note(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
     )
 
 
-def _emoji(payload: Node, bot_name: str) -> tuple[RepoRef | None, Intent]:
+def _emoji(payload: Node, _event: str, bot_name: str) -> Handled:
     repo = _repo(payload.node("project"))
     return repo, feedback.gitlab_emoji(payload, repo, bot_name)
 
@@ -302,3 +276,5 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "Merge Request Hook": _merge_request,
     "Note Hook": _note,
 }
+
+_PARSER: Final = DeliveryParser(PROVIDER, "GitLab", delivery_id, event_name, _HANDLERS, action=_action)
