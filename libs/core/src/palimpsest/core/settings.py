@@ -131,3 +131,22 @@ def load(cls: type[_S], **overrides: Any) -> _S:
             )
             problems.append(f"{var}: {err.get('msg', 'invalid')}{shown}")
         raise SettingsError("invalid setting: " + "; ".join(problems)) from None
+
+
+_B = TypeVar("_B", bound=BaseServiceSettings)
+
+
+def service_settings(cls: type[_B], started_with: BaseServiceSettings) -> _B:
+    """A service's settings from the settings object its process was started with.
+
+    That object itself when it is already a ``cls``; else ``cls`` loaded from the environment,
+    where the shared values the process was started with (e.g. the embedded stack's) win.
+    """
+    if isinstance(started_with, cls):
+        return started_with
+    shared = {
+        name: getattr(started_with, name)
+        for name in BaseServiceSettings.model_fields
+        if name in started_with.model_fields_set
+    }
+    return load(cls, **shared)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 from uuid import UUID
 
 from pydantic import Field
@@ -48,7 +47,7 @@ from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.llm import Gateway, LLMSettings
 from palimpsest.core.outbox import emit
 from palimpsest.core.service import Background, Infra, ServiceDefinition
-from palimpsest.core.settings import BaseServiceSettings, load
+from palimpsest.core.settings import BaseServiceSettings, service_settings
 
 __all__ = ["AnalyzerService", "Settings", "bootstrap", "definition"]
 
@@ -180,14 +179,5 @@ def _auth_provider(settings: Settings, *, embedded: bool) -> AuthProvider:
 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
-    settings = infra.settings if isinstance(infra.settings, Settings) else load(Settings, **_shared(infra))
+    settings = service_settings(Settings, infra.settings)
     return definition(infra, settings)
-
-
-def _shared(infra: Infra) -> dict[str, Any]:
-    """Values the process was started with (e.g. the embedded stack's) win over the environment."""
-    return {
-        k: getattr(infra.settings, k)
-        for k in BaseServiceSettings.model_fields
-        if k in infra.settings.model_fields_set
-    }

@@ -36,7 +36,7 @@ from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.service import Infra, ServiceDefinition
-from palimpsest.core.settings import BaseServiceSettings, load
+from palimpsest.core.settings import BaseServiceSettings, service_settings
 from palimpsest.core.suspension import suspended_reason
 
 log = logging.getLogger(__name__)
@@ -354,7 +354,7 @@ def _built(
 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
-    settings = load(Settings, **_shared(infra))
+    settings = service_settings(Settings, infra.settings)
     chunker = Chunker(settings, box_for(settings, embedded=bool(infra.extras.get("embedded"))))
     infra.extras["chunker"] = chunker
     return ServiceDefinition(
@@ -363,15 +363,6 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
         consumer=CONSUMERS["chunker"],
         on_stop=[chunker.close],
     )
-
-
-def _shared(infra: Infra) -> dict[str, Any]:
-    """Values the process was started with (e.g. the embedded stack's) win over the environment."""
-    return {
-        k: getattr(infra.settings, k)
-        for k in BaseServiceSettings.model_fields
-        if k in infra.settings.model_fields_set
-    }
 
 
 __all__ = ["Chunker", "Settings", "bootstrap"]

@@ -24,7 +24,7 @@ from palimpsest.core.events import SnapshotBuilt, SnapshotEmbedded
 from palimpsest.core.llm import LLMSettings
 from palimpsest.core.outbox import emit
 from palimpsest.core.service import Infra, ServiceDefinition
-from palimpsest.core.settings import BaseServiceSettings, load
+from palimpsest.core.settings import BaseServiceSettings, service_settings
 from palimpsest.embedder import store
 from palimpsest.embedder.batching import BatchLimits
 from palimpsest.embedder.engine import Provider, RetryPolicy
@@ -163,7 +163,7 @@ def _embedded(event: SnapshotBuilt, snapshot_id: UUID, outcome: Outcome) -> Snap
 def bootstrap(infra: Infra) -> ServiceDefinition:
     from palimpsest.embedder.gateway import embedder_gateway, gateway_providers
 
-    settings = load(Settings, **_shared(infra))
+    settings = service_settings(Settings, infra.settings)
     gateway = embedder_gateway(infra, settings, settings.embed_request_timeout_s)
     embedder = Embedder(settings, gateway_providers(gateway))
     infra.extras["embedder"] = embedder
@@ -172,12 +172,3 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
         handlers={"snapshot.built": embedder.handle},
         consumer=CONSUMERS["embedder"],
     )
-
-
-def _shared(infra: Infra) -> dict[str, Any]:
-    """Values the process was started with (e.g. the embedded stack's) win over the environment."""
-    return {
-        k: getattr(infra.settings, k)
-        for k in BaseServiceSettings.model_fields
-        if k in infra.settings.model_fields_set
-    }

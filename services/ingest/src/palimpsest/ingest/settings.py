@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr
 
-from palimpsest.core.settings import BaseServiceSettings, load
+from palimpsest.core.settings import BaseServiceSettings, service_settings
 from palimpsest.ingest.backfill import BackfillPolicy
 
 MIB = 1024 * 1024
@@ -63,9 +63,7 @@ class Settings(BaseServiceSettings):
 
 def ingest_settings(base: BaseServiceSettings) -> Settings:
     """This service's settings from the process's settings object (see the module docstring)."""
-    if isinstance(base, Settings):
-        return base
-    return load(Settings, **base.model_dump(exclude_unset=True))
+    return service_settings(Settings, base)
 
 
 def backfill_policy(settings: Settings, *, local_sources: bool) -> BackfillPolicy:

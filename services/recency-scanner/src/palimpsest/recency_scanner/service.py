@@ -20,7 +20,6 @@ It consumes ``index.requested`` (in parallel with the chunker, never waiting for
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -28,7 +27,7 @@ from palimpsest.core.bus import CONSUMERS
 from palimpsest.core.credentials import box_for
 from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.service import Infra, ServiceDefinition
-from palimpsest.core.settings import BaseServiceSettings, load
+from palimpsest.core.settings import BaseServiceSettings, service_settings
 from palimpsest.recency_scanner.logparse import DEFAULT_MAX_FILES_PER_COMMIT, DEFAULT_PAIR_CAP
 from palimpsest.recency_scanner.scanner import AuthProvider, RecencyScanner, ScanOptions
 from palimpsest.recency_scanner.source import installation_auth, no_auth
@@ -78,16 +77,7 @@ def definition(settings: Settings, *, auth_provider: AuthProvider = no_auth) -> 
 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
-    settings = infra.settings if isinstance(infra.settings, Settings) else load(Settings, **_shared(infra))
+    settings = service_settings(Settings, infra.settings)
     box = box_for(settings, embedded=bool(infra.extras.get("embedded")))
     tokens = InstallationTokens(api_url=settings.github_api_url)
     return definition(settings, auth_provider=installation_auth(box, tokens))
-
-
-def _shared(infra: Infra) -> dict[str, Any]:
-    """Values the process was started with (e.g. the embedded stack's) win over the environment."""
-    return {
-        k: getattr(infra.settings, k)
-        for k in BaseServiceSettings.model_fields
-        if k in infra.settings.model_fields_set
-    }

@@ -55,7 +55,7 @@ from palimpsest.core.llm import ChatResult, Gateway, LLMSettings
 from palimpsest.core.outbox import emit
 from palimpsest.core.secretbox import KEY_FILE, SecretBox, load_box
 from palimpsest.core.service import Background, Infra, ServiceDefinition
-from palimpsest.core.settings import BaseServiceSettings, load
+from palimpsest.core.settings import BaseServiceSettings, service_settings
 from palimpsest.core.suspension import suspended_reason
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.graph import snapshot_graph
@@ -724,14 +724,5 @@ def definition(
 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
-    settings = infra.settings if isinstance(infra.settings, Settings) else load(Settings, **_shared(infra))
+    settings = service_settings(Settings, infra.settings)
     return definition(infra, settings)
-
-
-def _shared(infra: Infra) -> dict[str, Any]:
-    """Values the process was started with (e.g. the embedded stack's) win over the environment."""
-    return {
-        k: getattr(infra.settings, k)
-        for k in BaseServiceSettings.model_fields
-        if k in infra.settings.model_fields_set
-    }
