@@ -1,14 +1,10 @@
 """One streaming pass over ``git log`` that yields per-file recency and co-change counts.
 
-Input is the byte stream of the command built by :func:`log_args` —
-``git log -z --format='%H %cI' --name-status --first-parent --diff-merges=first-parent``.
-With ``-z`` every field ends in NUL and paths are never quoted, so names with spaces, tabs,
-newlines, quotes or any UTF-8 pass through untouched. The layout is::
-
-    <sha> <iso-date> NUL [ LF <status> NUL <path> NUL [<path> NUL] { <status> NUL <path> NUL ... } ]
-
-(a commit without file changes has no status block). The parser is a small state machine fed
-arbitrary chunks; memory is O(paths ever seen + pair cap), never the size of the log.
+The log (its command, :func:`log_args`, and its layout) is read by
+:class:`palimpsest.core.gitlog.GitLogReader`, which applies the lineage rules (renames fold
+older history onto the current path; added, deleted or renamed-to paths end a lineage;
+skipped commits are not read). This module turns its commits into the scanner's aggregates;
+memory is O(paths ever seen + pair cap), never the size of the log.
 
 Decisions, documented because they shape the data:
 
@@ -44,15 +40,13 @@ from __future__ import annotations
 
 import heapq
 import random
-import re
 import time
 from collections.abc import AsyncIterable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
-from palimpsest.core.git import decode_path
-from palimpsest.core.git_errors import GitError, GitFailure
+from palimpsest.core.gitlog import GitLogReader, LogCommit, RenameMode, log_args
 from palimpsest.index.evidence import add_weight, pair_weight
 
 __all__ = [
@@ -72,14 +66,6 @@ __all__ = [
 
 DEFAULT_MAX_FILES_PER_COMMIT = 30
 DEFAULT_PAIR_CAP = 50_000
-
-RenameMode = Literal["exact", "full", "off"]
-_RENAME_FLAGS: dict[str, str] = {"exact": "-M100%", "full": "-M", "off": "--no-renames"}
-
-_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-_OID = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-_UPPER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_TWO_PATHS = frozenset(b"RC")
 
 
 class FileChange(NamedTuple):
@@ -110,39 +96,6 @@ class RecencyResult:
     head: str | None = None  # the newest commit the log showed (the scanned branch head)
 
 
-def log_args(rev: str, *, window: str | None = None, renames: RenameMode = "exact") -> list[str]:
-    """The git argv whose output :class:`LogParser` reads.
-
-    ``renames="exact"`` (``-M100%``) is for blob-less clones: exact renames are found from
-    blob ids alone, while similarity detection would fetch every candidate blob lazily.
-    ``window`` adds ``--since`` (for local repositories; clones apply it with
-    ``--shallow-since`` instead).
-    """
-    args = [
-        "-c",
-        "log.showSignature=false",
-        # newer git reads HEAD:.gitattributes in bare repositories — a blob a blob-less clone
-        # lacks; the empty tree as the attribute source means "no attributes" (older git
-        # ignores the key)
-        "-c",
-        f"attr.tree={_EMPTY_TREE}",
-        "log",
-        "-z",
-        "--no-use-mailmap",  # log.mailmap reads HEAD:.mailmap, a blob a blob-less clone lacks
-        "--no-color",
-        "--no-ext-diff",
-        "--no-relative",
-        "--format=%H %cI",
-        "--name-status",
-        "--first-parent",
-        "--diff-merges=first-parent",
-        _RENAME_FLAGS[renames],
-    ]
-    if window is not None:
-        args.append(f"--since={window}")
-    return [*args, "--end-of-options", rev, "--"]
-
-
 class _Pair:
     __slots__ = ("commits", "evidence", "last")
 
@@ -170,50 +123,25 @@ class LogParser:
     ) -> None:
         self._max_files = max_files_per_commit
         self._pair_cap = max(pair_cap, 0)
-        self._skip_commits = frozenset(skip_commits)
-        self._rest = b""
+        self._reader = GitLogReader(skip_commits=skip_commits)
         self._files: dict[str, FileChange] = {}
         self._pairs: dict[tuple[str, str], _Pair] = {}
-        # Going back in time: path -> current path it became, or None for a dead lineage.
-        self._alias: dict[str, str | None] = {}
         self._commits = 0
         self._oversized = 0
         self._pruned = 0
         self._boundaries = 0
         self._head: str | None = None
-        # the commit being read
-        self._sha: str | None = None
-        self._when: datetime | None = None
-        self._skip = False
-        self._status = b""
-        self._need = 0
-        self._paths: list[bytes] = []
-        self._touched = 0
-        self._live: list[str] = []
-        self._born: list[str] = []  # added, copied-to, renamed-to, deleted paths
-        self._renamed: list[tuple[str, str | None]] = []  # (old path, current path of new)
-
-    # ------------------------------------------------------------------ input
+        self._last: str | None = None  # the previous commit's sha
 
     def feed(self, chunk: bytes) -> None:
         """Consume the next piece of output; chunk boundaries may fall anywhere."""
-        data = self._rest + chunk if self._rest else chunk
-        tokens = data.split(b"\0")
-        self._rest = tokens.pop()
-        for token in tokens:
-            if self._need:
-                self._paths.append(token)
-                self._need -= 1
-                if not self._need:
-                    self._entry()
-            else:
-                self._status_or_header(token)
+        for commit in self._reader.feed(chunk):
+            self._take(commit)
 
     def close(self) -> RecencyResult:
         """Finish the stream and return what it held."""
-        if self._rest or self._need:
-            raise GitError(GitFailure.PARSE_ERROR, "git log output ended mid-record")
-        self._end_commit()
+        for commit in self._reader.close():
+            self._take(commit)
         if len(self._pairs) > self._pair_cap:
             self._prune()
         return RecencyResult(
@@ -226,101 +154,29 @@ class LogParser:
             head=self._head,
         )
 
-    def _status_or_header(self, token: bytes) -> None:
-        if token[:1] == b"\n":
-            token = token[1:]
-        if token and token[0] in _UPPER:
-            if self._sha is None:
-                raise GitError(GitFailure.PARSE_ERROR, "git log file entry before any commit")
-            self._status = token
-            self._need = 2 if token[0] in _TWO_PATHS else 1
-            self._paths = []
-        else:
-            self._end_commit()
-            self._begin_commit(token)
-
-    def _begin_commit(self, token: bytes) -> None:
-        raw_sha, _, raw_date = token.partition(b" ")
-        if not _OID.fullmatch(raw_sha):
-            raise GitError(GitFailure.PARSE_ERROR, "git log commit header is malformed")
-        try:
-            when = datetime.fromisoformat(raw_date.decode("ascii"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise GitError(GitFailure.PARSE_ERROR, "git log commit date is malformed") from exc
-        sha = raw_sha.decode("ascii")
+    def _take(self, commit: LogCommit) -> None:
         if self._head is None:
-            self._head = sha
-        if sha != self._sha:
+            self._head = commit.sha
+        if commit.sha != self._last:
             self._commits += 1  # `-m` output repeats a merge's header once per parent
-        self._sha, self._when = sha, when
-        self._skip = sha in self._skip_commits
-        if self._skip:
+        self._last = commit.sha
+        if commit.skipped:
             self._boundaries += 1
-
-    # ------------------------------------------------------------------ one commit
-
-    def _resolve(self, path: str) -> str | None:
-        return self._alias.get(path, path)
-
-    def _credit(self, current: str | None) -> None:
-        if current is None:
             return
-        if current not in self._files:
-            assert self._sha is not None
-            assert self._when is not None
-            self._files[current] = FileChange(self._sha, self._when)
-        self._live.append(current)
+        for path in commit.paths:  # newest first: the first sighting holds the date
+            if path not in self._files:
+                self._files[path] = FileChange(commit.sha, commit.when)
+        self._count_pairs(commit)
 
-    def _entry(self) -> None:
-        if self._skip:
-            return
-        self._touched += 1
-        kind = self._status[0]
-        if kind in _TWO_PATHS:
-            new = decode_path(self._paths[1])
-            current = self._resolve(new)
-            self._credit(current)
-            self._born.append(new)
-            if kind == ord("R"):
-                self._renamed.append((decode_path(self._paths[0]), current))
-            return
-        path = decode_path(self._paths[0])
-        if self._status.strip(b"D") == b"":
-            self._born.append(path)  # deleted here: older mentions are another lineage
-            return
-        self._credit(self._resolve(path))
-        if kind == ord("A"):
-            self._born.append(path)
-
-    def _end_commit(self) -> None:
-        if self._sha is None:
-            return
-        if not self._skip:
-            self._count_pairs()
-            self._update_aliases()
-        self._touched = 0
-        self._live = []
-        self._born = []
-        self._renamed = []
-
-    def _update_aliases(self) -> None:
-        renamed_from = {old for old, _ in self._renamed}
-        for path in self._born:
-            if path not in renamed_from:
-                self._alias[path] = None
-        for old, current in self._renamed:
-            self._alias[old] = current
-
-    def _count_pairs(self) -> None:
-        if self._touched > self._max_files:
+    def _count_pairs(self, commit: LogCommit) -> None:
+        if commit.touched > self._max_files:
             self._oversized += 1
             return
-        if self._touched < 2 or not self._pair_cap:
+        if commit.touched < 2 or not self._pair_cap:
             return
-        live = sorted(set(self._live))
-        when = self._when
-        assert when is not None
-        weight = pair_weight(self._touched)
+        live = sorted(commit.paths)
+        when = commit.when
+        weight = pair_weight(commit.touched)
         pairs = self._pairs
         for i, first in enumerate(live):
             for second in live[i + 1 :]:
