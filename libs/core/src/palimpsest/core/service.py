@@ -189,21 +189,29 @@ async def run(
     try:
         await stop.wait()
     finally:
-        if specs:
-            await broker.stop()
-        for t in tasks:
-            if t.get_name() != "ops":
-                t.cancel()
-        results = await asyncio.gather(*tasks, return_exceptions=True)
-        for d in definitions:
-            for closer in d.on_stop:
-                try:
-                    closer()
-                except Exception:
-                    log.exception("%s: cleanup failed", d.name)
-        for r in results:
-            if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
-                log.error("task ended with %s", r.__class__.__name__, exc_info=r)
+        await _wind_down(definitions, tasks, broker if specs else None)
+
+
+async def _wind_down(
+    definitions: Sequence[ServiceDefinition], tasks: list[asyncio.Task[None]], broker: NatsBroker | None
+) -> None:
+    """Stop consuming, cancel every task but the ops server (it ends on ``stop``), await them all,
+    run the services' cleanups, and log what a task ended with."""
+    if broker is not None:
+        await broker.stop()
+    for t in tasks:
+        if t.get_name() != "ops":
+            t.cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    for d in definitions:
+        for closer in d.on_stop:
+            try:
+                closer()
+            except Exception:
+                log.exception("%s: cleanup failed", d.name)
+    for r in results:
+        if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
+            log.error("task ended with %s", r.__class__.__name__, exc_info=r)
 
 
 def _register_checks(
