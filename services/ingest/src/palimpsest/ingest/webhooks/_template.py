@@ -36,9 +36,17 @@ class DeliveryParser:
     installation_id: Callable[[Node], str | None] = _nothing
 
     def parse(
-        self, headers: Mapping[str, str], body: bytes, *, bot_name: str, decoded: dict[str, object] | None
+        self,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        bot_name: str,
+        decoded: dict[str, object] | None = None,
     ) -> ParsedDelivery:
-        """Normalise one (already verified) delivery; WebhookError(400) when it is malformed."""
+        """Normalise one (already verified) delivery; WebhookError(400) when it is malformed.
+
+        `decoded` is `decode_payload(body)` when the caller already has it.
+        """
         delivery, event = self.delivery_id(headers), self.event_name(headers)
         payload = Node(decoded if decoded is not None else decode_payload(body))
         handler = self.handlers.get(event)

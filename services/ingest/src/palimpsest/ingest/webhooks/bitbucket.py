@@ -39,7 +39,6 @@ from palimpsest.ingest.webhooks.models import (
     IndexCandidates,
     IndexIntent,
     InstallationKey,
-    ParsedDelivery,
     RepoRef,
     ReviewIntent,
     ReviewTrigger,
@@ -76,13 +75,6 @@ def installation_key(headers: Mapping[str, str], payload: object) -> Installatio
 def verify(secret: str | bytes, headers: Mapping[str, str], body: bytes) -> None:
     """Raise WebhookError(401) unless `X-Hub-Signature` signs `body` with `secret`."""
     check_signature(secret, headers, body, SIGNATURE_HEADER)
-
-
-def parse(
-    headers: Mapping[str, str], body: bytes, *, bot_name: str, decoded: dict[str, object] | None = None
-) -> ParsedDelivery:
-    """Normalise one (already verified) delivery; WebhookError(400) when it is malformed."""
-    return _PARSER.parse(headers, body, bot_name=bot_name, decoded=decoded)
 
 
 # -- repositories and accounts -----------------------------------------------------------
@@ -254,3 +246,5 @@ _HANDLERS: Final[dict[str, Handler]] = {
 }
 
 _PARSER: Final = DeliveryParser(PROVIDER, "Bitbucket", delivery_id, event_name, _HANDLERS)
+# parse(headers, body, *, bot_name, decoded=None): one (already verified) delivery, normalised
+parse: Final = _PARSER.parse

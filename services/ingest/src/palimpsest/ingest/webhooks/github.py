@@ -42,7 +42,6 @@ from palimpsest.ingest.webhooks.models import (
     Ignored,
     IndexIntent,
     InstallationKey,
-    ParsedDelivery,
     Ping,
     RepoRef,
     ReposChanged,
@@ -97,13 +96,6 @@ def installation_key(headers: Mapping[str, str], payload: object) -> Installatio
 def verify(secret: str | bytes, headers: Mapping[str, str], body: bytes) -> None:
     """Raise WebhookError(401) unless `X-Hub-Signature-256` signs `body` with `secret`."""
     check_signature(secret, headers, body, SIGNATURE_HEADER)
-
-
-def parse(
-    headers: Mapping[str, str], body: bytes, *, bot_name: str, decoded: dict[str, object] | None = None
-) -> ParsedDelivery:
-    """Normalise one (already verified) delivery; WebhookError(400) when it is malformed."""
-    return _PARSER.parse(headers, body, bot_name=bot_name, decoded=decoded)
 
 
 def _installation_id(payload: Node) -> str | None:
@@ -342,3 +334,5 @@ _PARSER: Final = DeliveryParser(
     action=lambda payload: payload.peek_string("action"),
     installation_id=_installation_id,
 )
+# parse(headers, body, *, bot_name, decoded=None): one (already verified) delivery, normalised
+parse: Final = _PARSER.parse

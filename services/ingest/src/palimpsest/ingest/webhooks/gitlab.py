@@ -40,7 +40,6 @@ from palimpsest.ingest.webhooks.models import (
     Ignored,
     IndexIntent,
     InstallationKey,
-    ParsedDelivery,
     RepoRef,
     ReviewIntent,
     ReviewTrigger,
@@ -89,13 +88,6 @@ def verify(secret: str | bytes, headers: Mapping[str, str], body: bytes) -> None
     """Raise WebhookError(401) unless `X-Gitlab-Token` equals the configured token."""
     del body  # GitLab does not sign the body; the shared token authenticates the sender
     check_token(secret, headers, AUTH_HEADER)
-
-
-def parse(
-    headers: Mapping[str, str], body: bytes, *, bot_name: str, decoded: dict[str, object] | None = None
-) -> ParsedDelivery:
-    """Normalise one (already verified) delivery; WebhookError(400) when it is malformed."""
-    return _PARSER.parse(headers, body, bot_name=bot_name, decoded=decoded)
 
 
 def _action(payload: Node) -> str | None:
@@ -278,3 +270,5 @@ _HANDLERS: Final[dict[str, Handler]] = {
 }
 
 _PARSER: Final = DeliveryParser(PROVIDER, "GitLab", delivery_id, event_name, _HANDLERS, action=_action)
+# parse(headers, body, *, bot_name, decoded=None): one (already verified) delivery, normalised
+parse: Final = _PARSER.parse
