@@ -145,18 +145,7 @@ async def run(
     specs = [d.consumer for d in definitions if d.consumer is not None]
     if specs:  # a consumer must exist, with our configuration, before we bind to it
         await bus.declare(infra.nc, infra.bus_config, specs)
-    broker = NatsBroker(
-        servers=[infra.nats_url],
-        name="palimpsest-consumers",
-        user_credentials=str(settings.nats_creds_file) if settings.nats_creds_file else None,
-        max_reconnect_attempts=-1,
-        reconnect_time_wait=1,
-        logger=None,
-    )
-    for d in definitions:
-        if d.consumer is not None:
-            runtime = ConsumerRuntime(d.consumer.name, infra.pool, d.handlers, settings.retry_delays_s)
-            _subscribe(broker, runtime, d.consumer)
+    broker = _consumer_broker(definitions, infra)
     tasks: list[asyncio.Task[None]] = []
     relay_obj: Relay | None = None
     if relay and settings.relay_enabled:
@@ -190,6 +179,24 @@ async def run(
         await stop.wait()
     finally:
         await _wind_down(definitions, tasks, broker if specs else None)
+
+
+def _consumer_broker(definitions: Sequence[ServiceDefinition], infra: Infra) -> NatsBroker:
+    """The broker of this process's consumers, each service's subscribed (not started yet)."""
+    settings = infra.settings
+    broker = NatsBroker(
+        servers=[infra.nats_url],
+        name="palimpsest-consumers",
+        user_credentials=str(settings.nats_creds_file) if settings.nats_creds_file else None,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        logger=None,
+    )
+    for d in definitions:
+        if d.consumer is not None:
+            runtime = ConsumerRuntime(d.consumer.name, infra.pool, d.handlers, settings.retry_delays_s)
+            _subscribe(broker, runtime, d.consumer)
+    return broker
 
 
 async def _wind_down(
