@@ -16,8 +16,18 @@ from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
 from palimpsest.index.errors import IndexNotReady, UnknownSeed
-from palimpsest.index.graph import GraphCache, graph_context, graph_report, snapshot_graph
+from palimpsest.index.graph import (
+    Graph,
+    GraphCache,
+    GraphReport,
+    SnapshotFacts,
+    build_graph,
+    graph_context,
+    graph_report,
+    snapshot_graph,
+)
 from palimpsest.index.graph.model import EdgeKind
+from palimpsest.index.graph.persisted import RESOLVER, read_graph, write_graph
 from palimpsest.index.graph.query import history_signals
 from palimpsest.index.graph.seeds import resolve_seeds
 from tests.integration.graph.support import index_path, running_chunker
@@ -76,7 +86,7 @@ async def test_context_ranks_neighbours_with_their_reasons(infra: Infra, indexed
         again = await graph_context(
             conn, indexed.repository_id, ["compute_invoice_total"], hops=2, cache=cache
         )
-    assert cache.builds == 1  # the second query reused the resolved graph
+    assert cache.builds + cache.loads == 1  # the second query reused the resolved (or stored) graph
     assert result.commit == indexed.commit
     by_path = {e.path: e for e in result.entries}
     assert by_path["src/billing/printer.py"].via in {"imports", "references", "calls"}
@@ -227,3 +237,101 @@ async def test_dates_are_read_once_per_recency_scan_and_again_after_the_next(
         assert await recent_reason() == "recently changed (2024-04-20)"  # the next scan: read again
         await conn.execute("DELETE FROM file_recency WHERE repository_id = %s", (indexed.repository_id,))
         await conn.execute("DELETE FROM recency_scans WHERE repository_id = %s", (indexed.repository_id,))
+
+
+async def _stored(infra: Infra, tenant: uuid.UUID, snapshot_id: object) -> list[str]:
+    async with tenant_tx(infra.pool, tenant) as conn:
+        cur = await conn.execute("SELECT resolver FROM code_graphs WHERE snapshot_id = %s", (snapshot_id,))
+        return sorted(r["resolver"] for r in await cur.fetchall())
+
+
+async def test_a_resolved_graph_is_stored_and_another_process_loads_it(
+    infra: Infra, indexed: Indexed
+) -> None:
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        snapshot, _, _ = await snapshot_graph(conn, indexed.repository_id, cache=GraphCache())
+        sid = snapshot["snapshot_id"]
+        await conn.execute("DELETE FROM code_graphs WHERE snapshot_id = %s", (sid,))
+    first = GraphCache()
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        _, resolved, report = await snapshot_graph(conn, indexed.repository_id, cache=first)
+    assert (first.builds, first.loads) == (1, 0)
+    assert await _stored(infra, indexed.tenant, sid) == [RESOLVER]
+    second = GraphCache()  # another replica, or the MCP server: loads, does not resolve
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        _, loaded, loaded_report = await snapshot_graph(conn, indexed.repository_id, cache=second)
+        result = await graph_context(conn, indexed.repository_id, ["src/billing/invoice.py"], cache=second)
+    assert (second.builds, second.loads) == (0, 1)
+    assert (loaded, loaded_report) == (resolved, report)
+    assert "src/billing/printer.py" in {e.path for e in result.entries}
+
+
+async def test_a_graph_stored_by_another_resolver_or_unreadable_is_resolved_again(
+    infra: Infra, indexed: Indexed
+) -> None:
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        snapshot, graph, _ = await snapshot_graph(conn, indexed.repository_id, cache=GraphCache())
+        sid = snapshot["snapshot_id"]
+        await conn.execute("DELETE FROM code_graphs WHERE snapshot_id = %s", (sid,))
+        await conn.execute(
+            "INSERT INTO code_graphs (tenant_id, snapshot_id, resolver, payload) VALUES (%s, %s, 'older', 'x')",
+            (indexed.tenant, sid),
+        )
+    cache = GraphCache()
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        _, again, _ = await snapshot_graph(conn, indexed.repository_id, cache=cache)
+    assert (cache.builds, cache.loads, again) == (1, 0, graph)
+    assert await _stored(infra, indexed.tenant, sid) == sorted(["older", RESOLVER])
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:  # damaged: resolved and replaced
+        await conn.execute(
+            "UPDATE code_graphs SET payload = 'PALGRAPH-damaged' WHERE snapshot_id = %s AND resolver = %s",
+            (sid, RESOLVER),
+        )
+    cache = GraphCache()
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        _, again, _ = await snapshot_graph(conn, indexed.repository_id, cache=cache)
+        assert await read_graph(conn, sid) is not None
+        await conn.execute("DELETE FROM code_graphs WHERE snapshot_id = %s AND resolver = 'older'", (sid,))
+    assert (cache.builds, again) == (1, graph)
+
+
+async def test_another_tenant_can_neither_read_nor_plant_a_stored_graph(
+    infra: Infra, indexed: Indexed
+) -> None:
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        snapshot, graph, report = await snapshot_graph(conn, indexed.repository_id, cache=GraphCache())
+    sid = snapshot["snapshot_id"]
+    assert await _stored(infra, indexed.tenant, sid) == [RESOLVER]
+    other = await create_tenant(infra.pool, "graph-thief")
+    empty, nothing = graph_of_nothing()
+    async with tenant_tx(infra.pool, other) as conn:
+        assert await read_graph(conn, sid) is None  # the row is there, but not for this tenant
+        # planting a graph for the victim's snapshot: as the victim (RLS), or as itself (no such snapshot)
+        assert await write_graph(conn, indexed.tenant, sid, empty, nothing) is False
+        assert await write_graph(conn, other, sid, empty, nothing) is False
+        cur = await conn.execute("UPDATE code_graphs SET payload = 'x' WHERE snapshot_id = %s", (sid,))
+        assert cur.rowcount == 0
+        cur = await conn.execute("DELETE FROM code_graphs WHERE snapshot_id = %s", (sid,))
+        assert cur.rowcount == 0
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        assert await read_graph(conn, sid) == (graph, report)
+
+
+async def test_a_stored_graph_goes_with_its_snapshot(infra: Infra, indexed: Indexed) -> None:
+    sid = uuid.uuid4()
+    empty, nothing = graph_of_nothing()
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        await conn.execute(
+            "INSERT INTO code_index_snapshots (tenant_id, repository_id, snapshot_id, commit_sha, state)"
+            " VALUES (%s, %s, %s, 'gone', 'superseded')",
+            (indexed.tenant, indexed.repository_id, sid),
+        )
+        assert await write_graph(conn, indexed.tenant, sid, empty, nothing) is True
+    assert await _stored(infra, indexed.tenant, sid) == [RESOLVER]
+    async with tenant_tx(infra.pool, indexed.tenant) as conn:
+        await conn.execute("DELETE FROM code_index_snapshots WHERE snapshot_id = %s", (sid,))
+    assert await _stored(infra, indexed.tenant, sid) == []
+
+
+def graph_of_nothing() -> tuple[Graph, GraphReport]:
+    return build_graph(SnapshotFacts([]))

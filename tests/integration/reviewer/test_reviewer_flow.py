@@ -232,8 +232,9 @@ async def test_a_routed_rerank_model_scores_the_context(infra: Infra, repo: dict
 
 
 async def test_a_new_snapshot_of_a_reviewed_repository_is_warmed(infra: Infra, tmp_path: Any) -> None:
-    """The reviewer resolves a new snapshot's graph when it is built, for repositories reviewed
-    recently, so the first review after a push does not pay for it; others are left alone."""
+    """The reviewer resolves and stores a new snapshot's graph when it is built (any replica then
+    loads it), and keeps it in its cache for repositories reviewed recently, so the first review
+    after a push does not pay for it."""
     import asyncio
 
     from palimpsest.index.graph import GRAPHS
@@ -245,6 +246,15 @@ async def test_a_new_snapshot_of_a_reviewed_repository_is_warmed(infra: Infra, t
     gateway = Gateway(infra.pool, settings())
     definitions = [*indexer_definitions({tenant}), reviewer_for(infra, {tenant}, settings(), gateway)]
 
+    async def stored(snapshot_id: Any, timeout_s: float = 20.0) -> bool:
+        for _ in range(int(timeout_s / 0.2)):
+            async with tenant_tx(infra.pool, tenant) as conn:
+                cur = await conn.execute("SELECT 1 FROM code_graphs WHERE snapshot_id = %s", (snapshot_id,))
+                if await cur.fetchone() is not None:
+                    return True
+            await asyncio.sleep(0.2)
+        return False
+
     async def warmed(snapshot_id: Any, timeout_s: float = 20.0) -> bool:
         for _ in range(int(timeout_s / 0.2)):
             if UUID(str(snapshot_id)) in GRAPHS:
@@ -255,7 +265,8 @@ async def test_a_new_snapshot_of_a_reviewed_repository_is_warmed(infra: Infra, t
     try:
         async with running(infra, definitions):
             first = await index(infra, tenant, repo_id)
-            assert not await warmed(first["snapshot_id"], timeout_s=3.0)  # never reviewed: left cold
+            assert await stored(first["snapshot_id"])  # for every process: any replica loads it
+            assert not await warmed(first["snapshot_id"], timeout_s=1.0)  # never reviewed: not cached here
             head = commit(path, "2024-01-02", {"src/app.py": "def handler(event):\n    return [event]\n"})
             event = ReviewRequested(
                 tenant_id=tenant, repository_id=repo_id, provider="local", base_sha=base, head_sha=head

@@ -59,6 +59,7 @@ from palimpsest.core.settings import BaseServiceSettings, service_settings
 from palimpsest.core.suspension import suspended_reason
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.graph import snapshot_graph
+from palimpsest.index.graph.persisted import store_snapshot_graph
 from palimpsest.index.stored import finish_submission, submission
 from palimpsest.reviewer.candidates import QueryEmbedder
 from palimpsest.reviewer.change import opened_change
@@ -173,29 +174,43 @@ class ReviewerService:
         )
 
     async def on_snapshot_built(self, event: SnapshotBuilt, ctx: HandlerContext) -> None:
-        """Warm this process's graph cache with a new snapshot of a repository under review.
+        """Store a new snapshot's resolved graph for every process, and warm this one's cache
+        when the repository is under review.
 
         Resolving a large snapshot's graph takes seconds (4.6 s for 50 000 files); without the
-        warm-up the first review after every push to the default branch paid it. Repositories
-        without recent reviews are left alone (the cache holds a few graphs). With several
-        reviewer replicas only the one that receives the event is warm.
+        warm-up the first review after every push to the default branch paid it, on every replica
+        but the one that received the event. The graph is stored in the index (code_graphs), so
+        any replica, the MCP server and the analyzer load it instead (well under a second).
+        Repositories without recent reviews are not kept in this process's cache (it holds a few
+        graphs).
         """
-        days = self.settings.review_warm_graph_days
-        if event.state != "ready" or event.snapshot_id is None or days <= 0:
+        if event.state != "ready" or event.snapshot_id is None:
             return
+        days = self.settings.review_warm_graph_days
         started = time.monotonic()
         async with tenant_tx(self.pool, event.tenant_id) as conn:
-            cur = await conn.execute(
-                "SELECT 1 FROM reviews WHERE repository_id = %s AND created_at > now() - %s::interval LIMIT 1",
-                (event.repository_id, f"{days} days"),
-            )
-            if await cur.fetchone() is None:
-                return
+            recent = False
+            if days > 0:
+                cur = await conn.execute(
+                    "SELECT 1 FROM reviews WHERE repository_id = %s AND created_at > now() - %s::interval LIMIT 1",
+                    (event.repository_id, f"{days} days"),
+                )
+                recent = await cur.fetchone() is not None
             try:
-                await snapshot_graph(conn, event.repository_id, snapshot_id=event.snapshot_id)
+                if recent:
+                    await snapshot_graph(conn, event.repository_id, snapshot_id=event.snapshot_id)
+                elif not await store_snapshot_graph(
+                    conn, event.tenant_id, event.repository_id, event.snapshot_id
+                ):
+                    return
             except IndexNotReady:  # superseded and pruned meanwhile: nothing to warm
                 return
-        log.info("graph of snapshot %s warmed in %.1fs", event.snapshot_id, time.monotonic() - started)
+        log.info(
+            "graph of snapshot %s %s in %.1fs",
+            event.snapshot_id,
+            "warmed" if recent else "stored",
+            time.monotonic() - started,
+        )
 
     async def _post(self, event: ReviewRequested, record: ReviewRecord) -> None:
         """Post a completed review of a provider pull request: new findings inline, earlier ones

@@ -6,6 +6,11 @@ query cost milliseconds. Concurrent requests for the same snapshot share one res
 per-snapshot lock); the CPU-bound resolution runs in a worker thread so the event loop keeps
 serving. Tenancy is not weakened: a caller must first read the snapshot in its own tenant
 transaction, and snapshot ids are random UUIDs that never repeat across tenants.
+
+A process that does not hold a snapshot's graph first asks the index for the stored one
+(:mod:`.persisted`: well under a second where resolving takes seconds); only when none is stored
+(an older snapshot, another resolver) does it resolve the facts, and then stores what it resolved
+for every other process.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 from uuid import UUID
 
 from palimpsest.index.graph.build import build_graph
@@ -20,9 +26,18 @@ from palimpsest.index.graph.facts import SnapshotFacts
 from palimpsest.index.graph.model import Graph
 from palimpsest.index.graph.report import GraphReport
 
-__all__ = ["GRAPHS", "GraphCache"]
+__all__ = ["GRAPHS", "GraphCache", "GraphStore"]
 
 Loader = Callable[[], Awaitable[SnapshotFacts]]
+Resolved = tuple[Graph, GraphReport]
+
+
+class GraphStore(Protocol):
+    """Where a snapshot's resolved graph is kept between processes."""
+
+    async def read(self) -> Resolved | None: ...
+
+    async def write(self, graph: Graph, report: GraphReport) -> object: ...
 
 
 class GraphCache:
@@ -30,9 +45,10 @@ class GraphCache:
 
     def __init__(self, capacity: int = 4) -> None:
         self.capacity = max(1, capacity)
-        self._entries: OrderedDict[UUID, tuple[Graph, GraphReport]] = OrderedDict()
+        self._entries: OrderedDict[UUID, Resolved] = OrderedDict()
         self._locks: dict[UUID, asyncio.Lock] = {}
         self.builds = 0  # resolutions performed (observability and tests)
+        self.loads = 0  # stored graphs read instead
 
     def __contains__(self, snapshot_id: object) -> bool:
         return snapshot_id in self._entries
@@ -40,7 +56,7 @@ class GraphCache:
     def clear(self) -> None:
         self._entries.clear()
 
-    async def get(self, snapshot_id: UUID, load: Loader) -> tuple[Graph, GraphReport]:
+    async def get(self, snapshot_id: UUID, load: Loader, store: GraphStore | None = None) -> Resolved:
         cached = self._hit(snapshot_id)
         if cached is not None:
             return cached
@@ -49,16 +65,22 @@ class GraphCache:
             cached = self._hit(snapshot_id)
             if cached is not None:
                 return cached
-            facts = await load()
-            built = await asyncio.to_thread(build_graph, facts)
-            self.builds += 1
+            built = await store.read() if store is not None else None
+            if built is not None:
+                self.loads += 1
+            else:
+                facts = await load()
+                built = await asyncio.to_thread(build_graph, facts)
+                self.builds += 1
+                if store is not None:
+                    await store.write(*built)
             self._entries[snapshot_id] = built
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)
         self._locks.pop(snapshot_id, None)
         return built
 
-    def _hit(self, snapshot_id: UUID) -> tuple[Graph, GraphReport] | None:
+    def _hit(self, snapshot_id: UUID) -> Resolved | None:
         found = self._entries.get(snapshot_id)
         if found is not None:
             self._entries.move_to_end(snapshot_id)

@@ -26,6 +26,7 @@ from palimpsest.index.evidence import decayed
 from palimpsest.index.graph.cache import GRAPHS, GraphCache
 from palimpsest.index.graph.load import load_snapshot_facts
 from palimpsest.index.graph.model import Graph
+from palimpsest.index.graph.persisted import SnapshotGraphStore
 from palimpsest.index.graph.rank import (
     Blend,
     CoChangeSignal,
@@ -106,7 +107,8 @@ class ContextResult:
 async def snapshot_graph(
     conn: Conn, repository_id: UUID, *, snapshot_id: UUID | None = None, cache: GraphCache = GRAPHS
 ) -> tuple[dict[str, Any], Graph, GraphReport]:
-    """The snapshot row and its resolved graph (from the cache when it was resolved before)."""
+    """The snapshot row and its resolved graph: from the cache when this process holds it, else
+    the stored one, else resolved from the snapshot's facts (and then stored)."""
     if snapshot_id is None:
         snapshot = await newest_ready(conn, repository_id)
     else:
@@ -124,7 +126,8 @@ async def snapshot_graph(
     async def load() -> Any:
         return await load_snapshot_facts(conn, repository_id, sid)
 
-    graph, report = await cache.get(sid, load)
+    store = SnapshotGraphStore(conn, UUID(str(snapshot["tenant_id"])), sid)
+    graph, report = await cache.get(sid, load, store)
     return snapshot, graph, report
 
 
