@@ -264,3 +264,33 @@ async def test_deleting_the_repository_index_deletes_its_vectors(
     async with tenant_tx(infra.pool, ctx["tenant"]) as conn:
         await delete_repository_index(conn, ctx["repo_id"])
     assert await vector_count(infra, ctx["tenant"]) == 0
+
+
+async def test_vectors_are_stored_exactly_as_float4(infra: Infra, tmp_path: Path, chunker: None) -> None:
+    """write_vectors packs each vector itself for the binary COPY: what is read back is the
+    provider's vector rounded to float4, as psycopg's own dumper sent it."""
+    import math
+    import struct
+
+    from palimpsest.embedder.store import write_vectors
+
+    ctx = await built(infra, tmp_path)
+    vector = [math.sin(i) * 10.0 ** (i % 7 - 3) for i in range(384)]
+    vector[:4] = [0.0, -0.0, 1 / 3, -3.4e38]
+    async with tenant_tx(infra.pool, ctx["tenant"]) as conn:
+        cur = await conn.execute(
+            "SELECT blob_sha, ordinal FROM code_chunks ORDER BY blob_sha, ordinal LIMIT 2"
+        )
+        keys = [(r["blob_sha"], r["ordinal"]) for r in await cur.fetchall()]
+        rows = [(sha, ordinal, vector, ordinal % 2 == 0) for sha, ordinal in keys]
+        assert await write_vectors(conn, ctx["tenant"], ctx["repo_id"], "fake/exact-384", rows) == 2
+        cur = await conn.execute(
+            "SELECT blob_sha, ordinal, embedding, truncated, dimension FROM code_chunk_embeddings"
+            " WHERE model = 'fake/exact-384' ORDER BY blob_sha, ordinal"
+        )
+        stored = await cur.fetchall()
+    assert [(r["blob_sha"], r["ordinal"], r["truncated"], r["dimension"]) for r in stored] == [
+        (sha, ordinal, ordinal % 2 == 0, 384) for sha, ordinal in keys
+    ]
+    # (read back as text, a float4 prints as its shortest decimal: compare as float4 bits)
+    assert all(struct.pack("<384f", *r["embedding"]) == struct.pack("<384f", *vector) for r in stored)

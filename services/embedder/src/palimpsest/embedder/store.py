@@ -11,12 +11,47 @@ meanwhile (a concurrent build's garbage collection) are skipped rather than fail
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain, repeat
 from typing import Any
 from uuid import UUID
 
+from psycopg import postgres
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+
 from palimpsest.core.db import Conn
+
+_FLOAT4 = postgres.types["float4"].oid
+_FLOAT4_ARRAY = postgres.types["float4"].array_oid
+
+
+@lru_cache(maxsize=8)
+def _array_layout(dimension: int) -> struct.Struct:
+    """PostgreSQL's binary ``float4[]`` of ``dimension`` values (array_recv): one dimension, no
+    NULLs, element type float4, the length and lower bound, then each element's length and value."""
+    return struct.Struct(">iiIii" + "if" * dimension)
+
+
+def pack_float4_array(vector: Sequence[float]) -> bytes:
+    """``vector`` as a binary ``float4[]`` in one ``struct`` call; the same bytes psycopg's list
+    dumper makes element by element (it spent ~4 ms per 384-float vector doing so)."""
+    return _array_layout(len(vector)).pack(
+        1, 0, _FLOAT4, len(vector), 1, *chain.from_iterable(zip(repeat(4), vector))
+    )
+
+
+class _PackedFloat4ArrayDumper(Dumper):
+    """Sends a :func:`pack_float4_array` value as it is (used for the COPY's ``float4[]`` column)."""
+
+    format = Format.BINARY
+    oid = _FLOAT4_ARRAY
+
+    def dump(self, obj: Any) -> bytes:
+        return bytes(obj)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +162,15 @@ async def write_vectors(
         " (blob_sha text, ordinal integer, embedding real[], truncated boolean) ON COMMIT DROP"
     )
     async with conn.cursor() as cur:
-        # binary COPY: psycopg's text dumper of float lists costs ~2 ms per 384-float vector
+        # binary COPY, each vector packed at once: psycopg's text dumper of float lists costs ~2 ms
+        # per 384-float vector, and its binary list dumper ~4 ms (a Python call per element)
+        cur.adapters.register_dumper(None, _PackedFloat4ArrayDumper)  # by oid: what set_types looks up
         async with cur.copy(
             "COPY stage_embeddings (blob_sha, ordinal, embedding, truncated) FROM STDIN (FORMAT BINARY)"
         ) as copy:
-            copy.set_types(["text", "int4", "float4[]", "bool"])
+            copy.set_types(["text", "int4", _FLOAT4_ARRAY, "bool"])
             for blob_sha, ordinal, vector, truncated in rows:
-                await copy.write_row((blob_sha, ordinal, list(vector), truncated))
+                await copy.write_row((blob_sha, ordinal, pack_float4_array(vector), truncated))
         # lock the blobs as a foreign key's check would (migration 0013 replaced it): a blob that
         # garbage collection deletes concurrently takes its vectors with it, none are left behind
         await cur.execute(
