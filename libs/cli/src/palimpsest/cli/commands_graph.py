@@ -86,20 +86,6 @@ index_report_cmd = _report_command(
 )
 report_cmd = _report_command("report", "Same as index-report.")
 
-    @bench.command("graph")
-    @click.option("--files", default=50_000, show_default=True, type=click.IntRange(min=100))
-    @click.option("--total-mb", default=24.7, show_default=True, help="Total size of the generated source.")
-    @click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1))
-    @run_async
-    async def bench_graph(files: int, total_mb: float, rounds: int) -> None:
-        """First graph query of a new snapshot: resolving it (before) against loading it stored (JSON)."""
-        from palimpsest.cli.benchgraph import run_bench_graph
-
-        result = await run_bench_graph(
-            settings(), files=files, total_bytes=int(total_mb * 1e6), rounds=rounds
-        )
-        emit(result, as_json=True)
-
 
 async def index_report(settings: Any, repo: str, tenant: str | None) -> tuple[dict[str, Any], str]:
     from palimpsest.cli.local import find_repository, local_tenant

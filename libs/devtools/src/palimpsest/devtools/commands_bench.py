@@ -180,6 +180,22 @@ async def bench_mcp(files: int, total_mb: float, calls: int, as_json: bool) -> N
     emit(result, as_json=True)
 
 
+@bench.command("graph")
+@_files_option
+@_total_mb_option
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1))
+@_json_option
+@run_async
+async def bench_graph(files: int, total_mb: float, rounds: int, as_json: bool) -> None:
+    """First graph query of a new snapshot: resolving it (before) against loading it stored."""
+    from palimpsest.devtools.bench.graph import run_bench_graph
+
+    if files < 100:
+        fail("--files must be at least 100")
+    result = await run_bench_graph(settings(), files=files, total_bytes=int(total_mb * 1e6), rounds=rounds)
+    emit(result, as_json=True)
+
+
 @bench.command("cochange")
 @_repo_option
 @click.option("--rev", default="HEAD", show_default=True, help="Index and history head.")

@@ -55,12 +55,12 @@ async def run_bench_graph(
     """Index a generated repository through the pipeline, then time resolving against loading."""
     import asyncio
 
-    from palimpsest.cli.benchindex import make_repository
     from palimpsest.cli.local import local_tenant, register_path
     from palimpsest.cli.pipeline import index_and_wait
     from palimpsest.cli.runner import running_services
     from palimpsest.cli.stack import open_stack, scratch_settings
     from palimpsest.core.db import tenant_tx
+    from palimpsest.devtools.bench.index import make_repository
     from palimpsest.index.graph import GraphCache, build_graph, snapshot_graph
     from palimpsest.index.graph.load import load_snapshot_facts
     from palimpsest.index.graph.persisted import RESOLVER, decode_graph, encode_graph, read_graph
