@@ -53,17 +53,11 @@ async def run_bench_graph(
     settings: BaseServiceSettings, *, files: int, total_bytes: int, rounds: int
 ) -> dict[str, Any]:
     """Index a generated repository through the pipeline, then time resolving against loading."""
-    import asyncio
-
     from palimpsest.cli.local import local_tenant, register_path
     from palimpsest.cli.pipeline import index_and_wait
     from palimpsest.cli.runner import running_services
     from palimpsest.cli.stack import open_stack, scratch_settings
-    from palimpsest.core.db import tenant_tx
     from palimpsest.devtools.bench.index import make_repository
-    from palimpsest.index.graph import GraphCache, build_graph, snapshot_graph
-    from palimpsest.index.graph.load import load_snapshot_facts
-    from palimpsest.index.graph.persisted import RESOLVER, decode_graph, encode_graph, read_graph
 
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-graph-") as tmp:
         root = Path(tmp)
@@ -82,89 +76,113 @@ async def run_bench_graph(
             index_s = time.perf_counter() - started
             if built["state"] != "ready":
                 return {"error": f"build {built['state']}: {built.get('reason')}"}
-            snapshot = UUID(str(built["snapshot_id"]))
+            bench = _Bench(infra.pool, tenant, repo_id, UUID(str(built["snapshot_id"])))
             progress("waiting for the reviewer to store the graph…")
-            stored_after_s = None
-            for _ in range(1200):
-                async with tenant_tx(infra.pool, tenant) as conn:
-                    cur = await conn.execute(
-                        "SELECT octet_length(payload) AS size FROM code_graphs"
-                        " WHERE snapshot_id = %s AND resolver = %s",
-                        (snapshot, RESOLVER),
-                    )
-                    row = await cur.fetchone()
-                if row is not None:
-                    stored_after_s = time.perf_counter() - started - index_s
-                    payload_bytes = int(row["size"])
-                    break
-                await asyncio.sleep(0.25)
-            else:
+            stored = await bench.wait_stored()
+            if stored is None:
                 return {"error": "the reviewer did not store the graph within 5 minutes"}
-
-            async def resolve() -> Any:
-                async with tenant_tx(infra.pool, tenant) as conn:
-                    facts = await load_snapshot_facts(conn, repo_id, snapshot)
-                return await asyncio.to_thread(build_graph, facts)
-
-            async def load() -> Any:
-                async with tenant_tx(infra.pool, tenant) as conn:
-                    return await read_graph(conn, snapshot)
-
-            async def first_query() -> Any:
-                cache = GraphCache(1)
-                async with tenant_tx(infra.pool, tenant) as conn:
-                    await snapshot_graph(conn, repo_id, snapshot_id=snapshot, cache=cache)
-                return cache
-
             progress(f"timing {rounds} rounds of resolve / load / first query…")
             load_before = os.getloadavg()
-            times: dict[str, list[float]] = {
-                "resolve": [],
-                "load": [],
-                "first_query": [],
-                "decode": [],
-                "encode": [],
-            }
-            same = True
-            loads = 0
-            for _ in range(rounds):
-                seconds, resolved = await _timed(resolve)
-                times["resolve"].append(seconds)
-                seconds, loaded = await _timed(load)
-                times["load"].append(seconds)
-                same = same and loaded is not None and loaded == resolved
-                seconds, cache = await _timed(first_query)
-                times["first_query"].append(seconds)
-                loads += cache.loads
-                started = time.perf_counter()
-                payload = encode_graph(*resolved)
-                times["encode"].append(time.perf_counter() - started)
-                started = time.perf_counter()
-                decode_graph(payload)
-                times["decode"].append(time.perf_counter() - started)
+            figures = await bench.rounds(rounds)
             load_after = os.getloadavg()
-            graph, _ = resolved
-    resolve_median = statistics.median(times["resolve"])
-    load_median = statistics.median(times["load"])
     return {
         "benchmark": "graph",
         "postgres": "embedded" if stack.embedded_db else "external",
         "files": files,
         "chunks": built["chunks"],
-        "nodes": graph.node_count,
-        "edges": graph.edge_count,
         "index_s": round(index_s, 1),
-        "stored_by_reviewer_after_s": round(stored_after_s or 0.0, 1),
-        "payload_bytes": payload_bytes,
-        "rounds": rounds,
-        "resolve_s": _summary(times["resolve"]),
-        "load_s": _summary(times["load"]),
-        "first_query_s": _summary(times["first_query"]),
-        "decode_s": _summary(times["decode"]),
-        "encode_s": _summary(times["encode"]),
-        "first_query_loaded_stored_graph": loads == rounds,
-        "speedup": round(resolve_median / load_median, 1) if load_median else None,
-        "loaded_equals_resolved": same,
+        "stored_by_reviewer_after_s": round(stored[0], 1),
+        "payload_bytes": stored[1],
+        **figures,
         "load_average_1m": {"before": round(load_before[0], 2), "after": round(load_after[0], 2)},
         "cpus": os.cpu_count(),
     }
+
+
+class _Bench:
+    """One indexed snapshot of the scratch stack, and the ways a process gets its graph."""
+
+    def __init__(self, pool: Any, tenant: UUID, repo_id: UUID, snapshot: UUID) -> None:
+        self.pool, self.tenant, self.repo_id, self.snapshot = pool, tenant, repo_id, snapshot
+
+    async def wait_stored(self) -> tuple[float, int] | None:
+        """(seconds after the build, payload bytes) once the reviewer stored the graph."""
+        import asyncio
+
+        from palimpsest.core.db import tenant_tx
+        from palimpsest.index.graph.persisted import RESOLVER
+
+        started = time.perf_counter()
+        for _ in range(1200):
+            async with tenant_tx(self.pool, self.tenant) as conn:
+                cur = await conn.execute(
+                    "SELECT octet_length(payload) AS size FROM code_graphs WHERE snapshot_id = %s AND resolver = %s",
+                    (self.snapshot, RESOLVER),
+                )
+                row = await cur.fetchone()
+            if row is not None:
+                return time.perf_counter() - started, int(row["size"])
+            await asyncio.sleep(0.25)
+        return None
+
+    async def resolve(self) -> Any:
+        import asyncio
+
+        from palimpsest.core.db import tenant_tx
+        from palimpsest.index.graph import build_graph
+        from palimpsest.index.graph.load import load_snapshot_facts
+
+        async with tenant_tx(self.pool, self.tenant) as conn:
+            facts = await load_snapshot_facts(conn, self.repo_id, self.snapshot)
+        return await asyncio.to_thread(build_graph, facts)
+
+    async def load(self) -> Any:
+        from palimpsest.core.db import tenant_tx
+        from palimpsest.index.graph.persisted import read_graph
+
+        async with tenant_tx(self.pool, self.tenant) as conn:
+            return await read_graph(conn, self.snapshot)
+
+    async def first_query(self) -> Any:
+        from palimpsest.core.db import tenant_tx
+        from palimpsest.index.graph import GraphCache, snapshot_graph
+
+        cache = GraphCache(1)
+        async with tenant_tx(self.pool, self.tenant) as conn:
+            await snapshot_graph(conn, self.repo_id, snapshot_id=self.snapshot, cache=cache)
+        return cache
+
+    async def rounds(self, rounds: int) -> dict[str, Any]:
+        """Each way ``rounds`` times, alternated so that all see the same machine load."""
+        from palimpsest.index.graph.persisted import decode_graph, encode_graph
+
+        times: dict[str, list[float]] = {
+            k: [] for k in ("resolve", "load", "first_query", "decode", "encode")
+        }
+        same, loads = True, 0
+        for _ in range(rounds):
+            seconds, resolved = await _timed(self.resolve)
+            times["resolve"].append(seconds)
+            seconds, loaded = await _timed(self.load)
+            times["load"].append(seconds)
+            same = same and loaded is not None and loaded == resolved
+            seconds, cache = await _timed(self.first_query)
+            times["first_query"].append(seconds)
+            loads += cache.loads
+            started = time.perf_counter()
+            payload = encode_graph(*resolved)
+            times["encode"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            decode_graph(payload)
+            times["decode"].append(time.perf_counter() - started)
+        graph, _ = resolved
+        load_median = statistics.median(times["load"])
+        return {
+            "nodes": graph.node_count,
+            "edges": graph.edge_count,
+            "rounds": rounds,
+            **{f"{name}_s": _summary(values) for name, values in times.items()},
+            "first_query_loaded_stored_graph": loads == rounds,
+            "speedup": round(statistics.median(times["resolve"]) / load_median, 1) if load_median else None,
+            "loaded_equals_resolved": same,
+        }
