@@ -53,22 +53,17 @@ async def run_bench_graph(
     settings: BaseServiceSettings, *, files: int, total_bytes: int, rounds: int
 ) -> dict[str, Any]:
     """Index a generated repository through the pipeline, then time resolving against loading."""
-    from palimpsest.cli.local import local_tenant, register_path
+    from palimpsest.cli.local import register_path
     from palimpsest.cli.pipeline import index_and_wait
-    from palimpsest.cli.runner import running_services
-    from palimpsest.cli.stack import open_stack, scratch_settings
     from palimpsest.devtools.bench.index import make_repository
+    from palimpsest.devtools.scratch import scratch_pipeline
 
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-graph-") as tmp:
         root = Path(tmp)
         progress(f"generating {files} files…")
         repo, _, _ = make_repository(root, files, total_bytes)
-        s = scratch_settings(settings, root / "home")
-        async with (
-            open_stack(s) as stack,
-            running_services(s, stack, services=("chunker", "reviewer")) as infra,
-        ):
-            tenant = await local_tenant(infra.pool, Path(s.home))
+        services = ("chunker", "reviewer")
+        async with scratch_pipeline(settings, root / "home", services=services) as (_, stack, infra, tenant):
             repo_id = await register_path(infra.pool, tenant, repo)
             progress("indexing through the pipeline…")
             started = time.perf_counter()
