@@ -5,7 +5,8 @@ a few docs; ``total_bytes`` in all) is written with ``git fast-import`` into a b
 registered, and indexed through the bus by the in-process services on a scratch embedded stack
 (or the configured servers). Measured: first build, an incremental build after one changed file,
 the index's size in PostgreSQL, lexical search p95 over identifier and phrase queries, the
-repository's cascade delete, and the peak RSS of the process and its parse workers.
+repository's cascade delete, and the peak RSS of the process and its parse workers. The first
+build is read against yardsticks measured in the same run on the same files (``bench.floor``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from palimpsest.cli.local import register_path
 from palimpsest.cli.pipeline import index_and_wait
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.bench.floor import ratios, yardsticks
 from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.search import lexical_search
 from palimpsest.index.snapshots import delete_repository_index
@@ -250,6 +252,7 @@ async def run_bench_index(
         async with scratch_pipeline(settings, root / "home") as (_, stack, infra, tenant):
             pool, nc = infra.pool, infra.nc
             repo_id = await register_path(pool, tenant, repo)
+            marks = await asyncio.to_thread(yardsticks, corpus, root)  # the same files, just before
             with RssSampler() as rss:
                 t = time.perf_counter()
                 first = await index_and_wait(pool, nc, tenant, repo_id)
@@ -286,6 +289,8 @@ async def run_bench_index(
             "generate_s": round(generate_s, 2),
             "first_build_s": built["duration_s"],
             "first_build_wall_s": round(first_wall, 2),
+            **marks,
+            **ratios(built["duration_s"], marks),
             "incremental_s": ib["duration_s"],
             "incremental_wall_s": round(incr_wall, 2),
             "incremental_parsed_blobs": ib["parsed_blobs"],

@@ -1,0 +1,133 @@
+"""The first build's yardsticks (issue 23), measured in the same run on the same files.
+
+Absolute seconds move twofold between machines of one kind, so ``bench index`` reads its first
+build against two floors measured beside it:
+
+* ``floor_s`` -- tree-sitter's parse plus the tags query of every file and nothing else (no
+  chunks, no tokens, no database), in as many worker processes as the chunker runs, the files
+  handed over as bytes in batches of the build's size. The workers are started and their
+  grammars loaded before the clock starts.
+* ``ctags_s`` -- Universal Ctags' ``ctags -R`` over the same files written to a directory, one
+  process; ``None`` where no Universal Ctags is installed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from tree_sitter import QueryCursor
+
+from palimpsest.chunker.parsing import detect_language, grammars
+from palimpsest.chunker.parsing.queries import spec_for
+
+__all__ = ["ctags_seconds", "floor_seconds", "parse_and_query", "ratios", "universal_ctags", "yardsticks"]
+
+_CTAGS_TIMEOUT_S = 1800.0
+
+
+def parse_and_query(items: list[tuple[str, bytes]]) -> int:
+    """Parse each file with its grammar and run its language's tags query; the matches found."""
+    found = 0
+    for path, data in items:
+        spec = spec_for(detect_language(path))
+        if spec is None:
+            continue
+        tree = grammars.parser(spec.grammar).parse(data)
+        found += len(QueryCursor(grammars.query(spec.grammar, spec.query)).matches(tree.root_node))
+    return found
+
+
+def _batches(corpus: list[tuple[str, str]], batch_bytes: int) -> Iterator[list[tuple[str, bytes]]]:
+    batch: list[tuple[str, bytes]] = []
+    size = 0
+    for path, text in corpus:
+        data = text.encode()
+        batch.append((path, data))
+        size += len(data)
+        if size >= batch_bytes:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def floor_seconds(corpus: list[tuple[str, str]], *, workers: int, batch_bytes: int) -> float:
+    """Wall seconds of ``parse_and_query`` over ``corpus`` in ``workers`` processes (in this one
+    when ``workers`` is 1, as the chunker does)."""
+    batches = list(_batches(corpus, batch_bytes))
+    warm = [("warm.ts", b"export function f(): number { return 1 }\n"), ("warm.py", b"def f():\n    pass\n")]
+    if workers <= 1:
+        parse_and_query(warm)
+        t = time.perf_counter()
+        for batch in batches:
+            parse_and_query(batch)
+        return time.perf_counter() - t
+    ctx = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        for f in [pool.submit(parse_and_query, warm) for _ in range(workers)]:
+            f.result()
+        t = time.perf_counter()
+        for f in [pool.submit(parse_and_query, batch) for batch in batches]:
+            f.result()
+        return time.perf_counter() - t
+
+
+def universal_ctags() -> str | None:
+    """The path of an installed Universal Ctags (other ctags take other options), or None."""
+    found = shutil.which("ctags")
+    if found is None:
+        return None
+    try:
+        version = subprocess.run(
+            [found, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found if version.stdout.startswith("Universal Ctags") else None
+
+
+def ctags_seconds(corpus: list[tuple[str, str]], root: Path, ctags: str | None) -> float | None:
+    """Wall seconds of ``ctags -R`` (the executable ``ctags``) over ``corpus`` written under
+    ``root``; None without one."""
+    if ctags is None:
+        return None
+    tree = root / "files"
+    for path, text in corpus:
+        target = tree / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    t = time.perf_counter()
+    subprocess.run(
+        [ctags, "-R", "-f", str(root / "tags"), "."], cwd=tree, check=True, timeout=_CTAGS_TIMEOUT_S
+    )
+    return time.perf_counter() - t
+
+
+def yardsticks(corpus: list[tuple[str, str]], root: Path) -> dict[str, float | int | None]:
+    """``floor_s`` with the chunker's configured workers and batch size, and ``ctags_s``."""
+    from palimpsest.chunker.service import Settings as ChunkerSettings
+    from palimpsest.core.settings import load
+
+    limits = load(ChunkerSettings).limits()
+    floor = floor_seconds(corpus, workers=limits.workers, batch_bytes=limits.batch_bytes)
+    ctags = ctags_seconds(corpus, root, universal_ctags())
+    return {
+        "floor_workers": limits.workers,
+        "floor_s": round(floor, 3),
+        "ctags_s": None if ctags is None else round(ctags, 3),
+    }
+
+
+def ratios(first_build_s: float, marks: dict[str, float | int | None]) -> dict[str, float | None]:
+    """The first build against each yardstick (None where a yardstick was not measured)."""
+    floor, ctags = marks.get("floor_s"), marks.get("ctags_s")
+    return {
+        "first_build_over_floor": round(first_build_s / floor, 2) if floor else None,
+        "first_build_over_ctags": round(first_build_s / ctags, 2) if ctags else None,
+    }

@@ -1,0 +1,38 @@
+"""``palimpsest bench index`` as a user runs it, on a tiny corpus: the first build's figures come
+with their yardsticks (issue 23) -- the parse-and-query floor and Universal Ctags where installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from palimpsest.devtools.bench.floor import universal_ctags
+
+
+def test_bench_index_reports_the_floor_and_ctags(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
+    env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
+    args = ["bench", "index", "--files", "24", "--total-mb", "0.012", "--queries", "4", "--json"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "palimpsest.cli.main", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["files"] == 24
+    assert out["floor_workers"] >= 1
+    assert out["floor_s"] > 0
+    assert out["first_build_over_floor"] == round(out["first_build_s"] / out["floor_s"], 2)
+    if universal_ctags() is None:
+        assert out["ctags_s"] is None
+        assert out["first_build_over_ctags"] is None
+    else:
+        assert out["ctags_s"] > 0
+        assert out["first_build_over_ctags"] == round(out["first_build_s"] / out["ctags_s"], 2)

@@ -1,0 +1,45 @@
+"""The first build's yardsticks: the parse-and-query floor and Universal Ctags over the same files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from palimpsest.devtools.bench.floor import (
+    ctags_seconds,
+    floor_seconds,
+    parse_and_query,
+    ratios,
+    universal_ctags,
+)
+from palimpsest.devtools.bench.index import generate
+
+CORPUS = [(path, text) for path, text, _ in generate(12, 6_000)]
+
+
+def test_the_floor_parses_and_queries_every_parsed_file() -> None:
+    items = [(path, text.encode()) for path, text in CORPUS]
+    # every generated module defines a class and methods; the documentation file is not parsed
+    assert parse_and_query(items) > parse_and_query(items[:1]) > 0
+    assert parse_and_query([("docs/a.md", b"# A\n")]) == 0
+    assert floor_seconds(CORPUS, workers=1, batch_bytes=1024) > 0
+    assert floor_seconds(CORPUS, workers=2, batch_bytes=1024) > 0
+
+
+def test_ctags_is_left_out_where_it_is_not_installed(tmp_path: Path) -> None:
+    assert ctags_seconds(CORPUS, tmp_path, None) is None
+    assert not (tmp_path / "tags").exists()
+    assert ratios(3.0, {"floor_s": 1.5, "ctags_s": None}) == {
+        "first_build_over_floor": 2.0,
+        "first_build_over_ctags": None,
+    }
+
+
+@pytest.mark.skipif(universal_ctags() is None, reason="Universal Ctags is not installed")
+def test_ctags_tags_the_same_files(tmp_path: Path) -> None:
+    seconds = ctags_seconds(CORPUS, tmp_path, universal_ctags())
+    assert seconds is not None and seconds > 0
+    tags = (tmp_path / "tags").read_text()
+    first_class = CORPUS[0][1].split("export class ", 1)[1].split(" ", 1)[0]
+    assert first_class in tags
