@@ -8,10 +8,14 @@ snapshot is acknowledged without work unless the request is an explicit rebuild.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import os
+import sys
 import time
+import types
+from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -68,6 +72,23 @@ class Settings(BaseServiceSettings):
         return self.parse_workers or os.cpu_count() or 1
 
 
+@contextlib.contextmanager
+def _main_left_out() -> Iterator[None]:
+    """Start worker processes without re-running this process's ``__main__`` in each of them.
+
+    A spawned or forkserver child re-imports the parent's main module before it runs anything;
+    under the ``palimpsest`` command that is the whole CLI, seconds per worker on every first build.
+    The workers run only ``palimpsest.chunker.work`` (the forkserver preloads it), so while they
+    start, ``__main__`` is a bare module that names no file and no spec: nothing to re-run.
+    """
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = saved
+
+
 class Chunker:
     """Handler state: settings and a lazily started pool of parse workers."""
 
@@ -94,7 +115,9 @@ class Chunker:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["palimpsest.chunker.work"])
             self._executor = ProcessPoolExecutor(self.settings.workers, mp_context=ctx)
-            for f in [self._executor.submit(warm_up) for _ in range(self.settings.workers)]:
+            with _main_left_out():  # the workers start on these submits
+                warming = [self._executor.submit(warm_up) for _ in range(self.settings.workers)]
+            for f in warming:
                 f.result()
         return self._executor
 
@@ -189,6 +212,9 @@ class Chunker:
                 raise BuildSkipped("up_to_date", existing)
             snapshot_id = await _start_snapshot(ctx, event, source.commit, pinned=pinned)
             try:
+                pool_started = time.monotonic()
+                executor = self.executor()  # started by the first build of this process
+                pool_s = round(time.monotonic() - pool_started, 3)
                 async with ctx.transaction() as conn:
                     stats = await build(
                         conn,
@@ -197,12 +223,13 @@ class Chunker:
                         snapshot_id=snapshot_id,
                         source=source,
                         limits=s.limits(),
-                        executor=self.executor(),
+                        executor=executor,
                         progress=lambda done, total: _progress(ctx, snapshot_id, done),
                         heartbeat=ctx.heartbeat,
                         skip_if_ready=event.reason != "rebuild",
                         pinned=pinned,
                     )
+                    stats.timings["pool_s"] = pool_s
                     duration = round(time.monotonic() - started, 3)
                     await finish(
                         conn,
