@@ -28,6 +28,7 @@ __all__ = [
     "MAX_TOKENS",
     "MAX_TOKEN_BYTES",
     "code_tokens",
+    "lexical_vector",
     "query_tokens",
 ]
 
@@ -39,6 +40,10 @@ MAX_DOCUMENT_BYTES = 512 * 1024
 """Bytes of tokens per document; with per-lexeme overhead the tsvector stays well under 1 MB."""
 
 _MIN_TOKEN_CHARS = 2
+_MAX_POSITIONS = 255  # positions to_tsvector keeps per lexeme (PostgreSQL's MAXNUMPOS - 1)
+_MAX_POSITION = 16_383  # the highest position (MAXENTRYPOS - 1); later tokens all share it
+# a token the parser may cut: digits, e, a digit (``5e5e5`` is the number 5e5, then the word e5)
+_EXPONENT = re.compile(r"(?:^|\s)[0-9]+e[0-9]")
 # A compound of n characters yields at most 3n characters of tokens (the whole, the segments,
 # the words), each token at least two characters: at most 1.5 tokens and 32 UTF-8 bytes per
 # input character (lower-casing can lengthen a few letters). Texts this short cannot reach either limit, so they skip the counting.
@@ -146,3 +151,27 @@ def code_tokens(text: str) -> str:
 def query_tokens(q: str) -> list[str]:
     """The distinct tokens of a search query, in first-seen order (same rules as documents)."""
     return list(dict.fromkeys(code_tokens(q).split()))
+
+
+def lexical_vector(tokens: str) -> str | None:
+    """``to_tsvector('simple', tokens)`` as tsvector input text, for ``code_tokens`` output.
+
+    PostgreSQL's text-search parser was the largest cost of writing chunks; reading this text
+    back with ``::tsvector`` gives the same vector for a fraction of it. Each token of plain
+    ASCII is a run of lower-case letters and digits, one lexeme to the parser (no quoting needed)
+    unless it reads as a number in scientific notation; its positions count tokens from 1, at
+    most 255 per lexeme as ``to_tsvector`` keeps. Text with any other character, or a token that
+    starts like such a number, returns None: only PostgreSQL's parser can say how it splits that
+    (and text of more tokens than positions, which ``MAX_TOKENS`` rules out).
+    """
+    words = tokens.split()
+    if not tokens.isascii() or len(words) > _MAX_POSITION or _EXPONENT.search(tokens):
+        return None
+    positions: dict[str, list[str]] = {}
+    for number, token in enumerate(words, 1):
+        found = positions.get(token)
+        if found is None:
+            positions[token] = [str(number)]
+        elif len(found) < _MAX_POSITIONS:
+            found.append(str(number))
+    return " ".join([f"{token}:{','.join(at)}" for token, at in positions.items()])

@@ -463,7 +463,10 @@ async def create_staging(conn: Conn) -> None:
             f"CREATE TEMP TABLE IF NOT EXISTS stage_{table} ON COMMIT DROP AS"
             f" SELECT {cols} FROM {table} WITH NO DATA"
         )
-    await conn.execute("ALTER TABLE stage_code_chunks ADD COLUMN IF NOT EXISTS tokens text")
+    # a chunk's lexical vector as tsvector text, or (where only to_tsvector can say) its tokens
+    await conn.execute(
+        "ALTER TABLE stage_code_chunks ADD COLUMN IF NOT EXISTS tokens text, ADD COLUMN IF NOT EXISTS vector text"
+    )
     await conn.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS stage_code_index_files ON COMMIT DROP AS"
         f" SELECT {_FILES} FROM code_index_files WITH NO DATA"
@@ -475,7 +478,8 @@ async def _flush(conn: Conn, table: str, tenant_id: UUID, repository_id: UUID) -
     if table == "code_chunks":
         await conn.execute(
             f"INSERT INTO code_chunks (tenant_id, repository_id, {cols}, lexical)"
-            f" SELECT %s, %s, {cols}, to_tsvector('simple', tokens) FROM stage_code_chunks",
+            f" SELECT %s, %s, {cols}, coalesce(vector::tsvector, to_tsvector('simple', tokens))"
+            " FROM stage_code_chunks",
             (tenant_id, repository_id),
         )
     else:
@@ -490,7 +494,7 @@ async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: 
     async with conn.cursor() as cur:
         for table, payload, extra in (
             ("code_blobs", batch.blob_rows, ""),
-            ("code_chunks", batch.chunks, ", tokens"),
+            ("code_chunks", batch.chunks, ", tokens, vector"),
         ):
             if payload:
                 async with cur.copy(f"COPY stage_{table} ({_STAGED[table]}{extra}) FROM STDIN") as copy:

@@ -1,9 +1,11 @@
 """CPU work of a build, run in worker processes: screen, parse and tokenise a batch of blobs.
 
 Everything here is a pure function of its arguments so it can run in a process pool; results are
-plain tuples ready to be written with ``COPY``. Each chunk carries its code-aware token string;
-PostgreSQL turns it into the lexical vector with ``to_tsvector('simple', …)`` while moving the
-staged rows (its C parser is several times faster than building tsvector text in Python).
+plain tuples ready to be written with ``COPY``. Each chunk carries its lexical vector as tsvector
+input text (``lexical_vector``: what ``to_tsvector('simple', tokens)`` gives, built here in the
+workers, which run side by side, instead of by PostgreSQL's text-search parser in the one writing
+backend); where only that parser can tell (a non-ASCII token) it carries the tokens instead and
+PostgreSQL runs ``to_tsvector`` while moving the staged rows.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import NamedTuple
 
 from palimpsest.chunker.parsing import ANALYSIS_VERSION, Screened, analyze_file, detect_language, screen
 from palimpsest.index.records import encode_facts, encode_symbols
-from palimpsest.index.tokens import code_tokens
+from palimpsest.index.tokens import code_tokens, lexical_vector
 
 
 class BlobResult(NamedTuple):
@@ -93,7 +95,7 @@ class BatchResult(NamedTuple):
     # blob_sha, language, size, analysis_version, skip_reason, parse_errors, chunk_count,
     # symbol_count, symbols, facts (the last two in palimpsest.index.records' format)
     blob_rows: bytes
-    chunks: bytes  # blob_sha, ordinal, kind, name, start_line, end_line, content, tokens
+    chunks: bytes  # blob_sha, ordinal, kind, name, start_line, end_line, content, tokens, vector
 
 
 def copy_escape(text: str) -> str:
@@ -132,6 +134,12 @@ def blob_copy_line(b: BlobSummary, symbols: str | None = None, facts: str | None
     )
 
 
+def _lexical(tokens: str) -> str:
+    """A chunk's last two staged fields: its vector's text, or its tokens for ``to_tsvector``."""
+    vector = lexical_vector(tokens)
+    return f"\\N\t{vector}" if vector is not None else f"{copy_escape(tokens)}\t\\N"
+
+
 def analyze_batch(items: list[tuple[str, str, bytes]], max_bytes: int) -> BatchResult:
     # Rows are formatted per table with f-strings: a generic per-field encoder was a quarter of the
     # workers' time. Text fields are escaped; SHAs (hex) and integers need no escaping.
@@ -147,7 +155,7 @@ def analyze_batch(items: list[tuple[str, str, bytes]], max_bytes: int) -> BatchR
         blobs.append(summary)
         blob_rows.append(blob_copy_line(summary, b.symbols, b.facts))
         chunks.extend(
-            f"{sha}\t{i}\t{esc(kind)}\t{copy_field(name)}\t{start}\t{end}\t{esc(content)}\t{esc(tokens)}"
+            f"{sha}\t{i}\t{esc(kind)}\t{copy_field(name)}\t{start}\t{end}\t{esc(content)}\t{_lexical(tokens)}"
             for i, kind, name, start, end, content, tokens in b.chunks
         )
     return BatchResult(blobs, copy_lines(blob_rows), copy_lines(chunks))
