@@ -200,15 +200,15 @@ def _definitions(matches: Iterable[_Match], line_count: int) -> list[_Definition
 
 
 def _definition(match: _Match, line_count: int) -> _Definition | None:
-    raw = _text(match.name)
-    name = _clean_name(raw, match.kind)
+    segments = _name_segments(_text(match.name))
+    name = _joined_name(segments, match.kind)
     if not name:
         return None
     node = match.node
     kind = match.kind
     receiver = _clean_name(_text(match.receiver), "") if match.receiver is not None else None
     if kind == "function" and receiver is None:
-        qualifiers = _name_segments(raw)[:-1]
+        qualifiers = segments[:-1]
         if qualifiers:  # `void Engine::run() {...}` is a method of Engine
             kind, receiver = "method", qualifiers[-1]
     return _Definition(
@@ -291,7 +291,10 @@ def _nest(ordered: list[_Definition]) -> list[_Definition]:
 
 def _clean_name(raw: str, kind: str) -> str:
     """A bare definition name: no generics, qualifiers, quotes or whitespace."""
-    segments = _name_segments(raw)
+    return _joined_name(_name_segments(raw), kind)
+
+
+def _joined_name(segments: list[str], kind: str) -> str:
     if kind == "module":
         return ".".join(segments)[:_MAX_NAME_CHARS]
     return segments[-1][:_MAX_NAME_CHARS] if segments else ""
@@ -299,6 +302,8 @@ def _clean_name(raw: str, kind: str) -> str:
 
 def _name_segments(raw: str) -> list[str]:
     """``Box<T>::get`` -> ``["Box", "get"]``; quotes, brackets and whitespace removed."""
+    if raw.isidentifier():  # most names: nothing to remove, nothing to split
+        return [raw]
     name = "".join(raw.split())
     for _ in range(8):
         stripped = _GENERIC_ARGUMENTS.sub("", name)
