@@ -16,7 +16,8 @@ from palimpsest.index.tokens import MAX_TOKEN_BYTES, code_tokens, lexical_vector
 # lexeme keeps; a token of the longest kept length
 TRICKY = [
     "1e 0x1f 123 007 e10 12e a1b2 1a 0 00 nan infinity inf www com org http https ftp 1ex 1e1ex",
-    " ".join(["loop"] * 300 + ["other"] + ["loop"] * 10),
+    " ".join(["loop"] * 255 + ["other"] + ["loop"] * 10),
+    " ".join(["loop"] * 255 + ["other"] * 255),
     " ".join(f"t{i % 40}" for i in range(2_000)),
     "x" * MAX_TOKEN_BYTES + " short",
     "",
@@ -53,6 +54,8 @@ async def test_the_built_vector_is_what_to_tsvector_gives(infra: Infra) -> None:
 def test_text_only_postgresql_can_split_is_left_to_it() -> None:
     assert lexical_vector("straße café") is None
     assert lexical_vector(code_tokens("naïveParser")) is None
-    assert lexical_vector("get user getuser user") == "get:1 user:2,4 getuser:3"
+    assert lexical_vector("get user getuser user") == "get:1 user:2 getuser:3 user:4"
+    assert lexical_vector(" ".join(["loop"] * 256)) is None  # to_tsvector keeps 255 positions
+    assert lexical_vector(" ".join(["loop"] * 255 + ["other"] * 255)) is not None
     assert lexical_vector("value 5e5e5") is None  # the parser reads 5e5, then e5
     assert lexical_vector("ok 1e5") is None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections import Counter
 from itertools import accumulate
 
 __all__ = [
@@ -43,7 +44,8 @@ _MIN_TOKEN_CHARS = 2
 _MAX_POSITIONS = 255  # positions to_tsvector keeps per lexeme (PostgreSQL's MAXNUMPOS - 1)
 _MAX_POSITION = 16_383  # the highest position (MAXENTRYPOS - 1); later tokens all share it
 # a token the parser may cut: digits, e, a digit (``5e5e5`` is the number 5e5, then the word e5)
-_EXPONENT = re.compile(r"(?:^|\s)[0-9]+e[0-9]")
+_EXPONENT = re.compile(r"[0-9]+e[0-9]")
+_DIGIT_E_DIGIT = re.compile(r"[0-9]e[0-9]")  # a quick look for any such token first
 # A compound of n characters yields at most 3n characters of tokens (the whole, the segments,
 # the words), each token at least two characters: at most 1.5 tokens and 32 UTF-8 bytes per
 # input character (lower-casing can lengthen a few letters). Texts this short cannot reach either limit, so they skip the counting.
@@ -159,19 +161,20 @@ def lexical_vector(tokens: str) -> str | None:
     PostgreSQL's text-search parser was the largest cost of writing chunks; reading this text
     back with ``::tsvector`` gives the same vector for a fraction of it. Each token of plain
     ASCII is a run of lower-case letters and digits, one lexeme to the parser (no quoting needed)
-    unless it reads as a number in scientific notation; its positions count tokens from 1, at
-    most 255 per lexeme as ``to_tsvector`` keeps. Text with any other character, or a token that
-    starts like such a number, returns None: only PostgreSQL's parser can say how it splits that
-    (and text of more tokens than positions, which ``MAX_TOKENS`` rules out).
+    unless it reads as a number in scientific notation. The text is every token with its position
+    (``get:1 user:2 get:3``): tsvector's input merges a lexeme's positions as ``to_tsvector`` does.
+    None where that could differ -- a token of another character or one that starts like such a
+    number (only PostgreSQL's parser can say how it splits those), a lexeme past the 255
+    positions ``to_tsvector`` keeps, or more tokens than positions (``MAX_TOKENS`` rules that out).
     """
     words = tokens.split()
-    if not tokens.isascii() or len(words) > _MAX_POSITION or _EXPONENT.search(tokens):
+    if not tokens.isascii() or len(words) > _MAX_POSITION:
         return None
-    positions: dict[str, list[str]] = {}
-    for number, token in enumerate(words, 1):
-        found = positions.get(token)
-        if found is None:
-            positions[token] = [str(number)]
-        elif len(found) < _MAX_POSITIONS:
-            found.append(str(number))
-    return " ".join([f"{token}:{','.join(at)}" for token, at in positions.items()])
+    if _DIGIT_E_DIGIT.search(tokens) and any(map(_EXPONENT.match, words)):
+        return None
+    if len(words) > _MAX_POSITIONS and max(Counter(words).values()) > _MAX_POSITIONS:
+        return None
+    return " ".join([word + at for word, at in zip(words, _POSITIONS, strict=False)])
+
+
+_POSITIONS = tuple(f":{n}" for n in range(1, _MAX_POSITION + 1))
