@@ -18,6 +18,7 @@ import types
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
 from typing import Any
 from uuid import UUID
 
@@ -73,7 +74,7 @@ class Settings(BaseServiceSettings):
 
 
 @contextlib.contextmanager
-def _main_left_out() -> Iterator[None]:
+def main_left_out() -> Iterator[None]:
     """Start worker processes without re-running this process's ``__main__`` in each of them.
 
     A spawned or forkserver child re-imports the parent's main module before it runs anything;
@@ -108,6 +109,14 @@ class Chunker:
         except GitError as exc:
             raise_build_failure(exc)
 
+    def start_forkserver(self) -> None:
+        """Start the process the workers fork from, without waiting for it (it imports the parsing
+        code meanwhile): a first build calls this before its listing and queries, so the workers
+        fork from a ready server when it needs them."""
+        if self.settings.workers > 1 and self._executor is None:
+            multiprocessing.get_context("forkserver").set_forkserver_preload(["palimpsest.chunker.work"])
+            forkserver.ensure_running()
+
     def executor(self) -> Executor | None:
         if self.settings.workers <= 1:
             return None
@@ -115,7 +124,7 @@ class Chunker:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["palimpsest.chunker.work"])
             self._executor = ProcessPoolExecutor(self.settings.workers, mp_context=ctx)
-            with _main_left_out():  # the workers start on these submits
+            with main_left_out():  # the workers start on these submits
                 warming = [self._executor.submit(warm_up) for _ in range(self.settings.workers)]
             for f in warming:
                 f.result()
@@ -197,6 +206,7 @@ class Chunker:
         self, event: IndexRequested, ctx: HandlerContext, repo: dict[str, Any], started: float
     ) -> None:
         s = self.settings
+        self.start_forkserver()
         branch = repo["default_branch"]
         pinned = event.reason == "review" and event.commit_sha is not None
         async with open_source(
@@ -392,4 +402,4 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
     )
 
 
-__all__ = ["Chunker", "Settings", "bootstrap"]
+__all__ = ["Chunker", "Settings", "bootstrap", "main_left_out"]

@@ -68,9 +68,13 @@ def floor_seconds(corpus: list[tuple[str, str]], *, workers: int, batch_bytes: i
         for batch in batches:
             parse_and_query(batch)
         return time.perf_counter() - t
-    ctx = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        for f in [pool.submit(parse_and_query, warm) for _ in range(workers)]:
+    from palimpsest.chunker.service import main_left_out
+
+    # spawned, not forked from the forkserver: that one is the chunker's, started with its preload
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with main_left_out():
+            warming = [pool.submit(parse_and_query, warm) for _ in range(workers)]
+        for f in warming:
             f.result()
         t = time.perf_counter()
         for f in [pool.submit(parse_and_query, batch) for batch in batches]:
