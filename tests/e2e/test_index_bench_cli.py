@@ -29,10 +29,14 @@ def test_bench_index_reports_the_floor_and_ctags(tmp_path: Path) -> None:
     assert out["files"] == 24
     assert out["floor_workers"] >= 1
     assert out["floor_s"] > 0
+    assert len(out["floor_runs_s"]) == 2  # before and after the first build
+    assert out["floor_s"] == round(sum(out["floor_runs_s"]) / 2, 3)
     assert out["first_build_over_floor"] == round(out["first_build_s"] / out["floor_s"], 2)
     if universal_ctags() is None:
         assert out["ctags_s"] is None
+        assert out["ctags_runs_s"] == []
         assert out["first_build_over_ctags"] is None
     else:
         assert out["ctags_s"] > 0
+        assert len(out["ctags_runs_s"]) == 2
         assert out["first_build_over_ctags"] == round(out["first_build_s"] / out["ctags_s"], 2)

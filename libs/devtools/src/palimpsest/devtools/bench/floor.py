@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from tree_sitter import QueryCursor
 
@@ -102,10 +103,11 @@ def ctags_seconds(corpus: list[tuple[str, str]], root: Path, ctags: str | None) 
     if ctags is None:
         return None
     tree = root / "files"
-    for path, text in corpus:
-        target = tree / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
+    if not tree.exists():  # (a second measurement reads the files the first wrote)
+        for path, text in corpus:
+            target = tree / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
     t = time.perf_counter()
     subprocess.run(
         [ctags, "-R", "-f", str(root / "tags"), "."], cwd=tree, check=True, timeout=_CTAGS_TIMEOUT_S
@@ -113,22 +115,32 @@ def ctags_seconds(corpus: list[tuple[str, str]], root: Path, ctags: str | None) 
     return time.perf_counter() - t
 
 
-def yardsticks(corpus: list[tuple[str, str]], root: Path) -> dict[str, float | int | None]:
-    """``floor_s`` with the chunker's configured workers and batch size, and ``ctags_s``."""
+def yardsticks(
+    corpus: list[tuple[str, str]], root: Path, before: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``floor_s`` with the chunker's configured workers and batch size, and ``ctags_s``.
+
+    Measured once before the first build and once after it (``before``: the first measurement),
+    each reported as the mean of both: the load of a shared machine changes within a run, and
+    the two measurements bracket the build."""
     from palimpsest.chunker.service import Settings as ChunkerSettings
     from palimpsest.core.settings import load
 
     limits = load(ChunkerSettings).limits()
     floor = floor_seconds(corpus, workers=limits.workers, batch_bytes=limits.batch_bytes)
     ctags = ctags_seconds(corpus, root, universal_ctags())
+    floors = [*(before or {}).get("floor_runs_s", []), round(floor, 3)]
+    ctagses = [*(before or {}).get("ctags_runs_s", []), *([] if ctags is None else [round(ctags, 3)])]
     return {
         "floor_workers": limits.workers,
-        "floor_s": round(floor, 3),
-        "ctags_s": None if ctags is None else round(ctags, 3),
+        "floor_s": round(sum(floors) / len(floors), 3),
+        "floor_runs_s": floors,
+        "ctags_s": round(sum(ctagses) / len(ctagses), 3) if ctagses else None,
+        "ctags_runs_s": ctagses,
     }
 
 
-def ratios(first_build_s: float, marks: dict[str, float | int | None]) -> dict[str, float | None]:
+def ratios(first_build_s: float, marks: dict[str, Any]) -> dict[str, float | None]:
     """The first build against each yardstick (None where a yardstick was not measured)."""
     floor, ctags = marks.get("floor_s"), marks.get("ctags_s")
     return {

@@ -257,6 +257,7 @@ async def run_bench_index(
                 t = time.perf_counter()
                 first = await index_and_wait(pool, nc, tenant, repo_id)
                 first_wall = time.perf_counter() - t
+            marks = await asyncio.to_thread(yardsticks, corpus, root, marks)  # and just after
             built = first["snapshot.built"]
             if built["state"] != "ready":
                 return {"error": f"first build {built['state']}: {built.get('reason')}"}
