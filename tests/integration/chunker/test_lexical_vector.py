@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 
 from palimpsest.chunker.work import analyze_blob
-from palimpsest.cli.benchindex import generate
 from palimpsest.core.db import system_tx
 from palimpsest.core.service import Infra
+from palimpsest.devtools.bench.index import generate
 from palimpsest.index.tokens import MAX_TOKEN_BYTES, code_tokens, lexical_vector
 
 # the parser's number-like, host-like and keyword-like words; repeats beyond the 255 positions a
