@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 from uuid import UUID
 
-from palimpsest.cli.pipeline import wait_for, watching
+from palimpsest.cli.pipeline import Arrived, wait_for, watching
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import Event
 from palimpsest.core.outbox import emit
@@ -32,8 +31,8 @@ async def services(infra: Infra, definitions: Sequence[ServiceDefinition]) -> As
 
 
 async def request_and_wait(
-    infra: Infra, event: Event, wait: tuple[str, ...], *, timeout_s: float = 60.0
-) -> dict[str, dict[str, Any]]:
+    infra: Infra, event: Event, wait: tuple[type[Event], ...], *, timeout_s: float = 60.0
+) -> Arrived:
     """Emit ``event`` through the outbox and wait for events of ``wait`` with its request id."""
     request_id: UUID = event.request_id  # type: ignore[attr-defined]
     async with watching(infra.nc, request_id, wait) as waiter:

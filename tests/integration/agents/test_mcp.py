@@ -35,7 +35,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from palimpsest.cli.local import register_path
 from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import tenant_tx
-from palimpsest.core.events import AnalysisRequested
+from palimpsest.core.events import AnalysisCompleted, AnalysisRequested
 from palimpsest.core.ids import uuid7
 from palimpsest.core.service import Infra
 from palimpsest.ingest.api.app import create_app
@@ -126,8 +126,8 @@ async def world(
     settings = analyzer_settings(analysis_auto=False)
     async with running(infra, [analyzer_for(infra, {tenant}, settings)]):
         event = AnalysisRequested(tenant_id=tenant, repository_id=repository_id)
-        found = await request_and_wait(infra, event, ("analysis.completed",), timeout_s=120)
-    assert found["analysis.completed"]["state"] == "completed", found
+        found = await request_and_wait(infra, event, (AnalysisCompleted,), timeout_s=120)
+    assert found[AnalysisCompleted].state == "completed", found
     ctx = build_context(ingest_settings(stack), infra.pool, embedded=False, resolver=fake_resolver)
     mcp = McpEndpoint(ctx)
     server = IngestServer.bind(create_app(ctx, mcp=mcp), "127.0.0.1", 0)

@@ -24,7 +24,7 @@ from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.consumer import Handler, HandlerContext
 from palimpsest.core.db import tenant_tx
-from palimpsest.core.events import Event, IndexRequested
+from palimpsest.core.events import Event, IndexRequested, RecencyScanned, SnapshotBuilt
 from palimpsest.core.llm import Gateway
 from palimpsest.core.outbox import emit
 from palimpsest.core.service import Infra, ServiceDefinition
@@ -119,16 +119,16 @@ async def new_repository(infra: Infra, path: Path, name: str = "analyzer") -> tu
     return tenant, await register_path(infra.pool, tenant, path)
 
 
-async def index(infra: Infra, tenant: UUID, repo_id: UUID, *, timeout_s: float = 120.0) -> dict[str, Any]:
+async def index(infra: Infra, tenant: UUID, repo_id: UUID, *, timeout_s: float = 120.0) -> SnapshotBuilt:
     """Request an index build; wait for the snapshot *and* the recency scan."""
-    event = IndexRequested(tenant_id=tenant, repository_id=repo_id, reason="rebuild")  # type: ignore[arg-type]
-    async with watching(infra.nc, event.request_id, ("snapshot.built", "recency.scanned")) as waiter:
+    event = IndexRequested(tenant_id=tenant, repository_id=repo_id, reason="rebuild")
+    async with watching(infra.nc, event.request_id, (SnapshotBuilt, RecencyScanned)) as waiter:
         async with tenant_tx(infra.pool, tenant) as conn:
             await emit(conn, event)
-        found = await wait_for(waiter, ("snapshot.built", "recency.scanned"), timeout_s=timeout_s)
-    built = found["snapshot.built"]
-    assert built["state"] == "ready", built
-    assert found["recency.scanned"]["status"] == "ok", found["recency.scanned"]
+        found = await wait_for(waiter, (SnapshotBuilt, RecencyScanned), timeout_s=timeout_s)
+    built = found[SnapshotBuilt]
+    assert built.state == "ready", built
+    assert found[RecencyScanned].status == "ok", found[RecencyScanned]
     return built
 
 

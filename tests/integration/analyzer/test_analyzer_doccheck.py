@@ -20,9 +20,10 @@ import pytest
 
 from palimpsest.analyzer.doccheck import DocFinding, Judged, gather_claims
 from palimpsest.analyzer.proof import prove_in
-from palimpsest.analyzer.snapshot import load_snapshot, resolve_snapshot
+from palimpsest.analyzer.snapshot import load_snapshot
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
+from palimpsest.index.snapshots import readable
 from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
 from tests.support.gitrepo import commit, git, init_repo, move
 
@@ -142,7 +143,7 @@ def findings(judged: Judged) -> list[DocFinding]:
 
 async def _check(infra: Infra, tenant: UUID, repo_id: UUID, repo: Path) -> Judged:
     async with tenant_tx(infra.pool, tenant) as conn:
-        snapshot = await resolve_snapshot(conn, repo_id, None)
+        snapshot = await readable(conn, repo_id, None)
         assert snapshot is not None
         snap_index = await load_snapshot(conn, repo_id, snapshot)
         claims = await gather_claims(conn, snap_index)

@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from palimpsest.analyzer.context import DOC_BANNER
 from palimpsest.analyzer.prompts import FINDINGS_BANNER, FRAMING, SECTION_TITLES
 from palimpsest.analyzer.service import Settings
-from palimpsest.core.events import AnalysisRequested
+from palimpsest.core.events import AnalysisCompleted, AnalysisRequested
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
 from palimpsest.devtools.fakes.llm import Captured, FakeLLM
@@ -107,7 +107,7 @@ def model_settings(fake: FakeLLM, **overrides: Any) -> Settings:
 
 async def analyse(
     infra: Infra, tenant: UUID, repo_id: UUID, settings: Settings
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[AnalysisCompleted, dict[str, Any]]:
     """Run the analyzer, request an analysis, return (the completed event, the stored analysis)."""
     from palimpsest.analyzer.store import load_analysis
     from palimpsest.core.db import tenant_tx
@@ -116,12 +116,12 @@ async def analyse(
     try:
         async with running(infra, [analyzer_for(infra, {tenant}, settings, gateway)]):
             event = AnalysisRequested(tenant_id=tenant, repository_id=repo_id)
-            found = await request_and_wait(infra, event, ("analysis.completed",), timeout_s=90)
+            found = await request_and_wait(infra, event, (AnalysisCompleted,), timeout_s=90)
     finally:
         await gateway.aclose()
-    completed = found["analysis.completed"]
+    completed = found[AnalysisCompleted]
     async with tenant_tx(infra.pool, tenant) as conn:
-        stored = await load_analysis(conn, UUID(completed["analysis_id"]))
+        stored = await load_analysis(conn, completed.analysis_id)
     return completed, stored
 
 
@@ -137,7 +137,7 @@ async def test_without_a_model_the_report_says_what_is_missing(
 ) -> None:
     tenant, repo_id = indexed
     completed, stored = await analyse(infra, tenant, repo_id, analyzer_settings(analysis_auto=False))
-    assert completed["state"] == "completed"
+    assert completed.state == "completed"
     assert stored["mode"] == "mechanical" and stored["state"] == "completed"
     markdown = stored["analysis"]
     assert "No model is configured" in markdown
@@ -177,7 +177,7 @@ async def test_without_a_model_the_report_says_what_is_missing(
 async def test_the_prompt_the_model_receives(infra: Infra, indexed: tuple[UUID, UUID], fake: FakeLLM) -> None:
     tenant, repo_id = indexed
     completed, stored = await analyse(infra, tenant, repo_id, model_settings(fake))
-    assert completed["state"] == "completed", completed
+    assert completed.state == "completed", completed
     [analysis] = chat(fake, 5120)
     assert analysis.headers["authorization"] == f"Bearer {KEY}"
     system, user = analysis.messages[0]["content"], analysis.messages[1]["content"]
@@ -227,7 +227,7 @@ async def test_transient_model_errors_are_retried(
     fake.fail(429, endpoint="chat", retry_after=0)
     fake.fail(500, endpoint="chat")
     completed, stored = await analyse(infra, tenant, repo_id, model_settings(fake))
-    assert completed["state"] == "completed"
+    assert completed.state == "completed"
     assert stored["mode"] == "model"
     failed = [c.failed for c in fake.requests("chat") if c.failed]
     assert failed == ["429", "500"]
@@ -247,11 +247,12 @@ async def test_persistent_model_errors_fail_the_analysis_with_the_reason(
     fake.fail(failure, times=3, endpoint="chat", retry_after=0 if failure == 429 else None)
     completed, stored = await analyse(infra, tenant, repo_id, model_settings(fake))
     assert len(fake.requests("chat")) == 3  # one attempt and two retries
-    assert completed["state"] == "failed"
-    assert completed["reason"].startswith(f"model call failed: {reason}")
-    assert "after 3 attempt(s)" in completed["reason"]
-    assert KEY not in completed["reason"]
-    assert stored["state"] == "failed" and stored["reason"] == completed["reason"]
+    assert completed.state == "failed"
+    assert completed.reason is not None
+    assert completed.reason.startswith(f"model call failed: {reason}")
+    assert "after 3 attempt(s)" in completed.reason
+    assert KEY not in completed.reason
+    assert stored["state"] == "failed" and stored["reason"] == completed.reason
     # nothing lost: the mechanical report, the findings and the selection are stored
     assert "The model call failed" in stored["analysis"]
     assert stored["doc_findings"] and stored["selection"]
@@ -302,25 +303,23 @@ async def test_new_snapshots_are_analysed_once_and_not_more_often_than_the_inter
         async with running(infra, definitions):
             first = await index(infra, tenant, repo_id)
             rows = await _until(infra, tenant, repo_id, 1)
-            assert [(str(r["snapshot_id"]), r["trigger"]) for r in rows] == [
-                (first["snapshot_id"], "snapshot")
-            ]
+            assert [(r["snapshot_id"], r["trigger"]) for r in rows] == [(first.snapshot_id, "snapshot")]
             # a second snapshot within the interval is scheduled, not analysed
             second = await index(infra, tenant, repo_id)
-            assert second["snapshot_id"] != first["snapshot_id"]
+            assert second.snapshot_id != first.snapshot_id
             await asyncio.sleep(1.0)
             assert len(await _analyses(infra, tenant, repo_id)) == 1
             schedule = await _schedule(infra, repo_id)
-            assert schedule is not None and str(schedule["snapshot_id"]) == second["snapshot_id"]
+            assert schedule is not None and schedule["snapshot_id"] == second.snapshot_id
             assert schedule["delay_s"] > 3000  # due one interval after the first analysis
             # an explicit request is not debounced; the schedule then finds the snapshot analysed
             found = await request_and_wait(
                 infra,
                 AnalysisRequested(tenant_id=tenant, repository_id=repo_id),
-                ("analysis.completed",),
+                (AnalysisCompleted,),
                 timeout_s=60,
             )
-            assert found["analysis.completed"]["snapshot_id"] == second["snapshot_id"]
+            assert found[AnalysisCompleted].snapshot_id == second.snapshot_id
             await _make_due(infra, repo_id)
             deadline = time.monotonic() + 30
             while await _schedule(infra, repo_id) is not None:

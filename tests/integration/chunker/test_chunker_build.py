@@ -18,7 +18,7 @@ from palimpsest.cli.local import register_path
 from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.db import tenant_tx
-from palimpsest.core.events import IndexRequested
+from palimpsest.core.events import IndexRequested, SnapshotBuilt
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.index.graph.load import load_snapshot_facts
 from palimpsest.index.records import encode_facts, encode_symbols
@@ -102,10 +102,10 @@ async def chunker(infra: Infra) -> AsyncIterator[None]:
         yield
 
 
-async def build(infra: Infra, tenant: uuid.UUID, repo_id: uuid.UUID, reason: str = "cli") -> dict[str, Any]:
+async def build(infra: Infra, tenant: uuid.UUID, repo_id: uuid.UUID, reason: str = "cli") -> SnapshotBuilt:
     event = IndexRequested(tenant_id=tenant, repository_id=repo_id, reason=reason)  # type: ignore[arg-type]
-    found = await request_and_wait(infra, event, ("snapshot.built",))
-    return found["snapshot.built"]
+    found = await request_and_wait(infra, event, (SnapshotBuilt,))
+    return found[SnapshotBuilt]
 
 
 async def test_snapshot_lifecycle_reuse_and_gc(
@@ -113,8 +113,8 @@ async def test_snapshot_lifecycle_reuse_and_gc(
 ) -> None:
     tenant, repo_id = tenant_repo
     first = await build(infra, tenant, repo_id)
-    assert first["state"] == "ready", first
-    assert first["skipped"] == {
+    assert first.state == "ready", first
+    assert first.skipped == {
         "symlink": 1,
         "submodule": 1,
         "too_large": 1,
@@ -123,24 +123,24 @@ async def test_snapshot_lifecycle_reuse_and_gc(
         "minified": 1,
         "invalid_utf8": 1,
     }
-    assert first["files"] == 11  # every regular file is listed, skipped ones with their reason
-    assert first["parsed_blobs"] == 11
+    assert first.files == 11  # every regular file is listed, skipped ones with their reason
+    assert first.parsed_blobs == 11
     again = await build(infra, tenant, repo_id)
-    assert again["state"] == "skipped"
-    assert again["reason"] == "up_to_date"
+    assert again.state == "skipped"
+    assert again.reason == "up_to_date"
     # one changed file → one parsed blob
     commit(repo, "2024-02-01", {"src/ledger.ts": TS + "\nexport const zero = 0;\n"})
     second = await build(infra, tenant, repo_id)
-    assert second["state"] == "ready"
-    assert second["parsed_blobs"] == 1
+    assert second.state == "ready"
+    assert second.parsed_blobs == 1
     commit(repo, "2024-03-01", {"src/billing/invoice.py": PY + "\n\ndef refund():\n    return 0\n"})
     third = await build(infra, tenant, repo_id)
     async with tenant_tx(infra.pool, tenant) as conn:
         snaps = await list_snapshots(conn, repo_id)
-        states = [(s["snapshot_id"], s["state"]) for s in snaps]
+        states = [(s.snapshot_id, s.state) for s in snaps]
         assert states == [
-            (uuid.UUID(third["snapshot_id"]), "ready"),
-            (uuid.UUID(second["snapshot_id"]), "superseded"),
+            (third.snapshot_id, "ready"),
+            (second.snapshot_id, "superseded"),
         ]
         # the first ledger.ts blob was only referenced by the deleted first snapshot: collected
         old_blob = git(repo, "rev-parse", "HEAD~3:src/ledger.ts").strip()
@@ -152,7 +152,7 @@ async def test_snapshot_lifecycle_reuse_and_gc(
         cur = await conn.execute(
             "SELECT b.parse_errors, b.chunk_count FROM code_index_files f JOIN code_blobs b USING (blob_sha)"
             " WHERE f.snapshot_id = %s AND f.path = 'broken.py'",
-            (third["snapshot_id"],),
+            (third.snapshot_id,),
         )
         broken = await cur.fetchone()
         assert broken is not None
@@ -160,7 +160,7 @@ async def test_snapshot_lifecycle_reuse_and_gc(
         assert broken["chunk_count"] > 0
 
 
-async def _files(infra: Infra, tenant: uuid.UUID, snapshot_id: str) -> list[tuple[Any, ...]]:
+async def _files(infra: Infra, tenant: uuid.UUID, snapshot_id: uuid.UUID | None) -> list[tuple[Any, ...]]:
     async with tenant_tx(infra.pool, tenant) as conn:
         cur = await conn.execute(
             "SELECT path, blob_sha, language, kind, size, skip_reason FROM code_index_files"
@@ -176,7 +176,7 @@ async def test_incremental_build_equals_a_full_listing(
     """A build on top of a ready snapshot copies its unchanged file rows and lists only what
     ``git diff-tree`` reports; rows and totals must be exactly those of listing the whole tree."""
     tenant, repo_id = tenant_repo
-    assert (await build(infra, tenant, repo_id))["state"] == "ready"
+    assert (await build(infra, tenant, repo_id)).state == "ready"
     (repo / "link.py").unlink()  # a symlink removed
     (repo / "empty.py").unlink()
     (repo / "empty.py").symlink_to("src/ledger.ts")  # a (skipped) regular file becomes a symlink
@@ -193,23 +193,23 @@ async def test_incremental_build_equals_a_full_listing(
         },
     )
     incremental = await build(infra, tenant, repo_id)
-    assert incremental["state"] == "ready", incremental
-    assert "diff_tree_s" in incremental["timings"] and "ls_tree_s" not in incremental["timings"]
-    assert incremental["parsed_blobs"] == 3  # ledger.ts, fresh.py, more.png
+    assert incremental.state == "ready", incremental
+    assert "diff_tree_s" in incremental.timings and "ls_tree_s" not in incremental.timings
+    assert incremental.parsed_blobs == 3  # ledger.ts, fresh.py, more.png
     full = await build(infra, tenant, repo_id, reason="rebuild")  # the same commit: a full listing
-    assert full["state"] == "ready", full
-    assert "ls_tree_s" in full["timings"] and full["parsed_blobs"] == 0
+    assert full.state == "ready", full
+    assert "ls_tree_s" in full.timings and full.parsed_blobs == 0
     for key in ("files", "chunks", "symbols", "bytes", "skipped"):
-        assert incremental[key] == full[key], key
-    assert incremental["skipped"]["symlink"] == 1 and "invalid_utf8" not in incremental["skipped"]
-    rows = await _files(infra, tenant, incremental["snapshot_id"])
-    assert rows == await _files(infra, tenant, full["snapshot_id"])
+        assert getattr(incremental, key) == getattr(full, key), key
+    assert incremental.skipped["symlink"] == 1 and "invalid_utf8" not in incremental.skipped
+    rows = await _files(infra, tenant, incremental.snapshot_id)
+    assert rows == await _files(infra, tenant, full.snapshot_id)
     paths = [r[0] for r in rows]
     assert "src/fresh.py" in paths and "docs/copy.md" in paths
     assert not {"latin1.txt", "docs/billing.md", "empty.py", "link.py"} & set(paths)
     async with tenant_tx(infra.pool, tenant) as conn:
         snaps = await list_snapshots(conn, repo_id)
-    assert [s["files"] for s in snaps[:2]] == [len(rows), len(rows)]
+    assert [s.files for s in snaps[:2]] == [len(rows), len(rows)]
 
 
 async def test_renamed_to_another_language_is_rechunked(infra: Infra, tmp_path: Path, chunker: None) -> None:
@@ -218,12 +218,12 @@ async def test_renamed_to_another_language_is_rechunked(infra: Infra, tmp_path: 
     tenant = await create_tenant(infra.pool, "lang")
     repo_id = await register_path(infra.pool, tenant, r)
     first = await build(infra, tenant, repo_id)
-    assert first["symbols"] == 0
+    assert first.symbols == 0
     git(r, "mv", "util.txt", "util.py")
     git(r, "commit", "-q", "-m", "now python", date="2024-01-02")
     second = await build(infra, tenant, repo_id)
-    assert second["parsed_blobs"] == 1  # same blob sha, new language: chunked again
-    assert second["symbols"] == 1
+    assert second.parsed_blobs == 1  # same blob sha, new language: chunked again
+    assert second.symbols == 1
 
 
 @pytest.mark.parametrize(
@@ -242,11 +242,11 @@ async def test_limits_fail_with_their_reason(
     definition, _ = chunker_definition(f"t-limit-{uuid.uuid4().hex[:6]}", **limits)
     async with services(infra, [definition]):
         built = await build(infra, tenant, repo_id)
-    assert built["state"] == "failed"
-    assert built["reason"] == reason
+    assert built.state == "failed"
+    assert built.reason == reason
     async with tenant_tx(infra.pool, tenant) as conn:
         snaps = await list_snapshots(conn, repo_id)
-    assert [(s["state"], s["reason"]) for s in snaps] == [("failed", reason)]
+    assert [(s.state, s.reason) for s in snaps] == [("failed", reason)]
 
 
 async def test_exact_identifier_outranks_substring_mention(
@@ -280,17 +280,17 @@ async def test_delete_and_index_mode_off_leave_no_rows(
     infra: Infra, repo: Path, tenant_repo: tuple[uuid.UUID, uuid.UUID], chunker: None
 ) -> None:
     tenant, repo_id = tenant_repo
-    assert (await build(infra, tenant, repo_id))["state"] == "ready"
+    assert (await build(infra, tenant, repo_id)).state == "ready"
     async with tenant_tx(infra.pool, tenant) as conn:
         await conn.execute("UPDATE repositories SET index_mode = 'off' WHERE repository_id = %s", (repo_id,))
     off = await build(infra, tenant, repo_id)
-    assert (off["state"], off["reason"]) == ("skipped", "index_mode_off")
+    assert (off.state, off.reason) == ("skipped", "index_mode_off")
     assert await _rows(infra, tenant, repo_id) == 0
     async with tenant_tx(infra.pool, tenant) as conn:
         await conn.execute(
             "UPDATE repositories SET index_mode = 'lexical' WHERE repository_id = %s", (repo_id,)
         )
-    assert (await build(infra, tenant, repo_id))["state"] == "ready"
+    assert (await build(infra, tenant, repo_id)).state == "ready"
     assert await _rows(infra, tenant, repo_id) > 0
     async with tenant_tx(infra.pool, tenant) as conn:
         await delete_repository_index(conn, repo_id)
@@ -304,10 +304,10 @@ async def test_deleting_the_repository_row_alone_removes_its_index(
     """The foreign-key cascade from repositories reaches blobs and snapshots; their statement
     triggers (migration 0013) remove chunks, symbols, facts, embeddings and file rows."""
     tenant, repo_id = tenant_repo
-    assert (await build(infra, tenant, repo_id))["state"] == "ready"
+    assert (await build(infra, tenant, repo_id)).state == "ready"
     other = await register_path(infra.pool, tenant, init_repo(repo.parent / "other"))
     commit(repo.parent / "other", "2024-01-01", {"kept.py": "def kept():\n    return 1\n"})
-    assert (await build(infra, tenant, other))["state"] == "ready"
+    assert (await build(infra, tenant, other)).state == "ready"
     assert await _rows(infra, tenant, repo_id) > 0
     async with tenant_tx(infra.pool, tenant) as conn:
         await conn.execute("DELETE FROM repositories WHERE repository_id = %s", (repo_id,))
@@ -340,13 +340,14 @@ async def test_symbols_and_facts_read_back_as_the_parser_made_them(
     name index return what the parser produced, in order; another tenant gets none of it."""
     tenant, repo_id = tenant_repo
     built = await build(infra, tenant, repo_id)
-    assert built["state"] == "ready"
+    assert built.state == "ready"
     expected: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {}
     for path in ("src/billing/invoice.py", "src/ledger.ts", "docs/billing.md", "odd name with spaces ü.py"):
         analysis = analyze_file(path, (repo / path).read_text(), detect_language(path))
         expected[path] = ([tuple(s) for s in analysis.symbols], [tuple(f) for f in analysis.facts])
     assert expected["src/billing/invoice.py"][0] and expected["docs/billing.md"][1]
-    snapshot = uuid.UUID(built["snapshot_id"])
+    snapshot = built.snapshot_id
+    assert snapshot is not None
     async with tenant_tx(infra.pool, tenant) as conn:
         loaded = {f.path: f for f in (await load_snapshot_facts(conn, repo_id, snapshot)).files}
         for path, (symbols, facts) in expected.items():
@@ -416,7 +417,7 @@ async def test_the_sql_reading_of_records_matches_python(infra: Infra) -> None:
 async def test_unknown_repository_is_acknowledged(infra: Infra, chunker: None) -> None:
     tenant = await create_tenant(infra.pool, "ghost")
     built = await build(infra, tenant, uuid.uuid4())
-    assert (built["state"], built["reason"]) == ("skipped", "repository_not_found")
+    assert (built.state, built.reason) == ("skipped", "repository_not_found")
     await asyncio.sleep(0)
 
 
@@ -433,11 +434,11 @@ async def test_a_refused_or_missing_source_fails_at_once_with_its_reason(
     strict, _ = chunker_definition(f"t-chunker-{uuid.uuid4().hex[:6]}", allow_local_sources=False)
     async with services(infra, [strict]):
         refused = await build(infra, tenant, local)
-    assert refused["state"] == "failed" and refused["reason"].startswith("source_refused"), refused
+    assert refused.state == "failed" and (refused.reason or "").startswith("source_refused"), refused
     definition, _ = chunker_definition(f"t-chunker-{uuid.uuid4().hex[:6]}")
     async with services(infra, [definition]):
         broken = await build(infra, tenant, gone)
-    assert broken["state"] == "failed" and broken["reason"].startswith("source_"), broken
+    assert broken.state == "failed" and (broken.reason or "").startswith("source_"), broken
     async with infra.pool.connection() as conn:
         cur = await conn.execute(
             "SELECT count(*) AS n FROM event_failures WHERE consumer = %s",
@@ -456,14 +457,14 @@ async def test_a_dead_parse_worker_does_not_break_later_builds(infra: Infra, tmp
     repo_id = await register_path(infra.pool, tenant, repo)
     definition, chunker = chunker_definition(f"t-chunker-{uuid.uuid4().hex[:6]}", parse_workers=2)
     async with services(infra, [definition]):
-        assert (await build(infra, tenant, repo_id))["state"] == "ready"
+        assert (await build(infra, tenant, repo_id)).state == "ready"
         pool = chunker._executor
         assert pool is not None
         for pid in list(pool._processes):  # type: ignore[attr-defined]
             os.kill(pid, signal.SIGKILL)
         commit(repo, "2024-01-02", {"src/m0.py": "def f0():\n    return 'changed'\n"})
         again = await build(infra, tenant, repo_id)
-    assert again["state"] == "ready", again
+    assert again.state == "ready", again
     assert chunker._executor is not pool
 
 
@@ -475,8 +476,8 @@ async def test_two_requests_for_one_head_build_it_once(infra: Infra, tmp_path: P
     tenant = await create_tenant(infra.pool, "twice")
     repo_id = await register_path(infra.pool, tenant, repo)
     first, second = await asyncio.gather(build(infra, tenant, repo_id), build(infra, tenant, repo_id))
-    assert sorted([first["state"], second["state"]]) == ["ready", "skipped"], (first, second)
-    assert {first.get("reason"), second.get("reason")} >= {"up_to_date"}
+    assert sorted([first.state, second.state]) == ["ready", "skipped"], (first, second)
+    assert {first.reason, second.reason} >= {"up_to_date"}
     async with tenant_tx(infra.pool, tenant) as conn:
         cur = await conn.execute("SELECT state, count(*) AS n FROM code_index_snapshots GROUP BY 1")
         assert {r["state"]: r["n"] for r in await cur.fetchall()} == {"ready": 1}

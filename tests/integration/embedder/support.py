@@ -10,10 +10,11 @@ from typing import Any
 from palimpsest.chunker.service import Chunker
 from palimpsest.chunker.service import Settings as ChunkerSettings
 from palimpsest.cli.local import register_path
+from palimpsest.cli.pipeline import Arrived
 from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.db import tenant_tx
-from palimpsest.core.events import IndexRequested
+from palimpsest.core.events import Event, IndexRequested, SnapshotBuilt
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.embedder.engine import Embedded
 from palimpsest.embedder.errors import ProviderUnavailable
@@ -76,10 +77,10 @@ async def index(
     tenant: uuid.UUID,
     repo_id: uuid.UUID,
     *,
-    wait: tuple[str, ...] = ("snapshot.built",),
+    wait: tuple[type[Event], ...] = (SnapshotBuilt,),
     timeout_s: float = 90.0,
     reason: str = "cli",
-) -> dict[str, dict[str, Any]]:
+) -> Arrived:
     event = IndexRequested(tenant_id=tenant, repository_id=repo_id, reason=reason)  # type: ignore[arg-type]
     return await request_and_wait(infra, event, wait, timeout_s=timeout_s)
 

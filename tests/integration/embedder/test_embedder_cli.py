@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from palimpsest.cli.main import cli
 from palimpsest.core.db import tenant_tx
+from palimpsest.core.events import SnapshotBuilt, SnapshotEmbedded
 from palimpsest.core.service import Infra
 from palimpsest.devtools.fakes.llm import FakeLLM
 from tests.integration.embedder.bus import KEY, MODEL, pipeline
@@ -51,7 +52,7 @@ async def test_search_mode_hybrid_and_snapshots(
     repo = make_repo(tmp_path / "cli", FILES)
     tenant, repo_id = await new_repository(infra, repo, name="cli")
     async with pipeline(infra, fake):
-        await index(infra, tenant, repo_id, wait=("snapshot.built", "snapshot.embedded"))
+        await index(infra, tenant, repo_id, wait=(SnapshotBuilt, SnapshotEmbedded))
     env = _env(stack, tmp_path / "home", fake)
     common = ["--repo", str(repo_id), "--tenant", str(tenant)]
 

@@ -14,6 +14,7 @@ import pytest
 
 from palimpsest.core import local_embeddings
 from palimpsest.core.db import tenant_tx
+from palimpsest.core.events import SnapshotBuilt, SnapshotEmbedded
 from palimpsest.core.service import Infra
 from palimpsest.index.errors import InvalidQuery
 from palimpsest.index.hybrid import hybrid_search
@@ -38,11 +39,9 @@ async def test_local_model_embeds_offline_and_searches(
     repo = make_repo(tmp_path / "local", repository_files())
     tenant, repo_id = await new_repository(infra, repo, name="local-model")
     async with pipeline(infra, None, llm_embeddings_model=LOCAL, llm_api_key=None) as gateway:
-        found = await index(
-            infra, tenant, repo_id, wait=("snapshot.built", "snapshot.embedded"), timeout_s=300
-        )
-        event = found["snapshot.embedded"]
-        assert (event["state"], event["model"], event["dimension"]) == ("ready", LOCAL, 384), event
+        found = await index(infra, tenant, repo_id, wait=(SnapshotBuilt, SnapshotEmbedded), timeout_s=300)
+        event = found[SnapshotEmbedded]
+        assert (event.state, event.model, event.dimension) == ("ready", LOCAL, 384), event
 
         async def embed_query(model: str, text: str) -> list[float]:
             route = await gateway.embeddings_route(tenant, model)

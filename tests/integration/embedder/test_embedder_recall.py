@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from palimpsest.core.db import tenant_tx
+from palimpsest.core.events import SnapshotBuilt, SnapshotEmbedded
 from palimpsest.core.service import Infra
 from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.index.errors import InvalidQuery
@@ -53,8 +54,8 @@ async def test_hybrid_recall_beside_lexical(
     repo = make_repo(tmp_path / "labelled", repository_files())
     tenant, repo_id = await new_repository(infra, repo, name="recall")
     async with pipeline(infra, fake) as gateway:
-        found = await index(infra, tenant, repo_id, wait=("snapshot.built", "snapshot.embedded"))
-        assert found["snapshot.embedded"]["state"] == "ready"
+        found = await index(infra, tenant, repo_id, wait=(SnapshotBuilt, SnapshotEmbedded))
+        assert found[SnapshotEmbedded].state == "ready"
 
         async def embed_query(model: str, text: str) -> list[float]:
             route = await gateway.embeddings_route(tenant, model)
@@ -76,7 +77,7 @@ async def test_hybrid_recall_beside_lexical(
     lexical_figures, hybrid_figures = summarise(lexical_ranks), summarise(hybrid_ranks)
     with capsys.disabled():
         print(
-            f"\n[embedder] labelled set ({len(QUERIES)} queries, {found['snapshot.built']['chunks']} chunks):"
+            f"\n[embedder] labelled set ({len(QUERIES)} queries, {found[SnapshotBuilt].chunks} chunks):"
             f" lexical {lexical_figures}  hybrid {hybrid_figures}"
         )
     assert hybrid_figures["recall@10"] >= lexical_figures["recall@10"]

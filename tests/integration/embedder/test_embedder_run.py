@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from palimpsest.core.db import tenant_tx
+from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.service import Infra
 from palimpsest.embedder.batching import BatchLimits
 from palimpsest.embedder.engine import RetryPolicy
@@ -52,14 +53,14 @@ async def chunker(infra: Infra) -> AsyncIterator[None]:
 async def built(infra: Infra, tmp_path: Path, files: dict[str, str] | None = None) -> dict[str, Any]:
     repo = make_repo(tmp_path / "repo", files or FILES)
     tenant, repo_id = await new_repository(infra, repo)
-    snap = (await index(infra, tenant, repo_id))["snapshot.built"]
-    assert snap["state"] == "ready", snap
+    snap = (await index(infra, tenant, repo_id))[SnapshotBuilt]
+    assert snap.state == "ready", snap
     return {
         "repo": repo,
         "tenant": tenant,
         "repo_id": repo_id,
-        "snapshot_id": uuid.UUID(snap["snapshot_id"]),
-        "chunks": snap["chunks"],
+        "snapshot_id": snap.snapshot_id,
+        "chunks": snap.chunks,
     }
 
 
@@ -86,14 +87,14 @@ async def test_content_addressed_and_idempotent(infra: Infra, tmp_path: Path, ch
         "2024-04-01",
         {"src/dates/parse.py": FILES["src/dates/parse.py"] + "\n\ndef today():\n    return 1\n"},
     )
-    snap = (await index(infra, ctx["tenant"], ctx["repo_id"]))["snapshot.built"]
-    ctx2 = {**ctx, "snapshot_id": uuid.UUID(snap["snapshot_id"])}
+    snap = (await index(infra, ctx["tenant"], ctx["repo_id"]))[SnapshotBuilt]
+    ctx2 = {**ctx, "snapshot_id": snap.snapshot_id}
     third = TrigramProvider()
     outcome = await run(infra, ctx2, third)
     assert outcome.state == "ready" and 0 < outcome.embedded == third.inputs <= 3
     # another model embeds everything once, beside the first model's vectors
     other = TrigramProvider(model="fake/other-384")
-    assert (await run(infra, ctx2, other)).embedded == snap["chunks"]
+    assert (await run(infra, ctx2, other)).embedded == snap.chunks
     assert await vector_count(infra, ctx["tenant"], provider.model) >= ctx["chunks"]
 
 

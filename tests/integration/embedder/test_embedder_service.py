@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from palimpsest.core.db import tenant_tx
+from palimpsest.core.events import SnapshotBuilt, SnapshotEmbedded
 from palimpsest.core.service import Infra
 from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.index.hybrid import hybrid_search
@@ -26,7 +27,7 @@ from tests.integration.embedder.support import has_pgvector, index, make_repo, n
 from tests.integration.embedder.vectors import trigram_vector
 from tests.support.gitrepo import commit
 
-BOTH = ("snapshot.built", "snapshot.embedded")
+BOTH = (SnapshotBuilt, SnapshotEmbedded)
 
 
 @pytest.fixture
@@ -44,9 +45,9 @@ async def embedded(infra: Infra, tmp_path: Path, *, mode: str = "hybrid", name: 
     repo = make_repo(tmp_path / name, FILES)
     tenant, repo_id = await new_repository(infra, repo, mode=mode)
     found = await index(infra, tenant, repo_id, wait=BOTH)
-    built, emb = found["snapshot.built"], found["snapshot.embedded"]
-    assert built["state"] == "ready", built
-    snap = await snapshot_row(infra, tenant, built["snapshot_id"])
+    built, emb = found[SnapshotBuilt], found[SnapshotEmbedded]
+    assert built.state == "ready", built
+    snap = await snapshot_row(infra, tenant, built.snapshot_id)
     assert snap["state"] == "ready"  # whatever happened to the embeddings
     return {
         "tenant": tenant,
@@ -75,13 +76,13 @@ async def test_a_hybrid_repository_is_embedded_through_the_bus(
         r = await embedded(infra, tmp_path)
     event, snap = r["event"], r["snapshot"]
     if not pgvector:
-        assert (event["state"], snap["embedding_state"]) == ("skipped", "skipped")
+        assert (event.state, snap["embedding_state"]) == ("skipped", "skipped")
         assert snap["embedding_reason"].startswith("pgvector_missing")
         assert embedding_requests(fake) == []  # nothing paid for vectors nobody can search
     else:
-        chunks = r["built"]["chunks"]
-        assert (event["state"], event["embedded"], event["pending"]) == ("ready", chunks, 0)
-        assert (event["model"], event["dimension"]) == (MODEL, 384)
+        chunks = r["built"].chunks
+        assert (event.state, event.embedded, event.pending) == ("ready", chunks, 0)
+        assert (event.model, event.dimension) == (MODEL, 384)
         assert snap["embedding_state"] == "ready" and snap["embedding_model"] == MODEL
         assert (snap["embedded_chunks"], snap["embedding_dimension"]) == (chunks, 384)
         requests = embedding_requests(fake)
@@ -92,7 +93,7 @@ async def test_a_hybrid_repository_is_embedded_through_the_bus(
             cur = await conn.execute(
                 "SELECT feature, outcome, count(*) AS n, sum(prompt_tokens) AS tokens FROM llm_usage"
                 " WHERE reference = %s GROUP BY 1, 2",
-                (f"index snapshot {r['built']['snapshot_id']}",),
+                (f"index snapshot {r['built'].snapshot_id}",),
             )
             usage = await cur.fetchall()
         assert [(u["feature"], u["outcome"], u["n"]) for u in usage] == [("index", "ok", len(requests))]
@@ -128,8 +129,8 @@ async def test_rate_limits_and_timeouts_are_retried(
     fake.fail(503, times=1, endpoint="embeddings")
     async with pipeline(infra, fake, embed_request_timeout_s=0.5, embed_max_retries=4):
         r = await embedded(infra, tmp_path)
-    assert r["event"]["state"] == "ready", r["event"]["reason"]
-    assert r["event"]["embedded"] == r["built"]["chunks"]
+    assert r["event"].state == "ready", r["event"].reason
+    assert r["event"].embedded == r["built"].chunks
     failed = [q.failed for q in embedding_requests(fake) if q.failed]
     assert failed == ["429", "429", "timeout", "503"]
 
@@ -150,11 +151,11 @@ async def test_a_batch_rejected_as_too_large_is_split(
         fake.reset()
         fake.fail("oversize", times=1, endpoint="embeddings")
         again = await index(infra, r["tenant"], r["repo_id"], wait=BOTH)
-    event = again["snapshot.embedded"]
-    assert event["state"] == "ready" and event["pending"] == 0 and event["embedded"] >= 12
+    event = again[SnapshotEmbedded]
+    assert event.state == "ready" and event.pending == 0 and event.embedded >= 12
     sizes = [(len(q.body["input"]), q.failed) for q in embedding_requests(fake)]
     assert sizes[0] == (8, "oversize") and sizes[1:3] == [(4, None), (4, None)]
-    assert sum(n for n, failed in sizes if failed is None) == event["embedded"]
+    assert sum(n for n, failed in sizes if failed is None) == event.embedded
 
 
 async def test_a_single_input_still_too_large_is_cut(
@@ -165,12 +166,12 @@ async def test_a_single_input_still_too_large_is_cut(
     fake.fail("oversize", times=2, endpoint="embeddings")  # the probe (one input), then its first half
     async with pipeline(infra, fake):
         r = await embedded(infra, tmp_path)
-    assert r["event"]["state"] == "ready" and r["event"]["embedded"] == r["built"]["chunks"]
+    assert r["event"].state == "ready" and r["event"].embedded == r["built"].chunks
     sizes = [(len(q.body["input"]), q.failed) for q in embedding_requests(fake)]
     assert sizes[:3] == [(1, "oversize"), (1, "oversize"), (1, None)]
     first = [q.body["input"][0] for q in embedding_requests(fake)[:3]]
     assert len(first[1]) < len(first[0]) and len(first[2]) < len(first[1])
-    assert r["event"]["truncated"] >= 1
+    assert r["event"].truncated >= 1
 
 
 async def test_an_input_over_the_provider_limit_is_truncated(
@@ -181,8 +182,8 @@ async def test_an_input_over_the_provider_limit_is_truncated(
     with FakeLLM(dimensions=384, vectorizer=trigram_vector, max_input_tokens=12) as fake:
         async with pipeline(infra, fake, embed_batch_inputs=4):
             r = await embedded(infra, tmp_path)
-    assert r["event"]["state"] == "ready" and r["event"]["embedded"] == r["built"]["chunks"]
-    assert r["event"]["truncated"] > 0 and r["snapshot"]["embedding_truncated"] == r["event"]["truncated"]
+    assert r["event"].state == "ready" and r["event"].embedded == r["built"].chunks
+    assert r["event"].truncated > 0 and r["snapshot"]["embedding_truncated"] == r["event"].truncated
 
 
 @pytest.mark.parametrize(
@@ -211,12 +212,12 @@ async def test_each_failure_has_its_state_and_the_snapshot_stays_ready(
         fake.fail(failure, times=50, endpoint="embeddings")
     async with pipeline(infra, fake, **overrides):
         r = await embedded(infra, tmp_path)
-    assert r["event"]["state"] == state and reason in (r["event"]["reason"] or "")
+    assert r["event"].state == state and reason in (r["event"].reason or "")
     assert (r["snapshot"]["embedding_state"], r["snapshot"]["embedding_reason"]) == (
         state,
-        r["event"]["reason"],
+        r["event"].reason,
     )
-    assert KEY not in (r["event"]["reason"] or "")
+    assert KEY not in (r["event"].reason or "")
     await lexical_works(infra, r)
 
 
@@ -233,9 +234,9 @@ async def test_spend_budget_stops_a_run_mid_way(
             "SELECT outcome, prompt_tokens, cost_usd, error FROM llm_usage ORDER BY created_at"
         )
         usage = await cur.fetchall()
-    assert r["event"]["state"] == "budget_exceeded", usage
-    assert "spend_budget" in r["event"]["reason"]
-    assert r["event"]["embedded"] == 1 and r["event"]["pending"] == r["built"]["chunks"] - 1
+    assert r["event"].state == "budget_exceeded", usage
+    assert "spend_budget" in r["event"].reason
+    assert r["event"].embedded == 1 and r["event"].pending == r["built"].chunks - 1
     async with tenant_tx(infra.pool, r["tenant"]) as conn:
         cur = await conn.execute("SELECT outcome, count(*) AS n FROM llm_usage GROUP BY 1 ORDER BY 1")
         assert {row["outcome"]: row["n"] for row in await cur.fetchall()} == {"budget_exceeded": 1, "ok": 1}
@@ -248,19 +249,19 @@ async def test_chunk_cap_then_the_next_build_continues_and_nothing_is_embedded_t
         pytest.skip("without pgvector the embedder makes no requests")
     async with pipeline(infra, fake, embed_max_chunks_per_run=10):
         r = await embedded(infra, tmp_path)
-        chunks = r["built"]["chunks"]
-        assert r["event"]["state"] == "budget_exceeded" and r["event"]["reason"].startswith("chunk_cap")
-        assert (r["event"]["embedded"], r["event"]["pending"]) == (10, chunks - 10)
+        chunks = r["built"].chunks
+        assert r["event"].state == "budget_exceeded" and r["event"].reason.startswith("chunk_cap")
+        assert (r["event"].embedded, r["event"].pending) == (10, chunks - 10)
         sent = sum(len(q.body["input"]) for q in embedding_requests(fake))
         assert sent == 10
         runs = [r["event"]]
         for _ in range(5):  # each rebuild embeds the next ten, never one already stored
             again = await index(infra, r["tenant"], r["repo_id"], wait=BOTH, reason="rebuild")
-            runs.append(again["snapshot.embedded"])
-            if runs[-1]["state"] == "ready":
+            runs.append(again[SnapshotEmbedded])
+            if runs[-1].state == "ready":
                 break
-    assert runs[-1]["state"] == "ready" and runs[-1]["pending"] == 0
-    assert sum(run["embedded"] for run in runs) == chunks
+    assert runs[-1].state == "ready" and runs[-1].pending == 0
+    assert sum(run.embedded for run in runs) == chunks
     assert sum(len(q.body["input"]) for q in embedding_requests(fake)) == chunks
 
 
@@ -268,10 +269,10 @@ async def test_lexical_repositories_are_not_embedded(infra: Infra, tmp_path: Pat
     async with pipeline(infra, fake):
         lexical_repo = make_repo(tmp_path / "lexical", FILES)
         tenant, lexical_id = await new_repository(infra, lexical_repo, mode="lexical")
-        built = (await index(infra, tenant, lexical_id))["snapshot.built"]
+        built = (await index(infra, tenant, lexical_id))[SnapshotBuilt]
         # a hybrid repository indexed afterwards: its event is handled after the lexical one's
         await embedded(infra, tmp_path, name="hybrid")
-    snap = await snapshot_row(infra, tenant, built["snapshot_id"])
+    snap = await snapshot_row(infra, tenant, built.snapshot_id)
     assert (snap["embedding_state"], snap["embedding_model"]) == ("none", None)
     async with tenant_tx(infra.pool, tenant) as conn:
         cur = await conn.execute("SELECT count(*) AS n FROM code_chunk_embeddings")
@@ -286,15 +287,15 @@ async def test_the_next_index_request_resumes_a_failed_run(
     fake.fail(500, times=4, endpoint="embeddings")  # the first run gives up after 1 + 3 retries
     async with pipeline(infra, fake):
         r = await embedded(infra, tmp_path)
-        assert r["event"]["state"] == "embedding_failed" and r["event"]["embedded"] == 0
+        assert r["event"].state == "embedding_failed" and r["event"].embedded == 0
         # the head is indexed already ("up_to_date"): the embedder resumes its pending chunks
         again = await index(infra, r["tenant"], r["repo_id"], wait=BOTH)
-        assert (again["snapshot.built"]["state"], again["snapshot.built"]["reason"]) == (
+        assert (again[SnapshotBuilt].state, again[SnapshotBuilt].reason) == (
             "skipped",
             "up_to_date",
         )
-        event = again["snapshot.embedded"]
-        assert (event["state"], event["embedded"], event["pending"]) == ("ready", r["built"]["chunks"], 0)
-        assert event["snapshot_id"] == r["built"]["snapshot_id"]
-    snap = await snapshot_row(infra, r["tenant"], r["built"]["snapshot_id"])
+        event = again[SnapshotEmbedded]
+        assert (event.state, event.embedded, event.pending) == ("ready", r["built"].chunks, 0)
+        assert event.snapshot_id == r["built"].snapshot_id
+    snap = await snapshot_row(infra, r["tenant"], r["built"].snapshot_id)
     assert (snap["embedding_state"], snap["embedding_reason"]) == ("ready", None)

@@ -13,9 +13,10 @@ from nats.aio.client import Client as NATS
 
 from palimpsest.chunker.service import Chunker, Settings
 from palimpsest.cli.local import register_path
+from palimpsest.cli.pipeline import Arrived
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.db import Pool
-from palimpsest.core.events import IndexRequested
+from palimpsest.core.events import IndexRequested, SnapshotBuilt
 from palimpsest.core.service import Infra, ServiceDefinition
 from tests.support.gitrepo import commit, git, init_repo
 from tests.support.pipeline import request_and_wait, services
@@ -41,20 +42,18 @@ async def running_chunker(infra: Infra) -> AsyncIterator[None]:
 def index_with(infra: Infra) -> Any:
     """An ``index`` function for ``index_revision``: request a build, wait for ``snapshot.built``."""
 
-    async def index(
-        pool: Pool, nc: NATS, tenant: uuid.UUID, repository_id: uuid.UUID
-    ) -> dict[str, dict[str, Any]]:
-        event = IndexRequested(tenant_id=tenant, repository_id=repository_id, reason="rebuild")  # type: ignore[arg-type]
-        return await request_and_wait(infra, event, ("snapshot.built",), timeout_s=120)
+    async def index(pool: Pool, nc: NATS, tenant: uuid.UUID, repository_id: uuid.UUID) -> Arrived:
+        event = IndexRequested(tenant_id=tenant, repository_id=repository_id, reason="rebuild")
+        return await request_and_wait(infra, event, (SnapshotBuilt,), timeout_s=120)
 
     return index
 
 
-async def index_path(infra: Infra, tenant: uuid.UUID, repo: Path) -> tuple[uuid.UUID, dict[str, Any]]:
+async def index_path(infra: Infra, tenant: uuid.UUID, repo: Path) -> tuple[uuid.UUID, SnapshotBuilt]:
     """Register ``repo`` for ``tenant``, build its snapshot (a chunker must be running)."""
     repo_id = await register_path(infra.pool, tenant, repo)
     found = await index_with(infra)(infra.pool, infra.nc, tenant, repo_id)
-    return repo_id, found["snapshot.built"]
+    return repo_id, found[SnapshotBuilt]
 
 
 # ------------------------------------------------------------------ a planted history

@@ -42,7 +42,7 @@ async def indexed(infra: Infra, tmp_path_factory: pytest.TempPathFactory) -> tup
     tenant = await create_tenant(infra.pool, "graph-cli")
     async with running_chunker(infra):
         repo_id, built = await index_path(infra, tenant, repo)
-    assert built["state"] == "ready", built
+    assert built.state == "ready", built
     return tenant, repo_id
 
 

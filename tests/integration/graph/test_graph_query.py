@@ -75,7 +75,7 @@ async def indexed(infra: Infra, tmp_path_factory: pytest.TempPathFactory) -> Ind
     tenant = await create_tenant(infra.pool, "graph")
     async with running_chunker(infra):
         repo_id, built = await index_path(infra, tenant, repo)
-    assert built["state"] == "ready", built
+    assert built.state == "ready", built
     return Indexed(tenant, repo_id, head)
 
 
@@ -104,7 +104,7 @@ async def test_report_and_config_files_come_from_the_snapshot(infra: Infra, inde
     async with tenant_tx(infra.pool, indexed.tenant) as conn:
         snapshot, report = await graph_report(conn, indexed.repository_id, cache=cache)
         _, graph, _ = await snapshot_graph(conn, indexed.repository_id, cache=cache)
-    assert snapshot["commit_sha"] == indexed.commit
+    assert snapshot.commit_sha == indexed.commit
     assert [(u.path, u.specifier) for u in report.unresolved_imports] == [("src/plugins.py", ".missing")]
     assert [(g.path, g.target) for g in report.governs_unmatched] == [("docs/billing.md", "src/gone")]
     assert [(d.path, d.what) for d in report.dynamic] == [("src/plugins.py", "getattr")]
@@ -250,7 +250,7 @@ async def test_a_resolved_graph_is_stored_and_another_process_loads_it(
 ) -> None:
     async with tenant_tx(infra.pool, indexed.tenant) as conn:
         snapshot, _, _ = await snapshot_graph(conn, indexed.repository_id, cache=GraphCache())
-        sid = snapshot["snapshot_id"]
+        sid = snapshot.snapshot_id
         await conn.execute("DELETE FROM code_graphs WHERE snapshot_id = %s", (sid,))
     first = GraphCache()
     async with tenant_tx(infra.pool, indexed.tenant) as conn:
@@ -271,7 +271,7 @@ async def test_a_graph_stored_by_another_resolver_or_unreadable_is_resolved_agai
 ) -> None:
     async with tenant_tx(infra.pool, indexed.tenant) as conn:
         snapshot, graph, _ = await snapshot_graph(conn, indexed.repository_id, cache=GraphCache())
-        sid = snapshot["snapshot_id"]
+        sid = snapshot.snapshot_id
         await conn.execute("DELETE FROM code_graphs WHERE snapshot_id = %s", (sid,))
         await conn.execute(
             "INSERT INTO code_graphs (tenant_id, snapshot_id, resolver, payload) VALUES (%s, %s, 'older', 'x')",
@@ -300,7 +300,7 @@ async def test_another_tenant_can_neither_read_nor_plant_a_stored_graph(
 ) -> None:
     async with tenant_tx(infra.pool, indexed.tenant) as conn:
         snapshot, graph, report = await snapshot_graph(conn, indexed.repository_id, cache=GraphCache())
-    sid = snapshot["snapshot_id"]
+    sid = snapshot.snapshot_id
     assert await _stored(infra, indexed.tenant, sid) == [RESOLVER]
     other = await create_tenant(infra.pool, "graph-thief")
     empty, nothing = graph_of_nothing()

@@ -73,7 +73,8 @@ async def indexed_world(
         repository_id = await register_path(infra.pool, world.tenant_id, repo["path"])
         async with running(infra, indexer_definitions({world.tenant_id})):
             built = await index(infra, world.tenant_id, repository_id)
-        yield Indexed(world, repository_id, UUID(built["snapshot_id"]), repo)
+        assert built.snapshot_id is not None
+        yield Indexed(world, repository_id, built.snapshot_id, repo)
     finally:
         await drop_tenant(infra.pool, world.tenant_id)
 

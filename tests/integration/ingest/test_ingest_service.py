@@ -17,14 +17,13 @@ from palimpsest.core.errors import SettingsError
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.core.settings import load
 from palimpsest.ingest.retention import prune_once
-from palimpsest.ingest.service import Settings, bootstrap
+from palimpsest.ingest.service import Settings, bootstrap, prepare
 from tests.integration.ingest.support import ingest_settings
 from tests.support.servers import ServerSet
 
 
 def _infra(infra: Infra, settings: Settings, *, standalone: bool) -> Infra:
-    extras: dict[str, object] = {"settings_cls": Settings} if standalone else {}
-    return Infra(settings, infra.database_url, infra.nats_url, infra.pool, infra.nc, extras)
+    return Infra(settings, infra.database_url, infra.nats_url, infra.pool, infra.nc, standalone=standalone)
 
 
 async def _serve_briefly(definition: ServiceDefinition, infra: Infra) -> int:
@@ -35,7 +34,7 @@ async def _serve_briefly(definition: ServiceDefinition, infra: Infra) -> int:
         while not await check():
             assert not task.done(), task
             await asyncio.sleep(0.02)
-        async with httpx.AsyncClient(base_url=str(infra.extras["ingest_url"])) as client:
+        async with httpx.AsyncClient(base_url=str(infra.ingest_url)) as client:
             return (await client.get("/openapi.json")).status_code
     finally:
         stop.set()
@@ -52,13 +51,12 @@ async def test_embedded_bootstrap_generates_keys_and_serves(
     for name in ("encryption.key", "admin-token"):
         mode = stat.S_IMODE((tmp_path / name).stat().st_mode)
         assert mode == 0o600, (name, oct(mode))
-    assert str(embedded.extras["ingest_url"]).startswith("http://127.0.0.1:")
+    assert str(embedded.ingest_url).startswith("http://127.0.0.1:")
     assert await _serve_briefly(definition, embedded) == 200
     # a second start reuses the generated key (what was sealed stays readable)
     first = (tmp_path / "encryption.key").read_text()
     again = _infra(infra, settings, standalone=False)
-    bootstrap(again)
-    again.extras["ingest_server"].close()
+    prepare(again).server.close()
     assert (tmp_path / "encryption.key").read_text() == first
 
 

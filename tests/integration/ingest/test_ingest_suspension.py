@@ -16,7 +16,7 @@ import httpx
 
 from palimpsest.cli.local import register_path
 from palimpsest.core.db import tenant_tx
-from palimpsest.core.events import IndexRequested, ReviewRequested
+from palimpsest.core.events import IndexRequested, ReviewCompleted, ReviewRequested, SnapshotBuilt
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
 from palimpsest.reviewer.crossrepo import LinkConfig, resolve_links
@@ -147,10 +147,8 @@ async def test_the_chunker_and_the_reviewer_skip_a_suspended_tenants_events(
         ).status_code == 200
         async with running(infra, indexer_definitions({world.tenant_id})):
             event = IndexRequested(tenant_id=world.tenant_id, repository_id=repo_id, reason="rebuild")  # type: ignore[arg-type]
-            found = await request_and_wait(infra, event, ("snapshot.built",))
-        assert (
-            found["snapshot.built"]["state"] == "skipped" and found["snapshot.built"]["reason"] == "suspended"
-        )
+            found = await request_and_wait(infra, event, (SnapshotBuilt,))
+        assert found[SnapshotBuilt].state == "skipped" and found[SnapshotBuilt].reason == "suspended"
         values: dict[str, Any] = {"allow_local_sources": True, "ack_wait_s": 5.0, "llm_model": None}
         settings = ReviewerSettings.model_construct(**{**ReviewerSettings().model_dump(), **values})
         gateway = Gateway(infra.pool, settings)
@@ -166,10 +164,10 @@ async def test_the_chunker_and_the_reviewer_skip_a_suspended_tenants_events(
                     head_sha=head,
                     provider="local",
                 )
-                done = await request_and_wait(infra, asked, ("review.completed",))
+                done = await request_and_wait(infra, asked, (ReviewCompleted,))
         finally:
             await gateway.aclose()
-        assert done["review.completed"]["state"] == "skipped"
-        assert done["review.completed"]["reason"] == "tenant suspended"
+        assert done[ReviewCompleted].state == "skipped"
+        assert done[ReviewCompleted].reason == "tenant suspended"
     finally:
         await drop_tenant(served.ctx.pool, world.tenant_id)

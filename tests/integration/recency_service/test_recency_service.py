@@ -147,7 +147,7 @@ async def test_a_full_scan_over_authenticated_http_writes_recency_and_cochange(
         ("src/app.py", "code", False),
     ]
     assert listing.entries[0].age == "4 years 8 months older than typical code in this repo"
-    assert scan is not None and scan["status"] == "ok" and scan["request_id"] == str(event.request_id)
+    assert scan is not None and scan.status == "ok" and scan.request_id == event.request_id
 
 
 async def test_a_rescan_replaces_rows_and_a_rename_moves_the_history(
@@ -277,7 +277,7 @@ async def test_scanning_disabled_records_nothing_and_forgets_old_rows(infra: Inf
     async with tenant_tx(infra.pool, tenant) as conn:
         assert await last_modified_at(conn, repo, ["old.md"]) == {"old.md": None}
         scan = await last_scan(conn, repo)
-    assert scan is not None and scan["status"] == "disabled"
+    assert scan is not None and scan.status == "disabled"
 
 
 async def test_incremental_pushes_use_the_head_commit_date_or_unknown_never_now(infra: Infra) -> None:

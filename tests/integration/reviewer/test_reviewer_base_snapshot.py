@@ -97,7 +97,7 @@ async def test_a_review_of_an_older_base_builds_and_uses_that_base(infra: Infra,
     # the branch's snapshot stays the repository's newest: search reads the head's text
     async with tenant_tx(infra.pool, tenant) as conn:
         newest = await newest_ready(conn, repo_id)
-        assert newest is not None and newest["commit_sha"] == shas["main"]
+        assert newest is not None and newest.commit_sha == shas["main"]
         hits = await lexical_search(conn, repo_id, "balance")
     assert hits and all(h.blob_sha != _blob(tmp_path / "repo", shas["base"], h.path) for h in hits)
 

@@ -28,7 +28,7 @@ async def test_a_name_defined_in_many_files_is_ambiguous_in_this_snapshot_only(
         repo_id, first = await index_path(infra, tenant, repo)
         commit(repo, "2024-02-01", {f"src/m{n}.py": None for n in range(2, 5)})  # two definers left
         _, second = await index_path(infra, tenant, repo)
-    assert first["state"] == second["state"] == "ready"
+    assert first.state == second.state == "ready"
 
     async def defined(snapshot: Any) -> list[tuple[str, str]]:
         async with tenant_tx(infra.pool, tenant) as conn:
@@ -36,9 +36,9 @@ async def test_a_name_defined_in_many_files_is_ambiguous_in_this_snapshot_only(
         return [(c.path, c.reason) for c in found]
 
     # five definers at first: `fetch` says nothing; the unique name is found
-    assert await defined(first["snapshot_id"]) == [("src/m1.py", "defines only_in_1")]
+    assert await defined(first.snapshot_id) == [("src/m1.py", "defines only_in_1")]
     # the older snapshot's blobs are still kept, but this snapshot has two definers: both shown
-    assert await defined(second["snapshot_id"]) == [
+    assert await defined(second.snapshot_id) == [
         ("src/m0.py", "defines fetch"),
         ("src/m1.py", "defines fetch"),
         ("src/m1.py", "defines only_in_1"),

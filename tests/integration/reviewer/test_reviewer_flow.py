@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from palimpsest.cli.commands_review import review_local
 from palimpsest.core.db import tenant_tx
-from palimpsest.core.events import ReviewRequested
+from palimpsest.core.events import ReviewCompleted, ReviewRequested
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.devtools.fakes.llm import FakeLLM
@@ -62,13 +62,13 @@ async def review(infra: Infra, tenant: UUID, event: ReviewRequested, s: Settings
     gateway = Gateway(infra.pool, s)
     try:
         async with running(infra, [reviewer_for(infra, {tenant}, s, gateway)]):
-            found = await request_and_wait(infra, event, ("review.completed",), timeout_s=90)
+            found = await request_and_wait(infra, event, (ReviewCompleted,), timeout_s=90)
     finally:
         await gateway.aclose()
-    done = found["review.completed"]
-    assert done["state"] == "completed", done
+    done = found[ReviewCompleted]
+    assert done.state == "completed", done
     async with tenant_tx(infra.pool, tenant) as conn:
-        stored = await load_review(conn, UUID(done["review_id"]))
+        stored = await load_review(conn, done.review_id)
     assert stored is not None
     return stored
 
@@ -265,15 +265,15 @@ async def test_a_new_snapshot_of_a_reviewed_repository_is_warmed(infra: Infra, t
     try:
         async with running(infra, definitions):
             first = await index(infra, tenant, repo_id)
-            assert await stored(first["snapshot_id"])  # for every process: any replica loads it
-            assert not await warmed(first["snapshot_id"], timeout_s=1.0)  # never reviewed: not cached here
+            assert await stored(first.snapshot_id)  # for every process: any replica loads it
+            assert not await warmed(first.snapshot_id, timeout_s=1.0)  # never reviewed: not cached here
             head = commit(path, "2024-01-02", {"src/app.py": "def handler(event):\n    return [event]\n"})
             event = ReviewRequested(
                 tenant_id=tenant, repository_id=repo_id, provider="local", base_sha=base, head_sha=head
             )
-            await request_and_wait(infra, event, ("review.completed",))
+            await request_and_wait(infra, event, (ReviewCompleted,))
             GRAPHS.clear()
             second = await index(infra, tenant, repo_id)
-            assert await warmed(second["snapshot_id"])
+            assert await warmed(second.snapshot_id)
     finally:
         await gateway.aclose()

@@ -17,7 +17,7 @@ import pytest
 from pydantic import SecretStr
 
 from palimpsest.core.db import tenant_tx
-from palimpsest.core.events import ReviewRequested
+from palimpsest.core.events import ReviewCompleted, ReviewRequested
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
 from palimpsest.devtools.fakes.llm import FakeLLM
@@ -51,11 +51,11 @@ async def reviewer(infra: Infra, tenant: UUID, s: Settings) -> AsyncIterator[Non
 
 
 async def ask(infra: Infra, event: ReviewRequested) -> dict[str, Any]:
-    found = await request_and_wait(infra, event, ("review.completed",), timeout_s=90)
-    done = found["review.completed"]
-    assert done["state"] in ("completed", "skipped"), done
+    found = await request_and_wait(infra, event, (ReviewCompleted,), timeout_s=90)
+    done = found[ReviewCompleted]
+    assert done.state in ("completed", "skipped"), done
     async with tenant_tx(infra.pool, event.tenant_id) as conn:
-        stored = await load_review(conn, UUID(done["review_id"]))
+        stored = await load_review(conn, done.review_id)
     assert stored is not None
     return stored
 

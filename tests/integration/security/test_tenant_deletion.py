@@ -23,7 +23,7 @@ from pydantic import SecretStr
 
 from palimpsest.cli.local import register_path
 from palimpsest.core.db import tenant_tx
-from palimpsest.core.events import AnalysisRequested, ReviewRequested
+from palimpsest.core.events import AnalysisCompleted, AnalysisRequested, ReviewCompleted, ReviewRequested
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
@@ -184,7 +184,7 @@ async def test_deleting_a_tenant_leaves_nothing_of_it_and_nothing_else_goes(
                 infra, [analyzer_for(infra, {doomed.tenant_id}, analyzer_settings(), gateway)]
             ):
                 event = AnalysisRequested(tenant_id=doomed.tenant_id, repository_id=doomed_repo)
-                await request_and_wait(infra, event, ("analysis.completed",), timeout_s=90)
+                await request_and_wait(infra, event, (AnalysisCompleted,), timeout_s=90)
             reviewer = _scoped(
                 reviewer_definition(infra, _reviewer_settings(fake), gateway=review_gateway),
                 tenants,
@@ -199,8 +199,8 @@ async def test_deleting_a_tenant_leaves_nothing_of_it_and_nothing_else_goes(
                         head_sha=feature,
                         provider="local",
                     )
-                    done = await request_and_wait(infra, asked, ("review.completed",), timeout_s=90)
-                    assert done["review.completed"]["state"] == "completed", done
+                    done = await request_and_wait(infra, asked, (ReviewCompleted,), timeout_s=90)
+                    assert done[ReviewCompleted].state == "completed", done
         finally:
             await gateway.aclose()
             await review_gateway.aclose()

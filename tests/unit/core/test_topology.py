@@ -53,7 +53,8 @@ def _called_name(node: ast.Call) -> str | None:
 
 
 def _scan() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Per component: the event types its code constructs, and the event type names it spells out."""
+    """Per component: the event types its code constructs, and the event types it names (a type
+    string or an event class)."""
     constructs: dict[str, set[str]] = defaultdict(set)
     spelled: dict[str, set[str]] = defaultdict(set)
     for component, path in _modules():
@@ -69,6 +70,8 @@ def _scan() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
                 and "." in node.value
             ):
                 spelled[component].add(node.value)
+            elif component and isinstance(node, ast.Name) and node.id in CLASS_TO_TYPE:
+                spelled[component].add(CLASS_TO_TYPE[node.id])  # an event class named (awaited, matched)
     return constructs, spelled
 
 

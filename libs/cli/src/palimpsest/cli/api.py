@@ -76,7 +76,7 @@ async def connect() -> AsyncIterator[Api]:
 
     progress("no running stack: starting one for this command…")
     async with open_stack(base) as stack, running_services(base, stack, services=("ingest",)) as infra:
-        url = str(infra.extras["ingest_url"])
+        url = str(infra.ingest_url)
         async with _client(url, _token(ingest)) as api:
             yield api
 

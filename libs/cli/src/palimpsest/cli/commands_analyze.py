@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 from uuid import UUID
 
@@ -22,6 +22,9 @@ from palimpsest.cli.runtime import run_async, settings
 from palimpsest.cli.session import Session
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.errors import PalimpsestError
+
+if TYPE_CHECKING:
+    from palimpsest.core.events import AnalysisCompleted
 from palimpsest.core.git import check_remote, run_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.ids import uuid7
@@ -89,7 +92,7 @@ async def run_analysis(
     snapshot_id = await _ensure_snapshot(sess, tid, repo_id, local, reindex=reindex, timeout_s=timeout_s)
     completed = await _request_analysis(sess, tid, repo_id, snapshot_id, timeout_s=timeout_s)
     async with tenant_tx(pool, tid) as conn:
-        return await load_analysis(conn, UUID(completed["analysis_id"]))
+        return await load_analysis(conn, completed.analysis_id)
 
 
 # ----------------------------------------------------------------------------- the repository
@@ -190,9 +193,9 @@ async def _ensure_snapshot(
     async with tenant_tx(pool, tenant) as conn:
         snap = await newest_ready(conn, repo_id)
     head = _local_head(local) if local is not None else None
-    if snap is not None and not reindex and head is not None and snap["commit_sha"] == head:
-        progress(f"using snapshot {snap['snapshot_id']} of {head[:12]}")
-        return UUID(str(snap["snapshot_id"]))
+    if snap is not None and not reindex and head is not None and snap.commit_sha == head:
+        progress(f"using snapshot {snap.snapshot_id} of {head[:12]}")
+        return snap.snapshot_id
     progress("indexing through the bus (index.requested → snapshot.built)…")
     found = await index_and_wait(
         pool, sess.infra.nc, tenant, repo_id, reason="rebuild" if reindex else "cli", timeout_s=timeout_s
@@ -210,13 +213,13 @@ async def _ensure_snapshot(
 
 async def _request_analysis(
     sess: Session, tenant: UUID, repo_id: UUID, snapshot_id: UUID, *, timeout_s: float
-) -> dict[str, Any]:
+) -> AnalysisCompleted:
     from palimpsest.cli.pipeline import request, wait_for, watching
-    from palimpsest.core.events import AnalysisRequested
+    from palimpsest.core.events import AnalysisCompleted, AnalysisRequested
 
     event = AnalysisRequested(tenant_id=tenant, repository_id=repo_id, snapshot_id=snapshot_id)
     progress("analysing through the bus (analysis.requested → analysis.completed)…")
-    async with watching(sess.infra.nc, event.request_id, ("analysis.completed",)) as waiter:
+    async with watching(sess.infra.nc, event.request_id, (AnalysisCompleted,)) as waiter:
         await request(sess.infra.pool, event)
-        found = await wait_for(waiter, ("analysis.completed",), timeout_s=timeout_s)
-    return found["analysis.completed"]
+        found = await wait_for(waiter, (AnalysisCompleted,), timeout_s=timeout_s)
+    return found[AnalysisCompleted]

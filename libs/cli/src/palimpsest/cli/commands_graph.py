@@ -100,8 +100,8 @@ async def index_report(settings: Any, repo: str, tenant: str | None) -> tuple[di
             snapshot, found = await graph_report(conn, repo_id)
     out = {
         "repository_id": str(repo_id),
-        "snapshot_id": str(snapshot["snapshot_id"]),
-        "commit": snapshot["commit_sha"],
+        "snapshot_id": str(snapshot.snapshot_id),
+        "commit": snapshot.commit_sha,
         **found.as_dict(),
     }
-    return out, f"snapshot   {snapshot['commit_sha'][:12]}\n{found.text()}"
+    return out, f"snapshot   {snapshot.commit_sha[:12]}\n{found.text()}"

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import click
 
 from palimpsest.cli.output import emit, progress
 from palimpsest.cli.runtime import run_async, settings
+
+if TYPE_CHECKING:
+    from palimpsest.cli.pipeline import Arrived
 
 __all__ = ["index_cmd", "index_result", "search_cmd", "snapshots_cmd"]
 
@@ -44,9 +47,9 @@ async def index_cmd(target: str, tenant: str | None, mode: str | None, rebuild: 
         async def tick(request_id: UUID) -> None:
             async with tenant_tx(pool, tid) as conn:
                 snap = await by_request(conn, request_id)
-            if snap is not None and snap["parsed_blobs"] != last[0]:
-                last[0] = snap["parsed_blobs"]
-                progress(f"  {snap['state']}: {snap['parsed_blobs']} blobs parsed")
+            if snap is not None and snap.parsed_blobs != last[0]:
+                last[0] = snap.parsed_blobs
+                progress(f"  {snap.state}: {snap.parsed_blobs} blobs parsed")
 
         found = await index_and_wait(
             pool, sess.infra.nc, tid, repo_id, reason="rebuild" if rebuild else "cli", tick=tick
@@ -145,34 +148,37 @@ async def snapshots_cmd(repo: str, tenant: str | None, as_json: bool) -> None:
             rows = await list_snapshots(conn, repo_id)
     text = (
         "\n".join(
-            f"{r['snapshot_id']}  {r['commit_sha'][:12]}  {r['state']:<10} {r['reason'] or ''}"
-            f"  files={r['files']} chunks={r['chunks']} embedding={r['embedding_state']}"
-            + (f" ({r['embedding_reason']})" if r.get("embedding_reason") else "")
+            f"{r.snapshot_id}  {r.commit_sha[:12]}  {r.state:<10} {r.reason or ''}"
+            f"  files={r.files} chunks={r.chunks} embedding={r.embedding_state}"
+            + (f" ({r.embedding_reason})" if r.embedding_reason else "")
             for r in rows
         )
         or "no snapshots"
     )
-    emit(rows, as_json=as_json, text=text)
+    emit([r.to_json() for r in rows], as_json=as_json, text=text)
 
 
-def index_result(repo_id: UUID, found: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    built = found["snapshot.built"]
-    recency = found.get("recency.scanned")
+def index_result(repo_id: UUID, found: Arrived) -> dict[str, Any]:
+    """What ``palimpsest index`` prints of a build: its snapshot.built and recency.scanned events."""
+    from palimpsest.core.events import RecencyScanned, SnapshotBuilt
+
+    built = found[SnapshotBuilt]
+    recency = found.get(RecencyScanned)
     return {
         "repository_id": str(repo_id),
-        "snapshot_id": built.get("snapshot_id"),
-        "commit": built.get("commit_sha"),
-        "state": built.get("state"),
-        "reason": built.get("reason"),
-        "files": built.get("files", 0),
-        "chunks": built.get("chunks", 0),
-        "symbols": built.get("symbols", 0),
-        "bytes": built.get("bytes", 0),
-        "parsed_blobs": built.get("parsed_blobs", 0),
-        "skipped": built.get("skipped", {}),
-        "duration_s": built.get("duration_s"),
+        "snapshot_id": str(built.snapshot_id) if built.snapshot_id else None,
+        "commit": built.commit_sha,
+        "state": built.state,
+        "reason": built.reason,
+        "files": built.files,
+        "chunks": built.chunks,
+        "symbols": built.symbols,
+        "bytes": built.bytes,
+        "parsed_blobs": built.parsed_blobs,
+        "skipped": built.skipped,
+        "duration_s": built.duration_s,
         "recency": (
-            {"status": recency.get("status"), "reason": recency.get("reason"), "files": recency.get("files")}
+            {"status": recency.status, "reason": recency.reason, "files": recency.files}
             if recency
             else {"status": "unknown", "reason": "no recency.scanned event (is the recency-scanner running?)"}
         ),

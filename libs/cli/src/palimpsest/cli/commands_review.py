@@ -76,7 +76,7 @@ async def review_local(
     from palimpsest.cli.local import register_path
     from palimpsest.cli.pipeline import index_and_wait, request, wait_for, watching
     from palimpsest.core.db import tenant_tx
-    from palimpsest.core.events import ReviewRequested
+    from palimpsest.core.events import ReviewCompleted, ReviewRequested, SnapshotBuilt
     from palimpsest.index.snapshots import for_commit, newest_ready
     from palimpsest.index.stored import load_review
 
@@ -88,14 +88,14 @@ async def review_local(
     if branch is None:
         say(f"indexing {path} first (repository {repo_id})…")
         await index_and_wait(pool, nc, tenant, repo_id, timeout_s=timeout_s)
-    if on_base is None and (branch is None or branch["commit_sha"] != base_sha):
+    if on_base is None and (branch is None or branch.commit_sha != base_sha):
         say(f"indexing the base {base_sha[:12]} (kept beside the branch's index for reviews of it)…")
         built = await index_and_wait(
             pool, nc, tenant, repo_id, timeout_s=timeout_s, reason="review", commit_sha=base_sha
         )
-        if built["snapshot.built"]["state"] == "failed":
+        if built[SnapshotBuilt].state == "failed":
             say(
-                f"note: the base could not be indexed ({built['snapshot.built'].get('reason')});"
+                f"note: the base could not be indexed ({built[SnapshotBuilt].reason});"
                 " the context comes from the newest indexed commit"
             )
     event = ReviewRequested(
@@ -108,16 +108,16 @@ async def review_local(
         head_ref=head,
     )
     say(f"reviewing {base_sha[:12]}..{head_sha[:12]}…")
-    async with watching(nc, event.request_id, ("review.completed",)) as waiter:
+    async with watching(nc, event.request_id, (ReviewCompleted,)) as waiter:
         await request(pool, event)
-        found = await wait_for(waiter, ("review.completed",), timeout_s=timeout_s)
-    done = found["review.completed"]
+        found = await wait_for(waiter, (ReviewCompleted,), timeout_s=timeout_s)
+    done = found[ReviewCompleted]
     async with tenant_tx(pool, tenant) as conn:
-        stored = await load_review(conn, UUID(done["review_id"]))
+        stored = await load_review(conn, done.review_id)
     if stored is None:  # a failure before the head was known is not stored
         return {
-            "state": done["state"],
-            "reason": done.get("reason"),
+            "state": done.state,
+            "reason": done.reason,
             "snapshot_id": None,
             "context": [],
             "dropped": [],

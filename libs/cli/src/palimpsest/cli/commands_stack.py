@@ -46,7 +46,7 @@ async def up(as_json: bool, processes: bool) -> None:
         ops = OpsServer("127.0.0.1", s.ops_port if s.ops_port else 0)
         async with running_services(s, stack, ops=ops) as infra:
             stack.ops_url = f"http://127.0.0.1:{ops.bound_port}" if ops.bound_port else None
-            stack.ingest_url = infra.extras.get("ingest_url")
+            stack.ingest_url = infra.ingest_url
             await _serve(stack, stop, as_json, "every service")
     progress("stopped")
 

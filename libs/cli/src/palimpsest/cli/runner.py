@@ -41,7 +41,7 @@ async def running_services(
         update["allow_local_sources"] = True
     s = settings.model_copy(update=update)
     infra = await open_infra(s, "palimpsest")
-    infra.extras["embedded"] = stack.embedded_db
+    infra.embedded_db = stack.embedded_db
     stop = asyncio.Event()
     started = asyncio.Event()
     definitions = [bootstrap_of(name)(infra) for name in services]

@@ -9,21 +9,26 @@ binding, hence ``set_config``. Infrastructure tables (outbox, inbox, dead letter
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
 import psycopg
 from psycopg import AsyncConnection
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import DictRow, class_row, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from palimpsest.core.errors import DatabaseError
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 Conn = AsyncConnection[DictRow]
 Pool = AsyncConnectionPool[Conn]
+Row = TypeVar("Row")
 
 
 def with_user(url: str, user: str) -> str:
@@ -91,3 +96,34 @@ async def fetch_one(conn: Conn, sql: Any, params: Any = None) -> DictRow | None:
 async def fetch_all(conn: Conn, sql: Any, params: Any = None) -> list[DictRow]:
     cur = await conn.execute(sql, params)
     return await cur.fetchall()
+
+
+class JsonRow:
+    """Base of a row dataclass that an API shows as a JSON object of its fields, in field order
+    (the caller's encoder writes ids and times, as it did for the dict rows)."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        row = cast("DataclassInstance", self)
+        return {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
+
+
+def columns(row_type: type[Any], alias: str = "") -> str:
+    """The select list of a row dataclass: its field names in order, each prefixed by ``alias.``."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + f.name for f in dataclasses.fields(row_type))
+
+
+async def fetch_one_as(conn: Conn, row_type: type[Row], sql: Any, params: Any = None) -> Row | None:
+    """The first row of ``sql`` as a ``row_type`` (a dataclass whose fields are the selected columns)."""
+    async with conn.cursor(row_factory=class_row(row_type)) as cur:
+        await cur.execute(sql, params)
+        return await cur.fetchone()
+
+
+async def fetch_all_as(conn: Conn, row_type: type[Row], sql: Any, params: Any = None) -> list[Row]:
+    """Every row of ``sql`` as a ``row_type`` (a dataclass whose fields are the selected columns)."""
+    async with conn.cursor(row_factory=class_row(row_type)) as cur:
+        await cur.execute(sql, params)
+        return await cur.fetchall()

@@ -45,7 +45,10 @@ class Infra:
     nats_url: str
     pool: Pool
     nc: NATS
-    extras: dict[str, Any] = field(default_factory=dict)
+    standalone: bool = False  # started by main_for (``python -m palimpsest.<service>``), not the CLI's runner
+    embedded_db: bool = False  # the CLI's runner on its embedded PostgreSQL (a box key may be generated)
+    relay: Relay | None = None  # this process's outbox relay, once run() started it
+    ingest_url: str | None = None  # the ingest API's URL, once the ingest service bound its socket
 
     @property
     def bus_config(self) -> bus.BusConfig:
@@ -157,7 +160,7 @@ async def run(
             poll_s=settings.relay_poll_s,
             retention=timedelta(days=settings.stream_max_age_days),
         )
-        infra.extras["relay"] = relay_obj
+        infra.relay = relay_obj
         tasks.append(asyncio.create_task(relay_obj.run(stop), name="relay"))
     for spec in specs:
         tasks.append(asyncio.create_task(deadletters.run_recorder(infra.pool, infra.nc, spec, stop)))
@@ -253,7 +256,7 @@ def install_relay_signals(infra: Infra) -> None:
     loop = asyncio.get_running_loop()
 
     def toggle(paused: bool) -> None:
-        relay: Relay | None = infra.extras.get("relay")
+        relay = infra.relay
         if relay is None:
             return
         if paused:
@@ -289,7 +292,7 @@ def main_for(
         stop = asyncio.Event()
         install_signal_handlers(stop)
         infra = await open_infra(settings, probe)
-        infra.extras["settings_cls"] = settings_cls
+        infra.standalone = True
         install_relay_signals(infra)
         try:
             definition = bootstrap(infra)

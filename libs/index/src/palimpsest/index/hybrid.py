@@ -23,6 +23,7 @@ from palimpsest.core.errors import PalimpsestError
 from palimpsest.index.errors import InvalidQuery, SemanticUnavailable
 from palimpsest.index.search import SearchHit, lexical_search
 from palimpsest.index.semantic import semantic_available, semantic_search, snapshot_for_search
+from palimpsest.index.snapshots import Snapshot
 
 RRF_K = 60
 
@@ -88,7 +89,7 @@ async def hybrid_search(
 ) -> HybridResult:
     """Lexical + semantic candidates of one snapshot, fused; falls back to lexical with a reason."""
     snap = await snapshot_for_search(conn, repository_id, snapshot_id)
-    sid: UUID = snap["snapshot_id"]
+    sid = snap.snapshot_id
     depth = depth or max(limit * 3, 30)
     filters: dict[str, Any] = {"path_prefix": path_prefix, "language": language, "kind": kind}
     lexical: list[SearchHit] = []
@@ -97,7 +98,7 @@ async def hybrid_search(
         lexical = await lexical_search(conn, repository_id, query, snapshot_id=sid, limit=depth, **filters)
     except InvalidQuery as exc:  # no searchable words: the semantic half may still answer
         lexical_error = exc
-    model = snap.get("embedding_model")
+    model = snap.embedding_model
     semantic: list[SearchHit] = []
     reason: str | None = None
     try:
@@ -117,22 +118,20 @@ async def hybrid_search(
         reason=reason,
         model=str(model) if model else None,
         snapshot_id=sid,
-        embedding_state=snap.get("embedding_state"),
+        embedding_state=snap.embedding_state,
         counts={"lexical": len(lexical), "semantic": len(semantic)},
     )
 
 
 async def _query_vector(
-    conn: Conn, snap: dict[str, Any], query: str, embed_query: QueryEmbedder | None
+    conn: Conn, snap: Snapshot, query: str, embed_query: QueryEmbedder | None
 ) -> Sequence[float]:
     if not await semantic_available(conn):
         raise SemanticUnavailable("pgvector_missing", "the database has no pgvector extension")
-    model = snap.get("embedding_model")
+    model = snap.embedding_model
     if not model:
-        state = snap.get("embedding_state") or "none"
-        detail = f"embedding state {state}" + (
-            f" ({snap['embedding_reason']})" if snap.get("embedding_reason") else ""
-        )
+        state = snap.embedding_state or "none"
+        detail = f"embedding state {state}" + (f" ({snap.embedding_reason})" if snap.embedding_reason else "")
         raise SemanticUnavailable("no_embeddings", detail)
     if embed_query is None:
         raise SemanticUnavailable("no_query_embedder", "no way to embed the query here")

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 from uuid import UUID
 
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, columns, fetch_all_as, fetch_one_as
 from palimpsest.index.evidence import HALF_LIFE_DAYS
 from palimpsest.index.staleness import FileKind, file_kind, is_stale, median_code_date, stale_annotation
 
@@ -24,6 +24,7 @@ __all__ = [
     "CoChangeNeighbour",
     "RecencyEntry",
     "RecencyListing",
+    "RecencyScan",
     "cochange_neighbours",
     "last_modified_at",
     "last_scan",
@@ -62,6 +63,32 @@ class RecencyEntry:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class RecencyScan:
+    """The outcome of a repository's last recency scan (one ``recency_scans`` row)."""
+
+    status: str  # ok | failed | disabled
+    mode: str
+    reason: str | None
+    detail: str | None
+    commit_sha: str | None
+    request_id: UUID | None
+    files: int
+    pairs: int
+    commits: int
+    stats: dict[str, Any]  # jsonb: the scan's counters
+    duration_s: float
+    scanned_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """Every column, the request id and the time as strings."""
+        return {
+            **{f.name: getattr(self, f.name) for f in fields(self)},
+            "request_id": str(self.request_id) if self.request_id else None,
+            "scanned_at": self.scanned_at.isoformat(),
+        }
+
+
 @dataclass(slots=True)
 class RecencyListing:
     """Every indexed path of a repository, oldest first, with the shared staleness verdict."""
@@ -71,7 +98,7 @@ class RecencyListing:
     snapshot_id: UUID | None
     median_code_date: datetime | None
     entries: list[RecencyEntry] = field(default_factory=list)
-    scan: dict[str, Any] | None = None  # the repository's last recency scan, if any
+    scan: RecencyScan | None = None  # the repository's last recency scan, if any
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -79,7 +106,7 @@ class RecencyListing:
             "source": self.source,
             "snapshot_id": str(self.snapshot_id) if self.snapshot_id else None,
             "median_code_date": self.median_code_date.isoformat() if self.median_code_date else None,
-            "scan": self.scan,
+            "scan": self.scan.to_json() if self.scan is not None else None,
             "files": [e.as_dict() for e in self.entries],
         }
 
@@ -123,20 +150,14 @@ async def cochange_neighbours(
     ]
 
 
-async def last_scan(conn: Conn, repository_id: UUID) -> dict[str, Any] | None:
+async def last_scan(conn: Conn, repository_id: UUID) -> RecencyScan | None:
     """The outcome of the repository's last recency scan (status, reason, counts, when)."""
-    cur = await conn.execute(
-        "SELECT status, mode, reason, detail, commit_sha, request_id, files, pairs, commits, stats,"
-        " duration_s, scanned_at FROM recency_scans WHERE repository_id = %s",
+    return await fetch_one_as(
+        conn,
+        RecencyScan,
+        f"SELECT {columns(RecencyScan)} FROM recency_scans WHERE repository_id = %s",
         (repository_id,),
     )
-    row = await cur.fetchone()
-    if row is None:
-        return None
-    out = dict(row)
-    out["request_id"] = str(out["request_id"]) if out["request_id"] else None
-    out["scanned_at"] = out["scanned_at"].isoformat()
-    return out
 
 
 async def list_recency(conn: Conn, repository_id: UUID) -> RecencyListing:
@@ -153,9 +174,7 @@ async def list_recency(conn: Conn, repository_id: UUID) -> RecencyListing:
     snapshot_id = await _newest_ready_snapshot(conn, repository_id)
     scan = await last_scan(conn, repository_id)
     key: _ListingKey | None = (
-        (repository_id, snapshot_id, str(scan["scanned_at"]), scan["request_id"])
-        if scan is not None
-        else None
+        (repository_id, snapshot_id, scan.scanned_at, scan.request_id) if scan is not None else None
     )
     found = _LISTINGS.get(key) if key is not None else None
     if key is not None and found is not None:
@@ -177,7 +196,7 @@ async def list_recency(conn: Conn, repository_id: UUID) -> RecencyListing:
     )
 
 
-_ListingKey = tuple[UUID, UUID | None, str, str | None]
+_ListingKey = tuple[UUID, UUID | None, datetime, UUID | None]
 _LISTINGS: OrderedDict[_ListingKey, tuple[datetime | None, list[RecencyEntry]]] = OrderedDict()
 _LISTINGS_KEPT = 4  # repositories whose judged listing this process keeps
 
@@ -187,30 +206,40 @@ async def _judge(
 ) -> tuple[datetime | None, list[RecencyEntry]]:
     """The median code date and every path's entry, oldest first."""
     if snapshot_id is not None:
-        cur = await conn.execute(
+        rows = await fetch_all_as(
+            conn,
+            _Dated,
             "SELECT f.path, r.last_commit, r.last_modified_at FROM code_index_files f"
             ' LEFT JOIN file_recency r ON r.repository_id = %s AND r.path = f.path COLLATE "C"'
             " WHERE f.snapshot_id = %s",
             (repository_id, snapshot_id),
         )
     else:
-        cur = await conn.execute(
+        rows = await fetch_all_as(
+            conn,
+            _Dated,
             "SELECT path, last_commit, last_modified_at FROM file_recency WHERE repository_id = %s",
             (repository_id,),
         )
-    rows = await cur.fetchall()
-    median = median_code_date((row["path"], row["last_modified_at"]) for row in rows)
+    median = median_code_date((row.path, row.last_modified_at) for row in rows)
     entries = [_entry(row, median) for row in rows]
     entries.sort(key=_oldest_first)
     return median, entries
 
 
-def _entry(row: dict[str, Any], median: datetime | None) -> RecencyEntry:
-    path, when = row["path"], row["last_modified_at"]
+@dataclass(frozen=True, slots=True)
+class _Dated:
+    path: str
+    last_commit: str | None
+    last_modified_at: datetime | None
+
+
+def _entry(row: _Dated, median: datetime | None) -> RecencyEntry:
+    path, when = row.path, row.last_modified_at
     return RecencyEntry(
         path=path,
         kind=file_kind(path),
-        last_commit=row["last_commit"],
+        last_commit=row.last_commit,
         last_modified_at=when,
         stale=is_stale(path, when, median),
         age=stale_annotation(path, when, median),

@@ -10,12 +10,14 @@ ranks at most ``candidates`` GIN matches, so the cost stays bounded on huge repo
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 from uuid import UUID
 
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.index.errors import IndexNotReady, InvalidQuery
 from palimpsest.index.snapshots import newest_ready
 from palimpsest.index.tokens import query_tokens
@@ -85,7 +87,7 @@ async def lexical_search(
         snap = await newest_ready(conn, repository_id)
         if snap is None:
             raise IndexNotReady("the repository has no ready snapshot yet")
-        snapshot_id = snap["snapshot_id"]
+        snapshot_id = snap.snapshot_id
     # a query that is one identifier: its definition (a chunk of that name) ranks first
     ident = query.strip().lower() if _IDENTIFIER.fullmatch(query.strip()) else None
     hits: list[SearchHit] = []
@@ -130,32 +132,45 @@ async def _run(
     filters = hit_filters(params, path_prefix=path_prefix, language=language, kind=kind)
     # candidates come from a SECURITY DEFINER function that can use the GIN index under RLS
     # (migration 0004 explains why); paths and content are then read under the tenant's policy
-    cur = await conn.execute(
-        "WITH top AS (SELECT * FROM palimpsest_lexical_candidates("
-        "   %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s))"
-        " SELECT f.path, c.start_line, c.end_line, c.kind, c.name, f.language, top.score, top.blob_sha,"
-        "   top.ordinal, c.content"
-        " FROM top JOIN code_chunks c ON c.repository_id = %(repo)s AND c.blob_sha = top.blob_sha"
-        "   AND c.ordinal = top.ordinal"
+    return await fetch_hits(
+        conn,
+        "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_candidates("
+        " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s)",
+        params,
+        filters,
+        descending=True,
+        score=float,
+    )
+
+
+async def fetch_hits(
+    conn: Conn,
+    candidates: str,
+    params: dict[str, Any],
+    filters: str,
+    *,
+    descending: bool,
+    score: Callable[[float], float],
+) -> list[SearchHit]:
+    """The search hits of lexical and semantic search, built once.
+
+    ``candidates`` selects ``blob_sha, ordinal, measure`` (a rank or a distance); each candidate
+    chunk becomes a hit at its first file of the snapshot ``%(snap)s`` that passes ``filters``
+    (from :func:`hit_filters`), best ``measure`` first, at most ``%(limit)s``; the hit's score is
+    ``score(measure)`` rounded to 6 places.
+    """
+    hits = await fetch_all_as(
+        conn,
+        SearchHit,
+        f"WITH t AS ({candidates})"
+        " SELECT f.path, c.start_line, c.end_line, c.kind, c.name, f.language, t.measure AS score, t.blob_sha,"
+        "   t.ordinal, c.content"
+        " FROM t JOIN code_chunks c ON c.repository_id = %(repo)s AND c.blob_sha = t.blob_sha"
+        "   AND c.ordinal = t.ordinal"
         " CROSS JOIN LATERAL (SELECT f.path, f.language FROM code_index_files f"
-        "   WHERE f.snapshot_id = %(snap)s AND f.blob_sha = top.blob_sha"
+        "   WHERE f.snapshot_id = %(snap)s AND f.blob_sha = t.blob_sha"
         f"  {filters} ORDER BY f.path LIMIT 1) f"
-        " ORDER BY top.score DESC, f.path, c.start_line LIMIT %(limit)s",
+        f" ORDER BY t.measure {'DESC' if descending else 'ASC'}, f.path, c.start_line LIMIT %(limit)s",
         params,
     )
-    rows = await cur.fetchall()
-    return [
-        SearchHit(
-            r["path"],
-            r["start_line"],
-            r["end_line"],
-            r["kind"],
-            r["name"],
-            r["language"],
-            round(float(r["score"]), 6),
-            r["blob_sha"],
-            r["ordinal"],
-            r["content"],
-        )
-        for r in rows
-    ]
+    return [dataclasses.replace(h, score=round(score(float(h.score)), 6)) for h in hits]

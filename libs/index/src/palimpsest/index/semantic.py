@@ -13,18 +13,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.index.errors import IndexNotReady, SemanticUnavailable
-from palimpsest.index.search import SearchHit, hit_filters
-from palimpsest.index.snapshots import newest_ready
+from palimpsest.index.search import SearchHit, fetch_hits, hit_filters
+from palimpsest.index.snapshots import Snapshot, get_snapshot, newest_ready
 
 # vector (HNSW indexes vector up to 2000 dimensions) and halfvec for 3072 — see migration 0007
 SUPPORTED_DIMENSIONS = (384, 768, 1024, 1536, 3072)
 _FUNCTION = "palimpsest_semantic_candidates(uuid,uuid,text,real[],integer)"
 DEFAULT_EF_SEARCH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    blob_sha: str
+    ordinal: int
+    distance: float
 
 
 async def semantic_available(conn: Conn) -> bool:
@@ -34,17 +42,14 @@ async def semantic_available(conn: Conn) -> bool:
     return bool(row and row["ok"])
 
 
-async def snapshot_for_search(conn: Conn, repository_id: UUID, snapshot_id: UUID | None) -> dict[str, Any]:
-    """The snapshot a search runs against: the given one, else the newest ready one."""
+async def snapshot_for_search(conn: Conn, repository_id: UUID, snapshot_id: UUID | None) -> Snapshot:
+    """The snapshot a search runs against: the given one (of this repository), else the newest ready one."""
     if snapshot_id is None:
         snap = await newest_ready(conn, repository_id)
     else:
-        cur = await conn.execute(
-            "SELECT * FROM code_index_snapshots WHERE snapshot_id = %s AND repository_id = %s",
-            (snapshot_id, repository_id),
-        )
-        row = await cur.fetchone()
-        snap = dict(row) if row else None
+        snap = await get_snapshot(conn, snapshot_id)
+        if snap is not None and snap.repository_id != repository_id:
+            snap = None
     if snap is None:
         raise IndexNotReady("the repository has no ready snapshot yet")
     return snap
@@ -94,45 +99,29 @@ async def semantic_search(
     # pgvector accepts 1..1000; a candidate pool larger than ef_search comes from iterative scans
     ef = min(max(ef_search, params["pool"]), 1000)
     await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-    cur = await conn.execute(
+    top = await fetch_all_as(
+        conn,
+        _Candidate,
         "SELECT blob_sha, ordinal, distance FROM palimpsest_semantic_candidates("
         " %(repo)s, %(snap)s, %(model)s, %(vec)s::real[], %(pool)s)",
         params,
     )
-    top = await cur.fetchall()
     if not top:
         return []
     # Two statements, not one: inside a single query the planner sees a set-returning function
     # of "1000 rows" and hash-joins it against every chunk of the tenant (~100 ms at 100 000
     # chunks); an unnest of the actual candidates is planned as index lookups.
     params.update(
-        shas=[r["blob_sha"] for r in top],
-        ords=[r["ordinal"] for r in top],
-        dists=[r["distance"] for r in top],
+        shas=[r.blob_sha for r in top],
+        ords=[r.ordinal for r in top],
+        dists=[r.distance for r in top],
     )
-    cur = await conn.execute(
-        "SELECT f.path, c.start_line, c.end_line, c.kind, c.name, f.language, t.distance, t.blob_sha,"
-        "   t.ordinal, c.content"
-        " FROM unnest(%(shas)s::text[], %(ords)s::integer[], %(dists)s::real[]) AS t(blob_sha, ordinal, distance)"
-        " JOIN code_chunks c ON c.repository_id = %(repo)s AND c.blob_sha = t.blob_sha AND c.ordinal = t.ordinal"
-        " CROSS JOIN LATERAL (SELECT f.path, f.language FROM code_index_files f"
-        "   WHERE f.snapshot_id = %(snap)s AND f.blob_sha = t.blob_sha"
-        f"  {filters} ORDER BY f.path LIMIT 1) f"
-        " ORDER BY t.distance, f.path, c.start_line LIMIT %(limit)s",
+    return await fetch_hits(
+        conn,
+        "SELECT * FROM unnest(%(shas)s::text[], %(ords)s::integer[], %(dists)s::real[])"
+        " AS u(blob_sha, ordinal, measure)",
         params,
+        filters,
+        descending=False,
+        score=lambda distance: 1.0 - distance,
     )
-    return [
-        SearchHit(
-            r["path"],
-            r["start_line"],
-            r["end_line"],
-            r["kind"],
-            r["name"],
-            r["language"],
-            round(1.0 - float(r["distance"]), 6),
-            r["blob_sha"],
-            r["ordinal"],
-            r["content"],
-        )
-        for r in await cur.fetchall()
-    ]

@@ -2,67 +2,107 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
 
 
-async def newest_ready(conn: Conn, repository_id: UUID) -> dict[str, Any] | None:
-    cur = await conn.execute(
-        "SELECT * FROM code_index_snapshots WHERE repository_id = %s AND state = 'ready' AND NOT pinned"
-        " ORDER BY created_at DESC LIMIT 1",
+@dataclass(frozen=True, slots=True)
+class Snapshot(JsonRow):
+    """One row of ``code_index_snapshots``: a build of one commit and its embedding run."""
+
+    snapshot_id: UUID
+    repository_id: UUID
+    commit_sha: str
+    request_id: UUID | None
+    state: str  # building | ready | superseded | failed
+    reason: str | None
+    files: int
+    chunks: int
+    symbols: int
+    bytes: int
+    parsed_blobs: int
+    skipped: dict[str, int]  # jsonb: skip reason → files
+    duration_s: float | None
+    embedding_state: str
+    embedding_reason: str | None
+    embedding_model: str | None
+    embedding_dimension: int | None
+    embedded_chunks: int
+    embedding_pending: int
+    embedding_truncated: int
+    embedding_updated_at: datetime | None
+    created_at: datetime
+    ready_at: datetime | None
+    tenant_id: UUID  # the owner (its graph is stored under it); not shown: the caller is that tenant
+
+    def to_json(self) -> dict[str, Any]:
+        shown = JsonRow.to_json(self)
+        del shown["tenant_id"]
+        return shown
+
+
+_SELECT = f"SELECT {columns(Snapshot)} FROM code_index_snapshots"
+
+
+async def newest_ready(conn: Conn, repository_id: UUID) -> Snapshot | None:
+    return await fetch_one_as(
+        conn,
+        Snapshot,
+        _SELECT
+        + " WHERE repository_id = %s AND state = 'ready' AND NOT pinned ORDER BY created_at DESC LIMIT 1",
         (repository_id,),
     )
-    row = await cur.fetchone()
-    return dict(row) if row else None
 
 
-async def for_commit(conn: Conn, repository_id: UUID, commit: str) -> dict[str, Any] | None:
+async def for_commit(conn: Conn, repository_id: UUID, commit: str) -> Snapshot | None:
     """The ready snapshot of ``commit`` (a PR's base), else None."""
-    cur = await conn.execute(
-        "SELECT * FROM code_index_snapshots WHERE repository_id = %s AND commit_sha = %s"
+    return await fetch_one_as(
+        conn,
+        Snapshot,
+        _SELECT + " WHERE repository_id = %s AND commit_sha = %s"
         " AND state IN ('ready', 'superseded') ORDER BY created_at DESC LIMIT 1",
         (repository_id, commit),
     )
-    row = await cur.fetchone()
-    return dict(row) if row else None
 
 
-async def by_request(conn: Conn, request_id: UUID) -> dict[str, Any] | None:
-    cur = await conn.execute(
-        "SELECT * FROM code_index_snapshots WHERE request_id = %s ORDER BY created_at DESC LIMIT 1",
-        (request_id,),
+async def readable(conn: Conn, repository_id: UUID, snapshot_id: UUID | None) -> Snapshot | None:
+    """The snapshot to read: ``snapshot_id`` of this repository if ready or superseded, else (when
+    no id is given) the newest ready one."""
+    if snapshot_id is None:
+        return await newest_ready(conn, repository_id)
+    return await fetch_one_as(
+        conn,
+        Snapshot,
+        _SELECT + " WHERE repository_id = %s AND snapshot_id = %s AND state IN ('ready', 'superseded')",
+        (repository_id, snapshot_id),
     )
-    row = await cur.fetchone()
-    return dict(row) if row else None
 
 
-_LISTED = (
-    "SELECT snapshot_id, repository_id, commit_sha, request_id, state, reason, files, chunks, symbols, bytes,"
-    " parsed_blobs, skipped, duration_s, embedding_state, embedding_reason, embedding_model, embedding_dimension,"
-    " embedded_chunks, embedding_pending, embedding_truncated, embedding_updated_at, created_at, ready_at"
-    " FROM code_index_snapshots"
-)
+async def by_request(conn: Conn, request_id: UUID) -> Snapshot | None:
+    return await fetch_one_as(
+        conn, Snapshot, _SELECT + " WHERE request_id = %s ORDER BY created_at DESC LIMIT 1", (request_id,)
+    )
 
 
 async def list_snapshots(
     conn: Conn, repository_id: UUID, *, limit: int | None = None, before: UUID | None = None
-) -> list[dict[str, Any]]:
+) -> list[Snapshot]:
     """Newest first (ids are UUIDv7); ``limit`` and ``before`` (the last id of a page) page through."""
-    cur = await conn.execute(
-        _LISTED + " WHERE repository_id = %s AND (%s::uuid IS NULL OR snapshot_id < %s)"
+    return await fetch_all_as(
+        conn,
+        Snapshot,
+        _SELECT + " WHERE repository_id = %s AND (%s::uuid IS NULL OR snapshot_id < %s)"
         " ORDER BY created_at DESC, snapshot_id DESC LIMIT %s",
         (repository_id, before, before, limit),
     )
-    return [dict(r) for r in await cur.fetchall()]
 
 
-async def get_snapshot(conn: Conn, snapshot_id: UUID) -> dict[str, Any] | None:
-    """One snapshot with the columns :func:`list_snapshots` shows."""
-    cur = await conn.execute(_LISTED + " WHERE snapshot_id = %s", (snapshot_id,))
-    row = await cur.fetchone()
-    return dict(row) if row else None
+async def get_snapshot(conn: Conn, snapshot_id: UUID) -> Snapshot | None:
+    return await fetch_one_as(conn, Snapshot, _SELECT + " WHERE snapshot_id = %s", (snapshot_id,))
 
 
 async def delete_repository_index(conn: Conn, repository_id: UUID) -> None:

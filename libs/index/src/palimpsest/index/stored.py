@@ -15,9 +15,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, JsonRow, Row, columns, fetch_all_as, fetch_one_as
 
 __all__ = [
+    "AnalysisListing",
+    "ReviewListing",
+    "StoredSubmission",
     "Submission",
     "analysis_view",
     "finish_submission",
@@ -99,12 +102,33 @@ async def analysis_view(conn: Conn, analysis_id: UUID) -> dict[str, Any] | None:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class AnalysisListing(JsonRow):
+    """An analysis as a repository's list shows it (``id`` pages the list)."""
+
+    id: UUID
+    analysis_id: UUID
+    repository_id: UUID
+    snapshot_id: UUID | None
+    commit: str | None
+    request_id: UUID | None
+    trigger: str
+    state: str
+    mode: str
+    reason: str | None
+    model: str | None
+    duration_s: float
+    created_at: datetime
+    doc_findings: int
+
+
 async def list_analyses(
     conn: Conn, repository_id: UUID, *, limit: int, before: UUID | None = None
-) -> list[dict[str, Any]]:
+) -> list[AnalysisListing]:
     """A repository's analyses, newest first (ids are UUIDv7); ``before`` continues a page."""
     return await _page(
         conn,
+        AnalysisListing,
         "SELECT a.analysis_id AS id, a.analysis_id, a.repository_id, a.snapshot_id, a.commit_sha AS commit,"
         " a.request_id, a.trigger, a.state, a.mode, a.reason, a.model, a.duration_s, a.created_at,"
         " (SELECT count(*) FROM doc_findings f WHERE f.analysis_id = a.analysis_id) AS doc_findings"
@@ -116,15 +140,16 @@ async def list_analyses(
 
 
 async def _page(
-    conn: Conn, select: str, repository_id: UUID, limit: int, before: UUID | None
-) -> list[dict[str, Any]]:
+    conn: Conn, row_type: type[Row], select: str, repository_id: UUID, limit: int, before: UUID | None
+) -> list[Row]:
     """One page of ``select`` (aliased ``a``, its id selected as ``id``) for a repository."""
-    cur = await conn.execute(
+    return await fetch_all_as(
+        conn,
+        row_type,
         f"SELECT * FROM ({select}) a WHERE a.repository_id = %s AND (%s::uuid IS NULL OR a.id < %s)"
         " ORDER BY a.id DESC LIMIT %s",
         (repository_id, before, before, limit),
     )
-    return [dict(r) for r in await cur.fetchall()]
 
 
 # ----------------------------------------------------------------------------------- reviews
@@ -188,12 +213,37 @@ async def review_by_request(conn: Conn, request_id: UUID) -> dict[str, Any] | No
     return None if row is None else await load_review(conn, UUID(str(row["review_id"])))
 
 
+@dataclass(frozen=True, slots=True)
+class ReviewListing(JsonRow):
+    """A stored review as a repository's list shows it (``id`` pages the list)."""
+
+    id: UUID
+    review_id: UUID
+    repository_id: UUID
+    request_id: UUID | None
+    provider: str
+    number: int | None
+    base_sha: str | None
+    head_sha: str
+    snapshot_id: UUID | None
+    state: str
+    mode: str
+    reason: str | None
+    model: str | None
+    posted: bool
+    duration_s: float
+    created_at: datetime
+    scope: str
+    findings: int
+
+
 async def list_reviews(
     conn: Conn, repository_id: UUID, *, limit: int, before: UUID | None = None
-) -> list[dict[str, Any]]:
+) -> list[ReviewListing]:
     """A repository's stored reviews, newest first (ids are UUIDv7); ``before`` continues a page."""
     return await _page(
         conn,
+        ReviewListing,
         "SELECT r.review_id AS id, r.review_id, r.repository_id, r.request_id, r.provider, r.number, r.base_sha,"
         " r.head_sha, r.snapshot_id, r.state, r.mode, r.reason, r.model, r.posted, r.duration_s, r.created_at,"
         " r.scope,"
@@ -220,10 +270,25 @@ class Submission:
     diff: str | None = None
 
 
-_SUBMISSION = (
-    "SELECT submission_id, repository_id, request_id, base, head, diff, state, reason, review_id, head_sha,"
-    " created_at, completed_at FROM review_submissions"
-)
+@dataclass(frozen=True, slots=True)
+class StoredSubmission:
+    """A review submission as stored, with the reviewer's outcome once it has one."""
+
+    submission_id: UUID
+    repository_id: UUID
+    request_id: UUID
+    base: str
+    head: str | None
+    diff: str | None
+    state: str  # pending | completed | failed | skipped
+    reason: str | None
+    review_id: UUID | None
+    head_sha: str | None
+    created_at: datetime
+    completed_at: datetime | None
+
+
+_SUBMISSION = f"SELECT {columns(StoredSubmission)} FROM review_submissions"
 
 
 async def insert_submission(conn: Conn, tenant_id: UUID, s: Submission) -> None:
@@ -234,16 +299,14 @@ async def insert_submission(conn: Conn, tenant_id: UUID, s: Submission) -> None:
     )
 
 
-async def submission(conn: Conn, submission_id: UUID) -> dict[str, Any] | None:
-    cur = await conn.execute(_SUBMISSION + " WHERE submission_id = %s", (submission_id,))
-    row = await cur.fetchone()
-    return dict(row) if row else None
+async def submission(conn: Conn, submission_id: UUID) -> StoredSubmission | None:
+    return await fetch_one_as(
+        conn, StoredSubmission, _SUBMISSION + " WHERE submission_id = %s", (submission_id,)
+    )
 
 
-async def submission_by_request(conn: Conn, request_id: UUID) -> dict[str, Any] | None:
-    cur = await conn.execute(_SUBMISSION + " WHERE request_id = %s", (request_id,))
-    row = await cur.fetchone()
-    return dict(row) if row else None
+async def submission_by_request(conn: Conn, request_id: UUID) -> StoredSubmission | None:
+    return await fetch_one_as(conn, StoredSubmission, _SUBMISSION + " WHERE request_id = %s", (request_id,))
 
 
 async def finish_submission(

@@ -27,7 +27,7 @@ from palimpsest.analyzer.prompts import RepositoryFacts, analysis_messages, summ
 from palimpsest.analyzer.proof import AuthProvider, prove
 from palimpsest.analyzer.report import mechanical_report, mechanical_summary, model_report, selection_facts
 from palimpsest.analyzer.selection import Selection, select_from_index, selection_plan
-from palimpsest.analyzer.snapshot import SnapshotIndex, load_snapshot, resolve_snapshot
+from palimpsest.analyzer.snapshot import SnapshotIndex, load_snapshot
 from palimpsest.analyzer.store import AnalysisRecord, Trigger
 from palimpsest.core import metrics
 from palimpsest.core.db import Pool, tenant_tx
@@ -36,6 +36,7 @@ from palimpsest.core.events import AnalysisCompleted
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import ChatResult, Gateway
 from palimpsest.core.sources import SourcePolicy
+from palimpsest.index.snapshots import readable
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ class Analyzer:
             repo_row = await cur.fetchone()
             if repo_row is None:
                 return None
-            snapshot = await resolve_snapshot(conn, job.repository_id, job.snapshot_id)
+            snapshot = await readable(conn, job.repository_id, job.snapshot_id)
             if snapshot is None:
                 return _no_snapshot(job, repo_row["full_name"])
             index = await load_snapshot(conn, job.repository_id, snapshot)

@@ -137,10 +137,10 @@ async def process(pool: Pool, analyzer: Analyzer, claim: Claim) -> str:
     """Analyse a claimed repository; returns what happened (analysed, up_to_date, gone)."""
     async with tenant_tx(pool, claim.tenant_id) as conn:
         snapshot = await newest_ready(conn, claim.repository_id)
-        if snapshot is None or await snapshot_analysed(conn, claim.repository_id, snapshot["snapshot_id"]):
+        if snapshot is None or await snapshot_analysed(conn, claim.repository_id, snapshot.snapshot_id):
             await settle(conn, claim)
             return "up_to_date" if snapshot is not None else "no_snapshot"
-    job = Job(claim.tenant_id, claim.repository_id, snapshot["snapshot_id"], None, "snapshot")
+    job = Job(claim.tenant_id, claim.repository_id, snapshot.snapshot_id, None, "snapshot")
     record = await analyzer.run(job)
     async with tenant_tx(pool, claim.tenant_id) as conn:
         if record is None:

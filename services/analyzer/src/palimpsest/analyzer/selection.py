@@ -47,9 +47,9 @@ from palimpsest.analyzer.snapshot import (
     SnapshotIndex,
     chunk_contents,
     load_snapshot,
-    resolve_snapshot,
 )
 from palimpsest.core.db import Conn
+from palimpsest.index.snapshots import readable
 from palimpsest.index.staleness import FileKind, is_stale, stale_annotation
 
 __all__ = [
@@ -331,7 +331,7 @@ async def select_analysis_chunks(
     conn: Conn, repository_id: UUID, limit: int, *, snapshot_id: UUID | None = None
 ) -> Selection:
     """The analysis selection for a repository's snapshot (the newest ready one by default)."""
-    snapshot = await resolve_snapshot(conn, repository_id, snapshot_id)
+    snapshot = await readable(conn, repository_id, snapshot_id)
     if snapshot is None:
         raise NoReadySnapshot("the repository has no ready snapshot to analyse")
     index = await load_snapshot(conn, repository_id, snapshot)

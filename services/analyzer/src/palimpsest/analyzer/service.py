@@ -147,10 +147,9 @@ def definition(
         gateway,
         settings.analyzer_config(),
         policy=settings.source_policy(),
-        auth=_auth_provider(settings, embedded=bool(infra.extras.get("embedded"))),
+        auth=_auth_provider(settings, embedded=infra.embedded_db),
     )
     service = AnalyzerService(analyzer, settings)
-    infra.extras["analyzer"] = service
     return ServiceDefinition(
         name="analyzer",
         handlers={

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
-from palimpsest.core.db import Conn
-from palimpsest.index.snapshots import newest_ready
+from palimpsest.core.db import Conn, fetch_all_as
+from palimpsest.index.snapshots import Snapshot
 from palimpsest.index.staleness import FileKind, file_kind, median_code_date
 
 FILES_PER_PAGE = 1000
@@ -65,24 +64,9 @@ class SnapshotIndex:
         return {f.path for f in self.files}
 
 
-async def resolve_snapshot(
-    conn: Conn, repository_id: UUID, snapshot_id: UUID | None
-) -> dict[str, Any] | None:
-    """The snapshot row to analyse: the one asked for (ready or superseded), else the newest ready."""
-    if snapshot_id is None:
-        return await newest_ready(conn, repository_id)
-    cur = await conn.execute(
-        "SELECT * FROM code_index_snapshots WHERE repository_id = %s AND snapshot_id = %s"
-        " AND state IN ('ready', 'superseded')",
-        (repository_id, snapshot_id),
-    )
-    row = await cur.fetchone()
-    return dict(row) if row is not None else None
-
-
-async def load_snapshot(conn: Conn, repository_id: UUID, snapshot: dict[str, Any]) -> SnapshotIndex:
-    snapshot_id = UUID(str(snapshot["snapshot_id"]))
-    index = SnapshotIndex(repository_id, snapshot_id, str(snapshot["commit_sha"]))
+async def load_snapshot(conn: Conn, repository_id: UUID, snapshot: Snapshot) -> SnapshotIndex:
+    snapshot_id = snapshot.snapshot_id
+    index = SnapshotIndex(repository_id, snapshot_id, snapshot.commit_sha)
     dates = await _recency(conn, repository_id)
     after = ""
     while True:
@@ -90,7 +74,7 @@ async def load_snapshot(conn: Conn, repository_id: UUID, snapshot: dict[str, Any
         if not page:
             break
         _add_page(index, page, dates)
-        after = page[-1]["path"]
+        after = page[-1].path
     return index
 
 
@@ -101,9 +85,20 @@ async def _recency(conn: Conn, repository_id: UUID) -> dict[str, datetime | None
     return {row["path"]: row["last_modified_at"] for row in await cur.fetchall()}
 
 
-async def _file_page(conn: Conn, repository_id: UUID, snapshot_id: UUID, after: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class _FileRow:
+    path: str
+    blob_sha: str
+    language: str | None
+    skip_reason: str | None
+    chunks: list[tuple[int, int, int, str, str | None]]  # json: ordinal, start, end, kind, name
+
+
+async def _file_page(conn: Conn, repository_id: UUID, snapshot_id: UUID, after: str) -> list[_FileRow]:
     """Up to FILES_PER_PAGE files after ``after`` (the index's order), each with its chunks' metadata."""
-    cur = await conn.execute(
+    return await fetch_all_as(
+        conn,
+        _FileRow,
         "WITH page AS ("
         "  SELECT path, blob_sha, language, skip_reason FROM code_index_files"
         "  WHERE snapshot_id = %(snap)s AND path > %(after)s"
@@ -115,24 +110,17 @@ async def _file_page(conn: Conn, repository_id: UUID, snapshot_id: UUID, after: 
         " GROUP BY page.path, page.blob_sha, page.language, page.skip_reason ORDER BY page.path",
         {"snap": snapshot_id, "after": after, "n": FILES_PER_PAGE, "repo": repository_id},
     )
-    return [dict(row) for row in await cur.fetchall()]
 
 
-def _add_page(
-    index: SnapshotIndex, page: Iterable[dict[str, Any]], dates: dict[str, datetime | None]
-) -> None:
+def _add_page(index: SnapshotIndex, page: Iterable[_FileRow], dates: dict[str, datetime | None]) -> None:
     for row in page:
-        path = row["path"]
+        path = row.path
         when = dates.get(path)
         kind = file_kind(path)
-        index.files.append(
-            SnapshotFile(path, row["blob_sha"], row["language"], kind, when, row["skip_reason"])
-        )
-        for ordinal, start, end, chunk_kind, name in row["chunks"]:
+        index.files.append(SnapshotFile(path, row.blob_sha, row.language, kind, when, row.skip_reason))
+        for ordinal, start, end, chunk_kind, name in row.chunks:
             index.chunks.append(
-                ChunkRef(
-                    path, row["blob_sha"], int(ordinal), int(start), int(end), chunk_kind, name, kind, when
-                )
+                ChunkRef(path, row.blob_sha, int(ordinal), int(start), int(end), chunk_kind, name, kind, when)
             )
 
 

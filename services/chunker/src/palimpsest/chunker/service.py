@@ -392,8 +392,7 @@ def _built(
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
     settings = service_settings(Settings, infra.settings)
-    chunker = Chunker(settings, box_for(settings, embedded=bool(infra.extras.get("embedded"))))
-    infra.extras["chunker"] = chunker
+    chunker = Chunker(settings, box_for(settings, embedded=infra.embedded_db))
     return ServiceDefinition(
         name="chunker",
         handlers={"index.requested": chunker.handle},

@@ -166,7 +166,6 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
     settings = service_settings(Settings, infra.settings)
     gateway = embedder_gateway(infra, settings, settings.embed_request_timeout_s)
     embedder = Embedder(settings, gateway_providers(gateway))
-    infra.extras["embedder"] = embedder
     return ServiceDefinition(
         name="embedder",
         handlers={"snapshot.built": embedder.handle},

@@ -119,15 +119,15 @@ async def candidates(
     grace = timedelta(seconds=policy.grace_s)
     per_tenant: list[list[Candidate]] = []
     for tenant in await lookups.tenant_list(pool):
-        if tenant["suspended_at"] is not None or tenant["deleting_at"] is not None:
+        if tenant.suspended_at is not None or tenant.deleting_at is not None:
             continue
-        if tenants is not None and tenant["tenant_id"] not in tenants:
+        if tenants is not None and tenant.tenant_id not in tenants:
             continue
         try:
-            async with tenant_tx(pool, tenant["tenant_id"]) as conn:
+            async with tenant_tx(pool, tenant.tenant_id) as conn:
                 rows = await fetch_all(conn, _CANDIDATES, {"slices": policy.slices, "slice": slice_no})
         except Exception as exc:  # one tenant's failure does not stop the others'
-            log.warning("backfill: tenant %s skipped (%s)", tenant["tenant_id"], exc.__class__.__name__)
+            log.warning("backfill: tenant %s skipped (%s)", tenant.tenant_id, exc.__class__.__name__)
             continue
         mine: list[Candidate] = []
         for row in rows:
@@ -137,7 +137,7 @@ async def candidates(
             if why is not None:
                 mine.append(
                     Candidate(
-                        tenant["tenant_id"],
+                        tenant.tenant_id,
                         row["repository_id"],
                         row["full_name"],
                         why[0],

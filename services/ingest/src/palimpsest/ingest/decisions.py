@@ -23,6 +23,7 @@ from palimpsest.ingest.context import Route
 from palimpsest.ingest.errors import Conflict, SourceRefused
 from palimpsest.ingest.sources import SourcePolicy, check_source
 from palimpsest.ingest.store import installations, repositories, review_feedback
+from palimpsest.ingest.store.repositories import Repository
 from palimpsest.ingest.webhooks import (
     FeedbackIntent,
     Ignored,
@@ -66,10 +67,10 @@ async def decide(conn: Conn, route: Route, parsed: ParsedDelivery, policy: Sourc
         return _suspension(route, intent)
     if route.suspended is not None:  # from the (cached) route lookup: no query per delivery
         repo = await _known_repo(conn, parsed.repo)
-        return _ignored(route.suspended, repo["repository_id"] if repo else None)
+        return _ignored(route.suspended, repo.repository_id if repo else None)
     if isinstance(intent, Ignored):
         repo = await _known_repo(conn, parsed.repo)
-        return _ignored(intent.reason, repo["repository_id"] if repo else None)
+        return _ignored(intent.reason, repo.repository_id if repo else None)
     if isinstance(intent, IndexIntent | IndexCandidates):
         return await _push(conn, route, intent)
     if isinstance(intent, ReviewIntent):
@@ -99,28 +100,28 @@ def _suspension(route: Route, intent: Suspension) -> Decision:
     return Decision("accepted", 202, None, apply=apply)
 
 
-async def _known_repo(conn: Conn, ref: RepoRef | None) -> dict[str, Any] | None:
+async def _known_repo(conn: Conn, ref: RepoRef | None) -> Repository | None:
     if ref is None:
         return None
     return await repositories.find_repository(conn, ref.provider, ref.external_id, ref.full_name)
 
 
-async def _registered(conn: Conn, route: Route, ref: RepoRef) -> dict[str, Any] | None:
+async def _registered(conn: Conn, route: Route, ref: RepoRef) -> Repository | None:
     """The stored repository, brought up to date with what the (verified) provider says."""
     repo = await _known_repo(conn, ref)
     if repo is None:
         return None
     changes: dict[str, Any] = {}
-    if repo["external_id"] is None:
+    if repo.external_id is None:
         changes["external_id"] = ref.external_id
-    if repo["installation_id"] is None:
+    if repo.installation_id is None:
         changes["installation_id"] = route.installation_id
-    if ref.default_branch is not None and ref.default_branch != repo["default_branch"]:
+    if ref.default_branch is not None and ref.default_branch != repo.default_branch:
         changes["default_branch"] = ref.default_branch
-    if ref.visibility != repo["visibility"]:
+    if ref.visibility != repo.visibility:
         changes["visibility"] = ref.visibility
     if changes:
-        repo = await repositories.update_repository(conn, repo["repository_id"], changes) or repo
+        repo = await repositories.update_repository(conn, repo.repository_id, changes) or repo
     return repo
 
 
@@ -134,15 +135,15 @@ async def _push(conn: Conn, route: Route, intent: IndexIntent | IndexCandidates)
     repo = await _registered(conn, route, ref)
     if repo is None:
         return _not_registered(ref)
-    repository_id: UUID = repo["repository_id"]
-    default = str(repo["default_branch"])
+    repository_id: UUID = repo.repository_id
+    default = repo.default_branch
     chosen = [
         i for i in intents if i.is_default_branch or (i.is_default_branch is None and i.branch == default)
     ]
     if not chosen:
         branches = ", ".join(f"'{clip(i.branch)}'" for i in intents[:3])
         return _ignored(f"push to {branches}, not the default branch '{clip(default)}'", repository_id)
-    if repo["index_mode"] == "off":
+    if repo.index_mode == "off":
         return _ignored("indexing is off for this repository", repository_id)
     push = chosen[0]
     event = IndexRequested(
@@ -164,7 +165,7 @@ async def _review(conn: Conn, route: Route, parsed: ParsedDelivery, intent: Revi
         return _not_registered(intent.repo)
     event = ReviewRequested(
         tenant_id=route.tenant_id,
-        repository_id=repo["repository_id"],
+        repository_id=repo.repository_id,
         provider=parsed.provider,
         number=intent.number,
         base_sha=intent.base_sha,
@@ -180,7 +181,7 @@ async def _review(conn: Conn, route: Route, parsed: ParsedDelivery, intent: Revi
         requested_by=intent.requested_by,
         full=intent.full,
     )
-    return Decision("accepted", 202, None, repo["repository_id"], [event])
+    return Decision("accepted", 202, None, repo.repository_id, [event])
 
 
 async def _feedback(conn: Conn, route: Route, parsed: ParsedDelivery, intent: FeedbackIntent) -> Decision:
@@ -188,7 +189,7 @@ async def _feedback(conn: Conn, route: Route, parsed: ParsedDelivery, intent: Fe
     repo = await _registered(conn, route, intent.repo)
     if repo is None:
         return _not_registered(intent.repo)
-    repository_id: UUID = repo["repository_id"]
+    repository_id: UUID = repo.repository_id
     thread = await review_feedback.find_thread(conn, repository_id, parsed.provider, intent)
     if thread is None:
         return _ignored("not about a finding the reviewer posted", repository_id)
@@ -197,7 +198,7 @@ async def _feedback(conn: Conn, route: Route, parsed: ParsedDelivery, intent: Fe
         recorded = await review_feedback.record(tx, route.tenant_id, repo, parsed, intent, thread)
         return Applied(
             [],
-            f"feedback: {intent.kind} on a {thread['category']} finding"
+            f"feedback: {intent.kind} on a {thread.category} finding"
             + ("" if recorded else " (already recorded)"),
         )
 
@@ -266,6 +267,4 @@ async def _add_installed(
             stored = await repositories.insert_repository(conn, route.tenant_id, new)
     except Conflict as exc:
         return exc.message
-    return [
-        IndexRequested(tenant_id=route.tenant_id, repository_id=stored["repository_id"], reason="register")
-    ]
+    return [IndexRequested(tenant_id=route.tenant_id, repository_id=stored.repository_id, reason="register")]

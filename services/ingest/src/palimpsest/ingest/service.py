@@ -3,32 +3,46 @@
 Ingest consumes no events: it is the door into Palimpsest (webhooks and the /v1 API) and emits
 through the outbox. `bootstrap` loads the keys and binds the listening socket at once, so a
 missing encryption key or a busy port stops the start-up with one clear line, and records the
-API's URL in ``infra.extras["ingest_url"]`` for the CLI. The API serves the MCP server at ``/mcp``
+API's URL in ``infra.ingest_url`` for the CLI. The API serves the MCP server at ``/mcp``
 (:mod:`palimpsest.ingest.mcp`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.ingest.api.app import create_app
 from palimpsest.ingest.api.server import IngestServer
 from palimpsest.ingest.backfill import backfill_forever
-from palimpsest.ingest.context import build_context
+from palimpsest.ingest.context import IngestContext, build_context
 from palimpsest.ingest.mcp.http import McpEndpoint
 from palimpsest.ingest.retention import prune_forever
 from palimpsest.ingest.settings import Settings, backfill_policy, ingest_settings
 
-__all__ = ["Settings", "bootstrap", "is_embedded"]
+__all__ = ["Ingest", "Settings", "bootstrap", "is_embedded", "prepare"]
 
 
 def is_embedded(infra: Infra) -> bool:
-    """True under the CLI's runner; `python -m palimpsest.ingest` (main_for) records its settings class."""
-    return "settings_cls" not in infra.extras
+    """True under the CLI's runner; `python -m palimpsest.ingest` (main_for) marks the infra standalone."""
+    return not infra.standalone
+
+
+@dataclass(frozen=True, slots=True)
+class Ingest:
+    """The ingest service as bootstrapped: its bound server, its context and its definition."""
+
+    server: IngestServer
+    context: IngestContext
+    definition: ServiceDefinition
 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
+    return prepare(infra).definition
+
+
+def prepare(infra: Infra) -> Ingest:
     embedded = is_embedded(infra)
     settings = ingest_settings(infra.settings)
     ctx = build_context(settings, infra.pool, embedded=embedded)
@@ -40,9 +54,7 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
         fallback_to_free_port=embedded and "ingest_port" not in settings.model_fields_set,
         reuse_port=settings.ingest_reuse_port,
     )
-    infra.extras["ingest_url"] = server.url
-    infra.extras["ingest_server"] = server
-    infra.extras["ingest_context"] = ctx
+    infra.ingest_url = server.url
 
     async def serve(_: Infra, stop: asyncio.Event) -> None:
         try:
@@ -62,6 +74,7 @@ def bootstrap(infra: Infra) -> ServiceDefinition:
             ctx.pool, backfill_policy(settings, local_sources=ctx.policy.allow_local), stop
         )
 
-    return ServiceDefinition(
+    definition = ServiceDefinition(
         name="ingest", background=[serve, retention, backfill], ready_checks={"ingest_http": server.ready}
     )
+    return Ingest(server, ctx, definition)

@@ -78,6 +78,6 @@ def definition(settings: Settings, *, auth_provider: AuthProvider = no_auth) -> 
 
 def bootstrap(infra: Infra) -> ServiceDefinition:
     settings = service_settings(Settings, infra.settings)
-    box = box_for(settings, embedded=bool(infra.extras.get("embedded")))
+    box = box_for(settings, embedded=infra.embedded_db)
     tokens = InstallationTokens(api_url=settings.github_api_url)
     return definition(settings, auth_provider=installation_auth(box, tokens))

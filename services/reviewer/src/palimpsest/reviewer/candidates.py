@@ -17,10 +17,10 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 from uuid import UUID
 
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
@@ -75,15 +75,30 @@ class Candidate:
         return (self.repository or "", self.blob_sha, self.ordinal)
 
 
-def _candidate(source: Source, row: dict[str, Any], reason: str) -> Candidate:
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """A chunk at one of the snapshot's paths, as the sources read it; ``name`` is the definition
+    (or the changed name used) it was found for, ``focus`` the line of that use."""
+
+    path: str
+    blob_sha: str
+    ordinal: int
+    start_line: int
+    end_line: int
+    content: str
+    name: str | None = None
+    focus: int = 0  # the line of the use (usages only)
+
+
+def _candidate(source: Source, row: ChunkRow, reason: str) -> Candidate:
     return Candidate(
         source=source,
-        path=row["path"],
-        start_line=int(row["start_line"]),
-        end_line=int(row["end_line"]),
-        content=str(row["content"]),
-        blob_sha=str(row["blob_sha"]),
-        ordinal=int(row["ordinal"]),
+        path=row.path,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        content=row.content,
+        blob_sha=row.blob_sha,
+        ordinal=row.ordinal,
         reason=reason,
     )
 
@@ -101,9 +116,9 @@ def focus(cand: Candidate, line: int, *, before: int = FOCUS_BEFORE, after: int 
     return cand
 
 
-def _match_line(row: dict[str, Any], pattern: re.Pattern[str] | None) -> int | None:
-    found = pattern.search(row["content"]) if pattern is not None else None
-    return int(row["start_line"]) + row["content"].count("\n", 0, found.start()) if found else None
+def _match_line(row: ChunkRow, pattern: re.Pattern[str] | None) -> int | None:
+    found = pattern.search(row.content) if pattern is not None else None
+    return row.start_line + row.content.count("\n", 0, found.start()) if found else None
 
 
 async def definitions(
@@ -119,7 +134,9 @@ async def definitions(
     defined in more than ``max_definers`` files of the snapshot is left out (ambiguous)."""
     if not names or limit <= 0:
         return []
-    cur = await conn.execute(
+    rows = await fetch_all_as(
+        conn,
+        ChunkRow,
         # the defining blobs come from the name index (palimpsest_symbol_blobs, migration 0015);
         # each blob's paths through the files' blob index, a blob's first n paths being all the
         # final top n can take from it; the chunk only for the n rows kept
@@ -142,7 +159,7 @@ async def definitions(
         " ORDER BY array_position(%(names)s::text[], top.name), top.path",
         {"r": repository_id, "snap": snapshot_id, "names": list(names), "n": limit, "definers": max_definers},
     )
-    return [_candidate("definitions", row, f"defines {row['name']}") for row in await cur.fetchall()]
+    return [_candidate("definitions", row, f"defines {row.name}") for row in rows]
 
 
 async def touched_definitions(
@@ -201,7 +218,9 @@ async def usages(
         return []
     paths = [p for p, _ in pairs][:limit]
     names = [n for _, n in pairs][:limit]
-    cur = await conn.execute(
+    rows = await fetch_all_as(
+        conn,
+        ChunkRow,
         "WITH u AS (SELECT * FROM unnest(%(paths)s::text[], %(names)s::text[]) WITH ORDINALITY AS u(path, name, i))"
         f" SELECT u.path, u.name, x.line AS focus, {_CHUNK_COLUMNS} FROM u"
         " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.path = u.path"
@@ -215,8 +234,8 @@ async def usages(
         {"r": repository_id, "snap": snapshot_id, "paths": paths, "names": names},
     )
     return [
-        focus(_candidate("usage", row, f"uses `{row['name']}` (changed in this diff)"), int(row["focus"]))
-        for row in await cur.fetchall()
+        focus(_candidate("usage", row, f"uses `{row.name}` (changed in this diff)"), row.focus)
+        for row in rows
     ]
 
 
@@ -384,20 +403,20 @@ async def cochange(
 
 
 def _focused(
-    source: Source, rows: Sequence[dict[str, Any]], reasons: Mapping[str, str], words: Sequence[str]
+    source: Source, rows: Sequence[ChunkRow], reasons: Mapping[str, str], words: Sequence[str]
 ) -> list[Candidate]:
     """Candidates of ``rows`` (one chunk per path), each narrowed to the lines around the first
     mention of ``words`` when it has one."""
     pattern = _words_pattern(words)
     out = []
     for row in rows:
-        cand = _candidate(source, row, reasons[row["path"]])
+        cand = _candidate(source, row, reasons[row.path])
         line = _match_line(row, pattern)
         out.append(focus(cand, line) if line is not None else cand)
     return out
 
 
-ChunkMemo = dict[tuple[str, tuple[str, ...]], dict[str, Any]]  # (path, words) -> its best chunk
+ChunkMemo = dict[tuple[str, tuple[str, ...]], ChunkRow]  # (path, words) -> its best chunk
 
 
 async def best_chunks(
@@ -408,7 +427,7 @@ async def best_chunks(
     words: Sequence[str],
     *,
     memo: ChunkMemo | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ChunkRow]:
     """Per path (in order): the chunk that mentions most of ``words`` as whole words (the part of
     the file that relates to the change), else the file's first chunk. ``memo`` keeps what one
     context assembly already read (the neighbourhood and co-change share many files)."""
@@ -422,25 +441,27 @@ async def best_chunks(
     if wanted:
         for path, row in (await _best_chunks(conn, repository_id, snapshot_id, wanted, words)).items():
             memo[(path, key)] = row
-    return [dict(memo[(p, key)]) for p in paths if (p, key) in memo]
+    return [memo[(p, key)] for p in paths if (p, key) in memo]
 
 
 async def _best_chunks(
     conn: Conn, repository_id: UUID, snapshot_id: UUID, paths: Sequence[str], words: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    cur = await conn.execute(
-        f"SELECT f.path, p.i, {_CHUNK_COLUMNS} FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, i)"
+) -> dict[str, ChunkRow]:
+    rows = await fetch_all_as(
+        conn,
+        ChunkRow,
+        f"SELECT f.path, {_CHUNK_COLUMNS} FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, i)"
         " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.path = p.path"
         " JOIN code_chunks c ON c.repository_id = %(r)s AND c.blob_sha = f.blob_sha"
         " ORDER BY p.i, c.ordinal",
         {"r": repository_id, "snap": snapshot_id, "paths": list(paths)},
     )
     pattern = _words_pattern(words)
-    best: dict[str, tuple[int, dict[str, Any]]] = {}
-    for row in await cur.fetchall():
-        hits = len(set(pattern.findall(row["content"]))) if pattern is not None else 0
-        if row["path"] not in best or hits > best[row["path"]][0]:
-            best[row["path"]] = (hits, dict(row))
+    best: dict[str, tuple[int, ChunkRow]] = {}
+    for row in rows:
+        hits = len(set(pattern.findall(row.content))) if pattern is not None else 0
+        if row.path not in best or hits > best[row.path][0]:
+            best[row.path] = (hits, row)
     return {path: row for path, (_, row) in best.items()}
 
 
@@ -469,12 +490,14 @@ async def mentions(
     wanted = [n for n in dict.fromkeys(names) if len(n) >= MIN_MENTION_NAME][:MAX_MENTION_NAMES]
     if not wanted or limit <= 0:
         return []
-    files_of: dict[str, dict[str, dict[str, Any]]] = {}  # name -> path -> its best chunk row
+    files_of: dict[str, dict[str, ChunkRow]] = {}  # name -> path -> its best chunk row
     for name in wanted:
         lexeme = re.sub(r"[^0-9a-z]", "", name.lower())
         if len(lexeme) < 2:
             continue
-        cur = await conn.execute(
+        rows = await fetch_all_as(
+            conn,
+            ChunkRow,
             "WITH top AS (SELECT * FROM palimpsest_lexical_candidates("
             "   %(r)s, %(snap)s, to_tsquery('simple', %(q)s), NULL::text, %(cand)s, %(cand)s))"
             f" SELECT f.path, {_CHUNK_COLUMNS} FROM top"
@@ -485,14 +508,14 @@ async def mentions(
         )
         pattern = _words_pattern([name])
         assert pattern is not None
-        per_path: dict[str, dict[str, Any]] = {}
-        for row in await cur.fetchall():
-            if row["path"] not in changed and row["path"] not in per_path and pattern.search(row["content"]):
-                per_path[row["path"]] = dict(row)
+        per_path: dict[str, ChunkRow] = {}
+        for row in rows:
+            if row.path not in changed and row.path not in per_path and pattern.search(row.content):
+                per_path[row.path] = row
         if 0 < len(per_path) <= MAX_MENTION_FILES:
             files_of[name] = per_path
     weight: dict[str, float] = {}
-    first: dict[str, tuple[str, dict[str, Any]]] = {}
+    first: dict[str, tuple[str, ChunkRow]] = {}
     for name, per_path in files_of.items():
         idf = 1.0 / math.log2(1 + len(per_path))
         for path, row in per_path.items():
@@ -598,11 +621,13 @@ def _tested_stem(stem: str) -> str:
 
 async def first_chunks(
     conn: Conn, repository_id: UUID, snapshot_id: UUID, paths: Sequence[str]
-) -> list[dict[str, Any]]:
+) -> list[ChunkRow]:
     """The first chunk of each of ``paths`` in the snapshot, in the order of ``paths``."""
     if not paths:
         return []
-    cur = await conn.execute(
+    return await fetch_all_as(
+        conn,
+        ChunkRow,
         f"SELECT f.path, {_CHUNK_COLUMNS} FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, i)"
         " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.path = p.path"
         " CROSS JOIN LATERAL (SELECT * FROM code_chunks c WHERE c.repository_id = %(r)s"
@@ -610,4 +635,3 @@ async def first_chunks(
         " ORDER BY p.i",
         {"r": repository_id, "snap": snapshot_id, "paths": list(paths)},
     )
-    return [dict(row) for row in await cur.fetchall()]

@@ -36,7 +36,7 @@ from palimpsest.core.db import Conn
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.recency import last_modified_at
-from palimpsest.index.snapshots import for_commit, newest_ready
+from palimpsest.index.snapshots import Snapshot, for_commit, newest_ready
 from palimpsest.index.staleness import is_doc, is_stale, median_code_date
 from palimpsest.reviewer import candidates as sources
 from palimpsest.reviewer import crossrepo
@@ -144,7 +144,7 @@ class ReviewContext:
         ]
 
 
-async def pick_snapshot(conn: Conn, repository_id: UUID, base_sha: str | None) -> dict[str, Any]:
+async def pick_snapshot(conn: Conn, repository_id: UUID, base_sha: str | None) -> Snapshot:
     """The ready snapshot of the base commit, else the newest ready one."""
     snap = await for_commit(conn, repository_id, base_sha) if base_sha else None
     if snap is None:  # a kept (ready or superseded) snapshot of exactly the base, else the newest
@@ -176,11 +176,11 @@ async def assemble_context(
     started = time.perf_counter()
     files = parse_diff(diff) if isinstance(diff, str) else list(diff)
     snap = await pick_snapshot(conn, repository_id, base_sha)
-    sid = UUID(str(snap["snapshot_id"]))
+    sid = snap.snapshot_id
     ctx = ReviewContext(
         repository_id=repository_id,
         snapshot_id=sid,
-        snapshot_commit=str(snap["commit_sha"]),
+        snapshot_commit=snap.commit_sha,
         base_sha=base_sha,
         budget=budget,
         changed=changed_paths(files),

@@ -43,7 +43,7 @@ from uuid import UUID
 
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; types-PyYAML is not in the lock
 
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.core.git_errors import GitError
 from palimpsest.index.recency import last_modified_at
 from palimpsest.index.snapshots import newest_ready
@@ -164,19 +164,20 @@ async def resolve_links(
     wanted = [n for role in _KEYS for n in names[role]]
     if not wanted:
         return []
-    cur = await conn.execute(
+    rows = await fetch_all_as(
+        conn,
+        _Target,
         "SELECT r.repository_id, r.full_name, r.visibility, lower(r.full_name) AS key,"
         " i.suspended_at IS NOT NULL AS suspended FROM repositories r LEFT JOIN installations i"
         " ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
         " WHERE r.repository_id = %s OR lower(r.full_name) = ANY(%s::text[]) ORDER BY r.created_at",
         (repository_id, [n.lower() for n in wanted]),
     )
-    rows = [dict(r) for r in await cur.fetchall()]
-    own = next((r for r in rows if r["repository_id"] == repository_id), None)
-    receiver = str(own["visibility"]) if own else "public"  # unknown: the strictest rule
-    by_name: dict[str, dict[str, Any]] = {}
+    own = next((r for r in rows if r.repository_id == repository_id), None)
+    receiver = own.visibility if own else "public"  # unknown: the strictest rule
+    by_name: dict[str, _Target] = {}
     for found in rows:
-        by_name.setdefault(str(found["key"]), found)
+        by_name.setdefault(found.key, found)
     links: list[Link] = []
     for role in _KEYS:
         seen: set[str] = set()
@@ -185,22 +186,27 @@ async def resolve_links(
             reason = _refusal(name, seen, role, row, repository_id, receiver)
             seen.add(name.lower())
             if reason is None and row is not None:
-                snap = await newest_ready(conn, UUID(str(row["repository_id"])))
+                snap = await newest_ready(conn, row.repository_id)
                 if snap is None:
                     reason = "not_indexed"
                 else:
                     links.append(
-                        Link(
-                            role,
-                            UUID(str(row["repository_id"])),
-                            str(row["full_name"]),
-                            str(row["visibility"]),
-                            UUID(str(snap["snapshot_id"])),
-                        )
+                        Link(role, row.repository_id, row.full_name, row.visibility, snap.snapshot_id)
                     )
                     continue
             dropped.append({"path": None, "repository": name, "source": role, "reason": reason})
     return links
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """A repository a link names (or the reviewed one), with what decides whether it may be read."""
+
+    repository_id: UUID
+    full_name: str
+    visibility: str
+    key: str  # the lower-cased full name
+    suspended: bool
 
 
 async def admin_links(conn: Conn, repository_id: UUID) -> list[tuple[Role, str]]:
@@ -220,7 +226,7 @@ def _refusal(
     name: str,
     seen: set[str],
     role: Role,
-    row: dict[str, Any] | None,
+    row: _Target | None,
     repository_id: UUID,
     receiver: str,
 ) -> str | None:
@@ -230,11 +236,11 @@ def _refusal(
         return "limit"
     if row is None:
         return "not_found"
-    if row["repository_id"] == repository_id:
+    if row.repository_id == repository_id:
         return "self"
-    if not may_receive(receiver, str(row["visibility"])):
+    if not may_receive(receiver, row.visibility):
         return "visibility"
-    if row.get("suspended"):
+    if row.suspended:
         return "suspended"
     return None
 

@@ -81,6 +81,7 @@ from palimpsest.reviewer.source import (
     files_at,
 )
 from palimpsest.reviewer.store import (
+    ExistingReview,
     ReviewRecord,
     existing_review,
     last_reviewed_head,
@@ -302,35 +303,35 @@ class ReviewerService:
         return None
 
     async def _answer_existing(
-        self, event: ReviewRequested, ctx: HandlerContext, found: dict[str, Any]
+        self, event: ReviewRequested, ctx: HandlerContext, found: ExistingReview
     ) -> None:
         repost = False
-        if found["posted"] and found["state"] == "completed" and _on_provider(event):
+        if found.posted and found.state == "completed" and _on_provider(event):
             # asked again for a head whose review was posted, after another head's was: the newest
             # request wins, so the summary names this head again (nothing already there is reposted)
             async with tenant_tx(self.pool, event.tenant_id) as conn:
                 shown = await posted_head(conn, event.repository_id, event.provider, event.number or 0)
             repost = shown is not None and shown[0] != event.head_sha and shown[1] < event.occurred_at
-        if (not found["posted"] or repost) and found["state"] == "completed":  # an earlier post failed
+        if (not found.posted or repost) and found.state == "completed":  # an earlier post failed
             async with tenant_tx(self.pool, event.tenant_id) as conn:
-                record = await stored_record(conn, UUID(str(found["review_id"])))
+                record = await stored_record(conn, found.review_id)
             if record is not None:
                 await self._post(event, record)
                 if record.posted and not repost:
                     async with tenant_tx(self.pool, event.tenant_id) as conn:
                         await mark_posted(conn, record)
-                    found = {**found, "posted": True}
+                    found = replace(found, posted=True)
         async with ctx.transaction() as conn:
-            review_id = UUID(str(found["review_id"]))
-            await _finish_submission(conn, event, review_id, found["state"], found["reason"], event.head_sha)
+            review_id = found.review_id
+            await _finish_submission(conn, event, review_id, found.state, found.reason, event.head_sha)
             await emit(
                 conn,
                 _completed(
                     event,
                     review_id,
-                    found["state"],
-                    found["reason"],
-                    posted=bool(found["posted"]),
+                    found.state,
+                    found.reason,
+                    posted=found.posted,
                 ),
             )
         log.info("review request %s: head %s was reviewed before", event.request_id, event.head_sha)
@@ -460,12 +461,12 @@ class ReviewerService:
                 conn, event.repository_id, event.provider, event.number or 0, record.head_sha
             )
         current = {f.fingerprint for f in record.findings}
-        todo = [p for p in prior if p["fingerprint"] not in current]
+        todo = [p for p in prior if p.fingerprint not in current]
         if not todo:
             return []
         renamed = {f.old_path: f.path for f in pr.files if f.old_path}
         texts = dict(pr.at_head)
-        missing = list({renamed.get(p["path"], p["path"]) for p in todo} - set(texts))
+        missing = list({renamed.get(p.path, p.path) for p in todo} - set(texts))
         try:
             texts.update(await files_at(git_dir, record.head_sha, missing))
         except GitError as exc:
@@ -473,11 +474,11 @@ class ReviewerService:
             return []
         out: list[str] = []
         for p in todo:
-            text = texts.get(renamed.get(p["path"], p["path"]))
-            present = anchor_present(text, p["anchor_hash"], p["anchor_lines"])
+            text = texts.get(renamed.get(p.path, p.path))
+            present = anchor_present(text, p.anchor_hash, p.anchor_lines)
             # a new-side anchor that is gone was changed; a removed-lines anchor back at head was restored
-            if present == (p["side"] == "old"):
-                out.append(str(p["fingerprint"]))
+            if present == (p.side == "old"):
+                out.append(str(p.fingerprint))
         return out
 
     async def _submitted_diff(self, event: ReviewRequested) -> str | None:
@@ -488,8 +489,7 @@ class ReviewerService:
             found = await submission(conn, event.submission_id)
         if found is None:
             raise ReviewFailed("submission_missing", "the submitted review request is gone")
-        diff: str | None = found["diff"]
-        return diff
+        return found.diff
 
     async def _auth(self, event: ReviewRequested, repo: dict[str, Any]) -> GitAuth | None:
         """The installation's token for fetching the PR's head (decrypted, or minted for a GitHub
@@ -729,7 +729,6 @@ def definition(
     """The service with explicit settings (tests pass their own consumer and gateway)."""
     gateway = gateway or Gateway(infra.pool, settings)
     service = ReviewerService(infra.pool, gateway, settings)
-    infra.extras["reviewer"] = service
     return ServiceDefinition(
         name="reviewer",
         handlers={"review.requested": service.on_requested, "snapshot.built": service.on_snapshot_built},

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, columns, fetch_all_as, fetch_one_as
 from palimpsest.core.ids import uuid7
 from palimpsest.reviewer.review import Finding
 
@@ -52,19 +52,29 @@ class ReviewRecord:
     replaces: bool = False  # a full review asked for: it replaces a completed review of the same head
 
 
+@dataclass(frozen=True, slots=True)
+class ExistingReview:
+    """A stored review of a head, as a repeated request for that head is answered with."""
+
+    review_id: UUID
+    state: str  # completed | skipped
+    reason: str | None
+    posted: bool
+
+
 async def existing_review(
     conn: Conn, repository_id: UUID, head_sha: str, *, completed_only: bool = False
-) -> dict[str, Any] | None:
+) -> ExistingReview | None:
     """The stored, not failed, review of this head (idempotency); ``completed_only``: a skipped
     one does not count (a comment asking for a review overrides ``review.auto``)."""
     states = ["completed"] if completed_only else ["completed", "skipped"]
-    cur = await conn.execute(
-        "SELECT review_id, state, reason, posted FROM reviews"
+    return await fetch_one_as(
+        conn,
+        ExistingReview,
+        f"SELECT {columns(ExistingReview)} FROM reviews"
         " WHERE repository_id = %s AND head_sha = %s AND state = ANY(%s::text[])",
         (repository_id, head_sha, states),
     )
-    row = await cur.fetchone()
-    return dict(row) if row else None
 
 
 async def save_review(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> UUID:
@@ -118,7 +128,7 @@ async def save_review(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> UUID:
     )
     if await cur.fetchone() is None:  # a concurrent delivery stored it first
         found = await existing_review(conn, r.repository_id, r.head_sha)
-        return UUID(str(found["review_id"])) if found else r.review_id
+        return found.review_id if found else r.review_id
     await _children(conn, tenant_id, r)
     return r.review_id
 
@@ -180,34 +190,46 @@ async def _children(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> None:
 
 async def stored_record(conn: Conn, review_id: UUID) -> ReviewRecord | None:
     """Enough of a stored review to post it again (summary, findings, head, what to resolve)."""
-    cur = await conn.execute(
-        "SELECT review_id, repository_id, request_id, provider, number, base_sha, head_sha, merge_base, summary,"
-        " resolved FROM reviews WHERE review_id = %s",
+    row = await fetch_one_as(
+        conn,
+        _PostedReview,
+        f"SELECT {columns(_PostedReview)} FROM reviews WHERE review_id = %s",
         (review_id,),
     )
-    row = await cur.fetchone()
     if row is None:
         return None
-    cur = await conn.execute(
-        "SELECT path, start_line, end_line, severity, category, message, suggested_change, side, fingerprint,"
-        " anchor_hash, anchor_lines, symbol, position, posted_as"
-        " FROM review_findings WHERE review_id = %s ORDER BY ordinal",
+    findings = await fetch_all_as(
+        conn,
+        Finding,
+        f"SELECT {columns(Finding)} FROM review_findings WHERE review_id = %s ORDER BY ordinal",
         (review_id,),
     )
-    findings = [Finding(**dict(f)) for f in await cur.fetchall()]
     return ReviewRecord(
         review_id=review_id,
-        repository_id=UUID(str(row["repository_id"])),
-        request_id=row["request_id"],
-        provider=row["provider"],
-        head_sha=row["head_sha"],
-        base_sha=row["base_sha"],
-        number=row["number"],
-        merge_base=row["merge_base"],
-        summary=row["summary"],
+        repository_id=row.repository_id,
+        request_id=row.request_id,
+        provider=row.provider,
+        head_sha=row.head_sha,
+        base_sha=row.base_sha,
+        number=row.number,
+        merge_base=row.merge_base,
+        summary=row.summary,
         findings=findings,
-        resolved=list(row["resolved"] or []),
+        resolved=list(row.resolved),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _PostedReview:
+    repository_id: UUID
+    request_id: UUID | None
+    provider: str
+    number: int | None
+    base_sha: str | None
+    head_sha: str
+    merge_base: str | None
+    summary: str
+    resolved: list[str]  # jsonb: fingerprints
 
 
 async def mark_posted(conn: Conn, record: ReviewRecord) -> None:
@@ -259,11 +281,25 @@ async def last_reviewed_head(
     return str(row["head_sha"]) if row else None
 
 
+@dataclass(frozen=True, slots=True)
+class PriorFinding:
+    """A finding of an earlier head of the pull request: where its anchor was."""
+
+    fingerprint: str
+    path: str
+    side: str  # new | old
+    anchor_hash: str
+    anchor_lines: int
+    category: str
+
+
 async def prior_findings(
     conn: Conn, repository_id: UUID, provider: str, number: int, head_sha: str
-) -> list[dict[str, Any]]:
+) -> list[PriorFinding]:
     """This pull request's findings of earlier heads, one per fingerprint (the newest), not yet resolved."""
-    cur = await conn.execute(
+    return await fetch_all_as(
+        conn,
+        PriorFinding,
         "SELECT DISTINCT ON (f.fingerprint) f.fingerprint, f.path, f.side, f.anchor_hash, f.anchor_lines,"
         " f.category FROM review_findings f JOIN reviews r ON r.review_id = f.review_id"
         " WHERE r.repository_id = %s AND r.provider = %s AND r.number = %s AND r.head_sha <> %s"
@@ -273,7 +309,6 @@ async def prior_findings(
         " ORDER BY f.fingerprint, r.created_at DESC",
         (repository_id, provider, number, head_sha),
     )
-    return [dict(r) for r in await cur.fetchall()]
 
 
 async def newer_posted(conn: Conn, r: ReviewRecord, number: int, requested_at: datetime) -> str | None:

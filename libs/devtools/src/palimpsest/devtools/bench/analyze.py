@@ -97,10 +97,11 @@ async def _tenant(sess: Session, settings: BaseServiceSettings) -> UUID:
 async def _measure_check(sess: Session, tenant: UUID, repo_id: UUID, repo: Path) -> dict[str, Any]:
     from palimpsest.analyzer.doccheck import gather_claims
     from palimpsest.analyzer.proof import prove_in
-    from palimpsest.analyzer.snapshot import load_snapshot, resolve_snapshot
+    from palimpsest.analyzer.snapshot import load_snapshot
+    from palimpsest.index.snapshots import readable
 
     async with tenant_tx(sess.infra.pool, tenant) as conn:
-        snapshot = await resolve_snapshot(conn, repo_id, None)
+        snapshot = await readable(conn, repo_id, None)
         assert snapshot is not None
         index = await load_snapshot(conn, repo_id, snapshot)
         claims = await gather_claims(conn, index)

@@ -24,6 +24,7 @@ from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.scratch import scratch_pipeline
 
 if TYPE_CHECKING:
+    from palimpsest.cli.pipeline import Arrived
     from palimpsest.core.service import Infra
     from palimpsest.devtools.bench.cochange import BenchConfig
     from palimpsest.index.graph.model import Graph
@@ -68,12 +69,10 @@ class BenchmarkFailed(PalimpsestError):
     """The benchmark could not run (the index build did not produce a ready snapshot)."""
 
 
-IndexAndWait = Callable[[Pool, NATS, UUID, UUID], Awaitable[dict[str, dict[str, Any]]]]
+IndexAndWait = Callable[[Pool, NATS, UUID, UUID], Awaitable["Arrived"]]
 
 
-async def _index_and_wait(
-    pool: Pool, nc: NATS, tenant: UUID, repository_id: UUID
-) -> dict[str, dict[str, Any]]:
+async def _index_and_wait(pool: Pool, nc: NATS, tenant: UUID, repository_id: UUID) -> Arrived:
     from palimpsest.cli.pipeline import index_and_wait
 
     return await index_and_wait(pool, nc, tenant, repository_id, reason="rebuild")
@@ -85,14 +84,15 @@ async def index_revision(
     """Index ``sha`` of ``repo`` through the running pipeline and resolve its graph."""
     from palimpsest.cli.local import register_path
     from palimpsest.core.db import tenant_tx
+    from palimpsest.core.events import SnapshotBuilt
     from palimpsest.index.graph.cache import GraphCache
     from palimpsest.index.graph.query import snapshot_graph
 
     with pinned_clone(repo, sha) as clone:
         repo_id = await register_path(infra.pool, tenant, clone)
-        built = (await index(infra.pool, infra.nc, tenant, repo_id))["snapshot.built"]
-        if built["state"] != "ready":
-            raise BenchmarkFailed(f"the index build ended {built['state']}: {built.get('reason')}")
+        built = (await index(infra.pool, infra.nc, tenant, repo_id))[SnapshotBuilt]
+        if built.state != "ready":
+            raise BenchmarkFailed(f"the index build ended {built.state}: {built.reason}")
         async with tenant_tx(infra.pool, tenant) as conn:
             _, graph, _ = await snapshot_graph(conn, repo_id, cache=GraphCache(1))
     return graph

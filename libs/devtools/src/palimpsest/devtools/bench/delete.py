@@ -26,6 +26,7 @@ from palimpsest.cli.runner import running_services
 from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import Pool, fetch_one, tenant_tx
+from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench.index import make_repository
 from palimpsest.ingest.admin.deletion import BATCH, delete_tenant_rows, tenant_tables
@@ -54,9 +55,9 @@ async def run_bench_delete(
             repos: dict[UUID, UUID] = {}
             for tenant in (doomed, kept):
                 repos[tenant] = await register_path(pool, tenant, repo)
-                built = (await index_and_wait(pool, nc, tenant, repos[tenant]))["snapshot.built"]
-                if built["state"] != "ready":
-                    return {"error": f"build {built['state']}: {built.get('reason')}"}
+                built = (await index_and_wait(pool, nc, tenant, repos[tenant]))[SnapshotBuilt]
+                if built.state != "ready":
+                    return {"error": f"build {built.state}: {built.reason}"}
             # index mode off on a second, equal repository of the doomed tenant
             twin = root / "twin.git"
             shutil.copytree(repo, twin)

@@ -22,7 +22,6 @@ import random
 import statistics
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -31,7 +30,7 @@ from palimpsest.cli.local import register_path
 from palimpsest.cli.output import progress
 from palimpsest.cli.pipeline import request, wait_for, watching
 from palimpsest.core.db import Pool, tenant_tx
-from palimpsest.core.events import IndexRequested
+from palimpsest.core.events import Event, IndexRequested, SnapshotBuilt, SnapshotEmbedded
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import load_litellm
 from palimpsest.core.settings import BaseServiceSettings
@@ -95,25 +94,23 @@ async def _route(conn: Any, tenant: UUID, url: str) -> None:
 
 async def _index_and_embed(infra: Any, tenant: UUID, repo_id: UUID) -> dict[str, Any]:
     event = IndexRequested(tenant_id=tenant, repository_id=repo_id, reason="cli")
-    wanted = ("snapshot.built", "snapshot.embedded")
+    wanted: tuple[type[Event], ...] = (SnapshotBuilt, SnapshotEmbedded)
     async with watching(infra.nc, event.request_id, wanted) as waiter:
         started = time.perf_counter()
         await request(infra.pool, event)
         found = await wait_for(waiter, wanted, timeout_s=3600.0)
         wall = time.perf_counter() - started
-    built, emb = found["snapshot.built"], found["snapshot.embedded"]
-    seconds = (
-        datetime.fromisoformat(emb["occurred_at"]) - datetime.fromisoformat(built["occurred_at"])
-    ).total_seconds()
+    built, emb = found[SnapshotBuilt], found[SnapshotEmbedded]
+    seconds = (emb.occurred_at - built.occurred_at).total_seconds()
     return {
-        "chunks": built["chunks"],
-        "embedding_state": emb["state"],
-        "embedding_reason": emb.get("reason"),
-        "embedded": emb["embedded"],
+        "chunks": built.chunks,
+        "embedding_state": emb.state,
+        "embedding_reason": emb.reason,
+        "embedded": emb.embedded,
         "embed_s": round(seconds, 2),
-        "chunks_per_s": round(emb["embedded"] / seconds, 1) if seconds > 0 else None,
+        "chunks_per_s": round(emb.embedded / seconds, 1) if seconds > 0 else None,
         "index_and_embed_wall_s": round(wall, 2),
-        "build_s": built["duration_s"],
+        "build_s": built.duration_s,
     }
 
 

@@ -55,6 +55,7 @@ async def run_bench_graph(
     """Index a generated repository through the pipeline, then time resolving against loading."""
     from palimpsest.cli.local import register_path
     from palimpsest.cli.pipeline import index_and_wait
+    from palimpsest.core.events import SnapshotBuilt
     from palimpsest.devtools.bench.index import make_repository
     from palimpsest.devtools.scratch import scratch_pipeline
 
@@ -67,11 +68,11 @@ async def run_bench_graph(
             repo_id = await register_path(infra.pool, tenant, repo)
             progress("indexing through the pipeline…")
             started = time.perf_counter()
-            built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))["snapshot.built"]
+            built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))[SnapshotBuilt]
             index_s = time.perf_counter() - started
-            if built["state"] != "ready":
-                return {"error": f"build {built['state']}: {built.get('reason')}"}
-            bench = _Bench(infra.pool, tenant, repo_id, UUID(str(built["snapshot_id"])))
+            if built.state != "ready" or built.snapshot_id is None:
+                return {"error": f"build {built.state}: {built.reason}"}
+            bench = _Bench(infra.pool, tenant, repo_id, built.snapshot_id)
             progress("waiting for the reviewer to store the graph…")
             stored = await bench.wait_stored()
             if stored is None:
@@ -84,7 +85,7 @@ async def run_bench_graph(
         "benchmark": "graph",
         "postgres": "embedded" if stack.embedded_db else "external",
         "files": files,
-        "chunks": built["chunks"],
+        "chunks": built.chunks,
         "index_s": round(index_s, 1),
         "stored_by_reviewer_after_s": round(stored[0], 1),
         "payload_bytes": stored[1],

@@ -27,6 +27,7 @@ import psutil
 from palimpsest.cli.local import register_path
 from palimpsest.cli.pipeline import index_and_wait
 from palimpsest.core.db import tenant_tx
+from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench.floor import ratios, yardsticks
 from palimpsest.devtools.scratch import scratch_pipeline
@@ -258,9 +259,9 @@ async def run_bench_index(
                 first = await index_and_wait(pool, nc, tenant, repo_id)
                 first_wall = time.perf_counter() - t
             marks = await asyncio.to_thread(yardsticks, corpus, root, marks)  # and just after
-            built = first["snapshot.built"]
-            if built["state"] != "ready":
-                return {"error": f"first build {built['state']}: {built.get('reason')}"}
+            built = first[SnapshotBuilt]
+            if built.state != "ready":
+                return {"error": f"first build {built.state}: {built.reason}"}
             db_bytes_first = await _db_bytes(infra, tenant)
             path, text = corpus[len(corpus) // 2]
             _fast_import(
@@ -281,28 +282,28 @@ async def run_bench_index(
                 await conn.execute("DELETE FROM repositories WHERE repository_id = %s", (repo_id,))
             delete_s = time.perf_counter() - t
             leftover = await _rows_left(infra, tenant, repo_id)
-        ib = incr["snapshot.built"]
+        ib = incr[SnapshotBuilt]
         return {
             "benchmark": "index",
             "postgres": "embedded" if stack.embedded_db else "external",
             "files": files,
             "source_bytes": sum(len(t.encode()) for _, t in corpus),
             "generate_s": round(generate_s, 2),
-            "first_build_s": built["duration_s"],
+            "first_build_s": built.duration_s,
             "first_build_wall_s": round(first_wall, 2),
             **marks,
-            **ratios(built["duration_s"], marks),
-            "incremental_s": ib["duration_s"],
+            **ratios(built.duration_s, marks),
+            "incremental_s": ib.duration_s,
             "incremental_wall_s": round(incr_wall, 2),
-            "incremental_parsed_blobs": ib["parsed_blobs"],
-            "chunks": built["chunks"],
-            "symbols": built["symbols"],
+            "incremental_parsed_blobs": ib.parsed_blobs,
+            "chunks": built.chunks,
+            "symbols": built.symbols,
             "db_bytes_first": db_bytes_first,
             "db_bytes": db_bytes,
             "db_mb": round(db_bytes / 1e6, 1),
             "table_mb": tables,
-            "first_timings": built.get("timings", {}),
-            "incremental_timings": ib.get("timings", {}),
+            "first_timings": built.timings,
+            "incremental_timings": ib.timings,
             "delete_s": round(delete_s, 3),
             "rows_left_after_delete": leftover,
             "peak_rss_mb": round(rss.peak / 1e6, 1),

@@ -33,9 +33,12 @@ async def run_bench_mcp(
     """Index a generated repository through the real pipeline, then time every tool's calls."""
     from palimpsest.cli.local import register_path
     from palimpsest.cli.pipeline import index_and_wait
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.core.events import SnapshotBuilt
+    from palimpsest.core.ids import uuid7
     from palimpsest.devtools.bench.index import make_repository
-    from palimpsest.ingest.admin.access import Scope
-    from palimpsest.ingest.admin.tenants import issue_token
+    from palimpsest.ingest.store.tenants import insert_token
+    from palimpsest.ingest.tokens import new_api_token
 
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-mcp-") as tmp:
         root = Path(tmp)
@@ -45,26 +48,24 @@ async def run_bench_mcp(
             repo_id = await register_path(infra.pool, tenant, repo)
             progress("indexing through the pipeline…")
             t = time.perf_counter()
-            built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))["snapshot.built"]
+            built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))[SnapshotBuilt]
             index_s = time.perf_counter() - t
-            if built["state"] != "ready":
-                return {"error": f"build {built['state']}: {built.get('reason')}"}
-            issued = await issue_token(
-                infra.extras["ingest_context"], Scope(tenant, verify=False), "bench-mcp", ["read"], None
-            )
-            url = f"{infra.extras['ingest_url']}/mcp"
+            if built.state != "ready":
+                return {"error": f"build {built.state}: {built.reason}"}
+            token, token_hash = new_api_token()
+            async with tenant_tx(infra.pool, tenant) as conn:
+                await insert_token(conn, tenant, uuid7(), token_hash, "bench-mcp", ["read"])
+            url = f"{infra.ingest_url}/mcp"
             progress(f"calling every tool {calls + 1} times over {url}…")
             load_before = os.getloadavg()
-            timings, first, errors = await _time_tools(
-                url, issued["api_token"], repo_id, corpus, idents, calls
-            )
+            timings, first, errors = await _time_tools(url, token, repo_id, corpus, idents, calls)
             load_after = os.getloadavg()
         return {
             "benchmark": "mcp",
             "transport": "streamable-http",
             "postgres": "embedded" if stack.embedded_db else "external",
             "files": files,
-            "chunks": built["chunks"],
+            "chunks": built.chunks,
             "index_s": round(index_s, 1),
             "calls_per_tool": calls,
             "first_call_ms": {k: round(v, 1) for k, v in first.items()},

@@ -32,6 +32,7 @@ from palimpsest.cli.commands_review import review_local
 from palimpsest.cli.local import default_branch, register_path
 from palimpsest.cli.pipeline import index_and_wait
 from palimpsest.core.db import Pool, tenant_tx
+from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench import history as replay
 from palimpsest.devtools.bench.history import Change, Truth, git, recall
@@ -128,7 +129,7 @@ async def _replay_one(
     repo_id = await register_path(pool, tenant, scratch)
     # the branch as it is now, and the history up to it: both are waited for
     built = (await index_and_wait(pool, nc, tenant, repo_id, reason="push", recency_required=True))[
-        "snapshot.built"
+        SnapshotBuilt
     ]
     truth = await asyncio.to_thread(replay.truth_of, repo, change)
     head = _seed_commit(scratch, change, truth.seed)
@@ -153,7 +154,7 @@ async def _replay_one(
         "files": len(files),
         "tokens": sum(int(c.get("tokens") or 0) for c in review.get("context", [])),
         "state": review.get("state"),
-        "index": {k: built.get(k) for k in ("state", "reason", "duration_s")},
+        "index": {"state": built.state, "reason": built.reason, "duration_s": built.duration_s},
         "snapshot_on_base": (review.get("sources") or {}).get("snapshot_on_base"),
         "assembly_ms": timings.get("total"),
         "review_ms": round(wall_ms, 1),

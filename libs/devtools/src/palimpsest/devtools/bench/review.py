@@ -26,6 +26,7 @@ async def run_bench_review(settings: Any, *, files: int, total_bytes: int, runs:
 
     from palimpsest.cli.local import register_path
     from palimpsest.cli.pipeline import index_and_wait
+    from palimpsest.core.events import SnapshotBuilt
     from palimpsest.devtools.bench.index import make_repository
 
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-review-") as tmp:
@@ -34,10 +35,10 @@ async def run_bench_review(settings: Any, *, files: int, total_bytes: int, runs:
         async with scratch_pipeline(settings, root / "home") as (_, stack, infra, tenant):
             repo_id = await register_path(infra.pool, tenant, repo)
             t = time.perf_counter()
-            built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))["snapshot.built"]
+            built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))[SnapshotBuilt]
             index_s = time.perf_counter() - t
-            if built["state"] != "ready":
-                return {"error": f"build {built['state']}: {built.get('reason')}"}
+            if built.state != "ready":
+                return {"error": f"build {built.state}: {built.reason}"}
             timings, first_ms, counts = await _time_contexts(
                 infra.pool, tenant, repo_id, corpus, idents, runs
             )
@@ -45,7 +46,7 @@ async def run_bench_review(settings: Any, *, files: int, total_bytes: int, runs:
             "benchmark": "review",
             "postgres": "embedded" if stack.embedded_db else "external",
             "files": files,
-            "chunks": built["chunks"],
+            "chunks": built.chunks,
             "index_s": round(index_s, 1),
             "runs": runs,
             "first_call_ms": round(first_ms, 1),

@@ -39,7 +39,7 @@ from palimpsest.index.graph.rank import (
 from palimpsest.index.graph.report import GraphReport
 from palimpsest.index.graph.seeds import Seeds, resolve_seeds
 from palimpsest.index.recency import cochange_neighbours
-from palimpsest.index.snapshots import newest_ready
+from palimpsest.index.snapshots import Snapshot, readable
 
 __all__ = [
     "COCHANGE_PARTNERS",
@@ -106,27 +106,18 @@ class ContextResult:
 
 async def snapshot_graph(
     conn: Conn, repository_id: UUID, *, snapshot_id: UUID | None = None, cache: GraphCache = GRAPHS
-) -> tuple[dict[str, Any], Graph, GraphReport]:
+) -> tuple[Snapshot, Graph, GraphReport]:
     """The snapshot row and its resolved graph: from the cache when this process holds it, else
     the stored one, else resolved from the snapshot's facts (and then stored)."""
-    if snapshot_id is None:
-        snapshot = await newest_ready(conn, repository_id)
-    else:
-        cur = await conn.execute(
-            "SELECT * FROM code_index_snapshots WHERE repository_id = %s AND snapshot_id = %s"
-            " AND state IN ('ready', 'superseded')",
-            (repository_id, snapshot_id),
-        )
-        row = await cur.fetchone()
-        snapshot = dict(row) if row else None
+    snapshot = await readable(conn, repository_id, snapshot_id)
     if snapshot is None:
         raise IndexNotReady("the repository has no ready snapshot yet (index it first)")
-    sid = UUID(str(snapshot["snapshot_id"]))
+    sid = snapshot.snapshot_id
 
     async def load() -> Any:
         return await load_snapshot_facts(conn, repository_id, sid)
 
-    store = SnapshotGraphStore(conn, UUID(str(snapshot["tenant_id"])), sid)
+    store = SnapshotGraphStore(conn, snapshot.tenant_id, sid)
     graph, report = await cache.get(sid, load, store)
     return snapshot, graph, report
 
@@ -215,8 +206,8 @@ async def graph_context(
     kept = truncate_to_budget(ranked, budget)
     return ContextResult(
         repository_id=repository_id,
-        snapshot_id=UUID(str(snapshot["snapshot_id"])),
-        commit=str(snapshot["commit_sha"]),
+        snapshot_id=snapshot.snapshot_id,
+        commit=snapshot.commit_sha,
         seeds=resolved.matched,
         hops=hops,
         budget=budget,
@@ -229,7 +220,7 @@ async def graph_context(
 
 async def graph_report(
     conn: Conn, repository_id: UUID, *, snapshot_id: UUID | None = None, cache: GraphCache = GRAPHS
-) -> tuple[dict[str, Any], GraphReport]:
+) -> tuple[Snapshot, GraphReport]:
     """The snapshot row and the negative-control report of its graph."""
     snapshot, _, report = await snapshot_graph(conn, repository_id, snapshot_id=snapshot_id, cache=cache)
     return snapshot, report

@@ -102,14 +102,14 @@ async def _token_owner(ctx: IngestContext, token_hash: bytes) -> TokenOwner | No
     owner = None
     if found is not None:
         owner = TokenOwner(
-            tenant_id=found["tenant_id"],
-            token_id=found["token_id"],
-            name=found["name"],
-            scopes=frozenset(found["scopes"]),
-            expires_at=found["expires_at"],
-            revoked=found["revoked_at"] is not None,
-            tenant_suspended=bool(found["tenant_suspended"]),
-            tenant_deleting=bool(found["tenant_deleting"]),
+            tenant_id=found.tenant_id,
+            token_id=found.token_id,
+            name=found.name,
+            scopes=frozenset(found.scopes),
+            expires_at=found.expires_at,
+            revoked=found.revoked_at is not None,
+            tenant_suspended=found.tenant_suspended,
+            tenant_deleting=found.tenant_deleting,
         )
     ctx.tokens.put(token_hash, owner)
     return owner

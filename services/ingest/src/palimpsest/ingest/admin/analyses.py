@@ -28,7 +28,8 @@ async def analyses(
 ) -> list[dict[str, Any]]:
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
-        return await list_analyses(conn, repository_id, limit=limit, before=before)
+        found = await list_analyses(conn, repository_id, limit=limit, before=before)
+    return [a.to_json() for a in found]
 
 
 async def analysis(ctx: IngestContext, scope: Scope, analysis_id: UUID) -> dict[str, Any]:
@@ -48,10 +49,10 @@ async def request_analysis(
         await require_active(conn, repository_id)
         if snapshot_id is not None:
             snap = await get_snapshot(conn, snapshot_id)
-            if snap is None or snap["repository_id"] != repository_id:
+            if snap is None or snap.repository_id != repository_id:
                 raise NotFound("no such snapshot of this repository")
-            if snap["state"] not in ("ready", "superseded"):
-                raise Conflict(f"snapshot {snapshot_id} is {snap['state']}, not ready")
+            if snap.state not in ("ready", "superseded"):
+                raise Conflict(f"snapshot {snapshot_id} is {snap.state}, not ready")
         elif await newest_ready(conn, repository_id) is None:
             raise Conflict("the repository has no ready snapshot yet; index it first")
         event = AnalysisRequested(

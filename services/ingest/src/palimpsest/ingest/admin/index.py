@@ -51,7 +51,7 @@ async def require_active(conn: Conn, repository_id: UUID) -> None:
         raise Conflict(f"{reason}: the repository is neither indexed nor reviewed")
 
 
-async def require_repository(conn: Conn, repository_id: UUID) -> dict[str, Any]:
+async def require_repository(conn: Conn, repository_id: UUID) -> repositories.Repository:
     """The tenant's repository, or NotFound (another tenant's looks the same)."""
     found = await repositories.get_repository(conn, repository_id)
     if found is None:
@@ -64,7 +64,8 @@ async def snapshots(
 ) -> list[dict[str, Any]]:
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
-        return await list_snapshots(conn, repository_id, limit=limit, before=before)
+        found = await list_snapshots(conn, repository_id, limit=limit, before=before)
+    return [s.to_json() for s in found]
 
 
 async def snapshot(ctx: IngestContext, scope: Scope, snapshot_id: UUID) -> dict[str, Any]:
@@ -72,7 +73,7 @@ async def snapshot(ctx: IngestContext, scope: Scope, snapshot_id: UUID) -> dict[
         found = await get_snapshot(conn, snapshot_id)
     if found is None:
         raise NotFound("no such snapshot")
-    return found
+    return found.to_json()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +107,7 @@ async def search(ctx: IngestContext, scope: Scope, repository_id: UUID, query: S
                 conn,
                 repository_id,
                 query.q,
-                snapshot_id=snap["snapshot_id"],
+                snapshot_id=snap.snapshot_id,
                 limit=query.limit,
                 **query.filters(),
             )
@@ -118,9 +119,9 @@ async def search(ctx: IngestContext, scope: Scope, repository_id: UUID, query: S
         "mode": "lexical",
         "semantic": "not_requested",
         "reason": None,
-        "model": snap.get("embedding_model"),
-        "snapshot_id": snap["snapshot_id"],
-        "embedding_state": snap.get("embedding_state"),
+        "model": snap.embedding_model,
+        "snapshot_id": snap.snapshot_id,
+        "embedding_state": snap.embedding_state,
         "counts": {"lexical": len(hits)},
         "hits": [h.as_dict() for h in hits],
     }
@@ -178,7 +179,7 @@ async def index_report(ctx: IngestContext, scope: Scope, repository_id: UUID) ->
         raise Conflict(str(exc)) from exc
     return {
         "repository_id": repository_id,
-        "snapshot_id": snap["snapshot_id"],
-        "commit": snap["commit_sha"],
+        "snapshot_id": snap.snapshot_id,
+        "commit": snap.commit_sha,
         **found.as_dict(),
     }

@@ -82,12 +82,13 @@ async def add_installation(ctx: IngestContext, scope: Scope, body: InstallationC
     async with scoped_tx(ctx, scope) as conn:
         stored = await installations.insert_installation(conn, scope.tenant_id, new)
     ctx.routes.clear()
-    return stored
+    return stored.to_json()
 
 
 async def list_installations(ctx: IngestContext, scope: Scope) -> list[dict[str, Any]]:
     async with scoped_tx(ctx, scope) as conn:
-        return await installations.list_installations(conn)
+        found = await installations.list_installations(conn)
+    return [i.to_json() for i in found]
 
 
 async def get_installation(ctx: IngestContext, scope: Scope, installation_id: UUID) -> dict[str, Any]:
@@ -95,7 +96,7 @@ async def get_installation(ctx: IngestContext, scope: Scope, installation_id: UU
         found = await installations.get_installation(conn, installation_id)
     if found is None:
         raise NotFound("no such installation")
-    return found
+    return found.to_json()
 
 
 async def update_installation(
@@ -121,7 +122,7 @@ async def update_installation(
     if found is None:
         raise NotFound("no such installation")
     ctx.routes.clear()
-    return found
+    return found.to_json()
 
 
 async def remove_installation(ctx: IngestContext, scope: Scope, installation_id: UUID) -> None:
@@ -141,4 +142,4 @@ async def set_suspended(
     if found is None:
         raise NotFound("no such installation")
     ctx.routes.clear()  # cached webhook routes carry the suspension
-    return found
+    return found.to_json()

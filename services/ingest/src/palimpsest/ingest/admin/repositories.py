@@ -21,11 +21,12 @@ from palimpsest.ingest.errors import Conflict, InvalidRequest, NotFound
 from palimpsest.ingest.schemas import RepositoryCreate, RepositoryUpdate
 from palimpsest.ingest.sources import Source, check_source
 from palimpsest.ingest.store import installations, repositories
+from palimpsest.ingest.store.installations import Installation
 from palimpsest.ingest.store.repositories import NewRepository
 
 
-def _provider(body: RepositoryCreate, installation: dict[str, Any] | None, source: Source) -> str:
-    implied = source.provider if installation is None else str(installation["provider"])
+def _provider(body: RepositoryCreate, installation: Installation | None, source: Source) -> str:
+    implied = source.provider if installation is None else installation.provider
     if implied is None:
         if body.provider is None or body.provider == "local":
             raise InvalidRequest(f"say which provider (github, gitlab, bitbucket) serves '{source.host}'")
@@ -42,7 +43,7 @@ async def register_repository(ctx: IngestContext, scope: Scope, body: Repository
             installation = await installations.get_installation(conn, body.installation_id)
         if installation is None:
             raise NotFound("no such installation")
-    host = str(installation["host"]) if installation is not None else None
+    host = installation.host if installation is not None else None
     source = await check_source(body.url, ctx.policy, installation_host=host)
     provider = _provider(body, installation, source)
     if provider == "local" and body.external_id is not None:
@@ -61,7 +62,7 @@ async def register_repository(ctx: IngestContext, scope: Scope, body: Repository
     async with scoped_tx(ctx, scope) as conn:
         stored = await repositories.insert_repository(conn, scope.tenant_id, new)
         event = None
-        if stored["index_mode"] != "off" and await suspended_reason(conn, new.repository_id) is None:
+        if stored.index_mode != "off" and await suspended_reason(conn, new.repository_id) is None:
             event = IndexRequested(
                 tenant_id=scope.tenant_id,
                 repository_id=new.repository_id,
@@ -69,14 +70,15 @@ async def register_repository(ctx: IngestContext, scope: Scope, body: Repository
                 branch=new.default_branch,
             )
             await emit(conn, event)
-    return {**stored, "index_event_id": event.id if event is not None else None}
+    return {**stored.to_json(), "index_event_id": event.id if event is not None else None}
 
 
 async def list_repositories(
     ctx: IngestContext, scope: Scope, *, provider: str | None, installation_id: UUID | None
 ) -> list[dict[str, Any]]:
     async with scoped_tx(ctx, scope) as conn:
-        return await repositories.list_repositories(conn, provider=provider, installation_id=installation_id)
+        found = await repositories.list_repositories(conn, provider=provider, installation_id=installation_id)
+    return [r.to_json() for r in found]
 
 
 async def get_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> dict[str, Any]:
@@ -84,7 +86,7 @@ async def get_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) 
         found = await repositories.get_repository(conn, repository_id)
     if found is None:
         raise NotFound("no such repository")
-    return found
+    return found.to_json()
 
 
 async def update_repository(
@@ -96,21 +98,21 @@ async def update_repository(
         if before is None:
             raise NotFound("no such repository")
         if not changes:
-            return before
+            return before.to_json()
         after = await repositories.update_repository(conn, repository_id, changes)
         assert after is not None
-        if after["index_mode"] == "off" and before["index_mode"] != "off":
+        if after.index_mode == "off" and before.index_mode != "off":
             await repositories.delete_index_data(conn, repository_id)  # ADR-0017 D7
         suspended = await suspended_reason(conn, repository_id)
-        if after["index_mode"] != before["index_mode"] and after["index_mode"] != "off" and suspended is None:
+        if after.index_mode not in (before.index_mode, "off") and suspended is None:
             event = IndexRequested(
                 tenant_id=scope.tenant_id,
                 repository_id=repository_id,
                 reason="mode",
-                branch=after["default_branch"],
+                branch=after.default_branch,
             )
             await emit(conn, event)
-    return after
+    return after.to_json()
 
 
 async def rebuild_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> dict[str, Any]:
@@ -118,14 +120,14 @@ async def rebuild_repository(ctx: IngestContext, scope: Scope, repository_id: UU
         found = await repositories.get_repository(conn, repository_id)
         if found is None:
             raise NotFound("no such repository")
-        if found["index_mode"] == "off":
+        if found.index_mode == "off":
             raise Conflict("indexing is off for this repository; set index_mode first")
         await require_active(conn, repository_id)
         event = IndexRequested(
             tenant_id=scope.tenant_id,
             repository_id=repository_id,
             reason="rebuild",
-            branch=found["default_branch"],
+            branch=found.default_branch,
         )
         await emit(conn, event)
     return {"repository_id": repository_id, "event_id": event.id, "request_id": event.request_id}

@@ -43,7 +43,8 @@ async def reviews(
 ) -> list[dict[str, Any]]:
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
-        return await list_reviews(conn, repository_id, limit=limit, before=before)
+        found = await list_reviews(conn, repository_id, limit=limit, before=before)
+    return [r.to_json() for r in found]
 
 
 async def feedback(
@@ -53,8 +54,11 @@ async def feedback(
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
         return {
-            "acceptance": await review_feedback.acceptance(conn, repository_id),
-            "items": await review_feedback.list_feedback(conn, repository_id, limit=limit, before=before),
+            "acceptance": [a.to_json() for a in await review_feedback.acceptance(conn, repository_id)],
+            "items": [
+                f.to_json()
+                for f in await review_feedback.list_feedback(conn, repository_id, limit=limit, before=before)
+            ],
         }
 
 
@@ -70,18 +74,18 @@ async def review(ctx: IngestContext, scope: Scope, review_or_request_id: UUID) -
             if found is None:
                 raise NotFound("no such review or review request")
             return found
-        if sub["review_id"] is not None:
-            found = await load_review(conn, sub["review_id"])
+        if sub.review_id is not None:
+            found = await load_review(conn, sub.review_id)
             if found is not None:
-                return {**found, "request_id": str(sub["request_id"])}
+                return {**found, "request_id": str(sub.request_id)}
     return {
         "review_id": None,
-        "request_id": sub["request_id"],
-        "repository_id": sub["repository_id"],
-        "state": sub["state"],
-        "reason": sub["reason"],
-        "head_sha": sub["head_sha"],
-        "created_at": sub["created_at"],
+        "request_id": sub.request_id,
+        "repository_id": sub.repository_id,
+        "state": sub.state,
+        "reason": sub.reason,
+        "head_sha": sub.head_sha,
+        "created_at": sub.created_at,
     }
 
 

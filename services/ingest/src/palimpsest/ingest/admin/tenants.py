@@ -14,6 +14,7 @@ from palimpsest.ingest.admin.access import ALL_SCOPES, Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Conflict, NotFound
 from palimpsest.ingest.store import lookups, tenants
+from palimpsest.ingest.store.tenants import Tenant
 from palimpsest.ingest.tokens import new_api_token
 
 
@@ -26,7 +27,7 @@ async def create_tenant(ctx: IngestContext, name: str) -> dict[str, Any]:
         issued = await tenants.insert_token(
             conn, tenant_id, uuid7(), token_hash, "initial", [str(s) for s in ALL_SCOPES]
         )
-    return {**tenant, "token_id": issued["token_id"], "api_token": token}
+    return {**tenant.to_json(), "token_id": issued.token_id, "api_token": token}
 
 
 async def list_tenants(ctx: IngestContext) -> list[dict[str, Any]]:
@@ -40,7 +41,7 @@ async def get_tenant(ctx: IngestContext, scope: Scope) -> dict[str, Any]:
         if found is None:
             raise NotFound("no such tenant")
         activity = await tenants.tenant_activity(conn)
-    return {**_state(found), **activity}
+    return {**_state(found), **activity.to_json()}
 
 
 async def set_suspended(ctx: IngestContext, tenant_id: UUID, suspended: bool) -> dict[str, Any]:
@@ -54,9 +55,8 @@ async def set_suspended(ctx: IngestContext, tenant_id: UUID, suspended: bool) ->
     return _state(found)
 
 
-def _state(row: dict[str, Any]) -> dict[str, Any]:
-    state = "deleting" if row.get("deleting_at") else "suspended" if row.get("suspended_at") else "active"
-    return {**row, "state": state}
+def _state(tenant: Tenant) -> dict[str, Any]:
+    return {**tenant.to_json(), "state": tenant.state}
 
 
 async def issue_token(
@@ -67,12 +67,13 @@ async def issue_token(
         issued = await tenants.insert_token(
             conn, scope.tenant_id, uuid7(), token_hash, name, sorted(set(scopes)), expires_at
         )
-    return {**issued, "api_token": token}
+    return {**issued.to_json(), "api_token": token}
 
 
 async def list_tokens(ctx: IngestContext, scope: Scope, *, include_revoked: bool) -> list[dict[str, Any]]:
     async with scoped_tx(ctx, scope) as conn:
-        return await tenants.list_tokens(conn, include_revoked=include_revoked)
+        found = await tenants.list_tokens(conn, include_revoked=include_revoked)
+    return [t.to_json() for t in found]
 
 
 async def revoke_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> None:
@@ -94,4 +95,4 @@ async def rotate_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> dict
             raise Conflict("the token is revoked; issue a new one")
     old_hash, row = rotated
     ctx.tokens.discard(old_hash)
-    return {**row, "api_token": token}
+    return {**row.to_json(), "api_token": token}

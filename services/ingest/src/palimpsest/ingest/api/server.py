@@ -1,8 +1,8 @@
 """Serving the ASGI app with uvicorn on a socket bound up front, as a background task of the service.
 
 Binding happens in `IngestServer.bind`, before the service starts running, so a busy port is a
-clear start-up error and the bound URL is known at once (the CLI reads it from the service's
-extras). Under the embedded runner, when the port was not configured explicitly and 8080 is
+clear start-up error and the bound URL is known at once (the CLI reads it from
+``Infra.ingest_url``). Under the embedded runner, when the port was not configured explicitly and 8080 is
 taken, a free port is used instead (with a warning) so a developer machine with something on 8080
 still gets a working stack.
 """

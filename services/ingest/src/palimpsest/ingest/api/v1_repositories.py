@@ -94,7 +94,7 @@ async def list_deliveries(
     where = DeliveryFilter(provider, outcome, event, repository_id, installation_id)
     async with scoped_tx(ctx, scope) as conn:
         rows = await deliveries.list_deliveries(conn, where, limit=limit, before=before)
-    items = [Delivery.model_validate(r) for r in rows]
+    items = [Delivery.model_validate(r.to_json()) for r in rows]
     return DeliveryPage(items=items, next_before=items[-1].id if len(items) == limit else None)
 
 
@@ -104,4 +104,4 @@ async def get_delivery(delivery_pk: UUID, ctx: Ctx, scope: ReadScope) -> Deliver
         found = await deliveries.get_delivery(conn, delivery_pk)
     if found is None:
         raise NotFound("no such delivery")
-    return Delivery.model_validate(found)
+    return Delivery.model_validate(found.to_json())

@@ -38,7 +38,7 @@ from palimpsest.index.graph.query import graph_context
 from palimpsest.index.hybrid import hybrid_search
 from palimpsest.index.recency import last_modified_at, list_recency
 from palimpsest.index.search import lexical_search
-from palimpsest.index.snapshots import list_snapshots, newest_ready
+from palimpsest.index.snapshots import Snapshot, list_snapshots, newest_ready
 from palimpsest.index.stored import analysis_view
 from palimpsest.ingest.mcp import models
 from palimpsest.reviewer import candidates
@@ -203,7 +203,7 @@ class _Tools:
                     snap = await newest_ready(conn, rid)
                     if snap is None:
                         raise IndexNotReady("the repository has no ready snapshot yet (index it first)")
-                    sid = snap["snapshot_id"]
+                    sid = snap.snapshot_id
                     hits = await lexical_search(conn, rid, query, snapshot_id=sid, limit=limit, **filters)
                     semantic, reason, fused = "not_requested", None, "lexical"
                 commit = await _commit(conn, sid)
@@ -252,7 +252,7 @@ class _Tools:
         async with self._tx(ctx) as conn:
             repo = await _repository(conn, repository)
             snap = await _ready(conn, repo)
-            rid, sid = repo["repository_id"], UUID(str(snap["snapshot_id"]))
+            rid, sid = repo["repository_id"], snap.snapshot_id
             found = await candidates.definitions(conn, rid, sid, [symbol], limit, max_definers=10**6)
             dates = await last_modified_at(conn, rid, [c.path for c in found])
         return self._symbols(repo, snap, symbol, found, dates, budget_tokens)
@@ -270,7 +270,7 @@ class _Tools:
         async with self._tx(ctx) as conn:
             repo = await _repository(conn, repository)
             snap = await _ready(conn, repo)
-            rid, sid = repo["repository_id"], UUID(str(snap["snapshot_id"]))
+            rid, sid = repo["repository_id"], snap.snapshot_id
             found = await candidates.usages(conn, rid, sid, [symbol], frozenset(), limit)
             for cand in found:
                 cand.reason = f"uses `{symbol}`"
@@ -280,7 +280,7 @@ class _Tools:
     @staticmethod
     def _symbols(
         repo: dict[str, Any],
-        snap: dict[str, Any],
+        snap: Snapshot,
         symbol: str,
         found: Sequence[candidates.Candidate],
         dates: dict[str, datetime | None],
@@ -301,7 +301,7 @@ class _Tools:
         return models.SymbolResult(
             repository=repo["full_name"],
             symbol=symbol,
-            commit=str(snap["commit_sha"]),
+            commit=snap.commit_sha,
             items=kept,
             left_out=left,
             budget_tokens=budget,
@@ -483,15 +483,11 @@ class _Tools:
             for e in entries
         )
         kept, left = fit(files, budget_tokens, total=len(entries))
-        scan = listing.scan
+        scan = listing.scan.to_json() if listing.scan is not None else None
         return models.RecencyResult(
             repository=repo["full_name"],
             median_code_date=median,
-            scan=(
-                {k: scan.get(k) for k in ("status", "reason", "commit_sha", "scanned_at")}
-                if scan is not None
-                else None
-            ),
+            scan={k: scan[k] for k in ("status", "reason", "commit_sha", "scanned_at")} if scan else None,
             stale_docs=sum(1 for e in listing.entries if e.stale),
             files=kept,
             left_out=left,
@@ -588,7 +584,7 @@ async def _repository(conn: Conn, ref: str) -> dict[str, Any]:
     return dict(rows[0])
 
 
-async def _ready(conn: Conn, repo: dict[str, Any]) -> dict[str, Any]:
+async def _ready(conn: Conn, repo: dict[str, Any]) -> Snapshot:
     snap = await newest_ready(conn, repo["repository_id"])
     if snap is None:
         raise ToolError(f"{repo['full_name']} has no ready snapshot yet (index it first)")
@@ -605,17 +601,17 @@ async def _commit(conn: Conn, snapshot_id: Any) -> str | None:
     return str(row["commit_sha"]) if row else None
 
 
-def _snapshot(row: dict[str, Any]) -> models.SnapshotInfo:
+def _snapshot(row: Snapshot) -> models.SnapshotInfo:
     return models.SnapshotInfo(
-        snapshot_id=str(row["snapshot_id"]),
-        commit=str(row["commit_sha"]),
-        state=str(row["state"]),
-        reason=row.get("reason"),
-        files=int(row.get("files") or 0),
-        chunks=int(row.get("chunks") or 0),
-        embedding_state=row.get("embedding_state"),
-        created_at=_iso(row["created_at"]) or "",
-        ready_at=_iso(row.get("ready_at")),
+        snapshot_id=str(row.snapshot_id),
+        commit=row.commit_sha,
+        state=row.state,
+        reason=row.reason,
+        files=row.files,
+        chunks=row.chunks,
+        embedding_state=row.embedding_state,
+        created_at=_iso(row.created_at) or "",
+        ready_at=_iso(row.ready_at),
     )
 
 

@@ -9,19 +9,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 from uuid import UUID
 
 from psycopg import sql
 
-from palimpsest.core.db import Conn, fetch_all, fetch_one
+from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one, fetch_one_as
 from palimpsest.core.events import Event
 from palimpsest.core.outbox import emit_guarded
 
-COLUMNS: Final = sql.SQL(
-    "id, provider, installation_id, delivery_id, event, action, outcome, http_status, reason,"
-    " repository_id, event_ids, received_at"
-)
+
+@dataclass(frozen=True, slots=True)
+class StoredDelivery(JsonRow):
+    """A recorded delivery, as the API lists it."""
+
+    id: UUID
+    provider: str
+    installation_id: UUID | None
+    delivery_id: str
+    event: str
+    action: str | None
+    outcome: str  # accepted | duplicate | ignored | rejected
+    http_status: int
+    reason: str | None
+    repository_id: UUID | None
+    event_ids: list[UUID]
+    received_at: datetime
+
+
+COLUMNS: Final = sql.SQL(columns(StoredDelivery))
 _INSERT: Final = (
     "INSERT INTO deliveries (tenant_id, id, provider, installation_id, delivery_id, event, action, outcome,"
     " http_status, reason, repository_id, event_ids) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
@@ -112,7 +129,7 @@ class DeliveryFilter:
 
 async def list_deliveries(
     conn: Conn, where: DeliveryFilter, *, limit: int, before: UUID | None
-) -> list[dict[str, Any]]:
+) -> list[StoredDelivery]:
     """Newest first; `before` continues after the last id of the previous page."""
     query = sql.SQL(
         "SELECT {} FROM deliveries WHERE (%(p)s::text IS NULL OR provider = %(p)s)"
@@ -130,9 +147,10 @@ async def list_deliveries(
         "b": before,
         "n": limit,
     }
-    return [dict(r) for r in await fetch_all(conn, query, params)]
+    return await fetch_all_as(conn, StoredDelivery, query, params)
 
 
-async def get_delivery(conn: Conn, id_: UUID) -> dict[str, Any] | None:
-    row = await fetch_one(conn, sql.SQL("SELECT {} FROM deliveries WHERE id = %s").format(COLUMNS), (id_,))
-    return None if row is None else dict(row)
+async def get_delivery(conn: Conn, id_: UUID) -> StoredDelivery | None:
+    return await fetch_one_as(
+        conn, StoredDelivery, sql.SQL("SELECT {} FROM deliveries WHERE id = %s").format(COLUMNS), (id_,)
+    )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final
 from uuid import UUID
 
 import psycopg
 from psycopg import sql
 
-from palimpsest.core.db import Conn, fetch_all, fetch_one
+from palimpsest.core.db import Conn, JsonRow, fetch_all_as, fetch_one_as
 from palimpsest.ingest.errors import Conflict
 from palimpsest.ingest.store.rows import delete_row, get_row, update_row
 
@@ -19,6 +20,25 @@ COLUMNS: Final = sql.SQL(
     " suspended_at, suspended_reason"
 )
 _UPDATABLE: Final = frozenset({"display_name", "webhook_secret", "credentials", "credentials_kind"})
+
+
+@dataclass(frozen=True, slots=True)
+class Installation(JsonRow):
+    """An installation as the API shows it: whether it has a webhook secret, never the secret."""
+
+    installation_id: UUID
+    provider: str
+    kind: str
+    external_id: str
+    host: str
+    namespace: str | None
+    display_name: str
+    has_webhook_secret: bool
+    credentials_kind: str  # none | token | app
+    created_at: datetime
+    updated_at: datetime
+    suspended_at: datetime | None
+    suspended_reason: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +62,7 @@ def _taken(exc: psycopg.errors.UniqueViolation) -> Conflict:
     )
 
 
-async def insert_installation(conn: Conn, tenant_id: UUID, new: NewInstallation) -> dict[str, Any]:
+async def insert_installation(conn: Conn, tenant_id: UUID, new: NewInstallation) -> Installation:
     query = sql.SQL(
         "INSERT INTO installations (tenant_id, installation_id, provider, kind, external_id, host, namespace,"
         " display_name, webhook_secret, credentials, credentials_kind)"
@@ -62,27 +82,28 @@ async def insert_installation(conn: Conn, tenant_id: UUID, new: NewInstallation)
         new.credentials_kind,
     )
     try:
-        row = await fetch_one(conn, query, params)
+        row = await fetch_one_as(conn, Installation, query, params)
     except psycopg.errors.UniqueViolation as exc:
         raise _taken(exc) from exc
     assert row is not None
-    return dict(row)
+    return row
 
 
-async def list_installations(conn: Conn) -> list[dict[str, Any]]:
+async def list_installations(conn: Conn) -> list[Installation]:
     query = sql.SQL("SELECT {} FROM installations ORDER BY created_at, installation_id").format(COLUMNS)
-    return [dict(r) for r in await fetch_all(conn, query)]
+    return await fetch_all_as(conn, Installation, query)
 
 
-async def get_installation(conn: Conn, installation_id: UUID) -> dict[str, Any] | None:
-    return await get_row(conn, "installations", "installation_id", installation_id, COLUMNS)
+async def get_installation(conn: Conn, installation_id: UUID) -> Installation | None:
+    return await get_row(conn, Installation, "installations", "installation_id", installation_id, COLUMNS)
 
 
 async def update_installation(
     conn: Conn, installation_id: UUID, changes: dict[str, Any]
-) -> dict[str, Any] | None:
+) -> Installation | None:
     return await update_row(
         conn,
+        Installation,
         "installations",
         "installation_id",
         installation_id,
@@ -97,12 +118,11 @@ async def delete_installation(conn: Conn, installation_id: UUID) -> bool:
     return await delete_row(conn, "installations", "installation_id", installation_id)
 
 
-async def set_suspended(conn: Conn, installation_id: UUID, suspended: bool, by: str) -> dict[str, Any] | None:
+async def set_suspended(conn: Conn, installation_id: UUID, suspended: bool, by: str) -> Installation | None:
     """Suspend (by 'provider' or 'api'; the first suspension's time stays) or lift the suspension."""
     query = sql.SQL(
         "UPDATE installations SET suspended_at = CASE WHEN %s THEN coalesce(suspended_at, now()) END,"
         " suspended_reason = CASE WHEN %s THEN coalesce(suspended_reason, %s) END, updated_at = now()"
         " WHERE installation_id = %s RETURNING {}"
     ).format(COLUMNS)
-    row = await fetch_one(conn, query, (suspended, suspended, by, installation_id))
-    return None if row is None else dict(row)
+    return await fetch_one_as(conn, Installation, query, (suspended, suspended, by, installation_id))

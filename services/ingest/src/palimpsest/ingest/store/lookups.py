@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
-from palimpsest.core.db import Pool, fetch_all, fetch_one, system_tx
+from palimpsest.core.db import Pool, columns, fetch_all_as, fetch_one, fetch_one_as, system_tx
+from palimpsest.ingest.store.tenants import Tenant
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,20 @@ class SealedRoute:
     installation_id: UUID
     sealed_secret: bytes
     suspended: str | None = None  # why its deliveries are ignored (suspension), or None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenTenant:
+    """A token's tenant, what it may do and whether it still may (the caller checks)."""
+
+    tenant_id: UUID
+    token_id: UUID
+    name: str
+    scopes: list[str]
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    tenant_suspended: bool
+    tenant_deleting: bool
 
 
 async def webhook_route(
@@ -41,18 +55,21 @@ async def webhook_route(
     )
 
 
-async def token_owner(pool: Pool, token_hash: bytes) -> dict[str, Any] | None:
+async def token_owner(pool: Pool, token_hash: bytes) -> TokenTenant | None:
     """The token's tenant, id, name, scopes, expiry, revocation and its tenant's state."""
     async with system_tx(pool) as conn:
-        row = await fetch_one(conn, "SELECT * FROM palimpsest_token_tenant(%s)", (token_hash,))
-    return None if row is None else dict(row)
+        return await fetch_one_as(
+            conn,
+            TokenTenant,
+            f"SELECT {columns(TokenTenant)} FROM palimpsest_token_tenant(%s)",
+            (token_hash,),
+        )
 
 
-async def tenant_list(pool: Pool) -> list[dict[str, Any]]:
+async def tenant_list(pool: Pool) -> list[Tenant]:
     """Every tenant's id, name and state (the operator's list)."""
     async with system_tx(pool) as conn:
-        rows = await fetch_all(conn, "SELECT * FROM palimpsest_tenant_list()")
-    return [dict(r) for r in rows]
+        return await fetch_all_as(conn, Tenant, f"SELECT {columns(Tenant)} FROM palimpsest_tenant_list()")
 
 
 async def prune_audit(pool: Pool, before: datetime, limit: int) -> int:

@@ -7,27 +7,17 @@ indexed for it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final
 from uuid import UUID
 
 import psycopg
 from psycopg import sql
 
-from palimpsest.core.db import Conn, fetch_all, fetch_one
+from palimpsest.core.db import Conn, JsonRow, columns, fetch_all, fetch_all_as, fetch_one_as
 from palimpsest.ingest.errors import Conflict
 from palimpsest.ingest.store.rows import delete_row, get_row, update_row
 
-COLUMNS: Final = sql.SQL(
-    "repository_id, provider, external_id, full_name, clone_url, default_branch, visibility, index_mode,"
-    " installation_id, created_at, updated_at"
-)
-# The webhook hot path: a plain string, rendered once (composing SQL costs on every call).
-_FIND: Final = (
-    "SELECT repository_id, provider, external_id, full_name, clone_url, default_branch, visibility,"
-    " index_mode, installation_id, created_at, updated_at FROM repositories WHERE provider = %(p)s"
-    " AND (external_id = %(e)s OR (external_id IS NULL AND lower(full_name) = lower(%(n)s)))"
-    " ORDER BY external_id IS NULL LIMIT 1"
-)
 _UPDATABLE: Final = frozenset(
     {"index_mode", "default_branch", "visibility", "external_id", "installation_id", "full_name"}
 )
@@ -46,12 +36,29 @@ class NewRepository:
     installation_id: UUID | None
 
 
+@dataclass(frozen=True, slots=True)
+class Repository(NewRepository, JsonRow):
+    """A registered repository, as the API shows it."""
+
+    created_at: datetime
+    updated_at: datetime
+
+
+COLUMNS: Final = sql.SQL(columns(Repository))
+# The webhook hot path: a plain string, rendered once (composing SQL costs on every call).
+_FIND: Final = (
+    f"SELECT {columns(Repository)} FROM repositories WHERE provider = %(p)s"
+    " AND (external_id = %(e)s OR (external_id IS NULL AND lower(full_name) = lower(%(n)s)))"
+    " ORDER BY external_id IS NULL LIMIT 1"
+)
+
+
 def _taken(exc: psycopg.errors.UniqueViolation) -> Conflict:
     del exc
     return Conflict("a repository with this clone URL or provider id is already registered")
 
 
-async def insert_repository(conn: Conn, tenant_id: UUID, new: NewRepository) -> dict[str, Any]:
+async def insert_repository(conn: Conn, tenant_id: UUID, new: NewRepository) -> Repository:
     query = sql.SQL(
         "INSERT INTO repositories (tenant_id, repository_id, provider, external_id, full_name, clone_url,"
         " default_branch, visibility, index_mode, installation_id)"
@@ -70,32 +77,31 @@ async def insert_repository(conn: Conn, tenant_id: UUID, new: NewRepository) -> 
         new.installation_id,
     )
     try:
-        row = await fetch_one(conn, query, params)
+        row = await fetch_one_as(conn, Repository, query, params)
     except psycopg.errors.UniqueViolation as exc:
         raise _taken(exc) from exc
     assert row is not None
-    return dict(row)
+    return row
 
 
 async def list_repositories(
     conn: Conn, *, provider: str | None = None, installation_id: UUID | None = None
-) -> list[dict[str, Any]]:
+) -> list[Repository]:
     query = sql.SQL(
         "SELECT {} FROM repositories WHERE (%(p)s::text IS NULL OR provider = %(p)s)"
         " AND (%(i)s::uuid IS NULL OR installation_id = %(i)s) ORDER BY created_at, repository_id"
     ).format(COLUMNS)
-    return [dict(r) for r in await fetch_all(conn, query, {"p": provider, "i": installation_id})]
+    return await fetch_all_as(conn, Repository, query, {"p": provider, "i": installation_id})
 
 
-async def get_repository(conn: Conn, repository_id: UUID) -> dict[str, Any] | None:
-    return await get_row(conn, "repositories", "repository_id", repository_id, COLUMNS)
+async def get_repository(conn: Conn, repository_id: UUID) -> Repository | None:
+    return await get_row(conn, Repository, "repositories", "repository_id", repository_id, COLUMNS)
 
 
-async def update_repository(
-    conn: Conn, repository_id: UUID, changes: dict[str, Any]
-) -> dict[str, Any] | None:
+async def update_repository(conn: Conn, repository_id: UUID, changes: dict[str, Any]) -> Repository | None:
     return await update_row(
         conn,
+        Repository,
         "repositories",
         "repository_id",
         repository_id,
@@ -110,12 +116,9 @@ async def delete_repository(conn: Conn, repository_id: UUID) -> bool:
     return await delete_row(conn, "repositories", "repository_id", repository_id)
 
 
-async def find_repository(
-    conn: Conn, provider: str, external_id: str, full_name: str
-) -> dict[str, Any] | None:
+async def find_repository(conn: Conn, provider: str, external_id: str, full_name: str) -> Repository | None:
     """The repository a delivery is about: by the provider's id, else by name if it has no id yet."""
-    row = await fetch_one(conn, _FIND, {"p": provider, "e": external_id, "n": full_name})
-    return None if row is None else dict(row)
+    return await fetch_one_as(conn, Repository, _FIND, {"p": provider, "e": external_id, "n": full_name})
 
 
 async def delete_installed(

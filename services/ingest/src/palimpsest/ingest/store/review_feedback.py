@@ -8,31 +8,72 @@ matched by those ids, or by the marker's fingerprint when the payload carries th
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from palimpsest.core import metrics
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
 from palimpsest.core.ids import uuid7
+from palimpsest.ingest.store.repositories import Repository
 from palimpsest.ingest.webhooks import FeedbackIntent, ParsedDelivery
 
 POSITIVE = frozenset({"thumbsup", "+1", "heart", "tada", "rocket", "white_check_mark", "100", "hooray"})
 NEGATIVE = frozenset({"thumbsdown", "-1", "confused", "x"})
 
 
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """A finding the reviewer posted inline, as feedback on it is matched."""
+
+    fingerprint: str
+    category: str
+    severity: str
+    state: str  # open | resolved
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback(JsonRow):
+    """Feedback on a posted finding, as the API lists it (``path``/``severity``: of its thread)."""
+
+    feedback_id: UUID
+    repository_id: UUID
+    provider: str
+    number: int
+    fingerprint: str
+    category: str
+    kind: str
+    detail: str | None
+    actor: str | None
+    created_at: datetime
+    path: str | None
+    severity: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Acceptance(JsonRow):
+    """Per category: findings posted inline, and how many were accepted, replied to or rejected."""
+
+    category: str
+    posted: int
+    accepted: int
+    replied: int
+    rejected: int
+
+
 async def find_thread(
     conn: Conn, repository_id: UUID, provider: str, intent: FeedbackIntent
-) -> dict[str, Any] | None:
+) -> Thread | None:
     """The posted finding the feedback is about (None: not one of the reviewer's)."""
-    cur = await conn.execute(
-        "SELECT fingerprint, category, severity, state FROM review_threads"
+    return await fetch_one_as(
+        conn,
+        Thread,
+        f"SELECT {columns(Thread)} FROM review_threads"
         " WHERE repository_id = %s AND provider = %s AND number = %s"
         " AND (thread_ref = ANY(%s::text[]) OR comment_ref = ANY(%s::text[]) OR fingerprint = %s)"
         " ORDER BY posted_at DESC LIMIT 1",
         (repository_id, provider, intent.number, list(intent.refs), list(intent.refs), intent.fingerprint),
     )
-    row = await cur.fetchone()
-    return dict(row) if row else None
 
 
 def outcome(intent: FeedbackIntent) -> str:
@@ -50,10 +91,10 @@ def outcome(intent: FeedbackIntent) -> str:
 async def record(
     conn: Conn,
     tenant_id: UUID,
-    repo: dict[str, Any],
+    repo: Repository,
     parsed: ParsedDelivery,
     intent: FeedbackIntent,
-    thread: dict[str, Any],
+    thread: Thread,
 ) -> bool:
     """Store the feedback (once per delivery and kind); False when it was already recorded."""
     cur = await conn.execute(
@@ -63,11 +104,11 @@ async def record(
         (
             tenant_id,
             uuid7(),
-            repo["repository_id"],
+            repo.repository_id,
             parsed.provider,
             intent.number,
-            thread["fingerprint"],
-            thread["category"],
+            thread.fingerprint,
+            thread.category,
             intent.kind,
             (intent.detail or "")[:200] or None,
             (intent.actor or "")[:200] or None,
@@ -82,16 +123,16 @@ async def record(
             " AND fingerprint = %s",
             (
                 "resolved" if intent.kind == "resolved" else "open",
-                repo["repository_id"],
+                repo.repository_id,
                 parsed.provider,
                 intent.number,
-                thread["fingerprint"],
+                thread.fingerprint,
             ),
         )
     metrics.REVIEW_FEEDBACK.labels(
         parsed.provider,
-        str(repo["full_name"]),
-        metrics.feedback_category(str(thread["category"])),
+        repo.full_name,
+        metrics.feedback_category(thread.category),
         outcome(intent),
     ).inc()
     return True
@@ -99,9 +140,11 @@ async def record(
 
 async def list_feedback(
     conn: Conn, repository_id: UUID, *, limit: int, before: UUID | None = None
-) -> list[dict[str, Any]]:
+) -> list[Feedback]:
     """A repository's feedback on posted findings, newest first (ids are UUIDv7)."""
-    cur = await conn.execute(
+    return await fetch_all_as(
+        conn,
+        Feedback,
         "SELECT f.feedback_id, f.repository_id, f.provider, f.number, f.fingerprint, f.category, f.kind, f.detail,"
         " f.actor, f.created_at, t.path, t.severity FROM review_feedback f LEFT JOIN review_threads t"
         " ON t.tenant_id = f.tenant_id AND t.repository_id = f.repository_id AND t.provider = f.provider"
@@ -110,13 +153,14 @@ async def list_feedback(
         " ORDER BY f.feedback_id DESC LIMIT %s",
         (repository_id, before, before, limit),
     )
-    return [dict(r) for r in await cur.fetchall()]
 
 
-async def acceptance(conn: Conn, repository_id: UUID) -> list[dict[str, Any]]:
+async def acceptance(conn: Conn, repository_id: UUID) -> list[Acceptance]:
     """Per category: findings posted inline, and how many were accepted (resolved by a person, the
     code changed at the anchor, or a positive reaction), replied to, or reacted to negatively."""
-    cur = await conn.execute(
+    return await fetch_all_as(
+        conn,
+        Acceptance,
         "SELECT t.category, count(*) AS posted,"
         " count(*) FILTER (WHERE EXISTS (SELECT 1 FROM review_feedback f WHERE f.repository_id = t.repository_id"
         "   AND f.provider = t.provider AND f.number = t.number AND f.fingerprint = t.fingerprint"
@@ -131,4 +175,3 @@ async def acceptance(conn: Conn, repository_id: UUID) -> list[dict[str, Any]]:
         " FROM review_threads t WHERE t.repository_id = %s GROUP BY t.category ORDER BY posted DESC, t.category",
         (sorted(POSITIVE), sorted(NEGATIVE), repository_id),
     )
-    return [dict(r) for r in await cur.fetchall()]

@@ -9,7 +9,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from palimpsest.core.db import Conn, fetch_one
+from palimpsest.core.db import Conn, Row, fetch_one_as
 from palimpsest.ingest.errors import Conflict
 
 __all__ = ["delete_row", "get_row", "update_row"]
@@ -18,17 +18,18 @@ Taken = Callable[[psycopg.errors.UniqueViolation], Conflict]
 
 
 async def get_row(
-    conn: Conn, table: str, key: str, value: UUID, columns: sql.Composable
-) -> dict[str, Any] | None:
+    conn: Conn, row_type: type[Row], table: str, key: str, value: UUID, columns: sql.Composable
+) -> Row | None:
+    """The row whose ``key`` is ``value``, as a ``row_type`` of the selected ``columns``."""
     query = sql.SQL("SELECT {} FROM {} WHERE {} = %s").format(
         columns, sql.Identifier(table), sql.Identifier(key)
     )
-    row = await fetch_one(conn, query, (value,))
-    return None if row is None else dict(row)
+    return await fetch_one_as(conn, row_type, query, (value,))
 
 
 async def update_row(
     conn: Conn,
+    row_type: type[Row],
     table: str,
     key: str,
     value: UUID,
@@ -37,7 +38,7 @@ async def update_row(
     columns: sql.Composable,
     updatable: frozenset[str],
     taken: Taken,
-) -> dict[str, Any] | None:
+) -> Row | None:
     """Set ``changes`` (only ``updatable`` columns) and ``updated_at``; the row after, or None."""
     unknown = set(changes) - updatable
     if unknown:
@@ -48,10 +49,9 @@ async def update_row(
         sql.Identifier(table), sql.SQL(", ").join(assignments), sql.Identifier(key), columns
     )
     try:
-        row = await fetch_one(conn, query, (*changes.values(), value))
+        return await fetch_one_as(conn, row_type, query, (*changes.values(), value))
     except psycopg.errors.UniqueViolation as exc:
         raise taken(exc) from exc
-    return None if row is None else dict(row)
 
 
 async def delete_row(conn: Conn, table: str, key: str, value: UUID) -> bool:

@@ -2,28 +2,71 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
-from palimpsest.core.db import Conn, fetch_all, fetch_one
-
-_TENANT = "tenant_id, name, created_at, suspended_at, deleting_at"
-_TOKEN_COLUMNS = "token_id, name, scopes, created_at, expires_at, last_used_at, revoked_at, rotated_at"  # noqa: S105 - column names
+from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one, fetch_one_as
 
 
-async def insert_tenant(conn: Conn, tenant_id: UUID, name: str) -> dict[str, Any]:
-    row = await fetch_one(
-        conn, f"INSERT INTO tenants (tenant_id, name) VALUES (%s, %s) RETURNING {_TENANT}", (tenant_id, name)
+@dataclass(frozen=True, slots=True)
+class Tenant(JsonRow):
+    tenant_id: UUID
+    name: str
+    created_at: datetime
+    suspended_at: datetime | None
+    deleting_at: datetime | None
+
+    @property
+    def state(self) -> str:
+        return "deleting" if self.deleting_at else "suspended" if self.suspended_at else "active"
+
+
+@dataclass(frozen=True, slots=True)
+class TenantActivity(JsonRow):
+    """A tenant's repositories, installations, index bytes and newest sign of activity."""
+
+    repositories: int
+    installations: int
+    index_bytes: int
+    last_activity_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Token(JsonRow):
+    """An API token as listed (its hash never leaves the store)."""
+
+    token_id: UUID
+    name: str
+    scopes: list[str]
+    created_at: datetime
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+    rotated_at: datetime | None
+
+
+_TENANT = columns(Tenant)
+_TOKEN_COLUMNS = columns(Token)
+
+
+async def insert_tenant(conn: Conn, tenant_id: UUID, name: str) -> Tenant:
+    row = await fetch_one_as(
+        conn,
+        Tenant,
+        f"INSERT INTO tenants (tenant_id, name) VALUES (%s, %s) RETURNING {_TENANT}",
+        (tenant_id, name),
     )
     assert row is not None
-    return dict(row)
+    return row
 
 
-async def get_tenant(conn: Conn, tenant_id: UUID) -> dict[str, Any] | None:
-    row = await fetch_one(conn, f"SELECT {_TENANT} FROM tenants WHERE tenant_id = %s", (tenant_id,))
-    return None if row is None else dict(row)
+async def get_tenant(conn: Conn, tenant_id: UUID) -> Tenant | None:
+    return await fetch_one_as(
+        conn, Tenant, f"SELECT {_TENANT} FROM tenants WHERE tenant_id = %s", (tenant_id,)
+    )
 
 
 async def tenant_exists(conn: Conn, tenant_id: UUID) -> bool:
@@ -35,10 +78,11 @@ async def tenant_exists(conn: Conn, tenant_id: UUID) -> bool:
     )
 
 
-async def tenant_activity(conn: Conn) -> dict[str, Any]:
+async def tenant_activity(conn: Conn) -> TenantActivity:
     """Repositories, bytes of the newest ready snapshot of each, and the newest sign of activity."""
-    row = await fetch_one(
+    row = await fetch_one_as(
         conn,
+        TenantActivity,
         """
         SELECT
           (SELECT count(*) FROM repositories) AS repositories,
@@ -56,17 +100,17 @@ async def tenant_activity(conn: Conn) -> dict[str, Any]:
         """,
     )
     assert row is not None
-    return dict(row)
+    return row
 
 
-async def set_suspended(conn: Conn, tenant_id: UUID, suspended: bool) -> dict[str, Any] | None:
-    row = await fetch_one(
+async def set_suspended(conn: Conn, tenant_id: UUID, suspended: bool) -> Tenant | None:
+    return await fetch_one_as(
         conn,
+        Tenant,
         "UPDATE tenants SET suspended_at = CASE WHEN %s THEN coalesce(suspended_at, now()) END"
         f" WHERE tenant_id = %s AND deleting_at IS NULL RETURNING {_TENANT}",
         (suspended, tenant_id),
     )
-    return None if row is None else dict(row)
 
 
 async def mark_deleting(conn: Conn, tenant_id: UUID) -> bool:
@@ -87,29 +131,31 @@ async def insert_token(
     name: str,
     scopes: Sequence[str],
     expires_at: datetime | None = None,
-) -> dict[str, Any]:
-    row = await fetch_one(
+) -> Token:
+    row = await fetch_one_as(
         conn,
+        Token,
         "INSERT INTO api_tokens (tenant_id, token_id, token_hash, name, scopes, expires_at)"
         f" VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_TOKEN_COLUMNS}",
         (tenant_id, token_id, token_hash, name, sorted(scopes), expires_at),
     )
     assert row is not None
-    return dict(row)
+    return row
 
 
-async def list_tokens(conn: Conn, *, include_revoked: bool = False) -> list[dict[str, Any]]:
-    rows = await fetch_all(
+async def list_tokens(conn: Conn, *, include_revoked: bool = False) -> list[Token]:
+    return await fetch_all_as(
         conn,
+        Token,
         f"SELECT {_TOKEN_COLUMNS} FROM api_tokens WHERE %s OR revoked_at IS NULL ORDER BY created_at, token_id",
         (include_revoked,),
     )
-    return [dict(r) for r in rows]
 
 
-async def get_token(conn: Conn, token_id: UUID) -> dict[str, Any] | None:
-    row = await fetch_one(conn, f"SELECT {_TOKEN_COLUMNS} FROM api_tokens WHERE token_id = %s", (token_id,))
-    return None if row is None else dict(row)
+async def get_token(conn: Conn, token_id: UUID) -> Token | None:
+    return await fetch_one_as(
+        conn, Token, f"SELECT {_TOKEN_COLUMNS} FROM api_tokens WHERE token_id = %s", (token_id,)
+    )
 
 
 async def revoke_token(conn: Conn, token_id: UUID) -> bytes | None:
@@ -122,20 +168,25 @@ async def revoke_token(conn: Conn, token_id: UUID) -> bytes | None:
     return None if row is None else bytes(row["token_hash"])
 
 
-async def rotate_token(conn: Conn, token_id: UUID, new_hash: bytes) -> tuple[bytes, dict[str, Any]] | None:
+@dataclass(frozen=True, slots=True)
+class _Rotated(Token):
+    old_hash: bytes = b""
+
+
+async def rotate_token(conn: Conn, token_id: UUID, new_hash: bytes) -> tuple[bytes, Token] | None:
     """Replace a live token's secret (same id, name, scopes, expiry); the old hash and the new row."""
-    row = await fetch_one(
+    row = await fetch_one_as(
         conn,
+        _Rotated,
         "UPDATE api_tokens t SET token_hash = %s, rotated_at = now()"
         " FROM (SELECT token_hash FROM api_tokens WHERE token_id = %s FOR UPDATE) old"
         " WHERE t.token_id = %s AND t.revoked_at IS NULL"
-        f" RETURNING old.token_hash AS old_hash, {', '.join('t.' + c.strip() for c in _TOKEN_COLUMNS.split(','))}",
+        f" RETURNING old.token_hash AS old_hash, {columns(Token, 't')}",
         (new_hash, token_id, token_id),
     )
     if row is None:
         return None
-    found = dict(row)
-    return bytes(found.pop("old_hash")), found
+    return bytes(row.old_hash), Token(**{f.name: getattr(row, f.name) for f in dataclasses.fields(Token)})
 
 
 async def touch_token(conn: Conn, token_id: UUID) -> None:
