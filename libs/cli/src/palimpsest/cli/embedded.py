@@ -10,6 +10,7 @@ PostgreSQL refuses to run as root; as root the wheel's helper creates an unprivi
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from palimpsest.core.errors import EmbeddedStackError
+
+log = logging.getLogger(__name__)
 
 PG_SUPERUSER = "postgres"
 PG_DATABASE = "palimpsest"
@@ -161,19 +164,57 @@ class EmbeddedPostgres:
         return True
 
     def stop(self, *, quiet: bool = False) -> None:
+        """Stop the server (fast shutdown). Where ``pg_ctl stop`` fails (it could not read the data
+        directory, or timed out under load), the postmaster is sent SIGINT, PostgreSQL's own fast
+        shutdown, and waited for; ``quiet`` only keeps a server that still will not stop from
+        raising (the caller is on its way out), and the reason is logged either way."""
         if not self.running():
             return
         try:
             self._run([str(self._bin / "pg_ctl"), "-D", str(self.pgdata), "-m", "fast", "-w", "stop"], 60)
-        except EmbeddedStackError:
-            if not quiet:
-                raise
+            return
+        except EmbeddedStackError as exc:
+            log.warning("embedded PostgreSQL: %s; sending the postmaster SIGINT", exc)
+        # SIGQUIT is the immediate shutdown: safe (the next start runs crash recovery), never SIGKILL
+        if self._signal_and_wait(signal.SIGINT, 60.0) or self._signal_and_wait(signal.SIGQUIT, 15.0):
+            return
+        if not quiet:
+            raise EmbeddedStackError(f"embedded PostgreSQL in {self.pgdata} did not stop")
+
+    def _signal_and_wait(self, sig: signal.Signals, timeout_s: float) -> bool:
+        """Send ``sig`` to the postmaster; whether it is gone within ``timeout_s``."""
+        try:
+            pid = int((self.pgdata / "postmaster.pid").read_text().splitlines()[0])
+            os.kill(pid, sig)
+        except (OSError, ValueError, IndexError):
+            return not self.running()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not _alive(pid):
+                return True
+            time.sleep(0.1)
+        return False
 
     def kill(self) -> None:
         """Stop the postmaster abruptly (SIGKILL) — for fault-injection tests."""
         pid_file = self.pgdata / "postmaster.pid"
         with contextlib.suppress(Exception):
             os.kill(int(pid_file.read_text().splitlines()[0]), signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie left to an init that does not reap counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
 
 
 def _wheel() -> Any:
