@@ -181,12 +181,27 @@ _NOT_IN_IMAGES = {
 }
 
 
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """The ids of the nodes under ``if TYPE_CHECKING:`` in ``tree``: never imported at run time."""
+    guarded = [
+        stmt
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for stmt in node.body
+    ]
+    return {id(n) for stmt in guarded for n in ast.walk(stmt)}
+
+
 def _third_party_imports(source_dirs: list[Path]) -> dict[str, set[str]]:
     """Top-level module names imported by the given sources, with the files importing them."""
     found: dict[str, set[str]] = {}
     for source_dir in source_dirs:
         for path in source_dir.rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            tree = ast.parse(path.read_text("utf-8"))
+            type_checking_only = _type_checking_only(tree)  # e.g. _typeshed, the type checker's own
+            for node in ast.walk(tree):
+                if id(node) in type_checking_only:
+                    continue
                 if isinstance(node, ast.Import):
                     names = [alias.name for alias in node.names]
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
