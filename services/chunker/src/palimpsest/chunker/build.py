@@ -265,8 +265,38 @@ async def _build(
     skip_if_ready: bool = False,
     pinned: bool = False,
 ) -> BuildStats:
+    """The build's phases: lock and prepare, plan (what to parse), parse and write, file rows."""
     started = time.monotonic()
     stats = BuildStats()
+    first = await _prepare(
+        conn, repository_id, snapshot_id, source, skip_if_ready=skip_if_ready, pinned=pinned
+    )
+    t = _timed(stats, "lock_s", started)
+    plan = await _plan(conn, repository_id, source, limits, stats, first=first)
+    t = plan.timed
+    write_s = 0.0
+    async for batch in _parse(source, plan.todo, limits, executor, started):
+        tw = time.monotonic()
+        await _write_batch(conn, tenant_id, repository_id, batch)
+        write_s += time.monotonic() - tw
+        for b in batch.blobs:
+            plan.blobs[b.sha] = BlobInfo(b.language, b.size, b.skip_reason, b.chunk_count, b.symbol_count)
+        stats.parsed_blobs += len(batch.blobs)
+        if progress is not None:
+            await progress(stats.parsed_blobs, len(plan.todo))
+        if heartbeat is not None:
+            await heartbeat()
+    t = _timed(stats, "parse_write_s", t)
+    stats.timings["write_s"] = round(write_s, 3)
+    await _finish(conn, tenant_id, snapshot_id, plan, stats, t)
+    return stats
+
+
+async def _prepare(
+    conn: Conn, repository_id: UUID, snapshot_id: UUID, source: Source, *, skip_if_ready: bool, pinned: bool
+) -> bool:
+    """Take the repository's build lock, make sure the snapshot still exists, set up the load;
+    whether this is the repository's first build (every blob new). Raises BuildSkipped/BuildFailed."""
     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
     if skip_if_ready:  # another request built this commit while we waited for the lock
         cur = await conn.execute(
@@ -291,13 +321,30 @@ async def _build(
     # only means a rebuild
     await conn.execute("SET LOCAL work_mem = '64MB'")
     await conn.execute("SET LOCAL synchronous_commit = off")
-    t = _timed(stats, "lock_s", started)
-    budget = limits.time_budget_s
     cur = await conn.execute(
         "SELECT EXISTS (SELECT 1 FROM code_blobs WHERE repository_id = %s) AS any", (repository_id,)
     )
     found = await cur.fetchone()
-    first = not (found and found["any"])  # a first build: every blob is new
+    return not (found and found["any"])
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What a build writes: the file rows, the blobs to parse, what is known of every blob."""
+
+    base: Base | None
+    rows: list[FileRow]
+    todo: list[FileRow]
+    blobs: dict[str, BlobInfo]
+    timed: float  # when planning ended (monotonic)
+
+
+async def _plan(
+    conn: Conn, repository_id: UUID, source: Source, limits: Limits, stats: BuildStats, *, first: bool
+) -> _Plan:
+    """List the tree (or the change since a base snapshot), find the blobs to parse, drop the rows of
+    blobs to re-chunk, and check the file and storage caps."""
+    t = time.monotonic()
     base, rows = await _listing(conn, repository_id, source, limits, stats, first=first)
     t = _timed(stats, "ls_tree_s" if base is None else "diff_tree_s", t)
     files = stats.files + len(rows)
@@ -310,7 +357,7 @@ async def _build(
     known = {} if first else await known_blobs(conn, repository_id, list(by_sha))
     todo = [r for sha, r in by_sha.items() if needs_parse(r, known.get(sha), limits)]
     # sizes only for blobs not seen before (ls-tree --long would stat every blob of the tree)
-    sizes = await object_sizes(source.git_dir, [r.sha for r in todo], timeout_s=budget)
+    sizes = await object_sizes(source.git_dir, [r.sha for r in todo], timeout_s=limits.time_budget_s)
     for r in todo:
         r.size = sizes.get(r.sha, 0)
         if r.size > limits.max_file_bytes:
@@ -330,28 +377,21 @@ async def _build(
         for sha, k in known.items()
         if sha not in stale
     }
-    write_s = 0.0
-    async for batch in _parse(source, todo, limits, executor, started):
-        tw = time.monotonic()
-        await _write_batch(conn, tenant_id, repository_id, batch)
-        write_s += time.monotonic() - tw
-        for b in batch.blobs:
-            blobs[b.sha] = BlobInfo(b.language, b.size, b.skip_reason, b.chunk_count, b.symbol_count)
-        stats.parsed_blobs += len(batch.blobs)
-        if progress is not None:
-            await progress(stats.parsed_blobs, len(todo))
-        if heartbeat is not None:
-            await heartbeat()
-    t = _timed(stats, "parse_write_s", t)
-    stats.timings["write_s"] = round(write_s, 3)
+    return _Plan(base, rows, todo, blobs, t)
+
+
+async def _finish(
+    conn: Conn, tenant_id: UUID, snapshot_id: UUID, plan: _Plan, stats: BuildStats, t: float
+) -> None:
+    """Write the snapshot's file rows, then leave the index ready to search."""
     # The planner's statistics predate this load; without them it estimates "1 row" and picks
     # nested loops that make the set operations below quadratic. Large loads refresh the statistics
     # (as the owner, through a function of migration 0004); hash joins suit these statements.
     await conn.execute("SET LOCAL enable_nestloop = off")
-    if base is not None:
-        await _copy_files(conn, snapshot_id, base)
+    if plan.base is not None:
+        await _copy_files(conn, snapshot_id, plan.base)
         t = _timed(stats, "copy_files_s", t)
-    await _write_files(conn, tenant_id, snapshot_id, rows, blobs, stats)
+    await _write_files(conn, tenant_id, snapshot_id, plan.rows, plan.blobs, stats)
     t = _timed(stats, "write_files_s", t)
     if stats.parsed_blobs:  # searches should not have to scan the GIN pending list this load left
         await conn.execute("SELECT palimpsest_merge_lexical_index()")
@@ -359,7 +399,6 @@ async def _build(
     if stats.parsed_blobs >= ANALYZE_AFTER_BLOBS:
         await conn.execute("SELECT palimpsest_analyze_code_index()")
         _timed(stats, "analyze_s", t)
-    return stats
 
 
 async def _listing(
