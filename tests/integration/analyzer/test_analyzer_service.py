@@ -121,7 +121,7 @@ async def analyse(
         await gateway.aclose()
     completed = found[AnalysisCompleted]
     async with tenant_tx(infra.pool, tenant) as conn:
-        stored = await load_analysis(conn, completed.analysis_id)
+        stored = (await load_analysis(conn, completed.analysis_id)).to_json()
     return completed, stored
 
 

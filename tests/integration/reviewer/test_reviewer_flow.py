@@ -70,7 +70,7 @@ async def review(infra: Infra, tenant: UUID, event: ReviewRequested, s: Settings
     async with tenant_tx(infra.pool, tenant) as conn:
         stored = await load_review(conn, done.review_id)
     assert stored is not None
-    return stored
+    return stored.to_json()
 
 
 def pr(tenant: UUID, repo_id: UUID, repo: dict[str, Any], branch: str, **kw: Any) -> ReviewRequested:

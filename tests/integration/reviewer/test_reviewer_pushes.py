@@ -57,7 +57,7 @@ async def ask(infra: Infra, event: ReviewRequested) -> dict[str, Any]:
     async with tenant_tx(infra.pool, event.tenant_id) as conn:
         stored = await load_review(conn, done.review_id)
     assert stored is not None
-    return stored
+    return stored.to_json()
 
 
 @pytest.fixture(scope="module")

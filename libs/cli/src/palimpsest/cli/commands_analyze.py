@@ -92,7 +92,7 @@ async def run_analysis(
     snapshot_id = await _ensure_snapshot(sess, tid, repo_id, local, reindex=reindex, timeout_s=timeout_s)
     completed = await _request_analysis(sess, tid, repo_id, snapshot_id, timeout_s=timeout_s)
     async with tenant_tx(pool, tid) as conn:
-        return await load_analysis(conn, completed.analysis_id)
+        return (await load_analysis(conn, completed.analysis_id)).to_json()
 
 
 # ----------------------------------------------------------------------------- the repository

@@ -125,7 +125,7 @@ async def review_local(
             "findings": [],
             "summary": "",
         }
-    return stored
+    return stored.to_json()
 
 
 def snapshot_note(out: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ Every function runs in the caller's tenant transaction (row-level security scope
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -19,7 +19,12 @@ from palimpsest.core.db import Conn, JsonRow, Row, columns, fetch_all_as, fetch_
 
 __all__ = [
     "AnalysisListing",
+    "AnalysisView",
+    "ContextItem",
+    "DocFinding",
     "ReviewListing",
+    "ReviewView",
+    "StoredFinding",
     "StoredSubmission",
     "Submission",
     "analysis_view",
@@ -45,61 +50,99 @@ def _str(value: Any) -> str | None:
 # ---------------------------------------------------------------------------------- analyses
 
 
-async def analysis_view(conn: Conn, analysis_id: UUID) -> dict[str, Any] | None:
-    """The JSON view of one analysis (the CLI's ``--json``): Markdown, summary, selection, findings."""
-    cur = await conn.execute(
-        "SELECT a.*, s.summary, s.mode AS summary_mode, r.full_name FROM analyses a"
-        " LEFT JOIN analysis_summaries s ON s.analysis_id = a.analysis_id"
-        " JOIN repositories r ON r.repository_id = a.repository_id"
-        " WHERE a.analysis_id = %s",
+@dataclass(frozen=True, slots=True)
+class DocFinding(JsonRow):
+    """A documentation finding of an analysis, as its readers see it."""
+
+    doc: str
+    line: int | None
+    claim: str
+    kind: str
+    nearest: str | None
+    detail: str | None
+    evidence: Any  # jsonb: the proof from history (commits, dates), or null
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisView:
+    """One stored analysis: its Markdown, summary, selection, findings and usage."""
+
+    analysis_id: UUID
+    repository_id: UUID
+    repository: str
+    snapshot_id: UUID | None
+    commit: str | None
+    request_id: UUID | None
+    trigger: str
+    state: str
+    mode: str
+    reason: str | None
+    model: str | None
+    analysis: str | None
+    summary: str
+    selection: Any  # jsonb
+    median_code: datetime | None
+    facts: Any  # jsonb
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    duration_s: float
+    created_at: datetime
+    doc_findings: tuple[DocFinding, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON the CLI's ``--json``, the API and the MCP tools have always shown."""
+        return {
+            "analysis_id": str(self.analysis_id),
+            "repository_id": str(self.repository_id),
+            "repository": self.repository,
+            "snapshot_id": _str(self.snapshot_id),
+            "commit": self.commit,
+            "request_id": _str(self.request_id),
+            "trigger": self.trigger,
+            "state": self.state,
+            "mode": self.mode,
+            "reason": self.reason,
+            "model": self.model,
+            "analysis": self.analysis,
+            "summary": self.summary,
+            "selection": self.selection,
+            "median_code": _iso(self.median_code),
+            "doc_findings": [f.to_json() for f in self.doc_findings],
+            "facts": self.facts,
+            "usage": {
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "cost_usd": self.cost_usd,
+            },
+            "duration_s": self.duration_s,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+async def analysis_view(conn: Conn, analysis_id: UUID) -> AnalysisView | None:
+    """One stored analysis with its documentation findings (in the order they were written)."""
+    view = await fetch_one_as(
+        conn,
+        AnalysisView,
+        "SELECT a.analysis_id, a.repository_id, r.full_name AS repository, a.snapshot_id,"
+        " a.commit_sha AS commit, a.request_id, a.trigger, a.state, a.mode, a.reason, a.model,"
+        " a.markdown AS analysis, coalesce(s.summary, '') AS summary, a.selection, a.median_code, a.facts,"
+        " a.prompt_tokens, a.completion_tokens, a.cost_usd::float8 AS cost_usd, a.duration_s, a.created_at"
+        " FROM analyses a LEFT JOIN analysis_summaries s ON s.analysis_id = a.analysis_id"
+        " JOIN repositories r ON r.repository_id = a.repository_id WHERE a.analysis_id = %s",
         (analysis_id,),
     )
-    row = await cur.fetchone()
-    if row is None:
+    if view is None:
         return None
-    cur = await conn.execute(
-        "SELECT doc_path, line, claim, kind, nearest, detail, evidence FROM doc_findings"
+    findings = await fetch_all_as(
+        conn,
+        DocFinding,
+        "SELECT doc_path AS doc, line, claim, kind, nearest, detail, evidence FROM doc_findings"
         " WHERE analysis_id = %s ORDER BY ordinal",
         (analysis_id,),
     )
-    findings = [
-        {
-            "doc": f["doc_path"],
-            "line": f["line"],
-            "claim": f["claim"],
-            "kind": f["kind"],
-            "nearest": f["nearest"],
-            "detail": f["detail"],
-            "evidence": f["evidence"],
-        }
-        for f in await cur.fetchall()
-    ]
-    return {
-        "analysis_id": str(row["analysis_id"]),
-        "repository_id": str(row["repository_id"]),
-        "repository": row["full_name"],
-        "snapshot_id": _str(row["snapshot_id"]),
-        "commit": row["commit_sha"],
-        "request_id": _str(row["request_id"]),
-        "trigger": row["trigger"],
-        "state": row["state"],
-        "mode": row["mode"],
-        "reason": row["reason"],
-        "model": row["model"],
-        "analysis": row["markdown"],
-        "summary": row["summary"] or "",
-        "selection": row["selection"],
-        "median_code": _iso(row["median_code"]),
-        "doc_findings": findings,
-        "facts": row["facts"],
-        "usage": {
-            "prompt_tokens": row["prompt_tokens"],
-            "completion_tokens": row["completion_tokens"],
-            "cost_usd": float(row["cost_usd"]) if row["cost_usd"] is not None else None,
-        },
-        "duration_s": row["duration_s"],
-        "created_at": row["created_at"].isoformat(),
-    }
+    return replace(view, doc_findings=tuple(findings))
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,56 +198,139 @@ async def _page(
 # ----------------------------------------------------------------------------------- reviews
 
 
-async def load_review(conn: Conn, review_id: UUID) -> dict[str, Any] | None:
-    """A stored review as the CLI and API print it (context in prompt order)."""
-    cur = await conn.execute("SELECT * FROM reviews WHERE review_id = %s", (review_id,))
-    row = await cur.fetchone()
-    if row is None:
+@dataclass(frozen=True, slots=True)
+class ContextItem(JsonRow):
+    """One piece of a review's context, in prompt order."""
+
+    source: str
+    repository: str | None
+    path: str
+    start_line: int
+    end_line: int
+    last_modified_at: datetime | None
+    annotation: str | None
+    reason: str | None
+    score: float | None
+    tokens: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {**JsonRow.to_json(self), "last_modified_at": _iso(self.last_modified_at)}
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFinding(JsonRow):
+    """A review finding as stored (and as posted, where ``posted_as`` says how)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    side: str
+    severity: str
+    category: str
+    message: str
+    suggested_change: str | None
+    fingerprint: str | None
+    symbol: str | None
+    position: Any  # jsonb: where the provider placed it, or null
+    posted_as: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewView:
+    """One stored review: its context, what was dropped, its findings, usage and scope."""
+
+    review_id: UUID
+    repository_id: UUID
+    request_id: UUID | None
+    provider: str
+    number: int | None
+    snapshot_id: UUID | None
+    base_sha: str | None
+    head_sha: str
+    state: str
+    mode: str
+    reason: str | None
+    model: str | None
+    dropped: list[Any]  # jsonb
+    cochange_missing: list[Any]  # jsonb
+    sources: dict[str, Any]  # jsonb
+    findings_dropped: int
+    summary: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    posted: bool
+    scope: str
+    commits: list[Any]  # jsonb
+    since_sha: str | None
+    resolved: list[Any]  # jsonb
+    created_at: datetime
+    context: tuple[ContextItem, ...] = ()
+    findings: tuple[StoredFinding, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON the CLI's ``--json`` and the API have always shown (context in prompt order)."""
+        return {
+            "review_id": str(self.review_id),
+            "repository_id": str(self.repository_id),
+            "request_id": _str(self.request_id),
+            "provider": self.provider,
+            "number": self.number,
+            "snapshot_id": _str(self.snapshot_id),
+            "base_sha": self.base_sha,
+            "head_sha": self.head_sha,
+            "state": self.state,
+            "mode": self.mode,
+            "reason": self.reason,
+            "model": self.model,
+            "context": [c.to_json() for c in self.context],
+            "dropped": self.dropped,
+            "cochange_missing": self.cochange_missing,
+            "sources": self.sources,
+            "findings": [f.to_json() for f in self.findings],
+            "findings_dropped": self.findings_dropped,
+            "summary": self.summary,
+            "tokens": {"prompt": self.prompt_tokens, "completion": self.completion_tokens},
+            "cost_usd": self.cost_usd,
+            "posted": self.posted,
+            "scope": self.scope,
+            "commits": self.commits,
+            "since_sha": self.since_sha,
+            "resolved": self.resolved,
+            "created_at": _iso(self.created_at),
+        }
+
+
+_REVIEW_COLUMNS = (
+    "review_id, repository_id, request_id, provider, number, snapshot_id, base_sha, head_sha, state, mode,"
+    " reason, model, dropped, cochange_missing, sources, findings_dropped, summary, prompt_tokens,"
+    " completion_tokens, cost_usd::float8 AS cost_usd, posted, scope, commits, since_sha, resolved, created_at"
+)
+
+
+async def load_review(conn: Conn, review_id: UUID) -> ReviewView | None:
+    """A stored review with its context (in prompt order) and findings."""
+    view = await fetch_one_as(
+        conn, ReviewView, f"SELECT {_REVIEW_COLUMNS} FROM reviews WHERE review_id = %s", (review_id,)
+    )
+    if view is None:
         return None
-    cur = await conn.execute(
-        "SELECT source, repository, path, start_line, end_line, last_modified_at, annotation, reason, score,"
-        " tokens FROM review_context WHERE review_id = %s ORDER BY ordinal",
+    context = await fetch_all_as(
+        conn,
+        ContextItem,
+        f"SELECT {columns(ContextItem)} FROM review_context WHERE review_id = %s ORDER BY ordinal",
         (review_id,),
     )
-    context = [{**dict(c), "last_modified_at": _iso(c["last_modified_at"])} for c in await cur.fetchall()]
-    cur = await conn.execute(
-        "SELECT path, start_line, end_line, side, severity, category, message, suggested_change, fingerprint,"
-        " symbol, position, posted_as FROM review_findings WHERE review_id = %s ORDER BY ordinal",
+    findings = await fetch_all_as(
+        conn,
+        StoredFinding,
+        f"SELECT {columns(StoredFinding)} FROM review_findings WHERE review_id = %s ORDER BY ordinal",
         (review_id,),
     )
-    findings = [dict(f) for f in await cur.fetchall()]
-    return {
-        "review_id": str(row["review_id"]),
-        "repository_id": str(row["repository_id"]),
-        "request_id": _str(row["request_id"]),
-        "provider": row["provider"],
-        "number": row["number"],
-        "snapshot_id": _str(row["snapshot_id"]),
-        "base_sha": row["base_sha"],
-        "head_sha": row["head_sha"],
-        "state": row["state"],
-        "mode": row["mode"],
-        "reason": row["reason"],
-        "model": row["model"],
-        "context": context,
-        "dropped": row["dropped"],
-        "cochange_missing": row["cochange_missing"],
-        "sources": row["sources"],
-        "findings": findings,
-        "findings_dropped": row["findings_dropped"],
-        "summary": row["summary"],
-        "tokens": {"prompt": row["prompt_tokens"], "completion": row["completion_tokens"]},
-        "cost_usd": float(row["cost_usd"]) if row["cost_usd"] is not None else None,
-        "posted": row["posted"],
-        "scope": row["scope"],
-        "commits": row["commits"],
-        "since_sha": row["since_sha"],
-        "resolved": row["resolved"],
-        "created_at": _iso(row["created_at"]),
-    }
+    return replace(view, context=tuple(context), findings=tuple(findings))
 
 
-async def review_by_request(conn: Conn, request_id: UUID) -> dict[str, Any] | None:
+async def review_by_request(conn: Conn, request_id: UUID) -> ReviewView | None:
     """The newest stored review made for ``request_id`` (webhook, CLI or API request)."""
     cur = await conn.execute(
         "SELECT review_id FROM reviews WHERE request_id = %s ORDER BY created_at DESC LIMIT 1", (request_id,)

@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 from palimpsest.analyzer.doccheck import DocFinding
 from palimpsest.analyzer.errors import AnalysisNotFound
 from palimpsest.core.db import Conn
-from palimpsest.index.stored import analysis_view
+from palimpsest.index.stored import AnalysisView, analysis_view
 
 Trigger = Literal["request", "snapshot"]
 State = Literal["completed", "failed"]
@@ -134,8 +134,8 @@ async def last_analysis_at(conn: Conn, repository_id: UUID) -> datetime | None:
     return row["at"] if row is not None else None
 
 
-async def load_analysis(conn: Conn, analysis_id: UUID) -> dict[str, Any]:
-    """The JSON view of one analysis (see :func:`palimpsest.index.stored.analysis_view`)."""
+async def load_analysis(conn: Conn, analysis_id: UUID) -> AnalysisView:
+    """One stored analysis (see :func:`palimpsest.index.stored.analysis_view`)."""
     found = await analysis_view(conn, analysis_id)
     if found is None:
         raise AnalysisNotFound(f"no analysis {analysis_id}")

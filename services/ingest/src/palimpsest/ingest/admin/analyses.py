@@ -37,7 +37,7 @@ async def analysis(ctx: IngestContext, scope: Scope, analysis_id: UUID) -> dict[
         found = await analysis_view(conn, analysis_id)
     if found is None:
         raise NotFound("no such analysis")
-    return found
+    return found.to_json()
 
 
 async def request_analysis(

@@ -67,17 +67,17 @@ async def review(ctx: IngestContext, scope: Scope, review_or_request_id: UUID) -
     async with scoped_tx(ctx, scope) as conn:
         found = await load_review(conn, review_or_request_id)
         if found is not None:
-            return found
+            return found.to_json()
         sub = await submission_by_request(conn, review_or_request_id)
         if sub is None:
             found = await review_by_request(conn, review_or_request_id)
             if found is None:
                 raise NotFound("no such review or review request")
-            return found
+            return found.to_json()
         if sub.review_id is not None:
             found = await load_review(conn, sub.review_id)
             if found is not None:
-                return {**found, "request_id": str(sub.request_id)}
+                return {**found.to_json(), "request_id": str(sub.request_id)}
     return {
         "review_id": None,
         "request_id": sub.request_id,

@@ -524,22 +524,22 @@ class _Tools:
             )
         findings = [
             models.DocFinding(
-                doc=f["doc"],
-                line=f["line"],
-                claim=f["claim"],
-                kind=f["kind"],
-                nearest=f["nearest"],
-                why=f["detail"] or f["kind"].replace("_", " "),
-                evidence=f["evidence"],
+                doc=f.doc,
+                line=f.line,
+                claim=f.claim,
+                kind=f.kind,
+                nearest=f.nearest,
+                why=f.detail or f.kind.replace("_", " "),
+                evidence=f.evidence,
             )
-            for f in view["doc_findings"]
+            for f in view.doc_findings
         ]
         kept, left = fit(findings, budget_tokens)
         return models.DocFindingsResult(
             repository=repo["full_name"],
-            analysis_id=view["analysis_id"],
-            commit=view["commit"],
-            analysed_at=view["created_at"],
+            analysis_id=str(view.analysis_id),
+            commit=view.commit,
+            analysed_at=view.created_at.isoformat(),
             findings=kept,
             left_out=left,
             budget_tokens=budget_tokens,
