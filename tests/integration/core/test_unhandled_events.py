@@ -11,7 +11,7 @@ from palimpsest.cli.tenants import create_tenant
 from palimpsest.core import bus, deadletters, metrics
 from palimpsest.core.consumer import ConsumerRuntime, Retry
 from palimpsest.core.db import system_tx, tenant_tx
-from palimpsest.core.events import AnalysisRequested, Event, Probe
+from palimpsest.core.events import AnalysisRequested, Event, IndexRequested, Probe
 from palimpsest.core.outbox import emit
 from palimpsest.core.service import Infra, ServiceDefinition, run
 from palimpsest.core.topology import TopologyError
@@ -102,3 +102,39 @@ async def test_an_event_without_a_handler_is_retried_then_dead_lettered(infra: I
     async with system_tx(infra.pool) as conn:
         cur = await conn.execute("SELECT count(*) AS n FROM inbox WHERE event_id = %s", (stray.id,))
         assert (await cur.fetchone())["n"] == 0  # type: ignore[index]  # never marked applied
+
+
+async def test_where_the_server_keeps_no_filter_events_for_other_consumers_are_acknowledged(
+    infra: Infra,
+) -> None:
+    """nats-server < 2.10 drops ``filter_subjects``: such a consumer receives every event of the stream.
+    One it never asked for is another consumer's (which gets its own copy) and is acknowledged; one
+    it asked for but cannot handle still fails loudly."""
+    tenant = await create_tenant(infra.pool, "unfiltered")
+    name = f"t-unfiltered-{uuid.uuid4().hex[:8]}"
+    recorder = Recorder(tenant)
+    runtime = ConsumerRuntime(name, infra.pool, {"probe": recorder.handle}, infra.settings.retry_delays_s)
+    runtime.addressed = frozenset({"probe", "analysis.requested"})
+    foreign = IndexRequested(tenant_id=tenant, repository_id=uuid.uuid4())
+    outcome = await runtime.handle(foreign.to_json(), None)
+    assert (outcome.status, outcome.detail) == ("ignored", "not addressed to this consumer")
+    counted = metrics.REGISTRY.get_sample_value(
+        "palimpsest_events_consumed_total",
+        {"consumer": name, "type": "index.requested", "outcome": "not_addressed"},
+    )
+    assert counted == 1
+    with pytest.raises(Retry):
+        await runtime.handle(AnalysisRequested(tenant_id=tenant, repository_id=uuid.uuid4()).to_json(), None)
+    probe = Probe(tenant_id=tenant)
+    assert (await runtime.handle(probe.to_json(), None)).status == "applied"
+    assert recorder.applied[str(probe.id)] == 1
+
+
+async def test_a_single_subject_consumer_is_filtered_by_every_server(infra: Infra) -> None:
+    """One subject is declared as ``filter_subject``, which servers before 2.10 apply too."""
+    spec = bus.ConsumerSpec(f"t-single-{uuid.uuid4().hex[:8]}", ("probe",), deliver_new=True)
+    await bus.declare(infra.nc, infra.bus_config, [spec])
+    assert await bus.unfiltered(infra.nc, [spec]) == set()
+    info = await infra.nc.jetstream().consumer_info(bus.STREAM, spec.name)
+    assert info.config.filter_subject == spec.subjects[0]
+    await infra.nc.jetstream().delete_consumer(bus.STREAM, spec.name)

@@ -122,7 +122,10 @@ def consumer_config(spec: ConsumerSpec, cfg: BusConfig) -> api.ConsumerConfig:
         ack_policy=api.AckPolicy.EXPLICIT,
         ack_wait=cfg.ack_wait_s,
         max_deliver=cfg.max_deliver,
-        filter_subjects=spec.subjects,
+        # one subject as filter_subject, which every server applies; several need nats-server 2.10+
+        # (an older one ignores filter_subjects: see unfiltered)
+        filter_subject=spec.subjects[0] if len(spec.subjects) == 1 else None,
+        filter_subjects=spec.subjects if len(spec.subjects) > 1 else None,
         max_ack_pending=cfg.max_ack_pending,
     )
 
@@ -177,6 +180,21 @@ async def declare(nc: NATS, cfg: BusConfig, specs: list[ConsumerSpec] | None = N
     except Exception as exc:
         raise BusError(f"bus declaration failed: {exc}") from exc
     return result
+
+
+async def unfiltered(nc: NATS, specs: list[ConsumerSpec]) -> set[str]:
+    """The consumers the server keeps no subject filter for although we asked for one: a server
+    older than 2.10 drops ``filter_subjects``, and such a consumer receives every event."""
+    js = nc.jetstream()
+    found: set[str] = set()
+    for spec in specs:
+        try:
+            config = (await js.consumer_info(STREAM, spec.name)).config
+        except Exception as exc:
+            raise BusError(f"cannot read consumer {spec.name}: {exc}") from exc
+        if spec.subjects and not (config.filter_subject or config.filter_subjects):
+            found.add(spec.name)
+    return found
 
 
 async def bus_init(url: str, cfg: BusConfig, *, creds_file: Path | None = None) -> dict[str, str]:

@@ -93,6 +93,11 @@ class ConsumerRuntime:
     handlers: Mapping[str, Handler]
     retry_delays_s: tuple[float, ...] = (1.0, 5.0, 30.0, 120.0)
     on_applied: list[Callable[[Event], None]] = field(default_factory=list)
+    # set where the server applies no subject filter (nats-server < 2.10 with several subjects): the
+    # event types this consumer asked for; any other event was never addressed to it (its own
+    # consumer receives it) and is acknowledged. None: the server filters, so every event received
+    # is addressed to this consumer and one without a handler fails loudly.
+    addressed: frozenset[str] | None = None
 
     async def handle(
         self,
@@ -109,6 +114,9 @@ class ConsumerRuntime:
             metrics.EVENTS_CONSUMED.labels(self.consumer, "unknown", "unreadable").inc()
             return Outcome("ignored", detail="unreadable")
         handler = self.handlers.get(event.TYPE)
+        if handler is None and self.addressed is not None and event.TYPE not in self.addressed:
+            metrics.EVENTS_CONSUMED.labels(self.consumer, event.TYPE, "not_addressed").inc()
+            return Outcome("ignored", event.TYPE, "not addressed to this consumer")
         parent = extract(headers)
         with tracer.start_as_current_span(
             f"{self.consumer} {event.TYPE}",

@@ -146,9 +146,18 @@ async def run(
     for d in definitions:  # a handler map that disagrees with the event map never starts
         topology.check_handlers(d.name, d.handlers, d.consumer.event_types if d.consumer else None)
     specs = [d.consumer for d in definitions if d.consumer is not None]
+    unfiltered: set[str] = set()
     if specs:  # a consumer must exist, with our configuration, before we bind to it
         await bus.declare(infra.nc, infra.bus_config, specs)
-    broker = _consumer_broker(definitions, infra)
+        unfiltered = await bus.unfiltered(infra.nc, specs)
+        for name in sorted(unfiltered):
+            log.warning(
+                "%s: the NATS server keeps no subject filter for this consumer (nats-server < 2.10 ignores"
+                " filter_subjects): it receives every event and acknowledges those not addressed to it;"
+                " upgrade NATS to 2.10 or later",
+                name,
+            )
+    broker = _consumer_broker(definitions, infra, unfiltered)
     tasks: list[asyncio.Task[None]] = []
     relay_obj: Relay | None = None
     if relay and settings.relay_enabled:
@@ -184,8 +193,11 @@ async def run(
         await _wind_down(definitions, tasks, broker if specs else None)
 
 
-def _consumer_broker(definitions: Sequence[ServiceDefinition], infra: Infra) -> NatsBroker:
-    """The broker of this process's consumers, each service's subscribed (not started yet)."""
+def _consumer_broker(
+    definitions: Sequence[ServiceDefinition], infra: Infra, unfiltered: set[str]
+) -> NatsBroker:
+    """The broker of this process's consumers, each service's subscribed (not started yet);
+    ``unfiltered`` names the consumers the server does not filter (see :func:`bus.unfiltered`)."""
     settings = infra.settings
     broker = NatsBroker(
         servers=[infra.nats_url],
@@ -198,6 +210,8 @@ def _consumer_broker(definitions: Sequence[ServiceDefinition], infra: Infra) -> 
     for d in definitions:
         if d.consumer is not None:
             runtime = ConsumerRuntime(d.consumer.name, infra.pool, d.handlers, settings.retry_delays_s)
+            if d.consumer.name in unfiltered:
+                runtime.addressed = frozenset(d.consumer.event_types)
             _subscribe(broker, runtime, d.consumer)
     return broker
 
