@@ -113,8 +113,13 @@ async def test_where_the_server_keeps_no_filter_events_for_other_consumers_are_a
     tenant = await create_tenant(infra.pool, "unfiltered")
     name = f"t-unfiltered-{uuid.uuid4().hex[:8]}"
     recorder = Recorder(tenant)
-    runtime = ConsumerRuntime(name, infra.pool, {"probe": recorder.handle}, infra.settings.retry_delays_s)
-    runtime.addressed = frozenset({"probe", "analysis.requested"})
+    runtime = ConsumerRuntime(
+        name,
+        infra.pool,
+        {"probe": recorder.handle},
+        infra.settings.retry_delays_s,
+        addressed=frozenset({"probe", "analysis.requested"}),
+    )
     foreign = IndexRequested(tenant_id=tenant, repository_id=uuid.uuid4())
     outcome = await runtime.handle(foreign.to_json(), None)
     assert (outcome.status, outcome.detail) == ("ignored", "not addressed to this consumer")
@@ -133,8 +138,8 @@ async def test_where_the_server_keeps_no_filter_events_for_other_consumers_are_a
 async def test_a_single_subject_consumer_is_filtered_by_every_server(infra: Infra) -> None:
     """One subject is declared as ``filter_subject``, which servers before 2.10 apply too."""
     spec = bus.ConsumerSpec(f"t-single-{uuid.uuid4().hex[:8]}", ("probe",), deliver_new=True)
-    await bus.declare(infra.nc, infra.bus_config, [spec])
-    assert await bus.unfiltered(infra.nc, [spec]) == set()
+    declared = await bus.declare(infra.nc, infra.bus_config, [spec])
+    assert declared.unfiltered == frozenset()
     info = await infra.nc.jetstream().consumer_info(bus.STREAM, spec.name)
     assert info.config.filter_subject == spec.subjects[0]
     await infra.nc.jetstream().delete_consumer(bus.STREAM, spec.name)

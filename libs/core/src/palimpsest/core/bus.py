@@ -152,54 +152,60 @@ async def _ensure_stream(js: nats.js.JetStreamContext, config: api.StreamConfig)
     return "updated"
 
 
-async def _ensure_consumer(js: nats.js.JetStreamContext, stream: str, config: api.ConsumerConfig) -> str:
+async def _ensure_consumer(
+    js: nats.js.JetStreamContext, stream: str, config: api.ConsumerConfig
+) -> tuple[str, api.ConsumerInfo]:
     assert config.durable_name
     try:
         await js.consumer_info(stream, config.durable_name)
         existed = True
     except NotFoundError:
         existed = False
-    await js.add_consumer(stream, config=config)  # create-or-update, idempotent
-    return "updated" if existed else "created"
+    info = await js.add_consumer(stream, config=config)  # create-or-update, idempotent
+    return ("updated" if existed else "created"), info
 
 
-async def declare(nc: NATS, cfg: BusConfig, specs: list[ConsumerSpec] | None = None) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """What :func:`declare` did: each stream's and consumer's ``created``/``updated``, and the
+    consumers the server keeps no subject filter for although one was asked (a server before
+    2.10 drops ``filter_subjects``: such a consumer receives every event)."""
+
+    status: dict[str, str]
+    unfiltered: frozenset[str]
+
+
+async def declare(nc: NATS, cfg: BusConfig, specs: list[ConsumerSpec] | None = None) -> Declared:
     """Declare both streams and the consumers (every service's, or just ``specs``). Idempotent."""
     js = nc.jetstream()
-    result: dict[str, str] = {}
+    status: dict[str, str] = {}
+    unfiltered: set[str] = set()
     try:
-        result[STREAM] = await _ensure_stream(js, stream_config(cfg))
-        result[ADVISORY_STREAM] = await _ensure_stream(js, advisory_stream_config(cfg))
+        status[STREAM] = await _ensure_stream(js, stream_config(cfg))
+        status[ADVISORY_STREAM] = await _ensure_stream(js, advisory_stream_config(cfg))
         for spec in specs if specs is not None else list(CONSUMERS.values()):
-            result[spec.name] = await _ensure_consumer(js, STREAM, consumer_config(spec, cfg))
-            result[spec.dead_letter_consumer] = await _ensure_consumer(
+            status[spec.name], info = await _ensure_consumer(js, STREAM, consumer_config(spec, cfg))
+            if spec.subjects and not (info.config.filter_subject or info.config.filter_subjects):
+                unfiltered.add(spec.name)
+                log.warning(
+                    "%s: the NATS server keeps no subject filter for this consumer (nats-server < 2.10"
+                    " ignores filter_subjects): it receives every event and acknowledges those not"
+                    " addressed to it; upgrade NATS to 2.10 or later",
+                    spec.name,
+                )
+            status[spec.dead_letter_consumer], _ = await _ensure_consumer(
                 js, ADVISORY_STREAM, dead_letter_consumer_config(spec)
             )
     except BusError:
         raise
     except Exception as exc:
         raise BusError(f"bus declaration failed: {exc}") from exc
-    return result
-
-
-async def unfiltered(nc: NATS, specs: list[ConsumerSpec]) -> set[str]:
-    """The consumers the server keeps no subject filter for although we asked for one: a server
-    older than 2.10 drops ``filter_subjects``, and such a consumer receives every event."""
-    js = nc.jetstream()
-    found: set[str] = set()
-    for spec in specs:
-        try:
-            config = (await js.consumer_info(STREAM, spec.name)).config
-        except Exception as exc:
-            raise BusError(f"cannot read consumer {spec.name}: {exc}") from exc
-        if spec.subjects and not (config.filter_subject or config.filter_subjects):
-            found.add(spec.name)
-    return found
+    return Declared(status, frozenset(unfiltered))
 
 
 async def bus_init(url: str, cfg: BusConfig, *, creds_file: Path | None = None) -> dict[str, str]:
     nc = await connect(url, name="bus-init", creds_file=creds_file, reconnect=False)
     try:
-        return await declare(nc, cfg)
+        return (await declare(nc, cfg)).status
     finally:
         await nc.close()

@@ -36,6 +36,19 @@ log = logging.getLogger(__name__)
 Background = Callable[["Infra", asyncio.Event], Coroutine[Any, Any, None]]
 
 
+def closed_on_stop(close: Callable[[], Awaitable[None]]) -> Background:
+    """A background task that runs ``close`` (e.g. a model gateway's ``aclose``) when the service
+    stops, even when the task is cancelled on the way out."""
+
+    async def closer(_: Infra, stop: asyncio.Event) -> None:
+        try:
+            await stop.wait()
+        finally:
+            await asyncio.shield(close())
+
+    return closer
+
+
 @dataclass(slots=True)
 class Infra:
     """What every handler and background task may use; built once per process."""
@@ -146,17 +159,9 @@ async def run(
     for d in definitions:  # a handler map that disagrees with the event map never starts
         topology.check_handlers(d.name, d.handlers, d.consumer.event_types if d.consumer else None)
     specs = [d.consumer for d in definitions if d.consumer is not None]
-    unfiltered: set[str] = set()
+    unfiltered: frozenset[str] = frozenset()
     if specs:  # a consumer must exist, with our configuration, before we bind to it
-        await bus.declare(infra.nc, infra.bus_config, specs)
-        unfiltered = await bus.unfiltered(infra.nc, specs)
-        for name in sorted(unfiltered):
-            log.warning(
-                "%s: the NATS server keeps no subject filter for this consumer (nats-server < 2.10 ignores"
-                " filter_subjects): it receives every event and acknowledges those not addressed to it;"
-                " upgrade NATS to 2.10 or later",
-                name,
-            )
+        unfiltered = (await bus.declare(infra.nc, infra.bus_config, specs)).unfiltered
     broker = _consumer_broker(definitions, infra, unfiltered)
     tasks: list[asyncio.Task[None]] = []
     relay_obj: Relay | None = None
@@ -194,10 +199,10 @@ async def run(
 
 
 def _consumer_broker(
-    definitions: Sequence[ServiceDefinition], infra: Infra, unfiltered: set[str]
+    definitions: Sequence[ServiceDefinition], infra: Infra, unfiltered: frozenset[str]
 ) -> NatsBroker:
     """The broker of this process's consumers, each service's subscribed (not started yet);
-    ``unfiltered`` names the consumers the server does not filter (see :func:`bus.unfiltered`)."""
+    ``unfiltered`` names the consumers the server does not filter (:class:`bus.Declared`)."""
     settings = infra.settings
     broker = NatsBroker(
         servers=[infra.nats_url],
@@ -209,9 +214,10 @@ def _consumer_broker(
     )
     for d in definitions:
         if d.consumer is not None:
-            runtime = ConsumerRuntime(d.consumer.name, infra.pool, d.handlers, settings.retry_delays_s)
-            if d.consumer.name in unfiltered:
-                runtime.addressed = frozenset(d.consumer.event_types)
+            addressed = frozenset(d.consumer.event_types) if d.consumer.name in unfiltered else None
+            runtime = ConsumerRuntime(
+                d.consumer.name, infra.pool, d.handlers, settings.retry_delays_s, addressed=addressed
+            )
             _subscribe(broker, runtime, d.consumer)
     return broker
 

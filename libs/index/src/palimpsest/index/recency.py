@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 from uuid import UUID
 
-from palimpsest.core.db import Conn, columns, fetch_all_as, fetch_one_as
+from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
 from palimpsest.index.evidence import HALF_LIFE_DAYS
 from palimpsest.index.staleness import FileKind, file_kind, is_stale, median_code_date, stale_annotation
 
@@ -64,7 +64,7 @@ class RecencyEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class RecencyScan:
+class RecencyScan(JsonRow):
     """The outcome of a repository's last recency scan (one ``recency_scans`` row)."""
 
     status: str  # ok | failed | disabled
@@ -83,7 +83,7 @@ class RecencyScan:
     def to_json(self) -> dict[str, Any]:
         """Every column, the request id and the time as strings."""
         return {
-            **{f.name: getattr(self, f.name) for f in fields(self)},
+            **JsonRow.to_json(self),
             "request_id": str(self.request_id) if self.request_id else None,
             "scanned_at": self.scanned_at.isoformat(),
         }

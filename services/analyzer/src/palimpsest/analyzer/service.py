@@ -46,7 +46,7 @@ from palimpsest.core.git_errors import GitError
 from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.llm import Gateway, LLMSettings
 from palimpsest.core.outbox import emit
-from palimpsest.core.service import Background, Infra, ServiceDefinition
+from palimpsest.core.service import Background, Infra, ServiceDefinition, closed_on_stop
 from palimpsest.core.settings import BaseServiceSettings, service_settings
 
 __all__ = ["AnalyzerService", "Settings", "bootstrap", "definition"]
@@ -128,13 +128,7 @@ class AnalyzerService:
             if self.settings.analysis_auto:
                 await run_scheduler(infra.pool, self.analyzer, self.schedule, stop)
 
-        async def close_gateway(infra: Infra, stop: asyncio.Event) -> None:
-            try:
-                await stop.wait()
-            finally:
-                await asyncio.shield(gateway.aclose())
-
-        return [scheduler, close_gateway]
+        return [scheduler, closed_on_stop(gateway.aclose)]
 
 
 def definition(

@@ -29,7 +29,6 @@ Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALI
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
@@ -54,7 +53,7 @@ from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import ChatResult, Gateway, LLMSettings
 from palimpsest.core.outbox import emit
 from palimpsest.core.secretbox import KEY_FILE, SecretBox, load_box
-from palimpsest.core.service import Background, Infra, ServiceDefinition
+from palimpsest.core.service import Background, Infra, ServiceDefinition, closed_on_stop
 from palimpsest.core.settings import BaseServiceSettings, service_settings
 from palimpsest.core.suspension import suspended_reason
 from palimpsest.index.errors import IndexNotReady
@@ -583,13 +582,7 @@ class ReviewerService:
         }
 
     def background(self) -> list[Background]:
-        async def close_gateway(infra: Infra, stop: asyncio.Event) -> None:
-            try:
-                await stop.wait()
-            finally:
-                await asyncio.shield(self.gateway.aclose())
-
-        return [close_gateway]
+        return [closed_on_stop(self.gateway.aclose)]
 
 
 def _pull_ref(event: ReviewRequested) -> str | None:

@@ -1,10 +1,11 @@
 """``palimpsest bench graph``: what the first graph query of a new snapshot costs a process.
 
 The index is ``bench index``'s generated TypeScript repository (50 000 files by default), built
-through the real pipeline on a scratch stack by the chunker, with the reviewer running, so the
-reviewer stores the new snapshot's graph on ``snapshot.built`` as in production (the bench waits
-for that row). The other services stay off: in this one process they would compete for the
-interpreter with what is measured (the analyzer starts on every new snapshot).
+through the real pipeline on a scratch stack by the chunker and the recency scanner (the build
+waits for both events), with the reviewer running, so the reviewer stores the new snapshot's graph
+on ``snapshot.built`` as in production (the bench waits for that row). The other services stay
+off: in this one process they would compete for the interpreter with what is measured (the
+analyzer starts on every new snapshot).
 Then, in this process, each measured ``rounds`` times and in alternation so that both see the
 same machine load:
 
@@ -53,26 +54,17 @@ async def run_bench_graph(
     settings: BaseServiceSettings, *, files: int, total_bytes: int, rounds: int
 ) -> dict[str, Any]:
     """Index a generated repository through the pipeline, then time resolving against loading."""
-    from palimpsest.cli.local import register_path
-    from palimpsest.cli.pipeline import index_and_wait
-    from palimpsest.core.events import SnapshotBuilt
-    from palimpsest.devtools.bench.index import make_repository
-    from palimpsest.devtools.scratch import scratch_pipeline
+    from palimpsest.devtools.scratch import indexed_scratch
 
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-graph-") as tmp:
-        root = Path(tmp)
-        progress(f"generating {files} files…")
-        repo, _, _ = make_repository(root, files, total_bytes)
-        services = ("chunker", "reviewer")
-        async with scratch_pipeline(settings, root / "home", services=services) as (_, stack, infra, tenant):
-            repo_id = await register_path(infra.pool, tenant, repo)
-            progress("indexing through the pipeline…")
-            started = time.perf_counter()
-            built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))[SnapshotBuilt]
-            index_s = time.perf_counter() - started
+        services = ("recency-scanner", "chunker", "reviewer")  # the index waits for both events
+        indexed = indexed_scratch(
+            settings, Path(tmp), files=files, total_bytes=total_bytes, services=services
+        )
+        async with indexed as (scratch, repo_id, built, index_s, _, _):
             if built.state != "ready" or built.snapshot_id is None:
                 return {"error": f"build {built.state}: {built.reason}"}
-            bench = _Bench(infra.pool, tenant, repo_id, built.snapshot_id)
+            bench = _Bench(scratch.infra.pool, scratch.tenant, repo_id, built.snapshot_id)
             progress("waiting for the reviewer to store the graph…")
             stored = await bench.wait_stored()
             if stored is None:
@@ -83,7 +75,7 @@ async def run_bench_graph(
             load_after = os.getloadavg()
     return {
         "benchmark": "graph",
-        "postgres": "embedded" if stack.embedded_db else "external",
+        "postgres": "embedded" if scratch.stack.embedded_db else "external",
         "files": files,
         "chunks": built.chunks,
         "index_s": round(index_s, 1),

@@ -22,7 +22,7 @@ from uuid import UUID
 
 from palimpsest.cli.output import progress
 from palimpsest.core.settings import BaseServiceSettings
-from palimpsest.devtools.scratch import scratch_pipeline
+from palimpsest.devtools.scratch import indexed_scratch
 
 __all__ = ["run_bench_mcp"]
 
@@ -31,25 +31,15 @@ async def run_bench_mcp(
     settings: BaseServiceSettings, *, files: int, total_bytes: int, calls: int
 ) -> dict[str, Any]:
     """Index a generated repository through the real pipeline, then time every tool's calls."""
-    from palimpsest.cli.local import register_path
-    from palimpsest.cli.pipeline import index_and_wait
     from palimpsest.core.db import tenant_tx
-    from palimpsest.core.events import SnapshotBuilt
     from palimpsest.core.ids import uuid7
-    from palimpsest.devtools.bench.index import make_repository
     from palimpsest.ingest.store.tenants import insert_token
     from palimpsest.ingest.tokens import new_api_token
 
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-mcp-") as tmp:
-        root = Path(tmp)
-        progress(f"generating {files} files…")
-        repo, idents, corpus = make_repository(root, files, total_bytes)
-        async with scratch_pipeline(settings, root / "home") as (_, stack, infra, tenant):
-            repo_id = await register_path(infra.pool, tenant, repo)
-            progress("indexing through the pipeline…")
-            t = time.perf_counter()
-            built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))[SnapshotBuilt]
-            index_s = time.perf_counter() - t
+        indexed = indexed_scratch(settings, Path(tmp), files=files, total_bytes=total_bytes)
+        async with indexed as (scratch, repo_id, built, index_s, idents, corpus):
+            infra, tenant = scratch.infra, scratch.tenant
             if built.state != "ready":
                 return {"error": f"build {built.state}: {built.reason}"}
             token, token_hash = new_api_token()
@@ -63,7 +53,7 @@ async def run_bench_mcp(
         return {
             "benchmark": "mcp",
             "transport": "streamable-http",
-            "postgres": "embedded" if stack.embedded_db else "external",
+            "postgres": "embedded" if scratch.stack.embedded_db else "external",
             "files": files,
             "chunks": built.chunks,
             "index_s": round(index_s, 1),

@@ -12,7 +12,7 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import Pool
-from palimpsest.devtools.scratch import scratch_pipeline
+from palimpsest.devtools.scratch import indexed_scratch
 
 __all__ = ["BENCH_SIZES", "run_bench_review", "synthetic_pr"]
 
@@ -22,29 +22,18 @@ BENCH_SIZES = (1, 10, 50)
 async def run_bench_review(settings: Any, *, files: int, total_bytes: int, runs: int) -> dict[str, Any]:
     """Index a generated repository through the real pipeline, then time context assembly."""
     import tempfile
-    import time
-
-    from palimpsest.cli.local import register_path
-    from palimpsest.cli.pipeline import index_and_wait
-    from palimpsest.core.events import SnapshotBuilt
-    from palimpsest.devtools.bench.index import make_repository
 
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-review-") as tmp:
-        root = Path(tmp)
-        repo, idents, corpus = make_repository(root, files, total_bytes)
-        async with scratch_pipeline(settings, root / "home") as (_, stack, infra, tenant):
-            repo_id = await register_path(infra.pool, tenant, repo)
-            t = time.perf_counter()
-            built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))[SnapshotBuilt]
-            index_s = time.perf_counter() - t
+        indexed = indexed_scratch(settings, Path(tmp), files=files, total_bytes=total_bytes)
+        async with indexed as (scratch, repo_id, built, index_s, idents, corpus):
             if built.state != "ready":
                 return {"error": f"build {built.state}: {built.reason}"}
             timings, first_ms, counts = await _time_contexts(
-                infra.pool, tenant, repo_id, corpus, idents, runs
+                scratch.infra.pool, scratch.tenant, repo_id, corpus, idents, runs
             )
         return {
             "benchmark": "review",
-            "postgres": "embedded" if stack.embedded_db else "external",
+            "postgres": "embedded" if scratch.stack.embedded_db else "external",
             "files": files,
             "chunks": built.chunks,
             "index_s": round(index_s, 1),

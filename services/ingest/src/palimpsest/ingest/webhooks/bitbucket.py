@@ -245,6 +245,6 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "pullrequest:comment_created": _comment,
 }
 
-_PARSER: Final = DeliveryParser(PROVIDER, "Bitbucket", delivery_id, event_name, _HANDLERS)
+PARSER: Final = DeliveryParser(PROVIDER, "Bitbucket", delivery_id, event_name, _HANDLERS)
 # parse(headers, body, *, bot_name, decoded=None): one (already verified) delivery, normalised
-parse: Final = _PARSER.parse
+parse: Final = PARSER.parse

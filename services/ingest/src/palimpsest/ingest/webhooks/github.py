@@ -325,7 +325,7 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "installation_repositories": _installation_repositories,
 }
 
-_PARSER: Final = DeliveryParser(
+PARSER: Final = DeliveryParser(
     PROVIDER,
     "GitHub",
     delivery_id,
@@ -335,4 +335,4 @@ _PARSER: Final = DeliveryParser(
     installation_id=_installation_id,
 )
 # parse(headers, body, *, bot_name, decoded=None): one (already verified) delivery, normalised
-parse: Final = _PARSER.parse
+parse: Final = PARSER.parse

@@ -269,6 +269,6 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "Note Hook": _note,
 }
 
-_PARSER: Final = DeliveryParser(PROVIDER, "GitLab", delivery_id, event_name, _HANDLERS, action=_action)
+PARSER: Final = DeliveryParser(PROVIDER, "GitLab", delivery_id, event_name, _HANDLERS, action=_action)
 # parse(headers, body, *, bot_name, decoded=None): one (already verified) delivery, normalised
-parse: Final = _PARSER.parse
+parse: Final = PARSER.parse

@@ -9,34 +9,44 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 from palimpsest.ingest.webhooks import bitbucket, github, gitlab
+from palimpsest.ingest.webhooks._template import DeliveryParser
 from palimpsest.ingest.webhooks.errors import WebhookError
 from palimpsest.ingest.webhooks.models import InstallationKey, ParsedDelivery, Provider
 
 
-class _Parse(Protocol):
-    def __call__(
+@dataclass(frozen=True, slots=True)
+class WebhookProvider:
+    """The pure webhook functions of one provider: its parser, who sent a delivery, its check."""
+
+    parser: DeliveryParser
+    installation_key: Callable[[Mapping[str, str], object], InstallationKey]
+    verify: Callable[[str | bytes, Mapping[str, str], bytes], None]
+
+    @property
+    def name(self) -> Provider:
+        return self.parser.provider
+
+    @property
+    def delivery_id(self) -> Callable[[Mapping[str, str]], str]:
+        return self.parser.delivery_id
+
+    @property
+    def event_name(self) -> Callable[[Mapping[str, str]], str]:
+        return self.parser.event_name
+
+    def parse(
         self,
         headers: Mapping[str, str],
         body: bytes,
         *,
         bot_name: str,
         decoded: dict[str, object] | None = None,
-    ) -> ParsedDelivery: ...
-
-
-@dataclass(frozen=True, slots=True)
-class WebhookProvider:
-    """The pure webhook functions of one provider."""
-
-    name: Provider
-    delivery_id: Callable[[Mapping[str, str]], str]
-    event_name: Callable[[Mapping[str, str]], str]
-    installation_key: Callable[[Mapping[str, str], object], InstallationKey]
-    verify: Callable[[str | bytes, Mapping[str, str], bytes], None]
-    parse: _Parse
+    ) -> ParsedDelivery:
+        """Normalise one (already verified) delivery (:meth:`DeliveryParser.parse`)."""
+        return self.parser.parse(headers, body, bot_name=bot_name, decoded=decoded)
 
     def receive(
         self,
@@ -58,14 +68,7 @@ class WebhookProvider:
 
 
 PROVIDERS: Final[Mapping[str, WebhookProvider]] = {
-    module.PROVIDER: WebhookProvider(
-        name=module.PROVIDER,
-        delivery_id=module.delivery_id,
-        event_name=module.event_name,
-        installation_key=module.installation_key,
-        verify=module.verify,
-        parse=module.parse,
-    )
+    module.PROVIDER: WebhookProvider(module.PARSER, module.installation_key, module.verify)
     for module in (github, gitlab, bitbucket)
 }
 
