@@ -232,3 +232,27 @@ async def test_a_malformed_response_is_retried(
     fake.fail("malformed")
     result = await gateway.chat(tenant, "analysis", MESSAGES, max_tokens=10)
     assert result.attempts == 2 and result.text == "four words of reply"
+
+
+async def test_a_closed_gateway_leaves_no_closed_client_to_the_others(
+    infra: Infra, tenant: UUID, fake: FakeLLM
+) -> None:
+    """litellm and the gateway keep HTTP clients per process (per event loop): a gateway's close
+    closes them, and a call of another gateway, open or new, must then get a working one."""
+    s = settings(fake, llm_max_retries=1)
+    chat_gateway, embed_gateway, other = (Gateway(infra.pool, s, sleep=Sleeps()) for _ in range(3))
+    embed_settings = settings(fake, llm_embeddings_model="openai/fake-embed", llm_max_retries=1)
+    embedder = Gateway(infra.pool, embed_settings, sleep=Sleeps())
+    await chat_gateway.chat(tenant, "analysis", MESSAGES, max_tokens=10)
+    await embedder.embed(tenant, ["one", "two"])
+    await chat_gateway.aclose()
+    assert (await other.chat(tenant, "analysis", MESSAGES, max_tokens=10)).attempts == 1
+    assert len((await embedder.embed(tenant, ["three"])).vectors) == 1
+    for gateway in (embed_gateway, other, embedder):
+        await gateway.aclose()
+    later = Gateway(infra.pool, s, sleep=Sleeps())
+    try:
+        assert (await later.chat(tenant, "analysis", MESSAGES, max_tokens=10)).attempts == 1
+    finally:
+        await later.aclose()
+    assert len(fake.requests("chat")) == 3

@@ -569,7 +569,13 @@ class Gateway:
             return await resolve_route(conn, self.settings, feature)
 
     async def aclose(self) -> None:
-        """Close litellm's cached HTTP clients and its logging worker (process shutdown, tests)."""
+        """Close the process's cached HTTP clients (ours and litellm's) and litellm's logging
+        worker (process shutdown, tests).
+
+        The clients also leave their caches: litellm's kept a closed client and handed it to the
+        next call on the same event loop ("Cannot send a request, as the client has been closed"),
+        so a gateway used after another closed failed; now such a call opens a new client.
+        """
         clients = list(_OPENAI_CLIENTS.values())
         _OPENAI_CLIENTS.clear()
         for _, client in clients:
@@ -580,6 +586,9 @@ class Gateway:
         closer = getattr(module, "close_litellm_async_clients", None)
         if closer is not None:
             await closer()
+        cache = getattr(module, "in_memory_llm_clients_cache", None)
+        if cache is not None:
+            cache.flush_cache()
         try:
             worker_module = importlib.import_module("litellm.litellm_core_utils.logging_worker")
             worker = getattr(worker_module, "GLOBAL_LOGGING_WORKER", None)
