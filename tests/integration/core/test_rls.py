@@ -90,8 +90,10 @@ def tables(stack: ServerSet) -> list[dict[str, Any]]:
     return found
 
 
-def test_every_tenant_table_forces_rls(tables: list[dict[str, Any]]) -> None:
-    unprotected = [t["table"] for t in tables if not (t["rls"] and t["force"])]
+def test_every_tenant_table_forces_rls(stack: ServerSet, tables: list[dict[str, Any]]) -> None:
+    with psycopg.connect(stack.owner_url) as conn:  # partitions too: the app role may be granted them
+        everything = tenant_tables(conn, partitions=True)
+    unprotected = [t["table"] for t in everything if not (t["rls"] and t["force"])]
     assert unprotected == []
     assert {"outbox", "inbox", "dead_letters"} <= {t["table"] for t in tables if t["infra"]}
 
@@ -126,6 +128,9 @@ async def _seed(infra: Infra, owner_url: str, table: str, tenant: uuid.UUID) -> 
     """Insert one row of ``table`` for ``tenant`` as the app role (parents created as needed)."""
     with psycopg.connect(owner_url) as conn:
         row = _insertable_row(conn, table, tenant)
+        kind = conn.execute(
+            "SELECT relkind::text FROM pg_class WHERE oid = %s::regclass", (table,)
+        ).fetchone()
         fks = conn.execute(
             """
             SELECT k.conname, a.attname, cf.relname, af.attname
@@ -147,7 +152,12 @@ async def _seed(infra: Infra, owner_url: str, table: str, tenant: uuid.UUID) -> 
         row[col] = parents[constraint][parent_col]
     if table != "tenants":
         await _ensure_tenant(infra, tenant)
+    partitioned = kind == ("p",)  # by repository (embeddings, migration 0037): its partition first
+    if partitioned:
+        row["repository_id"] = (await _seed(infra, owner_url, "repositories", tenant))["repository_id"]
     async with tenant_tx(infra.pool, tenant) as conn:
+        if partitioned:
+            await conn.execute("SELECT palimpsest_embedding_partition(%s)", (row["repository_id"],))
         stmt = sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING").format(
             sql.Identifier(table),
             sql.SQL(", ").join(map(sql.Identifier, row)),
@@ -172,7 +182,7 @@ async def test_tenants_cannot_touch_each_other(
     checked = []
     for t in tables:
         table = t["table"]
-        await _seed(infra, stack.owner_url, table, tenant_a)
+        seeded = await _seed(infra, stack.owner_url, table, tenant_a)
         ident = sql.Identifier(table)
         # as tenant A: the row is there
         async with tenant_tx(infra.pool, tenant_a) as conn:
@@ -195,6 +205,8 @@ async def test_tenants_cannot_touch_each_other(
         # as tenant B: cannot insert a row that claims to be A's
         with psycopg.connect(stack.owner_url) as oc:
             forged = _insertable_row(oc, table, tenant_a)
+        if t["partitioned"]:  # into A's partition (a row no partition takes is refused before the policy)
+            forged["repository_id"] = seeded["repository_id"]
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             async with tenant_tx(infra.pool, tenant_b) as conn:
                 await conn.execute(

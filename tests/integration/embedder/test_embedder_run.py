@@ -220,7 +220,8 @@ async def test_semantic_candidates_use_the_hnsw_index(
     def scans() -> int:
         with psycopg.connect(stack.owner_url) as oc:
             row = oc.execute(
-                "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'code_chunk_embeddings_hnsw_384'"
+                "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = %s",
+                (f"embeddings_{ctx['repo_id'].hex}_hnsw_384",),
             ).fetchone()
             return int(row[0]) if row else -1
 

@@ -212,7 +212,8 @@ async def tenant_resources(client: httpx.AsyncClient, ctx: IngestContext, world:
 
 
 def tenant_rows(owner_url: str, tenant: UUID, *, infrastructure: bool = True) -> dict[str, list[str]]:
-    """Every row the tenant owns, as text, per table with a tenant_id column (read as the owner).
+    """Every row the tenant owns, as text, per table with a tenant_id column (read as the owner;
+    a partitioned table's rows through its parent).
 
     ``infrastructure=False`` shows rows of infrastructure tables (the outbox, whose rows the relay
     marks published) as empty strings: counted, not compared.

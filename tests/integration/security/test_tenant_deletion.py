@@ -109,6 +109,7 @@ async def _no_flow_rows(infra: Infra, tenant: UUID) -> None:
             "INSERT INTO event_failures (consumer, event_id, tenant_id, last_error) VALUES ('t', %s, %s, 'x')",
             (uuid7(), tenant),
         )
+        await conn.execute("SELECT palimpsest_embedding_partition(repository_id) FROM code_chunks LIMIT 1")
         await conn.execute(
             "INSERT INTO code_chunk_embeddings (tenant_id, repository_id, blob_sha, ordinal, model, embedding)"
             " SELECT tenant_id, repository_id, blob_sha, ordinal, 'local', ARRAY[0.5, 0.5]::real[]"
@@ -144,6 +145,16 @@ async def _no_flow_rows(infra: Infra, tenant: UUID) -> None:
             " VALUES ('t', %s, 's', %s, '\\x00', 1)",
             (int(uuid7().int % 2**62), tenant),
         )
+
+
+def _partitions(owner_url: str, tenant: UUID) -> int:
+    """The tenant's embeddings partitions (migration 0037 names the tenant in their comment)."""
+    with psycopg.connect(owner_url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_class WHERE relispartition AND obj_description(oid, 'pg_class') LIKE %s",
+            (f"% of tenant {tenant}",),
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _counts(owner_url: str, tenant: UUID) -> dict[str, int]:
@@ -231,6 +242,7 @@ async def test_deleting_a_tenant_leaves_nothing_of_it_and_nothing_else_goes(
         await _no_flow_rows(infra, doomed.tenant_id)
 
         before = _counts(stack.owner_url, doomed.tenant_id)
+        assert _partitions(stack.owner_url, doomed.tenant_id) == 1
         empty = sorted(t for t, n in before.items() if n == 0)
         assert empty == [], f"tables without a row of the tenant before the deletion: {empty}"
         with psycopg.connect(stack.owner_url) as conn:
@@ -257,6 +269,7 @@ async def test_deleting_a_tenant_leaves_nothing_of_it_and_nothing_else_goes(
         assert report["existed"] is True and report["deleted_rows"] > 0
         after = _counts(stack.owner_url, doomed.tenant_id)
         assert {t: n for t, n in after.items() if n} == {}
+        assert _partitions(stack.owner_url, doomed.tenant_id) == 0  # its embeddings partitions too
         assert tenant_state(stack.owner_url, keeper.tenant_id) == kept
 
         # idempotent: again, nothing to do, same answer shape; the operator's list has it no more

@@ -1,7 +1,8 @@
 """Semantic search: nearest chunks to a query vector, among vectors of the snapshot's model only.
 
-Vectors live in ``code_chunk_embeddings`` as ``real[]``; with pgvector, migration 0007 adds a partial
-HNSW index per supported dimension and ``palimpsest_semantic_candidates``, a SECURITY DEFINER
+Vectors live in ``code_chunk_embeddings`` as ``real[]``, one partition per repository (migration
+0037); with pgvector, each partition has an HNSW index per dimension it holds, and migration 0007
+adds ``palimpsest_semantic_candidates``, a SECURITY DEFINER
 function that applies the tenant predicate itself so the (non-LEAKPROOF) distance operator can
 use the index under row-level security. Without pgvector that function does not exist and
 semantic search raises :class:`SemanticUnavailable` — callers fall back to lexical search.

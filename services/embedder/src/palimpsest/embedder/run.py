@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from uuid import UUID
 
+import psycopg
+
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.embedder import store
 from palimpsest.embedder.batching import BatchLimits, Item, embedding_text, make_item, plan_batches
@@ -52,6 +54,7 @@ class Run:
     written: int = 0
     buffer: list[tuple[str, int, list[float], bool]] = field(default_factory=list)
     writing: asyncio.Task[int] | None = None  # the previous flush, written while we keep embedding
+    bulk: bool = False  # the partition's HNSW indexes were dropped for this run's load
 
     @property
     def model(self) -> str:
@@ -59,7 +62,11 @@ class Run:
 
     async def execute(self) -> Outcome:
         async with tenant_tx(self.pool, self.tenant_id) as conn:
-            self.known_dimension = await store.known_dimension(conn, self.model)
+            self.known_dimension = await store.known_dimension(conn, self.repository_id, self.model)
+            pending = await store.coverage(conn, self.repository_id, self.snapshot_id, self.model)
+        async with tenant_tx(self.pool, self.tenant_id) as conn:
+            rows = min(pending.pending, self.limits.max_chunks)
+            self.bulk = await store.open_partition(conn, self.repository_id, rows)
         state, reason = "ready", None
         try:
             try:
@@ -71,6 +78,7 @@ class Run:
             except ProviderError as exc:
                 state, reason = "embedding_failed", f"{exc.__class__.__name__}: {exc}"[:500]
             await self._flush(wait=True)
+            await self._index()
         except BaseException:  # infrastructure trouble: no write left running behind the retry
             if self.writing is not None:
                 self.writing.cancel()
@@ -150,10 +158,35 @@ class Run:
         async with tenant_tx(self.pool, self.tenant_id) as conn:
             return await store.write_vectors(conn, self.tenant_id, self.repository_id, self.model, rows)
 
+    async def _index(self) -> None:
+        """Build the HNSW indexes the repository's partition lacks (migration 0037): after a bulk
+        load, a new repository's first vectors, or a run whose build failed; a partition that has
+        them costs one index lookup. Statistics are refreshed after large loads.
+
+        A failed build is logged, not raised: the vectors are stored and searches read them
+        without the graph (exact and slower) until a later run builds it.
+        """
+        try:
+            async with tenant_tx(self.pool, self.tenant_id) as conn:
+                built = await store.index_partition(
+                    conn, self.repository_id, analyze=self.written >= ANALYZE_AFTER
+                )
+        except psycopg.errors.OperationalError:
+            raise  # the database is in trouble: the run is retried
+        except psycopg.Error as exc:
+            log.warning("repository %s: HNSW index build failed: %s", self.repository_id, exc)
+            return
+        if built:
+            log.info(
+                "repository %s: %d HNSW index(es) built after %d vectors (bulk load: %s)",
+                self.repository_id,
+                built,
+                self.written,
+                self.bulk,
+            )
+
     async def _outcome(self, state: str, reason: str | None) -> Outcome:
         async with tenant_tx(self.pool, self.tenant_id) as conn:
-            if self.written >= ANALYZE_AFTER:
-                await conn.execute("SELECT palimpsest_analyze_embeddings()")
             cov = await store.coverage(conn, self.repository_id, self.snapshot_id, self.model)
         if state == "ready" and cov.pending and self.sent >= self.limits.max_chunks:
             state = "budget_exceeded"

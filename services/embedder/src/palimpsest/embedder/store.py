@@ -91,7 +91,7 @@ _PENDING = (
     " FROM code_chunks c"
     " WHERE c.repository_id = %(repo)s"
     "   AND c.blob_sha IN (SELECT f.blob_sha FROM code_index_files f WHERE f.snapshot_id = %(snap)s)"
-    "   AND NOT EXISTS (SELECT 1 FROM code_chunk_embeddings e WHERE e.repository_id = c.repository_id"
+    "   AND NOT EXISTS (SELECT 1 FROM code_chunk_embeddings e WHERE e.repository_id = %(repo)s"
     "                   AND e.blob_sha = c.blob_sha AND e.ordinal = c.ordinal AND e.model = %(model)s)"
 )
 
@@ -140,11 +140,47 @@ async def pending_page(
     ]
 
 
-async def known_dimension(conn: Conn, model: str) -> int | None:
-    """The dimension this tenant's vectors of ``model`` already have (None when there are none)."""
-    cur = await conn.execute("SELECT dimension FROM code_chunk_embeddings WHERE model = %s LIMIT 1", (model,))
+async def known_dimension(conn: Conn, repository_id: UUID, model: str) -> int | None:
+    """The dimension vectors of ``model`` already have: the repository's stored vectors, else the
+    tenant's last embedding run with the model (None when there is neither).
+
+    The repository's vectors are one partition's (migration 0037); the runs' record spares a
+    read of every partition of the tenant.
+    """
+    cur = await conn.execute(
+        "SELECT dimension FROM code_chunk_embeddings WHERE repository_id = %s AND model = %s LIMIT 1",
+        (repository_id, model),
+    )
     row = await cur.fetchone()
+    if row is None:
+        cur = await conn.execute(
+            "SELECT embedding_dimension AS dimension FROM code_index_snapshots"
+            " WHERE embedding_model = %s AND embedding_dimension IS NOT NULL"
+            " ORDER BY embedding_updated_at DESC LIMIT 1",
+            (model,),
+        )
+        row = await cur.fetchone()
     return int(row["dimension"]) if row else None
+
+
+async def open_partition(conn: Conn, repository_id: UUID, rows: int) -> bool:
+    """Make the repository's vectors partition ready for ``rows`` new vectors (migration 0037):
+    created once; its HNSW indexes dropped when rebuilding them after the load costs less than
+    inserting into them. True when the partition is left without its indexes."""
+    await conn.execute("SELECT palimpsest_embedding_partition(%s)", (repository_id,))
+    cur = await conn.execute(
+        "SELECT palimpsest_embedding_bulk_load(%s, %s) AS dropped", (repository_id, rows)
+    )
+    row = await cur.fetchone()
+    return bool(row and row["dropped"])
+
+
+async def index_partition(conn: Conn, repository_id: UUID, *, analyze: bool) -> int:
+    """Build the HNSW indexes the repository's partition lacks (each dimension it holds), refresh
+    its statistics when ``analyze`` or an index was built; how many indexes were built."""
+    cur = await conn.execute("SELECT palimpsest_index_embeddings(%s, %s) AS built", (repository_id, analyze))
+    row = await cur.fetchone()
+    return int(row["built"]) if row else 0
 
 
 async def write_vectors(
@@ -157,6 +193,7 @@ async def write_vectors(
     """Store (blob, ordinal, vector, truncated) rows; returns how many were new."""
     if not rows:
         return 0
+    await conn.execute("SELECT palimpsest_embedding_partition(%s)", (repository_id,))  # created once
     await conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS stage_embeddings"
         " (blob_sha text, ordinal integer, embedding real[], truncated boolean) ON COMMIT DROP"

@@ -14,7 +14,8 @@ candidate when its newest (branch) snapshot is
   ``up_to_date`` when the head is indexed; ``palimpsest backfill`` resolves the heads itself and
   names only the repositories that are behind.
 
-Index requests carry the reason ``backfill``: never a forced rebuild of an indexed commit.
+Index requests carry the reason ``backfill``: never a forced rebuild of an indexed commit. A tick
+also drops the embeddings partitions of deleted repositories (migration 0037).
 
 Repositories with index mode ``off``, of a suspended tenant or installation, or of a tenant being
 deleted are left alone. At most ``PALIMPSEST_BACKFILL_MAX_PER_TICK`` times the slices index requests go
@@ -41,7 +42,7 @@ from palimpsest.core import metrics
 from palimpsest.core.db import Pool, fetch_all, fetch_one, system_tx, tenant_tx
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.outbox import emit
-from palimpsest.ingest.store import lookups
+from palimpsest.ingest.store import lookups, repositories
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +226,8 @@ async def run_tick(
     slice_no = round(tick_at.timestamp() / policy.slice_s) % policy.slices
     found = await candidates(pool, policy, slice_no=slice_no, limit=policy.max_per_tick, tenants=tenants)
     sent = await request(pool, found)
+    async with system_tx(pool) as conn:  # the partitions of repositories an installation lost
+        await repositories.drop_embedding_partitions(conn)
     await finish_tick(pool, tick_at, sent)
     if sent:
         log.info("backfill tick %s (slice %d): %d index requests", tick_at.isoformat(), slice_no, sent)

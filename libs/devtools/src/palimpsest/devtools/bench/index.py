@@ -313,12 +313,18 @@ async def run_bench_index(
         }
 
 
+# each index table with its partitions, if any (code_chunk_embeddings has one per repository):
+# a partitioned table's size is the sum of its partitions'
+_TABLES = (
+    " FROM pg_class p CROSS JOIN LATERAL pg_partition_tree(p.oid) t JOIN pg_class c ON c.oid = t.relid"
+    " WHERE p.relname = ANY(%s) AND p.relkind IN ('r', 'p') AND c.relkind = 'r'"
+)
+
+
 async def _db_bytes(infra: Any, tenant: UUID) -> int:
     async with tenant_tx(infra.pool, tenant) as conn:
         cur = await conn.execute(
-            "SELECT sum(pg_total_relation_size(c.oid))::bigint AS n FROM pg_class c"
-            " WHERE c.relname = ANY(%s) AND c.relkind = 'r'",
-            (list(INDEX_TABLES),),
+            "SELECT sum(pg_total_relation_size(c.oid))::bigint AS n" + _TABLES, (list(INDEX_TABLES),)
         )
         row = await cur.fetchone()
         return int(row["n"] or 0) if row else 0
@@ -327,8 +333,9 @@ async def _db_bytes(infra: Any, tenant: UUID) -> int:
 async def _table_mb(infra: Any, tenant: UUID) -> dict[str, float]:
     async with tenant_tx(infra.pool, tenant) as conn:
         cur = await conn.execute(
-            "SELECT c.relname, pg_table_size(c.oid) AS t, pg_indexes_size(c.oid) AS i FROM pg_class c"
-            " WHERE c.relname = ANY(%s) AND c.relkind = 'r'",
+            "SELECT p.relname, sum(pg_table_size(c.oid)) AS t, sum(pg_indexes_size(c.oid)) AS i"
+            + _TABLES
+            + " GROUP BY p.relname",
             (list(INDEX_TABLES),),
         )
         out: dict[str, float] = {}

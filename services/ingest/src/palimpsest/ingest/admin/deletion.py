@@ -4,11 +4,12 @@ safe to retry after a crash midway.
 1. The tenant is marked ``deleting_at`` (committed on its own): from then on its tokens are
    refused (401), its webhooks are ignored and nothing new is accepted for it.
 2. Every table of the schema with a ``tenant_id`` column — read from the catalog at run time, so
-   a table a later migration adds is covered without a change here — is emptied of the tenant's
+   a table a later migration adds is covered without a change here; a partitioned table through
+   its parent — is emptied of the tenant's
    rows in bounded batches, each its own short transaction (a tenant with millions of chunks
    never holds one long transaction). A batch refused by a foreign key (a child table not yet
    emptied) leaves that table for the next pass.
-3. The ``tenants`` row goes last.
+3. The ``tenants`` row goes last, then the tenant's (now empty) embeddings partitions.
 
 A crash anywhere leaves the mark and some rows; running the deletion again (the same API call or
 CLI command) starts from the catalog again and finishes, and a deletion of a tenant that no
@@ -30,7 +31,7 @@ from psycopg import sql
 
 from palimpsest.core.db import Pool, fetch_all, system_tx, tenant_tx
 from palimpsest.ingest.context import IngestContext
-from palimpsest.ingest.store import tenants
+from palimpsest.ingest.store import repositories, tenants
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ async def tenant_tables(pool: Pool) -> list[str]:
             """
             SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
             WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema() AND c.relname <> 'tenants'
+              AND NOT c.relispartition
               AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
                           AND a.attname = 'tenant_id' AND NOT a.attisdropped)
             ORDER BY 1
@@ -107,6 +109,8 @@ async def delete_tenant_rows(
     async with tenant_tx(pool, tenant_id) as conn:
         cur = await conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant_id,))
         report.rows["tenants"] = cur.rowcount
+    async with tenant_tx(pool, tenant_id) as conn:
+        await repositories.drop_embedding_partitions(conn)
     log.info("tenant %s deleted: %d rows", tenant_id, sum(report.rows.values()))
     return report
 

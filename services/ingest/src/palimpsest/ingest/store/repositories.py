@@ -14,7 +14,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from palimpsest.core.db import Conn, JsonRow, columns, fetch_all, fetch_all_as, fetch_one_as
+from palimpsest.core.db import Conn, JsonRow, columns, fetch_all, fetch_all_as, fetch_one, fetch_one_as
 from palimpsest.ingest.errors import Conflict
 from palimpsest.ingest.store.rows import delete_row, get_row, update_row
 
@@ -154,3 +154,10 @@ async def delete_index_data(conn: Conn, repository_id: UUID) -> dict[str, int]:
         "UPDATE repositories SET index_updated_at = NULL WHERE repository_id = %s", (repository_id,)
     )
     return deleted
+
+
+async def drop_embedding_partitions(conn: Conn) -> int:
+    """Drop the embeddings partitions of deleted repositories, any tenant's (migration 0037): their
+    rows went with the repositories' blobs; the empty tables stay until this runs. How many."""
+    row = await fetch_one(conn, "SELECT palimpsest_drop_embedding_partitions() AS dropped")
+    return int(row["dropped"]) if row else 0
