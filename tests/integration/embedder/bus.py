@@ -49,7 +49,7 @@ def embedder_definition(infra: Infra, settings: Settings) -> tuple[ServiceDefini
 async def pipeline(infra: Infra, fake: FakeLLM | None, **overrides: Any) -> AsyncIterator[Gateway]:
     """A chunker and an embedder (configured by ``overrides``) consuming new events."""
     definition, gateway = embedder_definition(infra, embedder_settings(fake, **overrides))
-    # no gateway.aclose() here: litellm caches its HTTP clients per process, and closing them
-    # would break every later model call of the test session
+    # no gateway.aclose() here: it closes the HTTP clients every gateway of the process shares
+    # (litellm's cache), under the calls other tests' services may have in flight
     async with services(infra, [chunker_definition(f"t-echunk-{uuid.uuid4().hex[:6]}"), definition]):
         yield gateway

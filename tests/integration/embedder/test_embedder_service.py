@@ -135,12 +135,28 @@ async def test_rate_limits_and_timeouts_are_retried(
     assert failed == ["429", "429", "timeout", "503"]
 
 
+async def test_requests_go_in_parallel_up_to_the_concurrency(
+    infra: Infra, tmp_path: Path, fake: FakeLLM, pgvector: bool
+) -> None:
+    """A provider's latency bounds a run that waits for each reply before the next request: with
+    ``embed_concurrency`` requests in flight, a slow provider is kept busy."""
+    if not pgvector:
+        pytest.skip("without pgvector the embedder makes no requests")
+    fake.embeddings_latency_s = 0.05
+    async with pipeline(infra, fake, embed_batch_inputs=2, embed_concurrency=3):
+        r = await embedded(infra, tmp_path)
+    assert r["event"].state == "ready" and r["event"].embedded == r["built"].chunks
+    assert fake.peak_embeddings_in_flight == 3
+    assert len(embedding_requests(fake)[0].body["input"]) == 1  # the probe went alone first
+
+
 async def test_a_batch_rejected_as_too_large_is_split(
     infra: Infra, tmp_path: Path, fake: FakeLLM, pgvector: bool
 ) -> None:
     if not pgvector:
         pytest.skip("without pgvector the embedder makes no requests")
-    async with pipeline(infra, fake, embed_batch_inputs=8):
+    # one request at a time: the first to arrive is the one refused
+    async with pipeline(infra, fake, embed_batch_inputs=8, embed_concurrency=1):
         r = await embedded(infra, tmp_path)
         # new blobs for the same tenant and model: no probe this time, full batches at once
         commit(

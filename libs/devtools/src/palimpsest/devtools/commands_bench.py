@@ -150,16 +150,24 @@ async def bench_recency(commits: int, files: int, seed: int, repo: Path | None, 
 @click.option("--total-mb", default=1.0, show_default=True, help="Total size of the generated source.")
 @click.option("--vectors", default=100_000, show_default=True, help="Vectors for the HNSW latency run.")
 @click.option("--queries", default=200, show_default=True)
+@click.option("--latency-ms", default=0.0, show_default=True, help="The fake provider's latency per request.")
 @_json_option
 @run_async
-async def bench_embed(files: int, total_mb: float, vectors: int, queries: int, as_json: bool) -> None:
+async def bench_embed(
+    files: int, total_mb: float, vectors: int, queries: int, latency_ms: float, as_json: bool
+) -> None:
     """Embedding chunks/s through the real pipeline (fake provider) and HNSW query p95."""
     from palimpsest.devtools.bench.embed import run_bench_embed
 
-    if files < 10 or vectors < 100 or queries < 1:
-        fail("--files ≥ 10, --vectors ≥ 100 and --queries ≥ 1")
+    if files < 10 or vectors < 100 or queries < 1 or latency_ms < 0:
+        fail("--files ≥ 10, --vectors ≥ 100, --queries ≥ 1 and --latency-ms ≥ 0")
     result = await run_bench_embed(
-        settings(), files=files, total_bytes=int(total_mb * 1e6), vectors=vectors, queries=queries
+        settings(),
+        files=files,
+        total_bytes=int(total_mb * 1e6),
+        vectors=vectors,
+        queries=queries,
+        latency_ms=latency_ms,
     )
     emit(result, as_json=True)
 

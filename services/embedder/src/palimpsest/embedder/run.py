@@ -37,6 +37,7 @@ class RunLimits:
     max_chunks: int = 20_000
     page: int = 1000
     write_every: int = 512
+    concurrency: int = 4  # requests in flight: a provider's latency, not its throughput, bounds one at a time
 
 
 @dataclass(slots=True)
@@ -55,6 +56,7 @@ class Run:
     buffer: list[tuple[str, int, list[float], bool]] = field(default_factory=list)
     writing: asyncio.Task[int] | None = None  # the previous flush, written while we keep embedding
     bulk: bool = False  # the partition's HNSW indexes were dropped for this run's load
+    flushing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def model(self) -> str:
@@ -108,14 +110,42 @@ class Run:
                 )
                 for c in page
             ]
-            for batch in self._batches(items):
-                await self._send(batch)
+            await self._send_all(self._batches(items))
+
+    @property
+    def _probing(self) -> bool:
+        """The model's dimension is not known yet: one input goes alone before paying for a batch."""
+        return self.engine.dimension is None and self.known_dimension is None
 
     def _batches(self, items: list[Item]) -> list[list[Item]]:
-        if self.engine.dimension is None and self.known_dimension is None and items:
-            # probe: learn the model's dimension with one input before paying for a batch
+        if self._probing and items:
             return [items[:1], *plan_batches(items[1:], self.engine.limits)]
         return list(plan_batches(items, self.engine.limits))
+
+    async def _send_all(self, batches: list[list[Item]]) -> None:
+        """Send ``batches`` with at most ``limits.concurrency`` requests in flight.
+
+        A probe (the model's dimension still unknown) goes alone first. The first failure cancels
+        the requests still in flight and is raised as it is; what completed is kept (buffered and
+        written), as when requests went one at a time.
+        """
+        if self._probing and batches:
+            await self._send(batches[0])
+            batches = batches[1:]
+        slots = asyncio.Semaphore(self.limits.concurrency)
+
+        async def one(batch: list[Item]) -> None:
+            async with slots:
+                await self._send(batch)
+
+        tasks = [asyncio.create_task(one(batch)) for batch in batches]
+        try:
+            for task in asyncio.as_completed(tasks):
+                await task
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _send(self, batch: list[Item]) -> None:
         pairs = await self.engine.embed(batch)
@@ -144,15 +174,23 @@ class Run:
 
     async def _flush(self, *, wait: bool = False) -> None:
         """Write the buffer in the background (one write at a time) while requests go on."""
-        if self.writing is not None:
-            task, self.writing = self.writing, None
-            self.written += await task
+        async with self.flushing:  # requests in flight flush too: one swaps the write task at a time
+            await self._flush_locked(wait=wait)
+
+    async def _flush_locked(self, *, wait: bool) -> None:
+        await self._written()
         if self.buffer:
             rows, self.buffer = self.buffer, []
             self.writing = asyncio.create_task(self._write(rows))
-        if wait and self.writing is not None:
-            task, self.writing = self.writing, None
-            self.written += await task
+        if wait:
+            await self._written()
+
+    async def _written(self) -> None:
+        """Wait for the write in the background. Shielded: a request cancelled while it waits (a
+        failure of another in flight) leaves the write running, and the final flush awaits it."""
+        if self.writing is not None:
+            self.written += await asyncio.shield(self.writing)
+            self.writing = None
 
     async def _write(self, rows: list[tuple[str, int, list[float], bool]]) -> int:
         async with tenant_tx(self.pool, self.tenant_id) as conn:

@@ -44,6 +44,7 @@ class Settings(BaseServiceSettings, LLMSettings):
     """Embedding limits (20 000 chunks per run), request shaping, and the model settings."""
 
     embed_max_chunks_per_run: int = Field(default=20_000, ge=1)
+    embed_concurrency: int = Field(default=4, ge=1, le=32)  # requests in flight per run
     embed_batch_inputs: int = Field(default=64, ge=1, le=2048)
     embed_batch_tokens: int = Field(default=50_000, ge=100)
     embed_input_tokens: int = Field(default=8_000, ge=16)
@@ -54,7 +55,7 @@ class Settings(BaseServiceSettings, LLMSettings):
     embed_request_timeout_s: float = Field(default=60.0, gt=0)
 
     def run_limits(self) -> RunLimits:
-        return RunLimits(max_chunks=self.embed_max_chunks_per_run)
+        return RunLimits(max_chunks=self.embed_max_chunks_per_run, concurrency=self.embed_concurrency)
 
     def batch_limits(self) -> BatchLimits:
         return BatchLimits(

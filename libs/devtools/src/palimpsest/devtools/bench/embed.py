@@ -5,7 +5,8 @@ Two figures (issue 7):
 * ``chunks_per_s`` — a generated repository (``benchindex.make_repository``) in ``hybrid`` mode is
   indexed through the bus by the real chunker and embedder; the embedder's model is routed to a
   deterministic OpenAI-compatible server on loopback (:mod:`palimpsest.devtools.fakes.llm`, in a child
-  process) that answers at once, so the rate measures our overhead — reading chunks, batching, the
+  process) that answers at once (or after ``--latency-ms``, a provider's latency, which the
+  embedder's requests in flight, ``PALIMPSEST_EMBED_CONCURRENCY``, hide), so the rate measures our overhead — reading chunks, batching, the
   gateway and litellm, HTTP, storing vectors, building or maintaining the repository's HNSW index —
   not a provider's.
   Measured between the ``snapshot.built`` and ``snapshot.embedded`` events.
@@ -40,6 +41,7 @@ from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench.index import make_repository
 from palimpsest.devtools.fakes import llm
 from palimpsest.devtools.scratch import scratch_pipeline
+from palimpsest.embedder.service import Settings as EmbedderSettings
 from palimpsest.index.semantic import semantic_available, semantic_search
 
 BENCH_MODEL = "openai/bench-embed-384"
@@ -56,12 +58,18 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def run_bench_embed(
-    settings: BaseServiceSettings, *, files: int, total_bytes: int, vectors: int, queries: int
+    settings: BaseServiceSettings,
+    *,
+    files: int,
+    total_bytes: int,
+    vectors: int,
+    queries: int,
+    latency_ms: float = 0.0,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-embed-") as tmp:
         root = Path(tmp)
         repo, _, _ = make_repository(root, files, total_bytes)
-        with llm.in_child_process(DIMENSION) as url:
+        with llm.in_child_process(DIMENSION, latency_ms / 1000) as url:
             scratch = scratch_pipeline(settings, root / "home", services=("chunker", "embedder"))
             async with scratch as (_, stack, infra, tenant):
                 pool = infra.pool
@@ -81,6 +89,8 @@ async def run_bench_embed(
             "benchmark": "embed",
             "postgres": "embedded" if stack.embedded_db else "external",
             "files": files,
+            "provider_latency_ms": latency_ms,
+            "concurrency": EmbedderSettings().embed_concurrency,  # PALIMPSEST_EMBED_CONCURRENCY
             "litellm_import_s": round(litellm_import_s, 2),
             **pipeline,
             **hnsw,

@@ -102,6 +102,9 @@ class FakeLLM:
     # under which similar texts get similar vectors (added for the embedder, issue 7).
     vectorizer: Callable[[str, int], list[float]] | None = None
     record: bool = True  # False: keep no captured requests (a benchmark's long run)
+    embeddings_latency_s: float = 0.0  # each embeddings reply waits this long (a provider's latency)
+    peak_embeddings_in_flight: int = 0  # the most embeddings requests it has held at once
+    _in_flight: int = 0
     captured: list[Captured] = field(default_factory=list)
     _planned: list[_Planned] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -318,6 +321,18 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             )
 
         def _embeddings(self, body: dict[str, Any], *, extra: int) -> None:
+            with fake._lock:
+                fake._in_flight += 1
+                fake.peak_embeddings_in_flight = max(fake.peak_embeddings_in_flight, fake._in_flight)
+            try:
+                if fake.embeddings_latency_s:
+                    fake._release.wait(fake.embeddings_latency_s)
+                self._embeddings_reply(body, extra=extra)
+            finally:
+                with fake._lock:
+                    fake._in_flight -= 1
+
+        def _embeddings_reply(self, body: dict[str, Any], *, extra: int) -> None:
             inputs = _inputs(body)
             as_base64 = body.get("encoding_format") == "base64"
             data = []
@@ -431,10 +446,10 @@ def running(**kwargs: Any) -> Iterator[FakeLLM]:
 
 
 @contextmanager
-def in_child_process(dimensions: int = 384) -> Iterator[str]:
+def in_child_process(dimensions: int = 384, embeddings_latency_s: float = 0.0) -> Iterator[str]:
     """The server in a child process, capturing nothing; yields its OpenAI-style base URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "palimpsest.devtools.fakes.llm", str(dimensions)],
+        [sys.executable, "-m", "palimpsest.devtools.fakes.llm", str(dimensions), str(embeddings_latency_s)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -455,12 +470,12 @@ def in_child_process(dimensions: int = 384) -> Iterator[str]:
             proc.stdout.close()
 
 
-def serve(dimensions: int) -> None:
+def serve(dimensions: int, embeddings_latency_s: float = 0.0) -> None:
     """Serve until terminated, printing the base URL first (the child of :func:`in_child_process`)."""
-    with FakeLLM(dimensions=dimensions, record=False) as fake:
+    with FakeLLM(dimensions=dimensions, record=False, embeddings_latency_s=embeddings_latency_s) as fake:
         print(fake.base_url, flush=True)
         threading.Event().wait()
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]) if len(sys.argv) > 1 else 384)
+    serve(int(sys.argv[1]) if len(sys.argv) > 1 else 384, float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
