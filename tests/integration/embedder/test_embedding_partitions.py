@@ -204,3 +204,18 @@ async def test_the_migration_moves_existing_vectors_into_partitions(
             (f"embeddings_{repo.hex}",),
         ).fetchall()
         assert hnsw == ([(f"embeddings_{repo.hex}_hnsw_384",)] if vector else [])
+
+
+async def test_the_index_benchmark_sizes_the_partitions_with_their_parent(infra: Infra) -> None:
+    from palimpsest.devtools.bench.index import INDEX_TABLES, _db_bytes, _table_mb
+
+    tenant, repo = await _repository(infra, "part-size")
+    before = await _table_mb(infra, tenant)
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await write_vectors(conn, tenant, repo, MODEL, [("b1", i, _vector(i), False) for i in range(1000)])
+    after = await _table_mb(infra, tenant)
+    assert set(after) == {name + suffix for name in INDEX_TABLES for suffix in ("", "_indexes")}
+    assert (
+        after["code_chunk_embeddings"] >= before.get("code_chunk_embeddings", 0.0) + 1.0
+    )  # ~1.6 MB of vectors
+    assert await _db_bytes(infra, tenant) > after["code_chunk_embeddings"] * 1e6

@@ -316,7 +316,8 @@ async def run_bench_index(
 # each index table with its partitions, if any (code_chunk_embeddings has one per repository):
 # a partitioned table's size is the sum of its partitions'
 _TABLES = (
-    " FROM pg_class p CROSS JOIN LATERAL pg_partition_tree(p.oid) t JOIN pg_class c ON c.oid = t.relid"
+    " FROM pg_class p JOIN pg_class c"
+    "   ON c.oid = p.oid OR c.oid IN (SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = p.oid)"
     " WHERE p.relname = ANY(%s) AND p.relkind IN ('r', 'p') AND c.relkind = 'r'"
 )
 
