@@ -38,6 +38,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+import psycopg
+
 from palimpsest.core import metrics
 from palimpsest.core.db import Pool, fetch_all, fetch_one, system_tx, tenant_tx
 from palimpsest.core.events import IndexRequested
@@ -226,12 +228,24 @@ async def run_tick(
     slice_no = round(tick_at.timestamp() / policy.slice_s) % policy.slices
     found = await candidates(pool, policy, slice_no=slice_no, limit=policy.max_per_tick, tenants=tenants)
     sent = await request(pool, found)
-    async with system_tx(pool) as conn:  # the partitions of repositories an installation lost
-        await repositories.drop_embedding_partitions(conn)
+    await _drop_partitions(pool)
     await finish_tick(pool, tick_at, sent)
     if sent:
         log.info("backfill tick %s (slice %d): %d index requests", tick_at.isoformat(), slice_no, sent)
     return sent
+
+
+async def _drop_partitions(pool: Pool) -> None:
+    """Drop the embeddings partitions of deleted repositories (those an installation lost); a
+    failure is logged and left for the next tick, never the backfill's."""
+    try:
+        async with system_tx(pool) as conn:
+            dropped = await repositories.drop_embedding_partitions(conn)
+    except psycopg.Error as exc:
+        log.warning("embeddings partitions of deleted repositories not dropped: %s", exc)
+        return
+    if dropped:
+        log.info("dropped %d embeddings partition(s) of deleted repositories", dropped)
 
 
 def tick_start(now_s: float, slice_s: float) -> datetime:

@@ -1,8 +1,9 @@
 -- Chunk embeddings, one partition per repository (issue 23).
 --
--- Measured with `palimpsest bench embed` against the instant loopback model: storing 9 629 vectors
--- of 384 dimensions took 19.4 s (497 chunks/s) with the shared partial HNSW index of 0007, and 3.4 s
--- (2 835 chunks/s) without it; building the index afterwards took 2.2 s. Every vector was inserted
+-- Measured with `palimpsest bench embed` against the instant loopback model (2 cores, another job
+-- running): storing 9 629 vectors of 384 dimensions took 19.4 s (497 chunks/s) with the shared
+-- partial HNSW index of 0007, and 3.4 s (2 835 chunks/s) without it; building the index afterwards
+-- took 2.2 s. Every vector was inserted
 -- into one graph that held all tenants' vectors, ~1.7 ms each, and each semantic search walked that
 -- graph past other repositories' vectors (the filter is applied after the walk).
 --
@@ -180,7 +181,7 @@ COMMENT ON FUNCTION palimpsest_index_embeddings(uuid, boolean)
     IS 'app-callable: build the missing HNSW indexes of a repository''s embeddings partition, then refresh its statistics (migration 0037).';
 
 CREATE FUNCTION palimpsest_drop_embedding_partitions() RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT SET lock_timeout = '5s' AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT SET lock_timeout = '500ms' AS $$
 DECLARE
     caller text := current_setting('app.tenant_id', true);
     part record;
@@ -199,7 +200,9 @@ BEGIN
         gone := NOT EXISTS (SELECT 1 FROM repositories r WHERE r.tenant_id = part.tenant::uuid
                             AND r.repository_id = part.repo);
         CONTINUE WHEN NOT gone;
-        BEGIN  -- dropping a partition locks the parent for a moment; a busy parent waits for the next call
+        -- dropping a partition locks the parent exclusively: queries queue behind the drop while
+        -- it waits for those running, so it waits half a second at most and a later call retries
+        BEGIN
             EXECUTE format('DROP TABLE %I', part.relname);
             dropped := dropped + 1;
         EXCEPTION WHEN lock_not_available THEN

@@ -5,10 +5,10 @@ Two figures (issue 7):
 * ``chunks_per_s`` — a generated repository (``benchindex.make_repository``) in ``hybrid`` mode is
   indexed through the bus by the real chunker and embedder; the embedder's model is routed to a
   deterministic OpenAI-compatible server on loopback (:mod:`palimpsest.devtools.fakes.llm`, in a child
-  process) that answers at once (or after ``--latency-ms``, a provider's latency, which the
-  embedder's requests in flight, ``PALIMPSEST_EMBED_CONCURRENCY``, hide), so the rate measures our overhead — reading chunks, batching, the
+  process) that answers at once, so the rate measures our overhead — reading chunks, batching, the
   gateway and litellm, HTTP, storing vectors, building or maintaining the repository's HNSW index —
-  not a provider's.
+  not a provider's. ``--latency-ms`` makes it answer like a provider, after a delay, which the
+  embedder's requests in flight (``PALIMPSEST_EMBED_CONCURRENCY``) are there to hide.
   Measured between the ``snapshot.built`` and ``snapshot.embedded`` events.
 * ``hnsw_p95_ms`` — ``vectors`` synthetic 384-dimension vectors of one repository (clustered around
   topics) are stored as the embedder stores a bulk load (into the repository's partition, its HNSW
