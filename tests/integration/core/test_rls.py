@@ -124,13 +124,13 @@ def test_app_role_cannot_bypass(stack: ServerSet) -> None:
             conn.execute("SELECT * FROM schema_migrations")
 
 
-async def _seed(infra: Infra, owner_url: str, table: str, tenant: uuid.UUID) -> dict[str, Any]:
-    """Insert one row of ``table`` for ``tenant`` as the app role (parents created as needed)."""
+async def _seed(
+    infra: Infra, owner_url: str, table: str, tenant: uuid.UUID, *, partitioned: bool = False
+) -> dict[str, Any]:
+    """Insert one row of ``table`` for ``tenant`` as the app role (parents created as needed); a
+    ``partitioned`` table (by repository: the embeddings, migration 0037) gets its partition first."""
     with psycopg.connect(owner_url) as conn:
         row = _insertable_row(conn, table, tenant)
-        kind = conn.execute(
-            "SELECT relkind::text FROM pg_class WHERE oid = %s::regclass", (table,)
-        ).fetchone()
         fks = conn.execute(
             """
             SELECT k.conname, a.attname, cf.relname, af.attname
@@ -152,7 +152,6 @@ async def _seed(infra: Infra, owner_url: str, table: str, tenant: uuid.UUID) -> 
         row[col] = parents[constraint][parent_col]
     if table != "tenants":
         await _ensure_tenant(infra, tenant)
-    partitioned = kind == ("p",)  # by repository (embeddings, migration 0037): its partition first
     if partitioned:
         row["repository_id"] = (await _seed(infra, owner_url, "repositories", tenant))["repository_id"]
     async with tenant_tx(infra.pool, tenant) as conn:
@@ -182,7 +181,7 @@ async def test_tenants_cannot_touch_each_other(
     checked = []
     for t in tables:
         table = t["table"]
-        seeded = await _seed(infra, stack.owner_url, table, tenant_a)
+        seeded = await _seed(infra, stack.owner_url, table, tenant_a, partitioned=t["partitioned"])
         ident = sql.Identifier(table)
         # as tenant A: the row is there
         async with tenant_tx(infra.pool, tenant_a) as conn:

@@ -69,13 +69,17 @@ def available() -> list[Migration]:
     return found
 
 
-async def migrate(owner_url: str, *, app_role: str) -> MigrationReport:
-    """Apply pending migrations as the owner and (re)grant the app role. Safe to run concurrently."""
+async def migrate(owner_url: str, *, app_role: str, until: int | None = None) -> MigrationReport:
+    """Apply pending migrations as the owner and (re)grant the app role. Safe to run concurrently.
+
+    ``until`` stops after that version (a database kept at an older schema, as an upgrade test
+    starts from); the default applies every migration.
+    """
     try:
         async with await psycopg.AsyncConnection.connect(owner_url, autocommit=True) as conn:
             await conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
             try:
-                return await _migrate_locked(conn, app_role)
+                return await _migrate_locked(conn, app_role, until)
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
     except psycopg.Error as exc:
@@ -83,7 +87,7 @@ async def migrate(owner_url: str, *, app_role: str) -> MigrationReport:
 
 
 async def _migrate_locked(
-    conn: psycopg.AsyncConnection[tuple[object, ...]], app_role: str
+    conn: psycopg.AsyncConnection[tuple[object, ...]], app_role: str, until: int | None
 ) -> MigrationReport:
     await conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -100,6 +104,8 @@ async def _migrate_locked(
     skipped: list[str] = []
     already = 0
     for mig in available():
+        if until is not None and mig.version > until:
+            break
         label = f"{mig.version:04d}_{mig.name}"
         if mig.version in done:
             checksum, status = done[mig.version]

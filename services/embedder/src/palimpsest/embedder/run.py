@@ -65,9 +65,8 @@ class Run:
     async def execute(self) -> Outcome:
         async with tenant_tx(self.pool, self.tenant_id) as conn:
             self.known_dimension = await store.known_dimension(conn, self.repository_id, self.model)
-            pending = await store.coverage(conn, self.repository_id, self.snapshot_id, self.model)
-        async with tenant_tx(self.pool, self.tenant_id) as conn:
-            rows = min(pending.pending, self.limits.max_chunks)
+            pending = await store.pending_count(conn, self.repository_id, self.snapshot_id, self.model)
+            rows = min(pending, self.limits.max_chunks)
             self.bulk = await store.open_partition(conn, self.repository_id, rows)
         state, reason = "ready", None
         try:
@@ -175,15 +174,12 @@ class Run:
     async def _flush(self, *, wait: bool = False) -> None:
         """Write the buffer in the background (one write at a time) while requests go on."""
         async with self.flushing:  # requests in flight flush too: one swaps the write task at a time
-            await self._flush_locked(wait=wait)
-
-    async def _flush_locked(self, *, wait: bool) -> None:
-        await self._written()
-        if self.buffer:
-            rows, self.buffer = self.buffer, []
-            self.writing = asyncio.create_task(self._write(rows))
-        if wait:
             await self._written()
+            if self.buffer:
+                rows, self.buffer = self.buffer, []
+                self.writing = asyncio.create_task(self._write(rows))
+            if wait:
+                await self._written()
 
     async def _written(self) -> None:
         """Wait for the write in the background. Shielded: a request cancelled while it waits (a

@@ -23,7 +23,7 @@ from psycopg import postgres
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, fetch_one
 
 _FLOAT4 = postgres.types["float4"].oid
 _FLOAT4_ARRAY = postgres.types["float4"].array_oid
@@ -96,12 +96,18 @@ _PENDING = (
 )
 
 
+async def pending_count(conn: Conn, repository_id: UUID, snapshot_id: UUID, model: str) -> int:
+    """How many of the snapshot's chunks have no vector of ``model``."""
+    row = await fetch_one(
+        conn, "SELECT count(*) AS n" + _PENDING, {"repo": repository_id, "snap": snapshot_id, "model": model}
+    )
+    return int(row["n"]) if row else 0
+
+
 async def coverage(conn: Conn, repository_id: UUID, snapshot_id: UUID, model: str) -> Coverage:
     """How many of the snapshot's chunks have a vector of ``model``, and how many do not."""
     params = {"repo": repository_id, "snap": snapshot_id, "model": model}
-    cur = await conn.execute("SELECT count(*) AS n" + _PENDING, params)
-    row = await cur.fetchone()
-    pending = int(row["n"]) if row else 0
+    pending = await pending_count(conn, repository_id, snapshot_id, model)
     cur = await conn.execute(
         "SELECT count(*) AS n FROM code_chunks c WHERE c.repository_id = %(repo)s"
         " AND c.blob_sha IN (SELECT f.blob_sha FROM code_index_files f WHERE f.snapshot_id = %(snap)s)",
@@ -147,39 +153,35 @@ async def known_dimension(conn: Conn, repository_id: UUID, model: str) -> int | 
     The repository's vectors are one partition's (migration 0037); the runs' record spares a
     read of every partition of the tenant.
     """
-    cur = await conn.execute(
-        "SELECT dimension FROM code_chunk_embeddings WHERE repository_id = %s AND model = %s LIMIT 1",
-        (repository_id, model),
+    row = await fetch_one(
+        conn,
+        "SELECT coalesce("
+        " (SELECT dimension FROM code_chunk_embeddings WHERE repository_id = %(repo)s AND model = %(model)s"
+        "  LIMIT 1),"
+        " (SELECT embedding_dimension FROM code_index_snapshots"
+        "  WHERE embedding_model = %(model)s AND embedding_dimension IS NOT NULL"
+        "  ORDER BY embedding_updated_at DESC LIMIT 1)) AS dimension",
+        {"repo": repository_id, "model": model},
     )
-    row = await cur.fetchone()
-    if row is None:
-        cur = await conn.execute(
-            "SELECT embedding_dimension AS dimension FROM code_index_snapshots"
-            " WHERE embedding_model = %s AND embedding_dimension IS NOT NULL"
-            " ORDER BY embedding_updated_at DESC LIMIT 1",
-            (model,),
-        )
-        row = await cur.fetchone()
-    return int(row["dimension"]) if row else None
+    return int(row["dimension"]) if row and row["dimension"] is not None else None
 
 
 async def open_partition(conn: Conn, repository_id: UUID, rows: int) -> bool:
     """Make the repository's vectors partition ready for ``rows`` new vectors (migration 0037):
     created once; its HNSW indexes dropped when rebuilding them after the load costs less than
     inserting into them. True when the partition is left without its indexes."""
-    await conn.execute("SELECT palimpsest_embedding_partition(%s)", (repository_id,))
-    cur = await conn.execute(
-        "SELECT palimpsest_embedding_bulk_load(%s, %s) AS dropped", (repository_id, rows)
+    row = await fetch_one(
+        conn, "SELECT palimpsest_embedding_bulk_load(%s, %s) AS dropped", (repository_id, rows)
     )
-    row = await cur.fetchone()
     return bool(row and row["dropped"])
 
 
 async def index_partition(conn: Conn, repository_id: UUID, *, analyze: bool) -> int:
     """Build the HNSW indexes the repository's partition lacks (each dimension it holds), refresh
     its statistics when ``analyze`` or an index was built; how many indexes were built."""
-    cur = await conn.execute("SELECT palimpsest_index_embeddings(%s, %s) AS built", (repository_id, analyze))
-    row = await cur.fetchone()
+    row = await fetch_one(
+        conn, "SELECT palimpsest_index_embeddings(%s, %s) AS built", (repository_id, analyze)
+    )
     return int(row["built"]) if row else 0
 
 

@@ -11,10 +11,11 @@
 -- present), built after a bulk load instead of maintained row by row:
 --
 -- * palimpsest_embedding_partition(repository) creates and attaches the repository's partition
---   (the embedder calls it before writing; ATTACH takes no lock that blocks readers or writers of
---   other partitions). A partition has the parent's columns, keys and forced tenant policy.
--- * palimpsest_embedding_bulk_load(repository, rows) drops the partition's HNSW indexes when a run
---   is about to write at least as many vectors as the partition holds (and at least 1 000): the
+--   (before every write; ATTACH takes no lock that blocks readers or writers of other
+--   partitions). A partition has the parent's columns, keys and forced tenant policy.
+-- * palimpsest_embedding_bulk_load(repository, rows), where a run starts, opens the partition
+--   and drops its HNSW indexes when the run is about to write at least as many vectors as the
+--   partition holds (and at least 1 000): the
 --   first embedding of a repository, a model change. Searches meanwhile read the partition
 --   without the graph (exact, slower, correct).
 -- * palimpsest_index_embeddings(repository) builds the HNSW index of each supported dimension the
@@ -40,16 +41,9 @@ DROP INDEX IF EXISTS code_chunk_embeddings_hnsw_1024;
 DROP INDEX IF EXISTS code_chunk_embeddings_hnsw_1536;
 DROP INDEX IF EXISTS code_chunk_embeddings_hnsw_3072;
 
+-- the columns, defaults, generated dimension and checks of 0006, now partitioned
 CREATE TABLE code_chunk_embeddings (
-    tenant_id      uuid NOT NULL,
-    repository_id  uuid NOT NULL,
-    blob_sha       text NOT NULL,
-    ordinal        integer NOT NULL,
-    model          text NOT NULL CHECK (length(model) BETWEEN 1 AND 200),
-    embedding      real[] NOT NULL,
-    dimension      integer GENERATED ALWAYS AS (cardinality(embedding)) STORED,
-    truncated      boolean NOT NULL DEFAULT false,
-    created_at     timestamptz NOT NULL DEFAULT now(),
+    LIKE code_chunk_embeddings_0036 INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS,
     PRIMARY KEY (tenant_id, repository_id, blob_sha, ordinal, model)
 ) PARTITION BY LIST (repository_id);
 CREATE INDEX code_chunk_embeddings_model ON code_chunk_embeddings (tenant_id, repository_id, model);
@@ -112,13 +106,12 @@ $$;
 CREATE FUNCTION palimpsest_embedding_bulk_load(p_repository uuid, p_rows integer) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
-    part text := palimpsest_embedding_partition_name(p_repository);
+    part text := palimpsest_embedding_partition(p_repository);  -- checked and created once
     held bigint;
     idx record;
     dropped boolean := false;
 BEGIN
-    PERFORM palimpsest_embedding_owner_check(p_repository);
-    IF to_regclass(part) IS NULL OR p_rows < 1000 THEN
+    IF p_rows < 1000 THEN
         RETURN false;
     END IF;
     EXECUTE format('SELECT count(*) FROM %I', part) INTO held;
@@ -134,7 +127,7 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION palimpsest_embedding_bulk_load(uuid, integer) FROM PUBLIC;
 COMMENT ON FUNCTION palimpsest_embedding_bulk_load(uuid, integer)
-    IS 'app-callable: before writing p_rows vectors of a repository, drop its HNSW indexes when rebuilding them after the load is cheaper (migration 0037).';
+    IS 'app-callable: before writing p_rows vectors of a repository, open its partition and drop its HNSW indexes when rebuilding them after the load is cheaper (migration 0037).';
 
 CREATE FUNCTION palimpsest_index_embeddings(p_repository uuid, p_analyze boolean DEFAULT false) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT SET maintenance_work_mem = '256MB' AS $$
