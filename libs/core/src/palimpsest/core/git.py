@@ -623,13 +623,19 @@ async def ls_tree(
 ) -> list[TreeEntry]:
     """Every entry of ``commit``'s tree, recursively (``ls-tree -r -z --full-tree``).
 
-    ``with_sizes`` adds blob sizes (``--long``); in a blob-less clone that would fetch blobs.
+    ``with_sizes`` adds blob sizes (``--long``). It never fetches: in a partial clone missing a
+    blob of the tree it fails (``GitError``), as :func:`object_sizes` does.
     """
     _check_rev(commit)
     args = ["ls-tree", "-r", "-z", "--full-tree"]
     if with_sizes:
         args.append("--long")
-    out = await run_git([*args, "--end-of-options", commit], cwd=repo_dir, timeout_s=timeout_s)
+    out = await run_git(
+        [*args, "--end-of-options", commit],
+        cwd=repo_dir,
+        timeout_s=timeout_s,
+        extra_env=NO_LAZY_FETCH if with_sizes else None,
+    )
     return [_tree_entry(record) for record in out.split(b"\0") if record]
 
 

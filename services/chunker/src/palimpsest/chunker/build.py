@@ -65,7 +65,7 @@ class FileRow:
     sha: str
     language: str | None
     kind: str
-    size: int
+    size: int | None  # None until asked for (a listing without sizes)
     skip_reason: str | None = None
 
 
@@ -103,7 +103,9 @@ def classify(entries: list[TreeEntry], stats: BuildStats) -> list[FileRow]:
         if skip is not None:
             stats.skipped[skip] += 1
             continue
-        rows.append(FileRow(e.path, e.sha, detect_language(e.path), "doc" if is_doc(e.path) else "code", 0))
+        rows.append(
+            FileRow(e.path, e.sha, detect_language(e.path), "doc" if is_doc(e.path) else "code", e.size)
+        )
     return rows
 
 
@@ -265,7 +267,8 @@ async def _build(
     skip_if_ready: bool = False,
     pinned: bool = False,
 ) -> BuildStats:
-    """The build's phases: lock and prepare, plan (what to parse), parse and write, file rows."""
+    """The build's phases: lock and prepare, plan (what to parse), file rows while the first
+    batches parse, parse and write, settle the file rows of blobs the parse saw otherwise."""
     started = time.monotonic()
     stats = BuildStats()
     first = await _prepare(
@@ -275,21 +278,35 @@ async def _build(
     plan = await _plan(conn, repository_id, source, limits, stats, first=first)
     t = plan.timed
     write_s = 0.0
-    async for batch in _parse(source, plan.todo, limits, executor, started):
-        tw = time.monotonic()
-        await _write_batch(conn, tenant_id, repository_id, batch)
-        write_s += time.monotonic() - tw
-        for b in batch.blobs:
-            plan.blobs[b.sha] = BlobInfo(b.language, b.size, b.skip_reason, b.chunk_count, b.symbol_count)
-        stats.parsed_blobs += len(batch.blobs)
-        if progress is not None:
-            await progress(stats.parsed_blobs, len(plan.todo))
-        if heartbeat is not None:
-            await heartbeat()
+    # the database is idle until the first batch is parsed: the file rows are written meanwhile
+    files = asyncio.create_task(_write_files(conn, tenant_id, snapshot_id, plan, stats))
+    try:
+        async for batch in _parse(source, plan.todo, limits, executor, started):
+            await files
+            tw = time.monotonic()
+            await _write_batch(conn, tenant_id, repository_id, batch)
+            write_s += time.monotonic() - tw
+            for b in batch.blobs:
+                plan.blobs[b.sha] = BlobInfo(b.language, b.size, b.skip_reason, b.chunk_count, b.symbol_count)
+            stats.parsed_blobs += len(batch.blobs)
+            if progress is not None:
+                await progress(stats.parsed_blobs, len(plan.todo))
+            if heartbeat is not None:
+                await heartbeat()
+    finally:  # the connection is never left in the middle of the file rows' COPY
+        await _settled(files)
+    await files
     t = _timed(stats, "parse_write_s", t)
     stats.timings["write_s"] = round(write_s, 3)
-    await _finish(conn, tenant_id, snapshot_id, plan, stats, t)
+    await _finish(conn, snapshot_id, plan, stats, t)
     return stats
+
+
+async def _settled(task: asyncio.Task[None]) -> None:
+    """Wait for ``task`` to end; its failure is retrieved here and left to whoever awaits it."""
+    await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()
 
 
 async def _prepare(
@@ -335,7 +352,8 @@ class _Plan:
     base: Base | None
     rows: list[FileRow]
     todo: list[FileRow]
-    blobs: dict[str, BlobInfo]
+    blobs: dict[str, BlobInfo]  # the blobs to parse: as listed until their batch is written
+    listed: dict[str, BlobInfo]  # the blobs to parse as listed (what their file rows were written with)
     timed: float  # when planning ended (monotonic)
 
 
@@ -356,10 +374,13 @@ async def _plan(
         by_sha.setdefault(r.sha, r)
     known = {} if first else await known_blobs(conn, repository_id, list(by_sha))
     todo = [r for sha, r in by_sha.items() if needs_parse(r, known.get(sha), limits)]
-    # sizes only for blobs not seen before (ls-tree --long would stat every blob of the tree)
-    sizes = await object_sizes(source.git_dir, [r.sha for r in todo], timeout_s=limits.time_budget_s)
+    # sizes only for blobs not seen before, where the listing did not carry them (an incremental
+    # build's: ls-tree --long would look up every blob of the tree)
+    unsized = [r.sha for r in todo if r.size is None]
+    sizes = await object_sizes(source.git_dir, unsized, timeout_s=limits.time_budget_s) if unsized else {}
     for r in todo:
-        r.size = sizes.get(r.sha, 0)
+        if r.size is None:
+            r.size = sizes.get(r.sha, 0)
         if r.size > limits.max_file_bytes:
             r.skip_reason = "too_large"
     t = _timed(stats, "known_s", t)
@@ -369,7 +390,7 @@ async def _plan(
             "DELETE FROM code_blobs WHERE repository_id = %s AND blob_sha = ANY(%s)", (repository_id, stale)
         )
     stats.reused_blobs = len(by_sha) - len(todo)
-    await _check_storage(conn, limits, sum(r.size for r in todo if r.skip_reason is None))
+    await _check_storage(conn, limits, sum(r.size or 0 for r in todo if r.skip_reason is None))
     blobs: dict[str, BlobInfo] = {
         sha: BlobInfo(
             k["language"], int(k["size"]), k["skip_reason"], int(k["chunk_count"]), int(k["symbol_count"])
@@ -377,13 +398,14 @@ async def _plan(
         for sha, k in known.items()
         if sha not in stale
     }
-    return _Plan(base, rows, todo, blobs, t)
+    listed = {r.sha: BlobInfo(r.language, r.size or 0, r.skip_reason, 0, 0) for r in todo}
+    return _Plan(base, rows, todo, blobs | listed, listed, t)
 
 
-async def _finish(
-    conn: Conn, tenant_id: UUID, snapshot_id: UUID, plan: _Plan, stats: BuildStats, t: float
-) -> None:
-    """Write the snapshot's file rows, then leave the index ready to search."""
+async def _finish(conn: Conn, snapshot_id: UUID, plan: _Plan, stats: BuildStats, t: float) -> None:
+    """Settle and total the snapshot's file rows, then leave the index ready to search."""
+    await _settle_files(conn, snapshot_id, plan, stats)
+    t = _timed(stats, "settle_files_s", t)
     # The planner's statistics predate this load; without them it estimates "1 row" and picks
     # nested loops that make the set operations below quadratic. Large loads refresh the statistics
     # (as the owner, through a function of migration 0004); hash joins suit these statements.
@@ -391,8 +413,6 @@ async def _finish(
     if plan.base is not None:
         await _copy_files(conn, snapshot_id, plan.base)
         t = _timed(stats, "copy_files_s", t)
-    await _write_files(conn, tenant_id, snapshot_id, plan.rows, plan.blobs, stats)
-    t = _timed(stats, "write_files_s", t)
     if stats.parsed_blobs:  # searches should not have to scan the GIN pending list this load left
         await conn.execute("SELECT palimpsest_merge_lexical_index()")
         t = _timed(stats, "merge_gin_s", t)
@@ -416,7 +436,10 @@ async def _listing(
             stats.files, stats.chunks, stats.symbols, stats.bytes = t.files, t.chunks, t.symbols, t.bytes
             stats.skipped = t.skipped
             return found
-    return None, classify(await ls_tree(source.git_dir, source.commit, timeout_s=limits.time_budget_s), stats)
+    # a first build reads every blob: sizes with the listing (one ls-tree --long) beat a lookup per
+    # blob after it; an incremental one asks only for the sizes of the blobs it has not seen
+    entries = await ls_tree(source.git_dir, source.commit, with_sizes=first, timeout_s=limits.time_budget_s)
+    return None, classify(entries, stats)
 
 
 async def _copy_files(conn: Conn, snapshot_id: UUID, base: Base) -> None:
@@ -445,7 +468,7 @@ async def _parse(
     """Yield analysed batches; reading, parsing (in workers) and the caller's writes overlap."""
     too_large = [r for r in todo if r.skip_reason is not None]
     if too_large:
-        skipped = [BlobSummary(r.sha, r.language, r.size, r.skip_reason, 0, 0, 0) for r in too_large]
+        skipped = [BlobSummary(r.sha, r.language, r.size or 0, r.skip_reason, 0, 0, 0) for r in too_large]
         yield BatchResult(skipped, copy_lines([blob_copy_line(b) for b in skipped]), b"")
     wanted = {r.sha: r for r in todo if r.skip_reason is None}
     if not wanted:
@@ -455,6 +478,7 @@ async def _parse(
     max_inflight = max(2, limits.workers * 2)
     batch: list[tuple[str, str, bytes]] = []
     batch_bytes = 0
+    unread = sum(r.size or 0 for r in wanted.values())
 
     def submit(items: list[tuple[str, str, bytes]]) -> asyncio.Future[BatchResult]:
         if executor is None:
@@ -472,7 +496,8 @@ async def _parse(
         async for sha, data in stream:
             batch.append((wanted[sha].path, sha, data))
             batch_bytes += len(data)
-            if batch_bytes >= limits.batch_bytes:
+            unread -= len(data)
+            if batch_bytes >= _batch_target(limits, batch_bytes + unread):
                 inflight.append(submit(batch))
                 batch, batch_bytes = [], 0
                 while len(inflight) >= max_inflight:
@@ -483,6 +508,17 @@ async def _parse(
     while inflight:
         yield await inflight.pop(0)
         over_budget()
+
+
+def _batch_target(limits: Limits, left: int) -> int:
+    """Bytes for the batch being filled, ``left`` bytes not yet submitted: the configured size until
+    fewer than ``2 * workers`` such batches are left, then ``left / (2 * workers)``: batches shrink
+    as the end nears (down to 64 KiB). Writing the last batches is the one part of the load no parsing overlaps (a core
+    idles); small last batches keep it short."""
+    return max(_TAIL_BATCH_BYTES, min(limits.batch_bytes, left // (2 * max(1, limits.workers))))
+
+
+_TAIL_BATCH_BYTES = 64 * 1024
 
 
 # PostgreSQL refuses COPY FROM into a table under row-level security, so rows are copied into
@@ -541,25 +577,55 @@ async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: 
                 await _flush(conn, table, tenant_id, repository_id)
 
 
+def _file_values(r: FileRow, info: BlobInfo) -> tuple[str | None, int, str | None]:
+    """A file row's language, size and skip reason: its blob's (a blob is analysed once, at the
+    first path that lists it), the language by the row's own path where the blob has none."""
+    return info.language or r.language, info.size, info.skip_reason
+
+
 async def _write_files(
-    conn: Conn,
-    tenant_id: UUID,
-    snapshot_id: UUID,
-    rows: list[FileRow],
-    blobs: dict[str, BlobInfo],
-    stats: BuildStats,
+    conn: Conn, tenant_id: UUID, snapshot_id: UUID, plan: _Plan, stats: BuildStats
 ) -> None:
-    """Write the snapshot's files with each blob's language and skip reason; total up the snapshot."""
+    """Write the snapshot's file rows: known blobs as stored, the blobs to parse as listed."""
+    started = time.monotonic()
+    tenant, snapshot = str(tenant_id), str(snapshot_id)
     lines: list[str] = []
-    for r in rows:
-        info = blobs.get(r.sha)
-        if info is None:  # cannot happen: every blob was known or parsed
+    for r in plan.rows:
+        info = plan.blobs.get(r.sha)
+        if info is None:  # cannot happen: every blob is known or to parse
             raise BuildFailed("internal", f"no blob record for {r.path}")
+        language, size, skip_reason = _file_values(r, info)
         # rows formatted here and sent as one COPY block (cheaper than a write_row per file)
         lines.append(
-            f"{tenant_id}\t{snapshot_id}\t{copy_field(r.path)}\t{r.sha}\t{copy_field(info.language or r.language)}"
-            f"\t{r.kind}\t{info.size}\t{copy_field(info.skip_reason)}"
+            f"{tenant}\t{snapshot}\t{copy_field(r.path)}\t{r.sha}\t{copy_field(language)}"
+            f"\t{r.kind}\t{size}\t{copy_field(skip_reason)}"
         )
+    if lines:
+        async with (
+            conn.cursor() as cur,
+            cur.copy(f"COPY stage_code_index_files ({_FILES}) FROM STDIN") as copy,
+        ):
+            await copy.write(copy_lines(lines))
+        await conn.execute(
+            f"INSERT INTO code_index_files ({_FILES}) SELECT {_FILES} FROM stage_code_index_files"
+        )
+        await conn.execute("TRUNCATE stage_code_index_files")
+    _timed(stats, "write_files_s", started)
+
+
+def _seen(info: BlobInfo) -> tuple[str | None, int, str | None]:
+    return info.language, info.size, info.skip_reason
+
+
+async def _settle_files(conn: Conn, snapshot_id: UUID, plan: _Plan, stats: BuildStats) -> None:
+    """Correct the file rows of blobs the parse saw otherwise than listed (binary, unreadable,
+    another language), and total up the snapshot."""
+    moved = {sha for sha, listed in plan.listed.items() if _seen(plan.blobs[sha]) != _seen(listed)}
+    changed: list[tuple[str, str | None, int, str | None]] = []
+    for r in plan.rows:
+        info = plan.blobs[r.sha]
+        if r.sha in moved:
+            changed.append((r.path, *_file_values(r, info)))
         stats.files += 1
         if info.skip_reason is None:
             stats.chunks += info.chunk_count
@@ -567,12 +633,14 @@ async def _write_files(
             stats.bytes += info.size
         else:
             stats.skipped[info.skip_reason] += 1
-    if not lines:
-        return
-    async with conn.cursor() as cur, cur.copy(f"COPY stage_code_index_files ({_FILES}) FROM STDIN") as copy:
-        await copy.write(copy_lines(lines))
-    await conn.execute(f"INSERT INTO code_index_files ({_FILES}) SELECT {_FILES} FROM stage_code_index_files")
-    await conn.execute("TRUNCATE stage_code_index_files")
+    if changed:
+        paths, languages, sizes, reasons = (list(c) for c in zip(*changed, strict=True))
+        await conn.execute(
+            "UPDATE code_index_files f SET language = u.language, size = u.size, skip_reason = u.skip_reason"
+            " FROM unnest(%s::text[], %s::text[], %s::int[], %s::text[]) AS u(path, language, size, skip_reason)"
+            " WHERE f.snapshot_id = %s AND f.path = u.path",
+            (paths, languages, sizes, reasons, snapshot_id),
+        )
 
 
 async def finish(

@@ -18,7 +18,6 @@ import types
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import forkserver
 from typing import Any
 from uuid import UUID
 
@@ -109,15 +108,10 @@ class Chunker:
         except GitError as exc:
             raise_build_failure(exc)
 
-    def start_forkserver(self) -> None:
-        """Start the process the workers fork from, without waiting for it (it imports the parsing
-        code meanwhile): a first build calls this before its listing and queries, so the workers
-        fork from a ready server when it needs them."""
-        if self.settings.workers > 1 and self._executor is None:
-            multiprocessing.get_context("forkserver").set_forkserver_preload(["palimpsest.chunker.work"])
-            forkserver.ensure_running()
-
     def executor(self) -> Executor | None:
+        """The parse workers, started by the first build of this process without waiting for them:
+        they fork from the forkserver (which imports the parsing code first) and load their grammars
+        while the build opens its source and lists the tree; its first batch queues behind that."""
         if self.settings.workers <= 1:
             return None
         if self._executor is None:
@@ -125,9 +119,8 @@ class Chunker:
             ctx.set_forkserver_preload(["palimpsest.chunker.work"])
             self._executor = ProcessPoolExecutor(self.settings.workers, mp_context=ctx)
             with main_left_out():  # the workers start on these submits
-                warming = [self._executor.submit(warm_up) for _ in range(self.settings.workers)]
-            for f in warming:
-                f.result()
+                for _ in range(self.settings.workers):
+                    self._executor.submit(warm_up)
         return self._executor
 
     def close(self) -> None:
@@ -206,7 +199,7 @@ class Chunker:
         self, event: IndexRequested, ctx: HandlerContext, repo: dict[str, Any], started: float
     ) -> None:
         s = self.settings
-        self.start_forkserver()
+        executor = self.executor()
         branch = repo["default_branch"]
         pinned = event.reason == "review" and event.commit_sha is not None
         async with open_source(
@@ -222,9 +215,6 @@ class Chunker:
                 raise BuildSkipped("up_to_date", existing)
             snapshot_id = await _start_snapshot(ctx, event, source.commit, pinned=pinned)
             try:
-                pool_started = time.monotonic()
-                executor = self.executor()  # started by the first build of this process
-                pool_s = round(time.monotonic() - pool_started, 3)
                 async with ctx.transaction() as conn:
                     stats = await build(
                         conn,
@@ -239,7 +229,6 @@ class Chunker:
                         skip_if_ready=event.reason != "rebuild",
                         pinned=pinned,
                     )
-                    stats.timings["pool_s"] = pool_s
                     duration = round(time.monotonic() - started, 3)
                     await finish(
                         conn,
