@@ -7,7 +7,7 @@
 --   code_blobs_symbol_names       its expression's statistics cost one palimpsest_symbol_names call
 --                                 per sampled row; palimpsest_symbol_blobs asks it for a handful
 --                                 of names (the default selectivity of && already picks the index)
--- bench index on 50 000 files: ANALYZE 0.85-0.94 s -> see the issue's closing note.
+-- On bench index's 50 000 files that ANALYZE took 0.66-0.94 s before and 0.34-0.56 s after.
 ALTER TABLE code_chunks ALTER COLUMN content SET STATISTICS 0;
 ALTER TABLE code_blobs ALTER COLUMN symbols SET STATISTICS 0, ALTER COLUMN facts SET STATISTICS 0;
 ALTER INDEX code_blobs_symbol_names ALTER COLUMN 1 SET STATISTICS 0;
