@@ -282,7 +282,7 @@ async def _build(
     files = asyncio.create_task(_write_files(conn, tenant_id, snapshot_id, plan, stats))
     try:
         async for batch in _parse(source, plan.todo, limits, executor, started):
-            await files
+            await asyncio.shield(files)
             tw = time.monotonic()
             await _write_batch(conn, tenant_id, repository_id, batch)
             write_s += time.monotonic() - tw
@@ -295,7 +295,7 @@ async def _build(
                 await heartbeat()
     finally:  # the connection is never left in the middle of the file rows' COPY
         await _settled(files)
-    await files
+    await files  # (its failure, where no batch awaited it)
     t = _timed(stats, "parse_write_s", t)
     stats.timings["write_s"] = round(write_s, 3)
     await _finish(conn, snapshot_id, plan, stats, t)
