@@ -352,8 +352,8 @@ class _Plan:
     base: Base | None
     rows: list[FileRow]
     todo: list[FileRow]
-    blobs: dict[str, BlobInfo]  # the blobs to parse: as listed until their batch is written
-    listed: dict[str, BlobInfo]  # the blobs to parse as listed (what their file rows were written with)
+    blobs: dict[str, BlobInfo]  # every blob: known ones as stored, the others as listed until parsed
+    listed: dict[str, BlobInfo]  # the blobs to parse as listed (what their file rows are written with)
     timed: float  # when planning ended (monotonic)
 
 
@@ -512,9 +512,9 @@ async def _parse(
 
 def _batch_target(limits: Limits, left: int) -> int:
     """Bytes for the batch being filled, ``left`` bytes not yet submitted: the configured size until
-    fewer than ``2 * workers`` such batches are left, then ``left / (2 * workers)``: batches shrink
-    as the end nears (down to 64 KiB). Writing the last batches is the one part of the load no parsing overlaps (a core
-    idles); small last batches keep it short."""
+    fewer than ``2 * workers`` such batches are left, then ``left / (2 * workers)``, so batches
+    shrink as the end nears (down to 64 KiB). Writing the last batches is the one part of the load
+    that no parsing overlaps (a core idles); small last batches keep it short."""
     return max(_TAIL_BATCH_BYTES, min(limits.batch_bytes, left // (2 * max(1, limits.workers))))
 
 
