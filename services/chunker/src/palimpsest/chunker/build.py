@@ -613,19 +613,15 @@ async def _write_files(
     _timed(stats, "write_files_s", started)
 
 
-def _seen(info: BlobInfo) -> tuple[str | None, int, str | None]:
-    return info.language, info.size, info.skip_reason
-
-
 async def _settle_files(conn: Conn, snapshot_id: UUID, plan: _Plan, stats: BuildStats) -> None:
     """Correct the file rows of blobs the parse saw otherwise than listed (binary, unreadable,
     another language), and total up the snapshot."""
-    moved = {sha for sha, listed in plan.listed.items() if _seen(plan.blobs[sha]) != _seen(listed)}
     changed: list[tuple[str, str | None, int, str | None]] = []
     for r in plan.rows:
         info = plan.blobs[r.sha]
-        if r.sha in moved:
-            changed.append((r.path, *_file_values(r, info)))
+        listed = plan.listed.get(r.sha)
+        if listed is not None and (values := _file_values(r, info)) != _file_values(r, listed):
+            changed.append((r.path, *values))
         stats.files += 1
         if info.skip_reason is None:
             stats.chunks += info.chunk_count
