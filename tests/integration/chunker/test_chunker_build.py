@@ -500,3 +500,40 @@ async def test_two_requests_for_one_head_build_it_once(infra: Infra, tmp_path: P
     async with tenant_tx(infra.pool, tenant) as conn:
         cur = await conn.execute("SELECT state, count(*) AS n FROM code_index_snapshots GROUP BY 1")
         assert {r["state"]: r["n"] for r in await cur.fetchall()} == {"ready": 1}
+
+
+async def test_a_local_partial_clone_builds_with_its_blobs_fetched_at_once(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    """A blob-less clone used in place: the blobs of the tree are fetched from its promisor remote
+    in one batch before the listing (git would otherwise fetch them one by one, or not at all
+    where the build forbids lazy fetching), then the build is the one of a full clone."""
+    origin = init_repo(tmp_path / "origin")
+    git(origin, "config", "uploadpack.allowFilter", "true")
+    commit(origin, "2024-01-01", {"src/billing/invoice.py": PY, "docs/billing.md": MD, "old.py": "x = 1\n"})
+    commit(origin, "2024-02-01", {"src/ledger.ts": TS})
+    partial = tmp_path / "partial.git"
+    git(tmp_path, "clone", "-q", "--bare", "--filter=blob:none", f"file://{origin}", str(partial))
+    missing = git(partial, "rev-list", "--objects", "--missing=print", "HEAD")
+    assert missing.count("\n?") >= 3, "the clone should hold no blobs"
+    tenant = await create_tenant(infra.pool, "partial")
+    repo_id = await register_path(infra.pool, tenant, partial)
+    built = await build(infra, tenant, repo_id)
+    assert built.state == "ready", built
+    rows = await _files(infra, tenant, built.snapshot_id)
+    assert [(r[0], r[2]) for r in rows] == [
+        ("docs/billing.md", "markdown"),
+        ("old.py", "python"),
+        ("src/billing/invoice.py", "python"),
+        ("src/ledger.ts", "typescript"),
+    ]
+    async with tenant_tx(infra.pool, tenant) as conn:
+        hits = await lexical_search(conn, repo_id, "compute_invoice_total")
+    assert hits and hits[0].path == "src/billing/invoice.py"
+    # a later head, fetched blob-less again: the incremental build fetches only what is new
+    commit(origin, "2024-03-01", {"src/extra.py": "def extra_total():\n    return 2\n"})
+    git(partial, "fetch", "-q", "--filter=blob:none", "origin", "+refs/heads/*:refs/heads/*")
+    again = await build(infra, tenant, repo_id)
+    assert again.state == "ready", again
+    assert "src/extra.py" in [r[0] for r in await _files(infra, tenant, again.snapshot_id)]
+    assert "\n?" not in git(partial, "rev-list", "--objects", "--no-walk", "--missing=print", "HEAD")

@@ -15,9 +15,11 @@ import pytest
 from palimpsest.core.git import (
     GitAuth,
     TreeEntry,
+    backfill,
     classify_git_failure,
     decode_path,
     git_env,
+    is_partial_clone,
     ls_tree,
     read_blobs,
     resolve_ref,
@@ -29,6 +31,7 @@ from palimpsest.core.git import (
     validate_remote_url,
 )
 from palimpsest.core.git_errors import GitError, GitFailure
+from palimpsest.core.sources import SourcePolicy
 from tests.support.gitrepo import commit, git, head, init_repo, linear_repo
 
 TOKEN = "ghs_unit7Secret9Token"
@@ -363,3 +366,49 @@ async def test_shallow_commits_of_complete_and_shallow_clones(tmp_path: Path) ->
     assert await shallow_commits(repo) == frozenset()
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", "shallow")
     assert await shallow_commits(tmp_path / "shallow") == {head(repo)}
+
+
+def _missing(repo: Path, rev: str = "HEAD") -> list[str]:
+    listed = git(repo, "rev-list", "--objects", "--no-walk", "--missing=print", rev)
+    return [line for line in listed.splitlines() if line.startswith("?")]
+
+
+@pytest.mark.parametrize("filter_spec", ["blob:none", "tree:0"])
+async def test_backfill_fetches_what_a_partial_clone_lacks(tmp_path: Path, filter_spec: str) -> None:
+    origin = init_repo(tmp_path / "origin")
+    git(origin, "config", "uploadpack.allowFilter", "true")
+    commit(origin, "2024-01-01", {"a.py": "a\n", "deep/er/b.py": "b\n", "old.txt": "gone\n"})
+    commit(origin, "2024-02-01", {"c.md": "c\n"})
+    git(origin, "rm", "-q", "old.txt")
+    git(origin, "commit", "-q", "-m", "drop", date="2024-03-01")
+    clone = tmp_path / "clone.git"
+    git(tmp_path, "clone", "-q", "--bare", f"--filter={filter_spec}", f"file://{origin}", str(clone))
+    assert await is_partial_clone(clone) and _missing(clone)
+    policy = SourcePolicy(allow_local=True)
+    fetched = await backfill(clone, head(clone), policy)
+    assert fetched >= 3 and _missing(clone) == []
+    assert await backfill(clone, head(clone), policy) == 0  # nothing left: no fetch at all
+    shas = [e.sha for e in await ls_tree(clone, "HEAD")]
+    contents = {sha: data async for sha, data in read_blobs(clone, shas, lazy_fetch=False)}
+    assert sorted(contents.values()) == [b"a\n", b"b\n", b"c\n"]
+    # only the head's tree: the blob of a file deleted before it was never asked for
+    assert _missing(clone, "HEAD~2")
+    assert await backfill(origin, head(origin), policy) == 0  # a complete repository
+
+
+async def test_backfill_checks_the_promisor_against_the_policy(tmp_path: Path) -> None:
+    origin = init_repo(tmp_path / "origin")
+    git(origin, "config", "uploadpack.allowFilter", "true")
+    commit(origin, "2024-01-01", {"a.py": "a\n"})
+    clone = tmp_path / "clone.git"
+    git(tmp_path, "clone", "-q", "--bare", "--filter=blob:none", f"file://{origin}", str(clone))
+    with pytest.raises(GitError) as info:  # a local promisor where local sources are not allowed
+        await backfill(clone, head(clone), SourcePolicy(allow_local=False))
+    assert info.value.reason is GitFailure.SOURCE_REFUSED
+    # an insteadOf rewrite counts: the URL git would use is the one checked
+    git(clone, "config", "url.http://internal.invalid/.insteadOf", f"file://{origin}")
+    with pytest.raises(GitError) as info:
+        await backfill(clone, head(clone), SourcePolicy(allow_local=True))
+    assert info.value.reason is GitFailure.SOURCE_REFUSED
+    assert "internal.invalid" in str(info.value)
+    assert _missing(clone)

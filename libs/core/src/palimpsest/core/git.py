@@ -43,6 +43,7 @@ __all__ = [
     "NO_LAZY_FETCH",
     "GitAuth",
     "TreeEntry",
+    "backfill",
     "check_remote",
     "classify_git_failure",
     "decode_path",
@@ -51,6 +52,7 @@ __all__ = [
     "is_partial_clone",
     "ls_tree",
     "object_sizes",
+    "promisor_remote",
     "read_blobs",
     "resolve_ref",
     "run_git",
@@ -806,15 +808,96 @@ def _pick_remote_ref(out: bytes, ref: str) -> str:
 
 async def is_partial_clone(repo_dir: Path, *, timeout_s: float = 60.0) -> bool:
     """Whether objects may be absent locally and fetched on demand (e.g. ``--filter``)."""
+    return await promisor_remote(repo_dir, timeout_s=timeout_s) is not None
+
+
+async def promisor_remote(repo_dir: Path, *, timeout_s: float = 60.0) -> str | None:
+    """The name of the remote a partial clone fetches absent objects from; None if it is complete."""
     out = await run_git(["config", "--list", "--local"], cwd=repo_dir, timeout_s=timeout_s)
+    promisors: list[str] = []
     for line in out.decode("utf-8", "replace").splitlines():
         key, _, value = line.partition("=")
-        key = key.lower()
-        if key == "extensions.partialclone" and value:
-            return True
-        if key.startswith("remote.") and key.endswith(".promisor") and value == "true":
-            return True
-    return False
+        lowered = key.lower()
+        if lowered == "extensions.partialclone" and value:
+            return value
+        if lowered.startswith("remote.") and lowered.endswith(".promisor") and value.lower() == "true":
+            promisors.append(key[len("remote.") : -len(".promisor")])
+    return promisors[0] if promisors else None
+
+
+_BACKFILL_ROUNDS = 4  # a tree-less clone needs two (the trees, then their blobs)
+
+
+async def backfill(
+    repo_dir: Path,
+    commit: str,
+    policy: SourcePolicy,
+    *,
+    auth: GitAuth | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> int:
+    """Fetch every object of ``commit``'s tree that a partial clone lacks, in one batch per round.
+
+    Reading such a clone blob by blob makes git fetch each absent one on its own (one round trip
+    apiece), and readers that forbid lazy fetching fail outright. This asks the promisor remote for
+    all of them at once, as git's own lazy fetch does for one object, after checking the remote's
+    effective URL against ``policy`` like any other source. Returns how many objects were fetched;
+    0 without a round trip for a complete repository.
+    """
+    _check_rev(commit)
+    remote = await promisor_remote(repo_dir, timeout_s=timeout_s)
+    if remote is None:
+        return 0
+    fetched = 0
+    target: CloneTarget | None = None
+    for _ in range(_BACKFILL_ROUNDS):
+        missing = await _missing_objects(repo_dir, commit, timeout_s=timeout_s)
+        if not missing:
+            break
+        if target is None:
+            target = await check_remote(await _remote_url(repo_dir, remote, timeout_s), policy)
+        await run_git(
+            [
+                "-c",
+                "fetch.negotiationAlgorithm=noop",
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--recurse-submodules=no",
+                "--filter=blob:none",
+                "--stdin",
+                "--",
+                remote,
+            ],
+            cwd=repo_dir,
+            auth=auth,
+            timeout_s=timeout_s,
+            stdin="".join(f"{oid}\n" for oid in missing).encode("ascii"),
+            allowed_protocols=target.protocols,
+            pins=target.pins,
+        )
+        fetched += len(missing)
+    return fetched
+
+
+async def _missing_objects(repo_dir: Path, commit: str, *, timeout_s: float) -> list[str]:
+    """Objects of ``commit``'s tree (not its history) absent from a partial clone."""
+    out = await run_git(
+        ["rev-list", "--objects", "--no-walk", "--missing=print", "--end-of-options", commit],
+        cwd=repo_dir,
+        timeout_s=timeout_s,
+        extra_env=NO_LAZY_FETCH,
+    )
+    return [line[1:].decode("ascii") for line in out.splitlines() if line.startswith(b"?")]
+
+
+async def _remote_url(repo_dir: Path, remote: str, timeout_s: float) -> str:
+    """``remote``'s URL as git will use it (``insteadOf`` rewrites applied)."""
+    if not remote or remote.startswith("-") or _has_line_break(remote):
+        raise GitError(GitFailure.INVALID_ARGUMENT, "the promisor remote's name is malformed")
+    out = await run_git(["ls-remote", "--get-url", "--", remote], cwd=repo_dir, timeout_s=timeout_s)
+    return out.decode("utf-8", "surrogateescape").strip()
 
 
 async def shallow_commits(repo_dir: Path, *, timeout_s: float = 60.0) -> frozenset[str]:

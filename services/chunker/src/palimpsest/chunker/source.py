@@ -2,7 +2,8 @@
 
 The stored URL is checked against the deployment's source policy first (``source_refused`` before
 git runs; see :mod:`palimpsest.core.sources`). Local sources (a path or ``file://`` URL) are read
-in place when the deployment allows them (the embedded default does); remote ones are cloned
+in place when the deployment allows them (the embedded default does; a partial clone first fetches
+the objects of the tree it lacks, from a promisor remote that passes the same policy); remote ones are cloned
 ``--bare --depth 1 --single-branch`` into a temporary directory that is removed however the build
 ends. Credentials travel in the environment (see :mod:`palimpsest.core.git`), never in the URL or
 the argument list.
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from palimpsest.chunker.errors import BuildFailed
-from palimpsest.core.git import GitAuth, check_remote, clone_bare, resolve_ref, temporary_clone_dir
+from palimpsest.core.git import GitAuth, backfill, check_remote, clone_bare, resolve_ref, temporary_clone_dir
 from palimpsest.core.git_errors import GitError, GitFailure, source_reason
 from palimpsest.core.sources import SourcePolicy
 
@@ -48,6 +49,8 @@ async def open_source(
         target = await check_remote(clone_url, policy)
         if target.local is not None:
             resolved = await resolve_ref(target.local, commit or branch, timeout_s=timeout_s)
+            # a partial clone gets the tree's absent blobs in one fetch, not one fetch per blob
+            await backfill(target.local, resolved, policy, auth=auth, timeout_s=timeout_s)
             yield Source(target.local, resolved, local=True)
             return
         if commit is not None:
