@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from palimpsest.index import tokens
 from palimpsest.index.tokens import (
     MAX_DOCUMENT_BYTES,
     MAX_TOKEN_BYTES,
@@ -107,3 +108,9 @@ def test_any_text_gives_bounded_single_lexemes(text: str) -> None:
     _within_limits(document)
     assert all(_ONE_LEXEME.fullmatch(t) for t in document.split())
     assert document == document.lower()
+
+
+@given(st.text(alphabet="aZbY09_$.:-/\\", max_size=60))
+def test_the_ascii_path_expands_as_the_general_one(text: str) -> None:
+    for compound in tokens._COMPOUND.findall(text):
+        assert tokens._expand_ascii(compound) == tokens._expand_any(compound)
