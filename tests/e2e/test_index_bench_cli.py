@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from palimpsest.devtools.bench.floor import universal_ctags
+from tests.support.gitrepo import commit, head, init_repo
 
 
 def test_bench_index_reports_the_floor_and_ctags(tmp_path: Path) -> None:
@@ -40,3 +41,40 @@ def test_bench_index_reports_the_floor_and_ctags(tmp_path: Path) -> None:
         assert out["ctags_s"] > 0
         assert len(out["ctags_runs_s"]) == 2
         assert out["first_build_over_ctags"] == round(out["first_build_s"] / out["ctags_s"], 2)
+
+
+def test_bench_index_builds_a_real_repository_at_a_commit(tmp_path: Path) -> None:
+    """``--repo``/``--rev``: the figures of a repository's own tree, its yardsticks on the files the
+    build indexes (not the binary, not the link, not the file over the size cap)."""
+    repo = init_repo(tmp_path / "src")
+    files: dict[str, str | bytes] = {
+        "app/main.py": "def serve_forever():\n    return handle_request()\n",
+        "web/view.ts": "export function renderInvoice(total: number): string { return `${total}` }\n",
+        "README.md": "# Demo\n\nCall `serve_forever`.\n",
+        "logo.png": b"\x89PNG\r\n\x1a\n" + bytes(range(256)),
+        "big.py": "x = 1\n" * 100_000,
+    }
+    commit(repo, "2024-01-01", files)
+    (repo / "link.py").symlink_to("app/main.py")
+    commit(repo, "2024-01-02", {})
+    built = head(repo)
+    commit(repo, "2024-01-03", {"later.py": "def later():\n    pass\n"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
+    env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
+    args = ["bench", "index", "--repo", str(repo), "--rev", "HEAD~1", "--queries", "4", "--json"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "palimpsest.cli.main", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert (out["corpus"], out["repository"], out["commit"]) == ("repository", str(repo), built)
+    assert out["files"] == 3  # main.py, view.ts, README.md
+    assert out["chunks"] >= 3 and out["floor_s"] > 0
+    assert out["incremental_parsed_blobs"] == 1
+    assert out["rows_left_after_delete"] == 0
+    assert out["search_queries"] == 4

@@ -110,15 +110,26 @@ async def bench_tenant_delete(files: int, total_mb: float, batch: int, as_json: 
 @_files_option
 @_total_mb_option
 @click.option("--queries", default=200, show_default=True)
+@click.option(
+    "--repo",
+    "source",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Build this git repository's tree at --rev instead of a generated one (--files and --total-mb are then unused).",
+)
+@click.option("--rev", default="HEAD", show_default=True, help="The commit of --repo to build.")
 @_json_option
 @run_async
-async def bench_index(files: int, total_mb: float, queries: int, as_json: bool) -> None:
-    """Build a generated TypeScript repository through the real pipeline; print the figures."""
+async def bench_index(
+    files: int, total_mb: float, queries: int, source: Path | None, rev: str, as_json: bool
+) -> None:
+    """Build a generated TypeScript repository (or --repo's tree) through the real pipeline; print the figures."""
     from palimpsest.devtools.bench.index import run_bench_index
 
     if files < 10:
         fail("--files must be at least 10")
-    result = await run_bench_index(settings(), files=files, total_bytes=int(total_mb * 1e6), queries=queries)
+    result = await run_bench_index(
+        settings(), files=files, total_bytes=int(total_mb * 1e6), queries=queries, source=source, rev=rev
+    )
     emit(result, as_json=True)
 
 

@@ -107,7 +107,7 @@ def ctags_seconds(corpus: list[tuple[str, str]], root: Path, ctags: str | None) 
         for path, text in corpus:
             target = tree / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
+            target.write_text(text, encoding="utf-8", errors="surrogateescape")
     t = time.perf_counter()
     subprocess.run(
         [ctags, "-R", "-f", str(root / "tags"), "."], cwd=tree, check=True, timeout=_CTAGS_TIMEOUT_S

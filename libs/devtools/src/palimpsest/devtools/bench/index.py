@@ -7,6 +7,12 @@ registered, and indexed through the bus by the in-process services on a scratch 
 the index's size in PostgreSQL, lexical search p95 over identifier and phrase queries, the
 repository's cascade delete, and the peak RSS of the process and its parse workers. The first
 build is read against yardsticks measured in the same run on the same files (``bench.floor``).
+
+With ``source`` (``--repo PATH``) the corpus is a real repository's tree at ``rev`` instead: its
+head commit alone is fetched into the scratch repository (``--depth 1``, so the recency scan that
+runs beside the build in this process has one commit to read, as for the generated corpus), the
+yardsticks see the files the build indexes (those its screen accepts), search queries are
+identifiers found in those files, and the incremental build follows a one-line change to one of them.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import re
 import subprocess
 import tempfile
 import time
@@ -242,13 +249,85 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+_IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{5,40}\b")
+
+
+def copy_repository(root: Path, source: Path, rev: str) -> tuple[Path, str, list[str], list[tuple[str, str]]]:
+    """``rev`` of the repository at ``source`` as a one-commit bare repository under ``root``: the
+    repository, the commit, identifiers for search queries, and the files its build indexes."""
+    from palimpsest.chunker.parsing import Screened, screen
+    from palimpsest.chunker.service import Settings as ChunkerSettings
+    from palimpsest.core.settings import load
+
+    def git(*args: str, cwd: Path, data: bytes | None = None) -> bytes:
+        done = subprocess.run(["git", *args], cwd=cwd, input=data, capture_output=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"git {args[0]} failed: {done.stderr.decode(errors='replace').strip()[:300]}")
+        return done.stdout
+
+    commit = (
+        git("rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}", cwd=source).decode().strip()
+    )
+    repo = root / "bench.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", "-b", "main", str(repo)], check=True)
+    git(
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--depth",
+        "1",
+        "--",
+        str(source),
+        f"{commit}:refs/heads/main",
+        cwd=repo,
+    )
+    blobs: dict[str, str] = {}  # sha -> its first path
+    for record in git("ls-tree", "-r", "-z", "--full-tree", "main", cwd=repo).split(b"\0"):
+        meta, _, raw_path = record.partition(b"\t")
+        if meta[:6] in (b"100644", b"100755"):  # regular files (no links, no submodules)
+            blobs.setdefault(meta.split()[2].decode(), raw_path.decode("utf-8", "surrogateescape"))
+    listed = git("cat-file", "--batch", cwd=repo, data="".join(f"{sha}\n" for sha in blobs).encode())
+    max_bytes = load(ChunkerSettings).limits().max_file_bytes
+    corpus: list[tuple[str, str]] = []
+    at = 0
+    for path in blobs.values():  # in the order asked for, each blob once (as the build parses them)
+        header_end = listed.index(b"\n", at)
+        size = int(listed[at:header_end].split()[2])
+        data = listed[header_end + 1 : header_end + 1 + size]
+        at = header_end + 2 + size
+        verdict = screen(path, data, max_bytes)
+        if isinstance(verdict, Screened):
+            corpus.append((path, verdict.text))
+    corpus.sort()
+    idents = sorted({m for _, text in corpus for m in _IDENTIFIER.findall(text[:20_000])})
+    return repo, commit, idents, corpus
+
+
 async def run_bench_index(
-    settings: BaseServiceSettings, *, files: int, total_bytes: int, queries: int
+    settings: BaseServiceSettings,
+    *,
+    files: int,
+    total_bytes: int,
+    queries: int,
+    source: Path | None = None,
+    rev: str = "HEAD",
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-index-") as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()
-        repo, idents, corpus = make_repository(root, files, total_bytes)
+        if source is None:
+            repo, idents, corpus = make_repository(root, files, total_bytes)
+            origin: dict[str, Any] = {"corpus": "generated", "files": files}
+            change = "// changed\nexport const benchChanged = 1;\n"
+        else:
+            repo, commit, idents, corpus = copy_repository(root, source, rev)
+            origin = {
+                "corpus": "repository",
+                "repository": str(source),
+                "commit": commit,
+                "files": len(corpus),
+            }
+            change = "\n"
         generate_s = time.perf_counter() - t0
         async with scratch_pipeline(settings, root / "home") as (_, stack, infra, tenant):
             pool, nc = infra.pool, infra.nc
@@ -266,7 +345,7 @@ async def run_bench_index(
             path, text = corpus[len(corpus) // 2]
             _fast_import(
                 repo,
-                [(path, text + "// changed\nexport const benchChanged = 1;\n")],
+                [(path, text + change)],
                 parent=True,
                 message="one change",
             )
@@ -286,7 +365,7 @@ async def run_bench_index(
         return {
             "benchmark": "index",
             "postgres": "embedded" if stack.embedded_db else "external",
-            "files": files,
+            **origin,
             "source_bytes": sum(len(t.encode()) for _, t in corpus),
             "generate_s": round(generate_s, 2),
             "first_build_s": built.duration_s,
@@ -372,4 +451,4 @@ async def _search(infra: Any, tenant: UUID, repo_id: UUID, idents: list[str], n:
     return latencies
 
 
-__all__ = ["generate", "make_repository", "run_bench_index"]
+__all__ = ["copy_repository", "generate", "make_repository", "run_bench_index"]
