@@ -114,3 +114,9 @@ def test_any_text_gives_bounded_single_lexemes(text: str) -> None:
 def test_the_ascii_path_expands_as_the_general_one(text: str) -> None:
     for compound in tokens._COMPOUND.findall(text):
         assert tokens._expand_ascii(compound) == tokens._expand_any(compound)
+
+
+@given(st.text(alphabet="aZ_$9ü.:-/\\ \n", max_size=80))
+def test_compounds_are_found_as_by_the_plain_pattern(text: str) -> None:
+    plain = re.compile(r"[\w$]+(?:(?:::|[./\\-])[\w$]+)*")
+    assert tokens._COMPOUND.findall(text) == plain.findall(text)
