@@ -537,3 +537,19 @@ async def test_a_local_partial_clone_builds_with_its_blobs_fetched_at_once(
     assert again.state == "ready", again
     assert "src/extra.py" in [r[0] for r in await _files(infra, tenant, again.snapshot_id)]
     assert "\n?" not in git(partial, "rev-list", "--objects", "--no-walk", "--missing=print", "HEAD")
+
+
+async def test_a_bare_repository_without_a_config_file_builds(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    """Some mirrors ship no ``config``: git then knows no promisor remote, and the build reads the
+    repository as it is."""
+    origin = init_repo(tmp_path / "origin")
+    commit(origin, "2024-01-01", {"a.py": PY})
+    bare = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--bare", str(origin), str(bare))
+    (bare / "config").unlink()
+    tenant = await create_tenant(infra.pool, "noconfig")
+    built = await build(infra, tenant, await register_path(infra.pool, tenant, bare))
+    assert built.state == "ready", built
+    assert built.files == 1

@@ -394,6 +394,8 @@ async def test_backfill_fetches_what_a_partial_clone_lacks(tmp_path: Path, filte
     # only the head's tree: the blob of a file deleted before it was never asked for
     assert _missing(clone, "HEAD~2")
     assert await backfill(origin, head(origin), policy) == 0  # a complete repository
+    (clone / "config").unlink()  # as some mirrors ship: no promisor git could fetch from either
+    assert await backfill(clone, head(clone), policy) == 0
 
 
 async def test_backfill_checks_the_promisor_against_the_policy(tmp_path: Path) -> None:

@@ -845,7 +845,12 @@ async def backfill(
     0 without a round trip for a complete repository.
     """
     _check_rev(commit)
-    remote = await promisor_remote(repo_dir, timeout_s=timeout_s)
+    try:
+        remote = await promisor_remote(repo_dir, timeout_s=timeout_s)
+    except GitError as exc:
+        if exc.reason is not GitFailure.FAILED:
+            raise
+        return 0  # no readable config (some mirrors ship none): git knows no promisor either
     if remote is None:
         return 0
     fetched = 0
