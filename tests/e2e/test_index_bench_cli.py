@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from palimpsest.devtools.bench.floor import universal_ctags
+from tests.support.bench import run_bench
 from tests.support.gitrepo import commit, head, init_repo
 
 
@@ -59,19 +60,7 @@ def test_bench_index_builds_a_real_repository_at_a_commit(tmp_path: Path) -> Non
     commit(repo, "2024-01-02", {})
     built = head(repo)
     commit(repo, "2024-01-03", {"later.py": "def later():\n    pass\n"})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
-    env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
-    args = ["bench", "index", "--repo", str(repo), "--rev", "HEAD~1", "--queries", "4", "--json"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "palimpsest.cli.main", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout)
+    out = run_bench("index", tmp_path, repo, "--rev", "HEAD~1", "--queries", "4")
     assert (out["corpus"], out["repository"], out["commit"]) == ("repository", str(repo), built)
     assert out["files"] == 3  # main.py, view.ts, README.md
     assert out["chunks"] >= 3 and out["floor_s"] > 0

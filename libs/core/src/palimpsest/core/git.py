@@ -814,15 +814,20 @@ async def is_partial_clone(repo_dir: Path, *, timeout_s: float = 60.0) -> bool:
 async def promisor_remote(repo_dir: Path, *, timeout_s: float = 60.0) -> str | None:
     """The name of the remote a partial clone fetches absent objects from; None if it is complete."""
     out = await run_git(["config", "--list", "--local"], cwd=repo_dir, timeout_s=timeout_s)
-    promisors: list[str] = []
+    promisor: str | None = None  # the first remote marked promisor, unless extensions.partialclone names one
     for line in out.decode("utf-8", "replace").splitlines():
         key, _, value = line.partition("=")
         lowered = key.lower()
         if lowered == "extensions.partialclone" and value:
             return value
-        if lowered.startswith("remote.") and lowered.endswith(".promisor") and value.lower() == "true":
-            promisors.append(key[len("remote.") : -len(".promisor")])
-    return promisors[0] if promisors else None
+        if (
+            promisor is None
+            and lowered.startswith("remote.")
+            and lowered.endswith(".promisor")
+            and value.lower() == "true"
+        ):
+            promisor = key[len("remote.") : -len(".promisor")]
+    return promisor
 
 
 _BACKFILL_ROUNDS = 4  # a tree-less clone needs two (the trees, then their blobs)

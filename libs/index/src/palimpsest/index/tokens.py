@@ -70,19 +70,20 @@ def _words(part: str) -> list[str]:
 
 def _segment_tokens(segment: str) -> tuple[str, list[str]]:
     """The joined form of one segment and its words (already lower-cased)."""
-    words = [w for p in _WORD_SEPARATORS.split(segment) if p for w in _words(p)]
+    # ASCII in one pass: _ASCII_WORDS never matches ``_`` or ``$`` nor runs across one
+    words = _ASCII_WORDS.findall(segment) if segment.isascii() else _part_words(segment)
     return "".join(words).lower(), [w.lower() for w in words]
+
+
+def _part_words(segment: str) -> list[str]:
+    """A segment's words, part by part between ``_`` and ``$`` (what any segment needs)."""
+    return [w for p in _WORD_SEPARATORS.split(segment) if p for w in _words(p)]
 
 
 def _expand(compound: str) -> tuple[str, int, int]:
     """Tokens for one compound as ``(space-joined tokens, token count, UTF-8 bytes + spaces)``."""
     if _PLAIN_WORD.fullmatch(compound):  # the common case: a keyword or a lower-case name
         return (compound, 1, len(compound) + 1) if len(compound) <= MAX_TOKEN_BYTES else ("", 0, 0)
-    return _expand_ascii(compound) if compound.isascii() else _expand_any(compound)
-
-
-def _expand_any(compound: str) -> tuple[str, int, int]:
-    """``_expand`` of any compound, segment by segment and part by part."""
     segments = [s for s in _SEGMENT_SEPARATORS.split(compound) if s]
     out: list[str] = []
     joined_segments: list[str] = []
@@ -99,31 +100,6 @@ def _expand_any(compound: str) -> tuple[str, int, int]:
     kept = [t for t in out if len(t) >= _MIN_TOKEN_CHARS and _fits(t)]
     text = " ".join(kept)
     return text, len(kept), len(text.encode()) + 1
-
-
-def _expand_ascii(compound: str) -> tuple[str, int, int]:
-    """``_expand`` of an ASCII compound, in fewer steps: a segment's words are found in one pass,
-    since ``_ASCII_WORDS`` never matches ``_`` or ``$`` (the word separators) nor runs across one."""
-    out: list[str] = []
-    joined_segments: list[str] = []
-    for segment in _SEGMENT_SEPARATORS.split(compound):
-        words = _ASCII_WORDS.findall(segment)
-        if not words:
-            continue
-        if len(words) == 1:
-            joined = words[0].lower()
-            out.append(joined)
-        else:
-            lowered = [w.lower() for w in words]
-            joined = "".join(lowered)
-            out.append(joined)
-            out.extend(lowered)
-        joined_segments.append(joined)
-    if len(joined_segments) > 1:
-        out.insert(0, "".join(joined_segments))
-    kept = [t for t in out if _MIN_TOKEN_CHARS <= len(t) <= MAX_TOKEN_BYTES]
-    text = " ".join(kept)
-    return text, len(kept), len(text) + 1
 
 
 def _fits(token: str) -> bool:

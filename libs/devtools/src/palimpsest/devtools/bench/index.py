@@ -252,52 +252,31 @@ def _pct(values: list[float], q: float) -> float:
 _IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{5,40}\b")
 
 
-def copy_repository(root: Path, source: Path, rev: str) -> tuple[Path, str, list[str], list[tuple[str, str]]]:
+async def copy_repository(
+    root: Path, source: Path, rev: str
+) -> tuple[Path, str, list[str], list[tuple[str, str]]]:
     """``rev`` of the repository at ``source`` as a one-commit bare repository under ``root``: the
     repository, the commit, identifiers for search queries, and the files its build indexes."""
     from palimpsest.chunker.parsing import Screened, screen
     from palimpsest.chunker.service import Settings as ChunkerSettings
+    from palimpsest.core.git import ls_tree, read_blobs, resolve_ref, run_git
     from palimpsest.core.settings import load
 
-    def git(*args: str, cwd: Path, data: bytes | None = None) -> bytes:
-        done = subprocess.run(["git", *args], cwd=cwd, input=data, capture_output=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"git {args[0]} failed: {done.stderr.decode(errors='replace').strip()[:300]}")
-        return done.stdout
-
-    commit = (
-        git("rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}", cwd=source).decode().strip()
-    )
+    commit = await resolve_ref(source, rev)
     repo = root / "bench.git"
-    subprocess.run(["git", "init", "--quiet", "--bare", "-b", "main", str(repo)], check=True)
-    git(
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--depth",
-        "1",
-        "--",
-        str(source),
-        f"{commit}:refs/heads/main",
-        cwd=repo,
-    )
-    blobs: dict[str, str] = {}  # sha -> its first path
-    for record in git("ls-tree", "-r", "-z", "--full-tree", "main", cwd=repo).split(b"\0"):
-        meta, _, raw_path = record.partition(b"\t")
-        if meta[:6] in (b"100644", b"100755"):  # regular files (no links, no submodules)
-            blobs.setdefault(meta.split()[2].decode(), raw_path.decode("utf-8", "surrogateescape"))
-    listed = git("cat-file", "--batch", cwd=repo, data="".join(f"{sha}\n" for sha in blobs).encode())
+    await run_git(["init", "--quiet", "--bare", "-b", "main", str(repo)])
+    fetch = ["fetch", "--quiet", "--no-tags", "--depth", "1", "--", str(source), f"{commit}:refs/heads/main"]
+    await run_git(fetch, cwd=repo, allowed_protocols=("file",))
+    paths: dict[str, str] = {}  # each blob once, at its first path (as the build parses them)
+    for entry in await ls_tree(repo, commit):
+        if entry.mode in ("100644", "100755"):  # regular files (no links, no submodules)
+            paths.setdefault(entry.sha, entry.path)
     max_bytes = load(ChunkerSettings).limits().max_file_bytes
     corpus: list[tuple[str, str]] = []
-    at = 0
-    for path in blobs.values():  # in the order asked for, each blob once (as the build parses them)
-        header_end = listed.index(b"\n", at)
-        size = int(listed[at:header_end].split()[2])
-        data = listed[header_end + 1 : header_end + 1 + size]
-        at = header_end + 2 + size
-        verdict = screen(path, data, max_bytes)
+    async for sha, data in read_blobs(repo, paths):
+        verdict = screen(paths[sha], data, max_bytes)
         if isinstance(verdict, Screened):
-            corpus.append((path, verdict.text))
+            corpus.append((paths[sha], verdict.text))
     corpus.sort()
     idents = sorted({m for _, text in corpus for m in _IDENTIFIER.findall(text[:20_000])})
     return repo, commit, idents, corpus
@@ -320,7 +299,7 @@ async def run_bench_index(
             origin: dict[str, Any] = {"corpus": "generated", "files": files}
             change = "// changed\nexport const benchChanged = 1;\n"
         else:
-            repo, commit, idents, corpus = copy_repository(root, source, rev)
+            repo, commit, idents, corpus = await copy_repository(root, source, rev)
             origin = {
                 "corpus": "repository",
                 "repository": str(source),
