@@ -295,6 +295,27 @@ async def test_exact_identifier_outranks_substring_mention(
         assert [h.path for h in only_b] == ["b_defines.py"]
 
 
+async def test_an_identifier_is_padded_with_chunks_holding_all_its_words_not_one(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    r = init_repo(tmp_path / "pad")
+    files = {
+        "a_defines.py": "def computeInvoiceTotal(lines):\n    return sum(lines)\n",
+        "b_words.py": "def by_hand(lines):\n    # compute the invoice total by hand\n    return 0\n",
+    }
+    files |= {f"c_total_{i}.py": f"def total_rate_{i}():\n    return {i}\n" for i in range(12)}
+    commit(r, "2024-01-01", files)
+    tenant = await create_tenant(infra.pool, "pad")
+    repo_id = await register_path(infra.pool, tenant, r)
+    await build(infra, tenant, repo_id)
+    async with tenant_tx(infra.pool, tenant) as conn:
+        hits = await lexical_search(conn, repo_id, "computeInvoiceTotal", limit=10)
+        assert [h.path for h in hits] == ["a_defines.py", "b_words.py"]
+        # a phrase still accepts any of its words
+        phrase = await lexical_search(conn, repo_id, "invoice total", limit=10)
+        assert {h.path for h in phrase} >= {"b_words.py", "c_total_0.py"}
+
+
 async def test_delete_and_index_mode_off_leave_no_rows(
     infra: Infra, repo: Path, tenant_repo: tuple[uuid.UUID, uuid.UUID], chunker: None
 ) -> None:

@@ -13,7 +13,9 @@ from palimpsest.index.tokens import (
     MAX_DOCUMENT_BYTES,
     MAX_TOKEN_BYTES,
     MAX_TOKENS,
+    QueryTerm,
     code_tokens,
+    query_terms,
     query_tokens,
 )
 
@@ -60,6 +62,48 @@ def test_query_tokens_use_the_same_rules_without_duplicates() -> None:
     assert query_tokens("getUser get_user") == ["getuser", "get", "user"]
     assert query_tokens("src/bill") == ["srcbill", "src", "bill"]
     assert query_tokens("  ") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("getUserName", [QueryTerm(("getusername", "get", "user", "name"), ("get", "user", "name"))]),
+        ("user name", [QueryTerm(("user",), ("user",)), QueryTerm(("name",), ("name",))]),
+        ("HTTPServer http_server", [QueryTerm(("httpserver", "http", "server"), ("http", "server"))]),
+        (
+            "crate::net::Client",
+            [QueryTerm(("cratenetclient", "crate", "net", "client"), ("crate", "net", "client"))],
+        ),
+        (
+            "src/invoice_line",
+            [
+                QueryTerm(
+                    ("srcinvoiceline", "src", "invoiceline", "invoice", "line"), ("src", "invoice", "line")
+                )
+            ],
+        ),
+        (
+            "parseJSON2Yaml",
+            [QueryTerm(("parsejson2yaml", "parse", "json", "yaml"), ("parse", "json", "yaml"))],
+        ),
+        ("getX", [QueryTerm(("getx", "get"), ())]),
+        ("v2Client", [QueryTerm(("v2client", "client"), ())]),
+        ("größeZahl", [QueryTerm(("größezahl",), ("größezahl",))]),
+        ("x + y", []),
+    ],
+)
+def test_query_terms_are_compounds_with_the_words_that_spell_them(query: str, terms: list[QueryTerm]) -> None:
+    assert query_terms(query) == terms
+
+
+@given(st.text(max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_query_terms_hold_the_query_tokens_and_only_tokens(query: str) -> None:
+    terms = query_terms(query)
+    tokens = [t for term in terms for t in term.tokens]
+    assert list(dict.fromkeys(tokens)) == query_tokens(query)
+    for term in terms:  # a document that holds the term holds each of its words as a token
+        assert set(term.words) <= set(term.tokens)
 
 
 def test_non_ascii_letters_are_kept() -> None:

@@ -3,16 +3,20 @@
 The query goes through the same tokenizer as the chunks (:func:`palimpsest.index.tokens.query_tokens`).
 Scores are ``ts_rank_cd`` normalised to 0..1, plus 1 for the chunk that defines the identifier
 the query names and a small bonus for definition chunks over plain windows. A first pass asks for
-chunks that contain *every* token (an identifier matches its whole form and
-its parts); if that yields fewer than ``limit`` hits, a second pass accepts *any* token. Each pass
-ranks at most ``candidates`` GIN matches, so the cost stays bounded on huge repositories.
+chunks that contain *every* token (an identifier matches its whole form and its parts); if that
+yields fewer than ``limit`` hits, a second pass accepts chunks that hold *any* of the query's
+terms, where a term is held by its whole form or by all of its words (``getUserName``: the
+lexeme ``getusername``, or ``get``, ``user`` and ``name`` together). A lone word of a compound
+never stands for it: the second pass of ``VerificationFailureRate`` must not fill the list with
+every chunk that says "rate". Each pass ranks at most ``candidates`` GIN matches, so the cost
+stays bounded on huge repositories.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 from uuid import UUID
@@ -20,7 +24,7 @@ from uuid import UUID
 from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.index.errors import IndexNotReady, InvalidQuery
 from palimpsest.index.snapshots import newest_ready
-from palimpsest.index.tokens import query_tokens
+from palimpsest.index.tokens import QueryTerm, query_terms
 
 DEFAULT_CANDIDATES = 2000
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
@@ -46,8 +50,31 @@ class SearchHit:
         return d
 
 
-def _tsquery(tokens: list[str], op: str) -> str:
+def _tsquery(tokens: Iterable[str], op: str) -> str:
     return f" {op} ".join(f"'{t}'" for t in tokens)
+
+
+def _widens(term: QueryTerm) -> bool:
+    """Whether the term's words match more than its whole form (a plain word is its own word)."""
+    return bool(term.words) and term.words != term.tokens[:1]
+
+
+def _held(term: QueryTerm) -> str:
+    """A tsquery for the chunks that hold the term: its whole form, or all of its words."""
+    whole = f"'{term.tokens[0]}'"
+    return f"({whole} | {_tsquery(term.words, '&')})" if _widens(term) else whole
+
+
+def passes(query: str) -> list[str]:
+    """The tsqueries of the search passes: every token; then, if that can differ, any term."""
+    terms = query_terms(query)
+    tokens = dict.fromkeys(t for term in terms for t in term.tokens)
+    if not tokens:
+        raise InvalidQuery("the query has no searchable words")
+    every = _tsquery(tokens, "&")
+    if len(terms) == 1 and not _widens(terms[0]):
+        return [every]
+    return [every, " | ".join(map(_held, terms))]
 
 
 def hit_filters(
@@ -80,9 +107,7 @@ async def lexical_search(
     kind: str | None = None,
     candidates: int = DEFAULT_CANDIDATES,
 ) -> list[SearchHit]:
-    tokens = list(dict.fromkeys(query_tokens(query)))
-    if not tokens:
-        raise InvalidQuery("the query has no searchable words")
+    tsqueries = passes(query)
     if snapshot_id is None:
         snap = await newest_ready(conn, repository_id)
         if snap is None:
@@ -92,8 +117,7 @@ async def lexical_search(
     ident = query.strip().lower() if _IDENTIFIER.fullmatch(query.strip()) else None
     hits: list[SearchHit] = []
     seen: set[tuple[str, int]] = set()
-    passes = [_tsquery(tokens, "&")] + ([_tsquery(tokens, "|")] if len(tokens) > 1 else [])
-    for tsq in passes:
+    for tsq in tsqueries:
         found = await _run(
             conn, repository_id, snapshot_id, tsq, limit, path_prefix, language, kind, candidates, ident
         )

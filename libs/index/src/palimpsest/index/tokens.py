@@ -22,14 +22,17 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter
+from dataclasses import dataclass
 from itertools import accumulate
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
     "MAX_TOKENS",
     "MAX_TOKEN_BYTES",
+    "QueryTerm",
     "code_tokens",
     "lexical_vector",
+    "query_terms",
     "query_tokens",
 ]
 
@@ -160,6 +163,40 @@ def code_tokens(text: str) -> str:
 def query_tokens(q: str) -> list[str]:
     """The distinct tokens of a search query, in first-seen order (same rules as documents)."""
     return list(dict.fromkeys(code_tokens(q).split()))
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTerm:
+    """One compound of a query: every token a document holds for it (whole form first), and the
+    words that spell it (``getUserName``: ``get``, ``user``, ``name``; a plain word: itself).
+
+    Words too short to be tokens are left out (``parseJSON2Yaml``: ``parse``, ``json``, ``yaml``);
+    where that leaves a single word of several (``getX``: ``get``), ``words`` is empty, since
+    that word alone would not spell the compound: only its whole form stands for it.
+    """
+
+    tokens: tuple[str, ...]
+    words: tuple[str, ...]
+
+
+def _query_term(compound: str) -> QueryTerm | None:
+    tokens = tuple(dict.fromkeys(_expand(compound)[0].split()))
+    if not tokens:
+        return None
+    words: list[str] = []
+    for segment in _SEGMENT_SEPARATORS.split(compound):
+        joined, parts = _segment_tokens(segment) if segment else ("", [])
+        words.extend(parts if len(parts) > 1 else [joined] if joined else [])
+    kept = [w for w in words if len(w) >= _MIN_TOKEN_CHARS and _fits(w)]
+    if len(kept) < len(words) and len(kept) < 2:  # getX: ``get`` alone would not spell it
+        return QueryTerm(tokens, ())
+    return QueryTerm(tokens, tuple(dict.fromkeys(kept)))
+
+
+def query_terms(q: str) -> list[QueryTerm]:
+    """The distinct compounds of a search query as terms, in first-seen order."""
+    terms = (_query_term(c) for c in dict.fromkeys(_COMPOUND.findall(q)))
+    return list(dict.fromkeys(t for t in terms if t is not None))
 
 
 def lexical_vector(tokens: str) -> str | None:
