@@ -1,6 +1,6 @@
 """Lexical search over the code index: code-aware tokens, GIN candidates, ``ts_rank_cd`` ranking.
 
-The query goes through the same tokenizer as the chunks (:func:`palimpsest.index.tokens.query_tokens`).
+The query goes through the same tokenizer as the chunks (:func:`palimpsest.index.tokens.query_terms`).
 Scores are ``ts_rank_cd`` normalised to 0..1, plus 1 for the chunk that defines the identifier
 the query names and a small bonus for definition chunks over plain windows. A first pass asks for
 chunks that contain *every* token (an identifier matches its whole form and its parts); if that
