@@ -183,10 +183,7 @@ def _query_term(compound: str) -> QueryTerm | None:
     tokens = tuple(dict.fromkeys(_expand(compound)[0].split()))
     if not tokens:
         return None
-    words: list[str] = []
-    for segment in _SEGMENT_SEPARATORS.split(compound):
-        joined, parts = _segment_tokens(segment) if segment else ("", [])
-        words.extend(parts if len(parts) > 1 else [joined] if joined else [])
+    words = [w for segment in _SEGMENT_SEPARATORS.split(compound) for w in _segment_tokens(segment)[1]]
     kept = [w for w in words if len(w) >= _MIN_TOKEN_CHARS and _fits(w)]
     if len(kept) < len(words) and len(kept) < 2:  # getX: ``get`` alone would not spell it
         return QueryTerm(tokens, ())
