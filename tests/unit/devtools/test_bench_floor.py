@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from palimpsest.devtools.bench.floor import (
     parse_and_query,
     ratios,
     universal_ctags,
+    wait_for_quiet,
 )
 from palimpsest.devtools.bench.index import generate
 
@@ -43,3 +46,16 @@ def test_ctags_tags_the_same_files(tmp_path: Path) -> None:
     tags = (tmp_path / "tags").read_text()
     first_class = CORPUS[0][1].split("export class ", 1)[1].split(" ", 1)[0]
     assert first_class in tags
+
+
+def test_a_busy_machine_is_waited_for_and_said_to_be_busy() -> None:
+    """A process spinning on a whole core keeps the machine above the quiet mark: the wait gives
+    up at its timeout and says that it did (the yardstick is then measured anyway, flagged)."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        waited, quiet = wait_for_quiet(timeout_s=2.0)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert not quiet
+    assert waited >= 2.0

@@ -9,11 +9,18 @@ build against two floors measured beside it:
   grammars loaded before the clock starts.
 * ``ctags_s`` -- Universal Ctags' ``ctags -R`` over the same files written to a directory, one
   process; ``None`` where no Universal Ctags is installed.
+
+Each measurement starts once the machine is quiet (:func:`wait_for_quiet`). Right after a build
+the machine is still busy (the services in this process handling ``snapshot.built``, PostgreSQL's
+background work on the tables the build filled; ``bench index`` on kafka's tree waits 7-9 s for
+it), and a yardstick measured beside that work reads slow: there the floor read 8.2 s right after
+the build against 4.3-4.8 s on the idle machine, flattering the build's ratio by a third.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 import subprocess
 import time
@@ -22,14 +29,42 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import psutil
 from tree_sitter import QueryCursor
 
 from palimpsest.chunker.parsing import detect_language, grammars
 from palimpsest.chunker.parsing.queries import spec_for
 
-__all__ = ["ctags_seconds", "floor_seconds", "parse_and_query", "ratios", "universal_ctags", "yardsticks"]
+__all__ = [
+    "ctags_seconds",
+    "floor_seconds",
+    "parse_and_query",
+    "ratios",
+    "universal_ctags",
+    "wait_for_quiet",
+    "yardsticks",
+]
 
 _CTAGS_TIMEOUT_S = 1800.0
+QUIET_CORES = 0.3  # the whole machine's CPU use, in cores, below which it counts as quiet
+QUIET_SAMPLES = 2  # consecutive quiet samples of QUIET_SAMPLE_S each
+QUIET_SAMPLE_S = 0.5
+QUIET_TIMEOUT_S = 120.0
+
+
+def wait_for_quiet(timeout_s: float = QUIET_TIMEOUT_S) -> tuple[float, bool]:
+    """Wait until the machine's CPU use stays below ``QUIET_CORES`` for ``QUIET_SAMPLES``
+    samples in a row, or ``timeout_s`` passes; (seconds waited, whether it became quiet)."""
+    cores = os.cpu_count() or 1
+    started = time.perf_counter()
+    quiet = 0
+    psutil.cpu_percent()  # (the first call only starts the count)
+    while quiet < QUIET_SAMPLES:
+        if time.perf_counter() - started >= timeout_s:
+            return time.perf_counter() - started, False
+        busy_cores = psutil.cpu_percent(interval=QUIET_SAMPLE_S) / 100 * cores
+        quiet = quiet + 1 if busy_cores < QUIET_CORES else 0
+    return time.perf_counter() - started, True
 
 
 def parse_and_query(items: list[tuple[str, bytes]]) -> int:
@@ -122,16 +157,20 @@ def yardsticks(
 
     Measured once before the first build and once after it (``before``: the first measurement),
     each reported as the mean of both: the load of a shared machine changes within a run, and
-    the two measurements bracket the build."""
+    the two measurements bracket the build. Each starts when the machine is quiet
+    (``quiet_wait_s``; ``quiet`` is false where one gave up waiting)."""
     from palimpsest.chunker.service import Settings as ChunkerSettings
     from palimpsest.core.settings import load
 
     limits = load(ChunkerSettings).limits()
+    waited, quiet = wait_for_quiet()
     floor = floor_seconds(corpus, workers=limits.workers, batch_bytes=limits.batch_bytes)
     ctags = ctags_seconds(corpus, root, universal_ctags())
     floors = [*(before or {}).get("floor_runs_s", []), round(floor, 3)]
     ctagses = [*(before or {}).get("ctags_runs_s", []), *([] if ctags is None else [round(ctags, 3)])]
     return {
+        "quiet_wait_s": [*(before or {}).get("quiet_wait_s", []), round(waited, 1)],
+        "quiet": quiet and (before or {}).get("quiet", True),
         "floor_workers": limits.workers,
         "floor_s": round(sum(floors) / len(floors), 3),
         "floor_runs_s": floors,
