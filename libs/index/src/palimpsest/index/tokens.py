@@ -217,11 +217,7 @@ def lexical_vector(tokens: str) -> str | None:
         return None
     positions: dict[str, list[str]] = {}
     for word, position in zip(words, _POSITIONS, strict=False):
-        held = positions.get(word)
-        if held is None:
-            positions[word] = [position]
-        else:
-            held.append(position)
+        positions.setdefault(word, []).append(position)
     if len(words) > _MAX_POSITIONS and max(map(len, positions.values())) > _MAX_POSITIONS:
         return None
     # ASCII strings sort by their bytes, as tsvector orders lexemes
