@@ -1,7 +1,7 @@
 """Code-aware lexical tokens for PostgreSQL full-text search.
 
 Chunks are indexed with ``to_tsvector('simple', code_tokens(content))`` and queries are built
-from ``query_tokens(q)``: the same function on both sides, so ``getUserName``, ``get_user_name``
+from ``query_terms(q)``: the same rules on both sides, so ``getUserName``, ``get_user_name``
 and ``get-user-name`` all meet in the lexeme ``getusername`` and in the parts ``get``, ``user``,
 ``name``. Every token is a run of lower-case letters and digits only, so PostgreSQL's default
 parser keeps it as one lexeme instead of re-splitting it at ``_``, ``.``, ``/`` or ``-``.

@@ -58,7 +58,6 @@ def wait_for_quiet(timeout_s: float = QUIET_TIMEOUT_S) -> tuple[float, bool]:
     cores = os.cpu_count() or 1
     started = time.perf_counter()
     quiet = 0
-    psutil.cpu_percent()  # (the first call only starts the count)
     while quiet < QUIET_SAMPLES:
         if time.perf_counter() - started >= timeout_s:
             return time.perf_counter() - started, False
@@ -166,11 +165,12 @@ def yardsticks(
     waited, quiet = wait_for_quiet()
     floor = floor_seconds(corpus, workers=limits.workers, batch_bytes=limits.batch_bytes)
     ctags = ctags_seconds(corpus, root, universal_ctags())
-    floors = [*(before or {}).get("floor_runs_s", []), round(floor, 3)]
-    ctagses = [*(before or {}).get("ctags_runs_s", []), *([] if ctags is None else [round(ctags, 3)])]
+    earlier = before or {}
+    floors = [*earlier.get("floor_runs_s", []), round(floor, 3)]
+    ctagses = [*earlier.get("ctags_runs_s", []), *([] if ctags is None else [round(ctags, 3)])]
     return {
-        "quiet_wait_s": [*(before or {}).get("quiet_wait_s", []), round(waited, 1)],
-        "quiet": quiet and (before or {}).get("quiet", True),
+        "quiet_wait_s": [*earlier.get("quiet_wait_s", []), round(waited, 1)],
+        "quiet": quiet and earlier.get("quiet", True),
         "floor_workers": limits.workers,
         "floor_s": round(sum(floors) / len(floors), 3),
         "floor_runs_s": floors,
