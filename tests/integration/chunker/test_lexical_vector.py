@@ -1,13 +1,15 @@
-"""The chunker writes each chunk's lexical vector as tsvector text built in its workers
-(``lexical_vector``); PostgreSQL must read back exactly what ``to_tsvector('simple', tokens)``
-gives, for every chunk of a generated repository and for the tokens most likely to differ."""
+"""The chunker writes each chunk's lexical vector in tsvector's binary form, built in its workers
+(``lexical_vector``) and sent in a binary COPY; PostgreSQL must read back exactly what
+``to_tsvector('simple', tokens)`` gives, for every chunk of a generated repository and for the
+tokens most likely to differ, and every other field as it was."""
 
 from __future__ import annotations
 
 import random
 
-from palimpsest.chunker.work import analyze_blob
-from palimpsest.core.db import system_tx
+from palimpsest.chunker.build import create_staging
+from palimpsest.chunker.work import CHUNK_COLUMNS, analyze_blob, chunk_copy, chunk_rows
+from palimpsest.core.db import Conn, system_tx
 from palimpsest.core.service import Infra
 from palimpsest.devtools.bench.index import generate
 from palimpsest.index.tokens import MAX_TOKEN_BYTES, code_tokens, lexical_vector
@@ -37,24 +39,67 @@ async def test_the_built_vector_is_what_to_tsvector_gives(infra: Infra) -> None:
     for _ in range(400):  # letters and digits mixed every way, first of all around an 'e'
         words = ["".join(rng.choice(letters + digits) for _ in range(rng.randint(1, 7))) for _ in range(8)]
         texts.append(" ".join(words))
-    vectors = [lexical_vector(t) for t in texts]
-    kept = [(t, v) for t, v in zip(texts, vectors, strict=True) if v is not None]
-    assert len(kept) > len(texts) * 3 // 4
-    texts, vectors = [t for t, _ in kept], [v for _, v in kept]
+    assert sum(lexical_vector(t) is not None for t in texts) > len(texts) * 3 // 4
+    chunks = [(i, "window", None, 1, 1, "", t) for i, t in enumerate(texts)]
     async with system_tx(infra.pool) as conn:
+        await _stage(conn, chunks)
         cur = await conn.execute(
-            "SELECT t.i, to_tsvector('simple', t.tokens)::text AS parsed, t.vector::tsvector::text AS built"
-            " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(tokens, vector, i)"
-            " WHERE to_tsvector('simple', t.tokens) IS DISTINCT FROM t.vector::tsvector",
-            (texts, vectors),
+            "SELECT t.i, to_tsvector('simple', t.tokens)::text AS parsed, s.vector::text AS built"
+            " FROM unnest(%s::text[]) WITH ORDINALITY AS t(tokens, i) JOIN stage_code_chunks s ON s.ordinal = t.i - 1"
+            " WHERE to_tsvector('simple', t.tokens) IS DISTINCT FROM coalesce(s.vector, to_tsvector('simple', s.tokens))"
+            "   OR (s.vector IS NULL) = (s.tokens IS NULL)",
+            (texts,),
         )
         assert await cur.fetchall() == []
+        cur = await conn.execute("SELECT count(*) AS n FROM stage_code_chunks")
+        assert await cur.fetchone() == {"n": len(texts)}
+
+
+async def _stage(conn: Conn, chunks: list[tuple[int, str, str | None, int, int, str, str]]) -> None:
+    await create_staging(conn)
+    async with (
+        conn.cursor() as cur,
+        cur.copy(f"COPY stage_code_chunks ({CHUNK_COLUMNS}) FROM STDIN (FORMAT binary)") as copy,
+    ):
+        await copy.write(chunk_copy(chunk_rows("ab" * 20, chunks)))
+
+
+async def test_every_field_of_a_chunk_row_is_read_back_as_written(infra: Infra) -> None:
+    chunks = [
+        (
+            0,
+            "function",
+            "getUserName",
+            3,
+            12,
+            "def get(a,\tb):\r\n    return '\\N' \\ 'é' \U0001f600\n",
+            "get user",
+        ),
+        (1, "window", None, 13, 72, "", ""),
+        (2, "class", "Nul\x00Name", 1, 2_000_000, "a\x00b", "naïve"),
+    ]
+    async with system_tx(infra.pool) as conn:
+        await _stage(conn, chunks)
+        cur = await conn.execute(
+            "SELECT blob_sha, ordinal, kind, name, start_line, end_line, content, tokens, vector::text AS vector"
+            " FROM stage_code_chunks ORDER BY ordinal"
+        )
+        rows = await cur.fetchall()
+    assert [tuple(r.values()) for r in rows] == [
+        ("ab" * 20, 0, "function", "getUserName", 3, 12, chunks[0][5], None, "'get':1 'user':2"),
+        ("ab" * 20, 1, "window", None, 13, 72, "", None, ""),
+        ("ab" * 20, 2, "class", "Nul\ufffdName", 1, 2_000_000, "a\ufffdb", "naïve", None),
+    ]
+    assert chunk_copy([]) == b""
 
 
 def test_text_only_postgresql_can_split_is_left_to_it() -> None:
     assert lexical_vector("straße café") is None
     assert lexical_vector(code_tokens("naïveParser")) is None
-    assert lexical_vector("get user getuser user") == "get:1 getuser:3 user:2,4"
+    # three lexemes in bytewise order, each NUL-terminated with its position count and positions
+    assert lexical_vector("get user getuser user") == (
+        b"\0\0\0\3get\0\0\1\0\1getuser\0\0\1\0\3user\0\0\2\0\2\0\4"
+    )
     assert lexical_vector(" ".join(["loop"] * 256)) is None  # to_tsvector keeps 255 positions
     assert lexical_vector(" ".join(["loop"] * 255 + ["other"] * 255)) is not None
     assert lexical_vector("value 5e5e5") is None  # the parser reads 5e5, then e5

@@ -27,6 +27,7 @@ from palimpsest.chunker.errors import BuildFailed, BuildSkipped
 from palimpsest.chunker.parsing import ANALYSIS_VERSION, detect_language, is_doc
 from palimpsest.chunker.source import Source
 from palimpsest.chunker.work import (
+    CHUNK_COLUMNS,
     BatchResult,
     BlobSummary,
     analyze_batch,
@@ -538,9 +539,10 @@ async def create_staging(conn: Conn) -> None:
             f"CREATE TEMP TABLE IF NOT EXISTS stage_{table} ON COMMIT DROP AS"
             f" SELECT {cols} FROM {table} WITH NO DATA"
         )
-    # a chunk's lexical vector as tsvector text, or (where only to_tsvector can say) its tokens
+    # a chunk's lexical vector, or (where only to_tsvector can say) its tokens
     await conn.execute(
-        "ALTER TABLE stage_code_chunks ADD COLUMN IF NOT EXISTS tokens text, ADD COLUMN IF NOT EXISTS vector text"
+        "ALTER TABLE stage_code_chunks ADD COLUMN IF NOT EXISTS tokens text,"
+        " ADD COLUMN IF NOT EXISTS vector tsvector"
     )
     await conn.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS stage_code_index_files ON COMMIT DROP AS"
@@ -553,7 +555,7 @@ async def _flush(conn: Conn, table: str, tenant_id: UUID, repository_id: UUID) -
     if table == "code_chunks":
         await conn.execute(
             f"INSERT INTO code_chunks (tenant_id, repository_id, {cols}, lexical)"
-            f" SELECT %s, %s, {cols}, coalesce(vector::tsvector, to_tsvector('simple', tokens))"
+            f" SELECT %s, %s, {cols}, coalesce(vector, to_tsvector('simple', tokens))"
             " FROM stage_code_chunks",
             (tenant_id, repository_id),
         )
@@ -567,12 +569,12 @@ async def _flush(conn: Conn, table: str, tenant_id: UUID, repository_id: UUID) -
 
 async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: BatchResult) -> None:
     async with conn.cursor() as cur:
-        for table, payload, extra in (
-            ("code_blobs", batch.blob_rows, ""),
-            ("code_chunks", batch.chunks, ", tokens, vector"),
+        for table, payload, copy_from in (
+            ("code_blobs", batch.blob_rows, f"({_STAGED['code_blobs']}) FROM STDIN"),
+            ("code_chunks", batch.chunks, f"({CHUNK_COLUMNS}) FROM STDIN (FORMAT binary)"),
         ):
             if payload:
-                async with cur.copy(f"COPY stage_{table} ({_STAGED[table]}{extra}) FROM STDIN") as copy:
+                async with cur.copy(f"COPY stage_{table} {copy_from}") as copy:
                     await copy.write(payload)
                 await _flush(conn, table, tenant_id, repository_id)
 
