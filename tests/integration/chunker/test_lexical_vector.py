@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import random
 
-from palimpsest.chunker.build import create_staging
-from palimpsest.chunker.work import CHUNK_COLUMNS, analyze_blob, chunk_copy, chunk_rows
+from palimpsest.chunker.build import create_staging, stage
+from palimpsest.chunker.work import analyze_blob, chunk_copy, chunk_rows
 from palimpsest.core.db import Conn, system_tx
 from palimpsest.core.service import Infra
 from palimpsest.devtools.bench.index import generate
@@ -57,11 +57,7 @@ async def test_the_built_vector_is_what_to_tsvector_gives(infra: Infra) -> None:
 
 async def _stage(conn: Conn, chunks: list[tuple[int, str, str | None, int, int, str, str]]) -> None:
     await create_staging(conn)
-    async with (
-        conn.cursor() as cur,
-        cur.copy(f"COPY stage_code_chunks ({CHUNK_COLUMNS}) FROM STDIN (FORMAT binary)") as copy,
-    ):
-        await copy.write(chunk_copy(chunk_rows("ab" * 20, chunks)))
+    await stage(conn, "code_chunks", chunk_copy(chunk_rows("ab" * 20, chunks)))
 
 
 async def test_every_field_of_a_chunk_row_is_read_back_as_written(infra: Infra) -> None:

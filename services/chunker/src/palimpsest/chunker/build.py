@@ -28,6 +28,7 @@ from palimpsest.chunker.parsing import ANALYSIS_VERSION, detect_language, is_doc
 from palimpsest.chunker.source import Source
 from palimpsest.chunker.work import (
     CHUNK_COLUMNS,
+    CHUNK_FIELDS,
     BatchResult,
     BlobSummary,
     analyze_batch,
@@ -526,7 +527,7 @@ _TAIL_BATCH_BYTES = 64 * 1024
 # session-private staging tables (no RLS) and moved with INSERT … SELECT, which the tenant policy's
 # WITH CHECK still guards. Staged rows carry no tenant or repository: the move adds them.
 _STAGED = {
-    "code_chunks": "blob_sha, ordinal, kind, name, start_line, end_line, content",
+    "code_chunks": CHUNK_FIELDS,
     "code_blobs": "blob_sha, language, size, analysis_version, skip_reason, parse_errors, chunk_count, symbol_count,"
     " symbols, facts",
 }
@@ -568,15 +569,23 @@ async def _flush(conn: Conn, table: str, tenant_id: UUID, repository_id: UUID) -
 
 
 async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: BatchResult) -> None:
-    async with conn.cursor() as cur:
-        for table, payload, copy_from in (
-            ("code_blobs", batch.blob_rows, f"({_STAGED['code_blobs']}) FROM STDIN"),
-            ("code_chunks", batch.chunks, f"({CHUNK_COLUMNS}) FROM STDIN (FORMAT binary)"),
-        ):
-            if payload:
-                async with cur.copy(f"COPY stage_{table} {copy_from}") as copy:
-                    await copy.write(payload)
-                await _flush(conn, table, tenant_id, repository_id)
+    for table, payload in (("code_blobs", batch.blob_rows), ("code_chunks", batch.chunks)):
+        if payload:
+            await stage(conn, table, payload)
+            await _flush(conn, table, tenant_id, repository_id)
+
+
+# what BatchResult holds per table: blob rows as COPY text, chunks in binary COPY (work.chunk_copy)
+_COPY_STAGED = {
+    "code_blobs": f"COPY stage_code_blobs ({_STAGED['code_blobs']}) FROM STDIN",
+    "code_chunks": f"COPY stage_code_chunks ({CHUNK_COLUMNS}) FROM STDIN (FORMAT binary)",
+}
+
+
+async def stage(conn: Conn, table: str, payload: bytes) -> None:
+    """Copy a batch's ``payload`` for ``table`` into its staging table (:func:`create_staging`)."""
+    async with conn.cursor() as cur, cur.copy(_COPY_STAGED[table]) as copy:
+        await copy.write(payload)
 
 
 def _file_values(r: FileRow, info: BlobInfo) -> tuple[str | None, int, str | None]:

@@ -133,7 +133,9 @@ def blob_copy_line(b: BlobSummary, symbols: str | None = None, facts: str | None
     )
 
 
-CHUNK_COLUMNS = "blob_sha, ordinal, kind, name, start_line, end_line, content, tokens, vector"
+CHUNK_FIELDS = "blob_sha, ordinal, kind, name, start_line, end_line, content"
+"""The columns of ``code_chunks`` a staged chunk carries as they are."""
+CHUNK_COLUMNS = f"{CHUNK_FIELDS}, tokens, vector"
 """The staged chunk's columns, in the order ``BatchResult.chunks`` holds them."""
 
 # PostgreSQL's binary COPY format: a signature, flags and header extension (both 0), then per row
