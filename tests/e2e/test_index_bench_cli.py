@@ -61,10 +61,16 @@ def test_bench_index_builds_a_real_repository_at_a_commit(tmp_path: Path) -> Non
     commit(repo, "2024-01-02", {})
     built = head(repo)
     commit(repo, "2024-01-03", {"later.py": "def later():\n    pass\n"})
-    out = run_bench("index", tmp_path, repo, "--rev", "HEAD~1", "--queries", "4")
+    out = run_bench("index", tmp_path, repo, "--rev", "HEAD~1", "--queries", "4", "--rounds", "2")
     assert (out["corpus"], out["repository"], out["commit"]) == ("repository", str(repo), built)
     assert out["files"] == 3  # main.py, view.ts, README.md
     assert out["chunks"] >= 3 and out["floor_s"] > 0
+    # two rounds of the same commit, each after its own yardsticks; the figure is a round's
+    assert out["rounds"] == 2 and len(out["first_build_runs_s"]) == 2
+    assert out["first_build_s"] == max(out["first_build_runs_s"])  # the upper middle of two
+    assert len(out["floor_runs_s"]) == 3 and len(out["quiet_wait_s"]) == 3
+    assert len(out["first_build_over_floor_runs"]) == 2
+    assert out["first_build_over_floor"] == max(out["first_build_over_floor_runs"])
     assert out["incremental_parsed_blobs"] == 1
     assert out["rows_left_after_delete"] == 0
     assert out["search_queries"] == 4

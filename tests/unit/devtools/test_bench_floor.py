@@ -12,7 +12,7 @@ from palimpsest.devtools.bench.floor import (
     ctags_seconds,
     floor_seconds,
     parse_and_query,
-    ratios,
+    round_ratios,
     universal_ctags,
     wait_for_quiet,
 )
@@ -33,10 +33,26 @@ def test_the_floor_parses_and_queries_every_parsed_file() -> None:
 def test_ctags_is_left_out_where_it_is_not_installed(tmp_path: Path) -> None:
     assert ctags_seconds(CORPUS, tmp_path, None) is None
     assert not (tmp_path / "tags").exists()
-    assert ratios(3.0, {"floor_s": 1.5, "ctags_s": None}) == {
+    assert round_ratios([3.0], {"floor_runs_s": [1.4, 1.6], "ctags_runs_s": []}) == {
         "first_build_over_floor": 2.0,
+        "first_build_over_floor_runs": [2.0],
         "first_build_over_ctags": None,
+        "first_build_over_ctags_runs": [],
     }
+
+
+def test_each_round_is_read_against_the_yardsticks_on_either_side_of_it() -> None:
+    """Round i sits between yardstick runs i and i + 1; the figure is the median round's, so one
+    round on a busy moment (the 9 s build, or a floor run slowed to 3 s) does not move it."""
+    marks = {"floor_runs_s": [1.0, 1.0, 3.0, 1.0], "ctags_runs_s": [0.5, 0.5, 0.5, 0.5]}
+    out = round_ratios([4.0, 4.0, 9.0], marks)
+    assert out["first_build_over_floor_runs"] == [4.0, 2.0, 4.5]
+    assert out["first_build_over_floor"] == 4.0
+    assert out["first_build_over_ctags_runs"] == [8.0, 8.0, 18.0]
+    assert out["first_build_over_ctags"] == 8.0
+    # an even count takes the upper middle round; a missing after-run leaves a round unrated
+    assert round_ratios([2.0, 4.0], {"floor_runs_s": [1.0, 1.0, 1.0]})["first_build_over_floor"] == 4.0
+    assert round_ratios([2.0, 4.0], {"floor_runs_s": [1.0, 1.0]})["first_build_over_floor_runs"] == [2.0]
 
 
 @pytest.mark.skipif(universal_ctags() is None, reason="Universal Ctags is not installed")

@@ -117,10 +117,17 @@ async def bench_tenant_delete(files: int, total_mb: float, batch: int, as_json: 
     help="Build this git repository's tree at --rev instead of a generated one (--files and --total-mb are then unused).",
 )
 @click.option("--rev", default="HEAD", show_default=True, help="The commit of --repo to build.")
+@click.option(
+    "--rounds",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="First builds of the same commit, each followed by its yardsticks; the median round is reported.",
+)
 @_json_option
 @run_async
 async def bench_index(
-    files: int, total_mb: float, queries: int, source: Path | None, rev: str, as_json: bool
+    files: int, total_mb: float, queries: int, source: Path | None, rev: str, rounds: int, as_json: bool
 ) -> None:
     """Build a generated TypeScript repository (or --repo's tree) through the real pipeline; print the figures."""
     from palimpsest.devtools.bench.index import run_bench_index
@@ -128,7 +135,13 @@ async def bench_index(
     if files < 10:
         fail("--files must be at least 10")
     result = await run_bench_index(
-        settings(), files=files, total_bytes=int(total_mb * 1e6), queries=queries, source=source, rev=rev
+        settings(),
+        files=files,
+        total_bytes=int(total_mb * 1e6),
+        queries=queries,
+        source=source,
+        rev=rev,
+        rounds=rounds,
     )
     emit(result, as_json=True)
 

@@ -39,7 +39,7 @@ __all__ = [
     "ctags_seconds",
     "floor_seconds",
     "parse_and_query",
-    "ratios",
+    "round_ratios",
     "universal_ctags",
     "wait_for_quiet",
     "yardsticks",
@@ -179,10 +179,17 @@ def yardsticks(
     }
 
 
-def ratios(first_build_s: float, marks: dict[str, Any]) -> dict[str, float | None]:
-    """The first build against each yardstick (None where a yardstick was not measured)."""
-    floor, ctags = marks.get("floor_s"), marks.get("ctags_s")
-    return {
-        "first_build_over_floor": round(first_build_s / floor, 2) if floor else None,
-        "first_build_over_ctags": round(first_build_s / ctags, 2) if ctags else None,
-    }
+def round_ratios(builds_s: list[float], marks: dict[str, Any]) -> dict[str, Any]:
+    """Each round's first build against the yardstick measured on either side of it (round ``i``
+    between runs ``i`` and ``i + 1`` of ``marks``), and the median round's ratio (the upper middle
+    one for an even count; None where a yardstick was not measured)."""
+    out: dict[str, Any] = {}
+    for name, runs in (("floor", marks.get("floor_runs_s", [])), ("ctags", marks.get("ctags_runs_s", []))):
+        per_round = [
+            round(build / round((runs[i] + runs[i + 1]) / 2, 3), 2)
+            for i, build in enumerate(builds_s)
+            if i + 1 < len(runs) and runs[i] + runs[i + 1] > 0
+        ]
+        out[f"first_build_over_{name}"] = sorted(per_round)[len(per_round) // 2] if per_round else None
+        out[f"first_build_over_{name}_runs"] = per_round
+    return out
