@@ -16,7 +16,8 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-$(STAMP): requirements.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
+$(STAMP): requirements.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml) \
+          libs/index/hatch_build.py libs/index/src/palimpsest/index/_lexical.c
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r requirements.lock

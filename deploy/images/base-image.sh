@@ -5,7 +5,9 @@
 #
 #   $BASE_IMAGE          python3 (3.11), python-is-python3, ca-certificates: the runtime base
 #   $BASE_IMAGE-git      the same plus git: the runtime base of the services that run git
-#   $BASE_IMAGE-build    the same plus python3-venv: the builder stage (never shipped)
+#   $BASE_IMAGE-build-cc the same plus python3-venv and a C compiler with Python's headers (gcc,
+#                        libc6-dev, libpython3.11-dev): the builder stage (never shipped), which
+#                        compiles palimpsest-index's C lexical vector
 #
 # Each has the bookworm security and point-release updates the host's apt sources offer. The
 # Debian mirror is the first one for bookworm in this machine's apt sources (DEBIAN_MIRROR
@@ -20,7 +22,7 @@ SUITE=bookworm
 PACKAGES=python3,python-is-python3,ca-certificates
 BUILDAH=(buildah --storage-driver vfs)
 layout="$IMAGE_CACHE/base-images.oci"
-VARIANTS=("" "-git" "-build")
+VARIANTS=("" "-git" "-build-cc")
 
 log() { printf '%s base-image: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 present() { "${BUILDAH[@]}" inspect --type image "$1" >/dev/null 2>&1; }
@@ -30,11 +32,11 @@ all_present() {
 }
 
 if all_present; then
-  log "$BASE_IMAGE{,-git,-build} are present"
+  log "$BASE_IMAGE{,-git,-build-cc} are present"
   exit 0
 fi
 if [[ -f "$layout/index.json" ]]; then
-  log "loading $BASE_IMAGE{,-git,-build} from $layout"
+  log "loading $BASE_IMAGE{,-git,-build-cc} from $layout"
   for v in "${VARIANTS[@]}"; do
     id=$("${BUILDAH[@]}" pull --quiet "oci:$layout:${BASE_IMAGE##*:}$v" 2>/dev/null) \
       && "${BUILDAH[@]}" tag "$id" "$BASE_IMAGE$v" || true
@@ -110,7 +112,8 @@ add_layer() {  # variant, description, packages...
   "${BUILDAH[@]}" commit --quiet --rm "$ctr" "$BASE_IMAGE$variant" >/dev/null
 }
 add_layer -git "Debian $SUITE (debootstrap): python3, ca-certificates, git" git
-add_layer -build "Debian $SUITE (debootstrap): python3, ca-certificates, python3-venv (build stage)" python3-venv
+add_layer -build-cc "Debian $SUITE (debootstrap): python3, ca-certificates, python3-venv, gcc (build stage)" \
+  python3-venv gcc libc6-dev libpython3.11-dev
 
 mkdir -p "$IMAGE_CACHE"
 rm -rf "$layout.tmp"
@@ -118,4 +121,4 @@ for v in "${VARIANTS[@]}"; do
   "${BUILDAH[@]}" push --quiet "$BASE_IMAGE$v" "oci:$layout.tmp:${BASE_IMAGE##*:}$v"
 done
 rm -rf "$layout" && mv "$layout.tmp" "$layout"
-log "$BASE_IMAGE{,-git,-build} ready ($(du -sh "$layout" | cut -f1) cached in $layout)"
+log "$BASE_IMAGE{,-git,-build-cc} ready ($(du -sh "$layout" | cut -f1) cached in $layout)"

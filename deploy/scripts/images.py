@@ -112,7 +112,7 @@ class Buildah(Engine):
         runtime = f"{base}-git" if service in GIT_SERVICES else base
         command = ["unshare", "--net", *BUILDAH, "bud", "--isolation", "chroot", "--layers=false"]
         command += self.common_args(service, tag, args)
-        command += ["--build-arg", f"PYTHON_IMAGE={runtime}", "--build-arg", f"BUILDER_IMAGE={base}-build"]
+        command += ["--build-arg", f"PYTHON_IMAGE={runtime}", "--build-arg", f"BUILDER_IMAGE={base}-build-cc"]
         return [*command, "."]
 
     def image_facts(self, tag: str) -> tuple[str, int]:

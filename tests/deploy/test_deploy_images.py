@@ -154,6 +154,16 @@ def test_dockerfile_copies_only_paths_that_exist_and_runs_non_root() -> None:
     assert re.search(r"^FROM \$\{PYTHON_IMAGE\} AS runtime$", text, re.M)
 
 
+def test_the_first_party_wheels_must_carry_the_c_lexical_vector() -> None:
+    """palimpsest-index's build hook compiles its C lexical vector; the image build requires it
+    (and checks the installed venv has it) instead of shipping the slower Python fallback."""
+    wheels = [r for r in _run_instructions() if "pip wheel" in r]
+    assert len(wheels) == 1
+    assert "PALIMPSEST_NATIVE=require /opt/build/bin/pip wheel" in wheels[0]
+    assert 'python -c "from palimpsest.index import tokens; assert tokens.NATIVE"' in wheels[0]
+    assert any("command -v cc" in r and "gcc" in r for r in _run_instructions())
+
+
 def test_helper_script_check_mode_passes() -> None:
     assert lock_subset.main(["--root", str(REPO_ROOT), "--check"]) == 0
 

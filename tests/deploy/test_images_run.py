@@ -126,6 +126,8 @@ print(json.dumps({
                        + glob.glob("/opt/venv/lib/python3*/site-packages/pip")),
     "executables": {n: shutil.which(n) for n in ("pip", "pip3") + COMPILERS},
     "git": shutil.which("git"),
+    "native": subprocess.run(["/opt/venv/bin/python", "-c", "from palimpsest.index import tokens; print(tokens.NATIVE)"],
+                             capture_output=True, text=True).stdout.strip(),
     "no_new_privs": [l.split()[1] for l in open("/proc/self/status") if l.startswith("NoNewPrivs")][0],
     "cap_eff": [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0],
 }))
@@ -150,6 +152,7 @@ def test_runtime_is_non_root_read_only_without_pip_or_compiler(
     assert facts["pip_importable"] == [] and facts["pip_dirs"] == []
     assert {name: path for name, path in facts["executables"].items() if path} == {}
     assert (facts["git"] is not None) == (service in GIT_SERVICES), facts["git"]
+    assert facts["native"] == "True"  # palimpsest-index's C lexical vector, compiled in the builder
 
 
 @pytest.mark.parametrize("service", SERVICES)

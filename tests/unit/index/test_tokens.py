@@ -165,3 +165,77 @@ def test_the_ascii_path_expands_as_the_general_one(text: str) -> None:
 def test_compounds_are_found_as_by_the_plain_pattern(text: str) -> None:
     plain = re.compile(r"[\w$]+(?:(?:::|[./\\-])[\w$]+)*")
     assert tokens._COMPOUND.findall(text) == plain.findall(text)
+
+
+# The C form of lexical_vector must write exactly the Python form's bytes (or say it cannot).
+_VECTOR_TEXTS = [
+    "",
+    "a",
+    "get user getuser user",
+    "  x\ty\nz\x0bw\x0cv\rq  ",  # every ASCII separator bytes.split() knows
+    "1e 0x1f 123 007 e10 12e a1b2 1a 0 00 1ex 1e1ex 5e5e5",
+    " ".join(["loop"] * 255 + ["other"] * 255),
+    " ".join(["loop"] * 256),
+    " ".join(f"w{i}" for i in range(16_383)),  # every position tsvector stores
+    " ".join(f"w{i}" for i in range(16_384)),  # one past them
+    "x" * MAX_TOKEN_BYTES + " short x",
+    "ab abc a ab\x00c",  # a prefix sorts first; NUL is an ordinary byte here
+    "straße café",
+    "file\x1cseparator unit\x1fseparator",  # str.split() splits there, bytes.split() does not
+]
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+@pytest.mark.parametrize("text", _VECTOR_TEXTS, ids=range(len(_VECTOR_TEXTS)))
+def test_the_c_vector_is_the_python_vector(text: str) -> None:
+    assert tokens.lexical_vector(text) == tokens.python_lexical_vector(text)
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(
+    st.lists(st.text(alphabet="abe0123456789xyz", min_size=1, max_size=6), max_size=400).map(" ".join)
+    | st.text(alphabet="ab e1\t\n\x0b\x1c\x1f\x00é", max_size=200)
+)
+def test_any_token_list_gives_the_python_vector(text: str) -> None:
+    assert tokens.lexical_vector(text) == tokens.python_lexical_vector(text)
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+def test_the_c_vector_of_real_code_is_the_python_vector() -> None:
+    from palimpsest.devtools.bench.index import generate
+
+    documents = [code_tokens(text) for _, text, _ in generate(40, 60_000)]
+    assert all(tokens.lexical_vector(d) == tokens.python_lexical_vector(d) for d in documents)
+    assert all(tokens.lexical_vector(d) is not None for d in documents)
+
+
+def test_the_c_vector_is_built_where_a_compiler_is() -> None:
+    """A checkout set up on a machine with a C compiler (``make setup``) has the C form: a build
+    that silently fell back to Python would only show as a slower first build."""
+    import shutil
+    import sysconfig
+
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    assert tokens.NATIVE or shutil.which(compiler) is None
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+@settings(max_examples=500, deadline=None, derandomize=True, database=None)
+@given(st.text(alphabet="aZ_$9.:-/\\ \n\t(){}<>,;'\"#@", max_size=120))
+def test_the_c_compound_scan_is_the_pattern(text: str) -> None:
+    assert tokens._compounds(text) == tokens._COMPOUND.findall(text)
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+def test_the_c_compound_scan_leaves_other_text_to_the_pattern() -> None:
+    from palimpsest.devtools.bench.index import generate
+    from palimpsest.index import _lexical
+
+    assert _lexical.compounds("a::b::c x.y a:b a:::b a.-b -a- ./x\\y $s_1") == [
+        "a::b::c", "x.y", "a", "b", "a", "b", "a", "b", "a", "x\\y", "$s_1"
+    ]  # fmt: skip
+    assert _lexical.compounds("naïve_parser.ünïcode") is NotImplemented
+    assert tokens._compounds("naïve_parser.ünïcode x") == ["naïve_parser.ünïcode", "x"]
+    documents = [text for _, text, _ in generate(30, 40_000)]
+    assert all(_lexical.compounds(d) == tokens._COMPOUND.findall(d) for d in documents)

@@ -1,0 +1,194 @@
+/* The chunker's hot loops in C, each giving exactly what its Python form in palimpsest.index.tokens
+ * gives: ``compounds`` (the identifier compounds of a text) and ``lexical_vector``.
+ *
+ * ``compounds`` is ``_COMPOUND.findall(text)`` for ASCII text -- runs of [A-Za-z0-9_$] joined by
+ * ``::``, ``.``, ``/``, ``\`` or ``-`` where another run follows -- and NotImplemented for any other
+ * text (the pattern's \w is Unicode-aware there).
+ *
+ * A chunk's tokens (code_tokens output: ASCII words separated by spaces) become tsvector's binary
+ * form: the lexeme count (int32), then each distinct word in bytewise order, NUL-terminated, with
+ * its position count (uint16) and its positions (uint16 each, ascending, 1-based, weight D).
+ * None where PostgreSQL's parser could read the text otherwise (see tokens.lexical_vector), and
+ * NotImplemented where only the Python implementation can say (a \x1c-\x1f character, which
+ * str.split treats as whitespace and bytes.split does not). Words are grouped with a small open
+ * addressing table (one per call), then only the distinct words are sorted. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_POSITION 16383 /* the highest position tsvector stores (MAXENTRYPOS - 1) */
+#define MAX_POSITIONS 255  /* positions to_tsvector keeps per lexeme (MAXNUMPOS - 1) */
+
+typedef struct {
+    const char *at;
+    uint32_t len;
+    uint32_t count;
+    uint32_t first; /* index of the first occurrence in `next`, chained in order */
+    uint32_t last;
+} Lexeme;
+
+static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* digits, 'e', a digit at the start of a word: a number in scientific notation to the parser */
+static int exponent_like(const char *w, uint32_t len) {
+    uint32_t i = 0;
+    while (i < len && w[i] >= '0' && w[i] <= '9') i++;
+    return i > 0 && i + 1 < len && w[i] == 'e' && w[i + 1] >= '0' && w[i + 1] <= '9';
+}
+
+static int bytewise(const void *a, const void *b) {
+    const Lexeme *x = *(const Lexeme *const *)a, *y = *(const Lexeme *const *)b;
+    int c = memcmp(x->at, y->at, x->len < y->len ? x->len : y->len);
+    if (c) return c;
+    return x->len < y->len ? -1 : (x->len > y->len);
+}
+
+static uint64_t hash(const char *s, uint32_t len) {
+    uint64_t h = 1469598103934665603ULL;
+    for (uint32_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static PyObject *lexical_vector(PyObject *Py_UNUSED(self), PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "tokens must be a str");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
+    const char *text = (const char *)PyUnicode_1BYTE_DATA(arg);
+    for (Py_ssize_t i = 0; i < size; i++)
+        if (text[i] >= 0x1c && text[i] <= 0x1f) Py_RETURN_NOTIMPLEMENTED;
+
+    /* at most MAX_POSITION words, each at least one character and one separator */
+    Py_ssize_t most = size / 2 + 1 < MAX_POSITION + 1 ? size / 2 + 1 : MAX_POSITION + 1;
+    size_t slots = 16;
+    while (slots < (size_t)most * 2) slots <<= 1;
+    Lexeme *lexemes = PyMem_Malloc(sizeof(Lexeme) * (size_t)most);
+    Lexeme **table = PyMem_Calloc(slots, sizeof(Lexeme *));
+    uint32_t *next = PyMem_Malloc(sizeof(uint32_t) * ((size_t)most + 1));
+    PyObject *result = NULL;
+    if (!lexemes || !table || !next) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint32_t n = 0, distinct = 0;
+    Py_ssize_t bytes = 4;
+    for (Py_ssize_t i = 0; i < size;) {
+        while (i < size && is_space((unsigned char)text[i])) i++;
+        if (i >= size) break;
+        Py_ssize_t start = i;
+        while (i < size && !is_space((unsigned char)text[i])) i++;
+        const char *word = text + start;
+        uint32_t len = (uint32_t)(i - start);
+        if (n == MAX_POSITION || exponent_like(word, len)) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        n++; /* this word's position */
+        size_t slot = (size_t)hash(word, len) & (slots - 1);
+        Lexeme *found;
+        while ((found = table[slot]) != NULL && (found->len != len || memcmp(found->at, word, len) != 0))
+            slot = (slot + 1) & (slots - 1);
+        if (found == NULL) {
+            found = table[slot] = &lexemes[distinct++];
+            found->at = word;
+            found->len = len;
+            found->count = 0;
+            found->first = n;
+            bytes += len + 3;
+        } else {
+            next[found->last] = n;
+        }
+        if (++found->count > MAX_POSITIONS) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        found->last = n;
+        next[n] = 0;
+        bytes += 2;
+    }
+    /* the distinct lexemes in bytewise order: reuse the table's first slots as the sort array */
+    for (uint32_t d = 0; d < distinct; d++) table[d] = &lexemes[d];
+    qsort(table, distinct, sizeof(Lexeme *), bytewise);
+    result = PyBytes_FromStringAndSize(NULL, bytes);
+    if (result == NULL) goto done;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+    *out++ = (unsigned char)(distinct >> 24);
+    *out++ = (unsigned char)(distinct >> 16);
+    *out++ = (unsigned char)(distinct >> 8);
+    *out++ = (unsigned char)distinct;
+    for (uint32_t d = 0; d < distinct; d++) {
+        const Lexeme *lexeme = table[d];
+        memcpy(out, lexeme->at, lexeme->len);
+        out += lexeme->len;
+        *out++ = 0;
+        *out++ = (unsigned char)(lexeme->count >> 8);
+        *out++ = (unsigned char)lexeme->count;
+        for (uint32_t p = lexeme->first; p != 0; p = next[p]) {
+            *out++ = (unsigned char)(p >> 8);
+            *out++ = (unsigned char)p;
+        }
+    }
+done:
+    PyMem_Free(lexemes);
+    PyMem_Free(table);
+    PyMem_Free(next);
+    return result;
+}
+
+static int is_word(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$';
+}
+
+static PyObject *compounds(PyObject *Py_UNUSED(self), PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "text must be a str");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
+    const unsigned char *text = PyUnicode_1BYTE_DATA(arg);
+    PyObject *found = PyList_New(0);
+    if (found == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < size;) {
+        while (i < size && !is_word(text[i])) i++;
+        if (i >= size) break;
+        Py_ssize_t start = i;
+        while (i < size && is_word(text[i])) i++;
+        for (;;) { /* a separator extends the compound only where a run follows it */
+            Py_ssize_t j = i;
+            if (j + 1 < size && text[j] == ':' && text[j + 1] == ':')
+                j += 2;
+            else if (j < size && (text[j] == '.' || text[j] == '/' || text[j] == '\\' || text[j] == '-'))
+                j += 1;
+            else
+                break;
+            if (j >= size || !is_word(text[j])) break;
+            for (i = j; i < size && is_word(text[i]);) i++;
+        }
+        PyObject *compound = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, text + start, i - start);
+        if (compound == NULL || PyList_Append(found, compound) < 0) {
+            Py_XDECREF(compound);
+            Py_DECREF(found);
+            return NULL;
+        }
+        Py_DECREF(compound);
+    }
+    return found;
+}
+
+static PyMethodDef methods[] = {
+    {"compounds", compounds, METH_O, "_COMPOUND.findall(text) for ASCII text; NotImplemented otherwise."},
+    {"lexical_vector", lexical_vector, METH_O,
+     "to_tsvector('simple', tokens) in tsvector's binary form; None or NotImplemented where it cannot say."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_lexical", .m_doc = NULL, .m_size = -1, .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__lexical(void) { return PyModule_Create(&module); }
