@@ -239,3 +239,20 @@ def test_the_c_compound_scan_leaves_other_text_to_the_pattern() -> None:
     assert tokens._compounds("naïve_parser.ünïcode x") == ["naïve_parser.ünïcode", "x"]
     documents = [text for _, text, _ in generate(30, 40_000)]
     assert all(_lexical.compounds(d) == tokens._COMPOUND.findall(d) for d in documents)
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+@settings(max_examples=1000, deadline=None, derandomize=True, database=None)
+@given(st.text(alphabet="aAbBzZ09_$.:-/\\xX", max_size=40))
+def test_the_c_expansion_is_the_python_expansion(compound: str) -> None:
+    assert tokens._expand(compound) == tokens._python_expand(compound)
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+@pytest.mark.parametrize(
+    "compound",
+    ["", "a", "ab", "x" * MAX_TOKEN_BYTES, "x" * (MAX_TOKEN_BYTES + 1), "Ab" * MAX_TOKEN_BYTES, "a:::b", "a:b",
+     "HTTPServer", "XMLHttpRequest.parseJSON2Yaml", "$scope", "__init__", "src/billing/invoice_line.py", "naïveParser"],
+)  # fmt: skip
+def test_the_c_expansion_of_edge_compounds(compound: str) -> None:
+    assert tokens._expand(compound) == tokens._python_expand(compound)

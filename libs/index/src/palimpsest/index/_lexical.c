@@ -1,9 +1,12 @@
 /* The chunker's hot loops in C, each giving exactly what its Python form in palimpsest.index.tokens
- * gives: ``compounds`` (the identifier compounds of a text) and ``lexical_vector``.
+ * gives: ``compounds`` (the identifier compounds of a text), ``expand`` (one compound's tokens) and
+ * ``lexical_vector``.
  *
  * ``compounds`` is ``_COMPOUND.findall(text)`` for ASCII text -- runs of [A-Za-z0-9_$] joined by
  * ``::``, ``.``, ``/``, ``\`` or ``-`` where another run follows -- and NotImplemented for any other
- * text (the pattern's \w is Unicode-aware there).
+ * text (the pattern's \w is Unicode-aware there). ``expand`` is ``_expand`` for an ASCII compound:
+ * the whole joined, each segment joined and each segment's words (case and digit boundaries),
+ * lower-cased, kept from 2 to MAX_TOKEN_BYTES characters; NotImplemented for any other compound.
  *
  * A chunk's tokens (code_tokens output: ASCII words separated by spaces) become tsvector's binary
  * form: the lexeme count (int32), then each distinct word in bytewise order, NUL-terminated, with
@@ -180,8 +183,117 @@ static PyObject *compounds(PyObject *Py_UNUSED(self), PyObject *arg) {
     return found;
 }
 
+#define MIN_TOKEN_CHARS 2
+#define MAX_TOKEN_BYTES 2046
+
+static int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
+static int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* The next match of [A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+ in s[*at..end) (re.findall's order):
+ * its start and length, or 0 when there is none. */
+static Py_ssize_t next_word(const unsigned char *s, Py_ssize_t end, Py_ssize_t *at) {
+    for (Py_ssize_t i = *at; i < end; i++) {
+        Py_ssize_t j = i;
+        if (is_upper(s[i])) {
+            while (j < end && is_upper(s[j])) j++;
+            if (j >= end || !is_lower(s[j])) { *at = i; return j - i; }
+            if (j - i >= 2) { *at = i; return j - i - 1; } /* HTTPServer: HTTP, then Server */
+            for (j = i + 1; j < end && is_lower(s[j]);) j++; /* Server */
+            *at = i;
+            return j - i;
+        }
+        if (is_lower(s[i]) || is_digit(s[i])) {
+            int digits = is_digit(s[i]);
+            while (j < end && (digits ? is_digit(s[j]) : is_lower(s[j]))) j++;
+            *at = i;
+            return j - i;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    char *data;
+    Py_ssize_t len;
+    Py_ssize_t count;
+} Out; /* space-joined tokens; room for them is allocated up front */
+
+static void put(Out *out, const char *token, Py_ssize_t len) {
+    if (len < MIN_TOKEN_CHARS || len > MAX_TOKEN_BYTES) return;
+    if (out->count++) out->data[out->len++] = ' ';
+    memcpy(out->data + out->len, token, (size_t)len);
+    out->len += len;
+}
+
+/* tokens._expand for an ASCII compound: (space-joined tokens, token count, their bytes + 1) */
+static PyObject *expand(PyObject *Py_UNUSED(self), PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "compound must be a str");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
+    const unsigned char *s = PyUnicode_1BYTE_DATA(arg);
+    int plain = size >= MIN_TOKEN_CHARS;
+    for (Py_ssize_t i = 0; plain && i < size; i++) plain = is_lower(s[i]);
+    if (plain) { /* a keyword or a lower-case name: itself */
+        if (size > MAX_TOKEN_BYTES) return Py_BuildValue("(sii)", "", 0, 0);
+        return Py_BuildValue("(Oin)", arg, 1, size + 1);
+    }
+    /* every word, lower-cased, end to end (the compound's whole form); where each word and each
+     * segment begins in it */
+    char *words = PyMem_Malloc((size_t)size + 1);
+    Py_ssize_t *word_start = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)size + 2));
+    Py_ssize_t *segment_word = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)size + 2));
+    /* the whole, then per segment its joined form and its words: at most 3 * size characters and a
+     * separator per token of two or more */
+    Out out = {PyMem_Malloc((size_t)size * 5 + 8), 0, 0};
+    PyObject *result = NULL;
+    if (!words || !word_start || !segment_word || !out.data) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nwords = 0, nsegments = 0, length = 0;
+    for (Py_ssize_t start = 0; start <= size;) {
+        Py_ssize_t stop = start, next;
+        for (;;) { /* a segment ends at :: or one of ./\- (re.split(r"::|[./\\-]")) or the end */
+            if (stop >= size) { next = size + 1; break; }
+            if (stop + 1 < size && s[stop] == ':' && s[stop + 1] == ':') { next = stop + 2; break; }
+            if (s[stop] == '.' || s[stop] == '/' || s[stop] == '\\' || s[stop] == '-') { next = stop + 1; break; }
+            stop++;
+        }
+        Py_ssize_t first = nwords, at = start, len;
+        while ((len = next_word(s, stop, &at)) > 0) {
+            word_start[nwords++] = length;
+            for (Py_ssize_t k = 0; k < len; k++, at++)
+                words[length++] = (char)(is_upper(s[at]) ? s[at] + 32 : s[at]);
+        }
+        if (nwords > first) segment_word[nsegments++] = first; /* an empty segment yields nothing */
+        start = next;
+    }
+    word_start[nwords] = length;
+    segment_word[nsegments] = nwords;
+    if (nsegments > 1) put(&out, words, length);
+    for (Py_ssize_t g = 0; g < nsegments; g++) {
+        Py_ssize_t first = segment_word[g], last = segment_word[g + 1];
+        put(&out, words + word_start[first], word_start[last] - word_start[first]);
+        if (last - first > 1)
+            for (Py_ssize_t w = first; w < last; w++) put(&out, words + word_start[w], word_start[w + 1] - word_start[w]);
+    }
+    PyObject *text = PyUnicode_FromStringAndSize(out.data, out.len);
+    if (text != NULL) result = Py_BuildValue("(Nnn)", text, out.count, out.len + 1);
+done:
+    PyMem_Free(words);
+    PyMem_Free(word_start);
+    PyMem_Free(segment_word);
+    PyMem_Free(out.data);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"compounds", compounds, METH_O, "_COMPOUND.findall(text) for ASCII text; NotImplemented otherwise."},
+    {"expand", expand, METH_O, "tokens._expand(compound) for an ASCII compound; NotImplemented otherwise."},
     {"lexical_vector", lexical_vector, METH_O,
      "to_tsvector('simple', tokens) in tsvector's binary form; None or NotImplemented where it cannot say."},
     {NULL, NULL, 0, NULL},

@@ -85,7 +85,16 @@ def _part_words(segment: str) -> list[str]:
 
 
 def _expand(compound: str) -> tuple[str, int, int]:
-    """Tokens for one compound as ``(space-joined tokens, token count, UTF-8 bytes + spaces)``."""
+    """Tokens for one compound as ``(space-joined tokens, token count, UTF-8 bytes + spaces)``;
+    in C for an ASCII compound where the C forms are built."""
+    if _native_expand is not None:
+        found = _native_expand(compound)
+        if found is not NotImplemented:
+            return found
+    return _python_expand(compound)
+
+
+def _python_expand(compound: str) -> tuple[str, int, int]:
     if _PLAIN_WORD.fullmatch(compound):  # the common case: a keyword or a lower-case name
         return (compound, 1, len(compound) + 1) if len(compound) <= MAX_TOKEN_BYTES else ("", 0, 0)
     segments = [s for s in _SEGMENT_SEPARATORS.split(compound) if s]
@@ -253,9 +262,11 @@ try:  # the C forms, where the package was built with them (hatch_build.py)
 except ImportError:  # a build without a C compiler
     _lexical = None  # type: ignore[assignment]
 NATIVE = _lexical is not None
-"""Whether :func:`lexical_vector` and the compound scan of :func:`code_tokens` have their C forms."""
+"""Whether :func:`lexical_vector` and the compound scan and expansion of :func:`code_tokens` have
+their C forms."""
 _native_lexical_vector = _lexical.lexical_vector if _lexical is not None else None
 _native_compounds = _lexical.compounds if _lexical is not None else None
+_native_expand = _lexical.expand if _lexical is not None else None
 
 
 def _compounds(text: str) -> list[str]:
