@@ -93,3 +93,18 @@ def test_what_the_hook_compiles_writes_the_python_bytes(
     monkeypatch.setenv("CC", "/nonexistent/cc")
     with pytest.raises(hook.NativeUnavailable, match="no C compiler"):
         hook.compile_extension(INDEX / hook.SOURCE, tmp_path / "never.so")
+
+
+def test_a_module_built_from_another_version_of_the_c_file_is_not_used() -> None:
+    """A checkout updated without rebuilding keeps its old ``_lexical``: tokens must not call what
+    it may lack (it then runs on the Python forms, ``NATIVE`` false, which the compiler test in
+    test_tokens reports)."""
+    stale = ModuleType("palimpsest.index._lexical")
+    stale.VERSION = tokens._LEXICAL_VERSION - 1  # type: ignore[attr-defined]
+    assert tokens._usable(stale) is None
+    assert tokens._usable(ModuleType("no_version")) is None
+    assert tokens._usable(None) is None
+    if tokens.NATIVE:
+        from palimpsest.index import _lexical
+
+        assert tokens._usable(_lexical) is _lexical

@@ -303,4 +303,15 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, .m_name = "_lexical", .m_doc = NULL, .m_size = -1, .m_methods = methods,
 };
 
-PyMODINIT_FUNC PyInit__lexical(void) { return PyModule_Create(&module); }
+/* Raised whenever a function is added or changes what it returns: tokens.py ignores a module
+ * built from another version of this file (a checkout updated without rebuilding it). */
+#define VERSION 2
+
+PyMODINIT_FUNC PyInit__lexical(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "VERSION", VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

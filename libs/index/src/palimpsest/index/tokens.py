@@ -24,6 +24,7 @@ import struct
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
+from types import ModuleType
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -257,10 +258,20 @@ _POSITIONS = tuple(struct.pack(">H", n) for n in range(1, _MAX_POSITION + 1))  #
 _COUNTS = tuple(struct.pack(">H", n) for n in range(_MAX_POSITIONS + 1))
 
 
+_LEXICAL_VERSION = 2  # what _lexical.c's VERSION must be
+
+
+def _usable(module: ModuleType | None) -> ModuleType | None:
+    """``module`` where it was built from this version of ``_lexical.c``; None for a module built
+    from another (a checkout updated without rebuilding it), whose functions may differ."""
+    return module if getattr(module, "VERSION", None) == _LEXICAL_VERSION else None
+
+
 try:  # the C forms, where the package was built with them (hatch_build.py)
     from palimpsest.index import _lexical
 except ImportError:  # a build without a C compiler
     _lexical = None  # type: ignore[assignment]
+_lexical = _usable(_lexical)  # type: ignore[assignment]
 NATIVE = _lexical is not None
 """Whether :func:`lexical_vector` and the compound scan and expansion of :func:`code_tokens` have
 their C forms."""
