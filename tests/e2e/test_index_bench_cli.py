@@ -32,7 +32,7 @@ def test_bench_index_reports_the_floor_and_ctags(tmp_path: Path) -> None:
     assert out["floor_workers"] >= 1
     assert out["floor_s"] > 0
     assert len(out["floor_runs_s"]) == 2  # before and after the first build
-    assert out["floor_s"] == round(sum(out["floor_runs_s"]) / 2, 3)
+    assert out["floor_s"] == round(sum(out["floor_runs_s"]) / 2, 6)
     assert len(out["quiet_wait_s"]) == 2 and isinstance(out["quiet"], bool)
     assert out["first_build_over_floor"] == round(out["first_build_s"] / out["floor_s"], 2)
     if universal_ctags() is None:

@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 _CTAGS_TIMEOUT_S = 1800.0
+SECONDS_DIGITS = 6  # a yardstick of a few small files takes well under a millisecond: never round it to 0
 QUIET_CORES = 0.3  # the whole machine's CPU use, in cores, below which it counts as quiet
 QUIET_SAMPLES = 2  # consecutive quiet samples of QUIET_SAMPLE_S each
 QUIET_SAMPLE_S = 0.5
@@ -166,15 +167,15 @@ def yardsticks(
     floor = floor_seconds(corpus, workers=limits.workers, batch_bytes=limits.batch_bytes)
     ctags = ctags_seconds(corpus, root, universal_ctags())
     earlier = before or {}
-    floors = [*earlier.get("floor_runs_s", []), round(floor, 3)]
-    ctagses = [*earlier.get("ctags_runs_s", []), *([] if ctags is None else [round(ctags, 3)])]
+    floors = [*earlier.get("floor_runs_s", []), round(floor, SECONDS_DIGITS)]
+    ctagses = [*earlier.get("ctags_runs_s", []), *([] if ctags is None else [round(ctags, SECONDS_DIGITS)])]
     return {
         "quiet_wait_s": [*earlier.get("quiet_wait_s", []), round(waited, 1)],
         "quiet": quiet and earlier.get("quiet", True),
         "floor_workers": limits.workers,
-        "floor_s": round(sum(floors) / len(floors), 3),
+        "floor_s": round(sum(floors) / len(floors), SECONDS_DIGITS),
         "floor_runs_s": floors,
-        "ctags_s": round(sum(ctagses) / len(ctagses), 3) if ctagses else None,
+        "ctags_s": round(sum(ctagses) / len(ctagses), SECONDS_DIGITS) if ctagses else None,
         "ctags_runs_s": ctagses,
     }
 
@@ -186,7 +187,7 @@ def round_ratios(builds_s: list[float], marks: dict[str, Any]) -> dict[str, Any]
     out: dict[str, Any] = {}
     for name, runs in (("floor", marks.get("floor_runs_s", [])), ("ctags", marks.get("ctags_runs_s", []))):
         per_round = [
-            round(build / round((runs[i] + runs[i + 1]) / 2, 3), 2)
+            round(build / round((runs[i] + runs[i + 1]) / 2, SECONDS_DIGITS), 2)
             for i, build in enumerate(builds_s)
             if i + 1 < len(runs) and runs[i] + runs[i + 1] > 0
         ]
