@@ -53,26 +53,8 @@ def test_without_a_compiler_the_wheel_is_pure_python_or_refused(tmp_path: Path) 
     assert not list((tmp_path / "require").glob("*.whl"))
 
 
-def test_an_unknown_mode_is_named() -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            "/dev/null",
-            str(INDEX),
-        ],
-        env={**os.environ, "PALIMPSEST_NATIVE": "sometimes"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def test_an_unknown_mode_is_named(tmp_path: Path) -> None:
+    result = _wheel(tmp_path, PALIMPSEST_NATIVE="sometimes")
     assert result.returncode != 0 and "PALIMPSEST_NATIVE must be one of auto, require, off" in result.stderr
 
 

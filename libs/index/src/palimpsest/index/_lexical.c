@@ -33,12 +33,29 @@ typedef struct {
 } Lexeme;
 
 static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+static int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
+static int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+static int is_word(unsigned char c) { return is_upper(c) || is_lower(c) || is_digit(c) || c == '_' || c == '$'; }
+
+/* The length of the compound separator at s[i] (``::``, or one of ``./\-``), or 0 where there is none */
+static Py_ssize_t separator(const unsigned char *s, Py_ssize_t i, Py_ssize_t size) {
+    if (i + 1 < size && s[i] == ':' && s[i + 1] == ':') return 2;
+    return i < size && (s[i] == '.' || s[i] == '/' || s[i] == '\\' || s[i] == '-');
+}
+
+/* Whether ``arg`` is a str, setting TypeError (naming it ``what``) where it is not */
+static int is_str(PyObject *arg, const char *what) {
+    if (PyUnicode_Check(arg)) return 1;
+    PyErr_Format(PyExc_TypeError, "%s must be a str", what);
+    return 0;
+}
 
 /* digits, 'e', a digit at the start of a word: a number in scientific notation to the parser */
 static int exponent_like(const char *w, uint32_t len) {
     uint32_t i = 0;
-    while (i < len && w[i] >= '0' && w[i] <= '9') i++;
-    return i > 0 && i + 1 < len && w[i] == 'e' && w[i + 1] >= '0' && w[i + 1] <= '9';
+    while (i < len && is_digit((unsigned char)w[i])) i++;
+    return i > 0 && i + 1 < len && w[i] == 'e' && is_digit((unsigned char)w[i + 1]);
 }
 
 static int bytewise(const void *a, const void *b) {
@@ -55,10 +72,7 @@ static uint64_t hash(const char *s, uint32_t len) {
 }
 
 static PyObject *lexical_vector(PyObject *Py_UNUSED(self), PyObject *arg) {
-    if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "tokens must be a str");
-        return NULL;
-    }
+    if (!is_str(arg, "tokens")) return NULL;
     if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
     Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
     const char *text = (const char *)PyUnicode_1BYTE_DATA(arg);
@@ -142,15 +156,8 @@ done:
     return result;
 }
 
-static int is_word(unsigned char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$';
-}
-
 static PyObject *compounds(PyObject *Py_UNUSED(self), PyObject *arg) {
-    if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "text must be a str");
-        return NULL;
-    }
+    if (!is_str(arg, "text")) return NULL;
     if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NOTIMPLEMENTED;
     Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
     const unsigned char *text = PyUnicode_1BYTE_DATA(arg);
@@ -162,14 +169,8 @@ static PyObject *compounds(PyObject *Py_UNUSED(self), PyObject *arg) {
         Py_ssize_t start = i;
         while (i < size && is_word(text[i])) i++;
         for (;;) { /* a separator extends the compound only where a run follows it */
-            Py_ssize_t j = i;
-            if (j + 1 < size && text[j] == ':' && text[j + 1] == ':')
-                j += 2;
-            else if (j < size && (text[j] == '.' || text[j] == '/' || text[j] == '\\' || text[j] == '-'))
-                j += 1;
-            else
-                break;
-            if (j >= size || !is_word(text[j])) break;
+            Py_ssize_t j = i + separator(text, i, size);
+            if (j == i || j >= size || !is_word(text[j])) break;
             for (i = j; i < size && is_word(text[i]);) i++;
         }
         PyObject *compound = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, text + start, i - start);
@@ -185,10 +186,6 @@ static PyObject *compounds(PyObject *Py_UNUSED(self), PyObject *arg) {
 
 #define MIN_TOKEN_CHARS 2
 #define MAX_TOKEN_BYTES 2046
-
-static int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
-static int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
-static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
 /* The next match of [A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+ in s[*at..end) (re.findall's order):
  * its start and length, or 0 when there is none. */
@@ -228,10 +225,7 @@ static void put(Out *out, const char *token, Py_ssize_t len) {
 
 /* tokens._expand for an ASCII compound: (space-joined tokens, token count, their bytes + 1) */
 static PyObject *expand(PyObject *Py_UNUSED(self), PyObject *arg) {
-    if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "compound must be a str");
-        return NULL;
-    }
+    if (!is_str(arg, "compound")) return NULL;
     if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NOTIMPLEMENTED;
     Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
     const unsigned char *s = PyUnicode_1BYTE_DATA(arg);
@@ -256,13 +250,10 @@ static PyObject *expand(PyObject *Py_UNUSED(self), PyObject *arg) {
     }
     Py_ssize_t nwords = 0, nsegments = 0, length = 0;
     for (Py_ssize_t start = 0; start <= size;) {
-        Py_ssize_t stop = start, next;
-        for (;;) { /* a segment ends at :: or one of ./\- (re.split(r"::|[./\\-]")) or the end */
-            if (stop >= size) { next = size + 1; break; }
-            if (stop + 1 < size && s[stop] == ':' && s[stop + 1] == ':') { next = stop + 2; break; }
-            if (s[stop] == '.' || s[stop] == '/' || s[stop] == '\\' || s[stop] == '-') { next = stop + 1; break; }
-            stop++;
-        }
+        /* a segment ends at a separator (re.split(r"::|[./\\-]")) or the end */
+        Py_ssize_t stop = start, gap = 0;
+        while (stop < size && (gap = separator(s, stop, size)) == 0) stop++;
+        Py_ssize_t next = stop < size ? stop + gap : size + 1;
         Py_ssize_t first = nwords, at = start, len;
         while ((len = next_word(s, stop, &at)) > 0) {
             word_start[nwords++] = length;

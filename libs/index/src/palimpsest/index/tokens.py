@@ -22,9 +22,11 @@ from __future__ import annotations
 import re
 import struct
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 from types import ModuleType
+from typing import TypeVar, cast
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -85,17 +87,9 @@ def _part_words(segment: str) -> list[str]:
     return [w for p in _WORD_SEPARATORS.split(segment) if p for w in _words(p)]
 
 
-def _expand(compound: str) -> tuple[str, int, int]:
-    """Tokens for one compound as ``(space-joined tokens, token count, UTF-8 bytes + spaces)``;
-    in C for an ASCII compound where the C forms are built."""
-    if _native_expand is not None:
-        found = _native_expand(compound)
-        if found is not NotImplemented:
-            return found
-    return _python_expand(compound)
-
-
 def _python_expand(compound: str) -> tuple[str, int, int]:
+    """Tokens for one compound as ``(space-joined tokens, token count, UTF-8 bytes + spaces)``
+    (``_expand``: in C for an ASCII compound where the C forms are built)."""
     if _PLAIN_WORD.fullmatch(compound):  # the common case: a keyword or a lower-case name
         return (compound, 1, len(compound) + 1) if len(compound) <= MAX_TOKEN_BYTES else ("", 0, 0)
     segments = [s for s in _SEGMENT_SEPARATORS.split(compound) if s]
@@ -207,21 +201,6 @@ def query_terms(q: str) -> list[QueryTerm]:
     return list(dict.fromkeys(t for t in terms if t is not None))
 
 
-def lexical_vector(tokens: str) -> bytes | None:
-    """``to_tsvector('simple', tokens)`` in tsvector's binary wire format, for ``code_tokens`` output;
-    None where only PostgreSQL's parser can say (:func:`python_lexical_vector` has the rules).
-
-    The C form (``palimpsest.index._lexical``, built with the package where a compiler is found:
-    ``NATIVE``) writes the same bytes about six times faster; it leaves the text to the Python form
-    only where the two could split it differently (a control character ``str.split`` treats as
-    whitespace and ``bytes.split`` does not)."""
-    if _native_lexical_vector is not None:
-        built = _native_lexical_vector(tokens)
-        if built is not NotImplemented:
-            return built
-    return python_lexical_vector(tokens)
-
-
 def python_lexical_vector(tokens: str) -> bytes | None:
     """``to_tsvector('simple', tokens)`` in tsvector's binary wire format, for ``code_tokens`` output.
 
@@ -275,15 +254,32 @@ _lexical = _usable(_lexical)  # type: ignore[assignment]
 NATIVE = _lexical is not None
 """Whether :func:`lexical_vector` and the compound scan and expansion of :func:`code_tokens` have
 their C forms."""
-_native_lexical_vector = _lexical.lexical_vector if _lexical is not None else None
-_native_compounds = _lexical.compounds if _lexical is not None else None
-_native_expand = _lexical.expand if _lexical is not None else None
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
 
 
-def _compounds(text: str) -> list[str]:
-    """``_COMPOUND.findall(text)``; in C for ASCII text where the C forms are built."""
-    if _native_compounds is not None:
-        found = _native_compounds(text)
-        if found is not NotImplemented:
-            return found
-    return _COMPOUND.findall(text)
+def _c_first(name: str, python_form: Callable[[_In], _Out]) -> Callable[[_In], _Out]:
+    """``python_form``, or where the C forms are built ``_lexical.<name>`` -- which gives the same
+    result, or NotImplemented where only the Python form can say (then that one answers)."""
+    if _lexical is None:
+        return python_form
+    c_form: Callable[[_In], object] = getattr(_lexical, name)
+
+    def either(arg: _In) -> _Out:
+        found = c_form(arg)
+        return python_form(arg) if found is NotImplemented else cast("_Out", found)
+
+    return either
+
+
+_compounds: Callable[[str], list[str]] = _c_first("compounds", _COMPOUND.findall)
+"""``_COMPOUND.findall(text)``; in C for ASCII text."""
+_expand = _c_first("expand", _python_expand)
+lexical_vector = _c_first("lexical_vector", python_lexical_vector)
+"""``to_tsvector('simple', tokens)`` in tsvector's binary wire format, for ``code_tokens`` output;
+None where only PostgreSQL's parser can say (:func:`python_lexical_vector` has the rules).
+
+The C form writes the same bytes about six times faster; it leaves the text to the Python form only
+where the two could split it differently (a control character ``str.split`` treats as whitespace
+and ``bytes.split`` does not)."""

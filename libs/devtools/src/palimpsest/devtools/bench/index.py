@@ -39,6 +39,7 @@ from palimpsest.cli.local import register_path
 from palimpsest.cli.pipeline import index_and_wait
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import SnapshotBuilt
+from palimpsest.core.git import resolve_ref, run_git
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench.floor import round_ratios, yardsticks
 from palimpsest.devtools.scratch import scratch_pipeline
@@ -263,7 +264,7 @@ async def copy_repository(
     repository, the commit, identifiers for search queries, and the files its build indexes."""
     from palimpsest.chunker.parsing import Screened, screen
     from palimpsest.chunker.service import Settings as ChunkerSettings
-    from palimpsest.core.git import ls_tree, read_blobs, resolve_ref, run_git
+    from palimpsest.core.git import ls_tree, read_blobs
     from palimpsest.core.settings import load
 
     commit = await resolve_ref(source, rev)
@@ -340,7 +341,7 @@ async def run_bench_index(
                 return {"error": f"first build {built.state}: {built.reason}"}
             db_bytes_first = await _db_bytes(infra, tenant)
             path, text = corpus[len(corpus) // 2]
-            built_commit = _head(repo)
+            built_commit = await resolve_ref(repo, "HEAD")
             _fast_import(
                 repo,
                 [(path, text + change)],
@@ -359,7 +360,8 @@ async def run_bench_index(
             leftover = await _rows_left(infra, tenant, repo_id)
             builds, walls = [built], [first_wall]
             if rounds > 1:
-                _set_head(repo, built_commit)  # the later rounds build the first round's commit
+                # the later rounds build the first round's commit
+                await run_git(["update-ref", "HEAD", built_commit], cwd=repo)
             for _ in range(rounds - 1):
                 repo_id, again, wall, _, marks = await first_build(marks)
                 if again.state != "ready":
@@ -399,17 +401,6 @@ async def run_bench_index(
             "search_p50_ms": round(_pct(latencies, 0.5), 2),
             "search_p95_ms": round(_pct(latencies, 0.95), 2),
         }
-
-
-def _head(repo: Path) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    )
-    return out.stdout.strip()
-
-
-def _set_head(repo: Path, commit: str) -> None:
-    subprocess.run(["git", "-C", str(repo), "update-ref", "HEAD", commit], check=True)
 
 
 async def _delete_repository(pool: Any, tenant: UUID, repo_id: UUID) -> None:
