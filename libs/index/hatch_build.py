@@ -1,5 +1,5 @@
 """Build hook: compiles ``palimpsest.index._lexical``, the C forms of ``tokens``' hot loops (the
-compound scan, the compound expansion and ``lexical_vector``).
+compound scan, the compound expansion, ``lexical_vector`` and ``code_vector``, the last two fused).
 
 The chunker's workers spent about a fifth of a build's CPU on that per-token work; the C forms give
 exactly what the Python forms give, several times faster. ``PALIMPSEST_NATIVE``:

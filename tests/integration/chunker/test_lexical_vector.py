@@ -1,7 +1,7 @@
 """The chunker writes each chunk's lexical vector in tsvector's binary form, built in its workers
-(``lexical_vector``) and sent in a binary COPY; PostgreSQL must read back exactly what
-``to_tsvector('simple', tokens)`` gives, for every chunk of a generated repository and for the
-tokens most likely to differ, and every other field as it was."""
+from the chunk's text (``code_vector``) and sent in a binary COPY; PostgreSQL must read back exactly
+what ``to_tsvector('simple', code_tokens(content))`` gives, for every chunk of a generated
+repository and for the texts most likely to differ, and every other field as it was."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from palimpsest.core.service import Infra
 from palimpsest.devtools.bench.index import generate
 from palimpsest.index.tokens import MAX_TOKEN_BYTES, code_tokens, lexical_vector
 
-# the parser's number-like, host-like and keyword-like words; repeats beyond the 255 positions a
-# lexeme keeps; a token of the longest kept length
+# texts whose tokens are the parser's number-like, host-like and keyword-like words; repeats beyond
+# the 255 positions a lexeme keeps; a token of the longest kept length
 TRICKY = [
     "1e 0x1f 123 007 e10 12e a1b2 1a 0 00 nan infinity inf www com org http https ftp 1ex 1e1ex",
     " ".join(["loop"] * 255 + ["other"] + ["loop"] * 10),
@@ -32,15 +32,16 @@ async def test_the_built_vector_is_what_to_tsvector_gives(infra: Infra) -> None:
     texts = list(TRICKY)
     for path, text, _ in generate(60, 30_000):
         blob = analyze_blob(path, "0" * 40, text.encode(), 256 * 1024)
-        texts.extend(chunk[6] for chunk in blob.chunks)
-    texts.append(code_tokens("getUserName(order_id: OrderId) -> crate::net::Client 0xFF v2Api"))
+        texts.extend(chunk[5] for chunk in blob.chunks)
+    texts.append("getUserName(order_id: OrderId) -> crate::net::Client 0xFF v2Api naïveParser")
     rng = random.Random(23)
     letters, digits = "abcdefx", "0123456789"
     for _ in range(400):  # letters and digits mixed every way, first of all around an 'e'
         words = ["".join(rng.choice(letters + digits) for _ in range(rng.randint(1, 7))) for _ in range(8)]
         texts.append(" ".join(words))
-    assert sum(lexical_vector(t) is not None for t in texts) > len(texts) * 3 // 4
-    chunks = [(i, "window", None, 1, 1, "", t) for i, t in enumerate(texts)]
+    documents = [code_tokens(t) for t in texts]
+    assert sum(lexical_vector(d) is not None for d in documents) > len(texts) * 3 // 4
+    chunks = [(i, "window", None, 1, 1, t) for i, t in enumerate(texts)]
     async with system_tx(infra.pool) as conn:
         await _stage(conn, chunks)
         cur = await conn.execute(
@@ -48,14 +49,14 @@ async def test_the_built_vector_is_what_to_tsvector_gives(infra: Infra) -> None:
             " FROM unnest(%s::text[]) WITH ORDINALITY AS t(tokens, i) JOIN stage_code_chunks s ON s.ordinal = t.i - 1"
             " WHERE to_tsvector('simple', t.tokens) IS DISTINCT FROM coalesce(s.vector, to_tsvector('simple', s.tokens))"
             "   OR (s.vector IS NULL) = (s.tokens IS NULL)",
-            (texts,),
+            (documents,),
         )
         assert await cur.fetchall() == []
         cur = await conn.execute("SELECT count(*) AS n FROM stage_code_chunks")
         assert await cur.fetchone() == {"n": len(texts)}
 
 
-async def _stage(conn: Conn, chunks: list[tuple[int, str, str | None, int, int, str, str]]) -> None:
+async def _stage(conn: Conn, chunks: list[tuple[int, str, str | None, int, int, str]]) -> None:
     await create_staging(conn)
     await stage(conn, "code_chunks", chunk_copy(chunk_rows("ab" * 20, chunks)))
 
@@ -69,10 +70,9 @@ async def test_every_field_of_a_chunk_row_is_read_back_as_written(infra: Infra) 
             3,
             12,
             "def get(a,\tb):\r\n    return '\\N' \\ 'é' \U0001f600\n",
-            "get user",
         ),
-        (1, "window", None, 13, 72, "", ""),
-        (2, "class", "Nul\x00Name", 1, 2_000_000, "a\x00b", "naïve"),
+        (1, "window", None, 13, 72, ""),
+        (2, "class", "Nul\x00Name", 1, 2_000_000, "a\x00b naïve"),
     ]
     async with system_tx(infra.pool) as conn:
         await _stage(conn, chunks)
@@ -82,9 +82,11 @@ async def test_every_field_of_a_chunk_row_is_read_back_as_written(infra: Infra) 
         )
         rows = await cur.fetchall()
     assert [tuple(r.values()) for r in rows] == [
-        ("ab" * 20, 0, "function", "getUserName", 3, 12, chunks[0][5], None, "'get':1 'user':2"),
+        # text that is not ASCII whose tokens are: the vector all the same
+        ("ab" * 20, 0, "function", "getUserName", 3, 12, chunks[0][5], None, "'def':1 'get':2 'return':3"),
         ("ab" * 20, 1, "window", None, 13, 72, "", None, ""),
-        ("ab" * 20, 2, "class", "Nul\ufffdName", 1, 2_000_000, "a\ufffdb", "naïve", None),
+        # a token that is not ASCII: the tokens, for to_tsvector
+        ("ab" * 20, 2, "class", "Nul\ufffdName", 1, 2_000_000, "a\ufffdb naïve", "naïve", None),
     ]
     assert chunk_copy([]) == b""
 

@@ -256,3 +256,57 @@ def test_the_c_expansion_is_the_python_expansion(compound: str) -> None:
 )  # fmt: skip
 def test_the_c_expansion_of_edge_compounds(compound: str) -> None:
     assert tokens._expand(compound) == tokens._python_expand(compound)
+
+
+def _letters(n: int) -> str:
+    """The n-th four-letter lower-case word: a compound that is exactly one token."""
+    return "".join(chr(97 + n // 26**k % 26) for k in range(4))
+
+
+_CHUNK_TEXTS = [
+    "",
+    "x",
+    "def getUserName(order_id): return crate::net::Client.of(order_id)  # 5e5 ok",
+    " ".join(["loop"] * 256),  # past the positions to_tsvector keeps: None
+    "value = 1e5",  # a number to the parser: None
+    " ".join(_letters(n) for n in range(MAX_TOKENS + 1)),  # the cut falls on the last compound
+    " ".join(_letters(n) for n in range(MAX_TOKENS)) + " x " + _letters(MAX_TOKENS),  # an empty one before it
+    " ".join(f"{n:05d}" + "x" * 2000 for n in range(300)),  # cut by bytes
+    # one-letter compounds give no token but count a byte each: here they take the last big word past
+    # MAX_DOCUMENT_BYTES
+    " ".join(_letters(n) + "q" * 2000 for n in range(255)) + " x" * 13_000 + " " + "r" * 2004,
+    "x" * MAX_TOKEN_BYTES + " " + "y" * (MAX_TOKEN_BYTES + 1) + " Ab" * 900,
+    "file\x1cseparator unit\x1fseparator",  # not word characters: separators between compounds
+    "naïveParser größe",  # not ASCII: left to the Python form
+]
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+@pytest.mark.parametrize("text", _CHUNK_TEXTS, ids=range(len(_CHUNK_TEXTS)))
+def test_the_fused_c_vector_is_the_vector_of_the_tokens(text: str) -> None:
+    assert tokens.code_vector(text) == tokens.python_lexical_vector(code_tokens(text))
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+def test_the_fused_c_vector_leaves_other_text_to_python_and_cuts_where_code_tokens_does() -> None:
+    from palimpsest.index import _lexical
+
+    assert _lexical.code_vector("naïveParser") is NotImplemented
+    assert tokens.code_vector("naïveParser") is None  # its tokens are not ASCII: to_tsvector's to read
+    cut = tokens.code_vector(" ".join(_letters(n) for n in range(MAX_TOKENS + 5)))
+    assert cut is not None and int.from_bytes(cut[:4], "big") == MAX_TOKENS
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+@settings(max_examples=500, deadline=None, derandomize=True, database=None)
+@given(st.text(alphabet="aAbBzZ09_$e.:-/\\ \n\t(){};#\x1c", max_size=200))
+def test_any_code_gives_the_vector_of_its_tokens(text: str) -> None:
+    assert tokens.code_vector(text) == tokens.python_lexical_vector(code_tokens(text))
+
+
+@pytest.mark.skipif(not tokens.NATIVE, reason="palimpsest.index._lexical was not built (no C compiler)")
+def test_the_fused_c_vector_of_real_code_is_the_vector_of_its_tokens() -> None:
+    from palimpsest.devtools.bench.index import generate
+
+    documents = [text for _, text, _ in generate(40, 60_000)]
+    assert all(tokens.code_vector(d) == tokens.python_lexical_vector(code_tokens(d)) for d in documents)

@@ -1,6 +1,6 @@
 /* The chunker's hot loops in C, each giving exactly what its Python form in palimpsest.index.tokens
- * gives: ``compounds`` (the identifier compounds of a text), ``expand`` (one compound's tokens) and
- * ``lexical_vector``.
+ * gives: ``compounds`` (the identifier compounds of a text), ``expand`` (one compound's tokens),
+ * ``lexical_vector`` and ``code_vector`` (the two steps from a chunk's text to its vector at once).
  *
  * ``compounds`` is ``_COMPOUND.findall(text)`` for ASCII text -- runs of [A-Za-z0-9_$] joined by
  * ``::``, ``.``, ``/``, ``\`` or ``-`` where another run follows -- and NotImplemented for any other
@@ -14,7 +14,11 @@
  * None where PostgreSQL's parser could read the text otherwise (see tokens.lexical_vector), and
  * NotImplemented where only the Python implementation can say (a \x1c-\x1f character, which
  * str.split treats as whitespace and bytes.split does not). Words are grouped with a small open
- * addressing table (one per call), then only the distinct words are sorted. */
+ * addressing table (one per call), then only the distinct words are sorted.
+ *
+ * ``code_vector`` is ``lexical_vector(code_tokens(text))`` for ASCII text: the compound scan and
+ * the expansion write each compound's tokens into one buffer, which becomes the vector, so the
+ * chunker never builds the tokens as Python strings (NotImplemented for other text). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -71,14 +75,9 @@ static uint64_t hash(const char *s, uint32_t len) {
     return h;
 }
 
-static PyObject *lexical_vector(PyObject *Py_UNUSED(self), PyObject *arg) {
-    if (!is_str(arg, "tokens")) return NULL;
-    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
-    Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
-    const char *text = (const char *)PyUnicode_1BYTE_DATA(arg);
-    for (Py_ssize_t i = 0; i < size; i++)
-        if (text[i] >= 0x1c && text[i] <= 0x1f) Py_RETURN_NOTIMPLEMENTED;
-
+/* The binary tsvector of ``size`` bytes of ASCII words separated by whitespace (no \x1c-\x1f), or
+ * None where PostgreSQL's parser could read them otherwise; NULL with an exception set on failure */
+static PyObject *vector_of(const char *text, Py_ssize_t size) {
     /* at most MAX_POSITION words, each at least one character and one separator */
     Py_ssize_t most = size / 2 + 1 < MAX_POSITION + 1 ? size / 2 + 1 : MAX_POSITION + 1;
     size_t slots = 16;
@@ -156,6 +155,32 @@ done:
     return result;
 }
 
+static PyObject *lexical_vector(PyObject *Py_UNUSED(self), PyObject *arg) {
+    if (!is_str(arg, "tokens")) return NULL;
+    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
+    const char *text = (const char *)PyUnicode_1BYTE_DATA(arg);
+    for (Py_ssize_t i = 0; i < size; i++)
+        if (text[i] >= 0x1c && text[i] <= 0x1f) Py_RETURN_NOTIMPLEMENTED;
+    return vector_of(text, size);
+}
+
+/* The next compound of ASCII ``text`` at or after *i: its start, *i moved to its end; -1 at the end */
+static Py_ssize_t next_compound(const unsigned char *text, Py_ssize_t size, Py_ssize_t *at) {
+    Py_ssize_t i = *at;
+    while (i < size && !is_word(text[i])) i++;
+    if (i >= size) return -1;
+    Py_ssize_t start = i;
+    while (i < size && is_word(text[i])) i++;
+    for (;;) { /* a separator extends the compound only where a run follows it */
+        Py_ssize_t j = i + separator(text, i, size);
+        if (j == i || j >= size || !is_word(text[j])) break;
+        for (i = j; i < size && is_word(text[i]);) i++;
+    }
+    *at = i;
+    return start;
+}
+
 static PyObject *compounds(PyObject *Py_UNUSED(self), PyObject *arg) {
     if (!is_str(arg, "text")) return NULL;
     if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NOTIMPLEMENTED;
@@ -163,16 +188,7 @@ static PyObject *compounds(PyObject *Py_UNUSED(self), PyObject *arg) {
     const unsigned char *text = PyUnicode_1BYTE_DATA(arg);
     PyObject *found = PyList_New(0);
     if (found == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < size;) {
-        while (i < size && !is_word(text[i])) i++;
-        if (i >= size) break;
-        Py_ssize_t start = i;
-        while (i < size && is_word(text[i])) i++;
-        for (;;) { /* a separator extends the compound only where a run follows it */
-            Py_ssize_t j = i + separator(text, i, size);
-            if (j == i || j >= size || !is_word(text[j])) break;
-            for (i = j; i < size && is_word(text[i]);) i++;
-        }
+    for (Py_ssize_t i = 0, start; (start = next_compound(text, size, &i)) >= 0;) {
         PyObject *compound = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, text + start, i - start);
         if (compound == NULL || PyList_Append(found, compound) < 0) {
             Py_XDECREF(compound);
@@ -223,31 +239,43 @@ static void put(Out *out, const char *token, Py_ssize_t len) {
     out->len += len;
 }
 
-/* tokens._expand for an ASCII compound: (space-joined tokens, token count, their bytes + 1) */
-static PyObject *expand(PyObject *Py_UNUSED(self), PyObject *arg) {
-    if (!is_str(arg, "compound")) return NULL;
-    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NOTIMPLEMENTED;
-    Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
-    const unsigned char *s = PyUnicode_1BYTE_DATA(arg);
+/* Room for the words of a compound of up to ``size`` characters (Scratch_new, Scratch_free) */
+typedef struct {
+    char *words;              /* every word, lower-cased, end to end (the compound's whole form) */
+    Py_ssize_t *word_start;   /* where each word begins in ``words`` */
+    Py_ssize_t *segment_word; /* each segment's first word */
+} Scratch;
+
+static int Scratch_new(Scratch *scratch, Py_ssize_t size) {
+    scratch->words = PyMem_Malloc((size_t)size + 1);
+    scratch->word_start = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)size + 2));
+    scratch->segment_word = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)size + 2));
+    return scratch->words && scratch->word_start && scratch->segment_word;
+}
+
+static void Scratch_free(Scratch *scratch) {
+    PyMem_Free(scratch->words);
+    PyMem_Free(scratch->word_start);
+    PyMem_Free(scratch->segment_word);
+}
+
+/* At most the tokens' bytes with a separator after each of a compound of ``size`` characters
+ * (the whole, then per segment its joined form and its words: at most 3 * size characters and a
+ * separator per token of two or more), or of a text of such compounds */
+#define TOKEN_ROOM(size) ((size_t)(size) * 5 + 8)
+
+/* tokens._expand's tokens of the ASCII compound s[0..size), put in ``out`` (empty); the size
+ * _expand gives (their bytes + 1, or 0 for a lower-case word too long to keep) */
+static Py_ssize_t expand_into(const unsigned char *s, Py_ssize_t size, Out *out, const Scratch *scratch) {
     int plain = size >= MIN_TOKEN_CHARS;
     for (Py_ssize_t i = 0; plain && i < size; i++) plain = is_lower(s[i]);
     if (plain) { /* a keyword or a lower-case name: itself */
-        if (size > MAX_TOKEN_BYTES) return Py_BuildValue("(sii)", "", 0, 0);
-        return Py_BuildValue("(Oin)", arg, 1, size + 1);
+        if (size > MAX_TOKEN_BYTES) return 0;
+        put(out, (const char *)s, size);
+        return size + 1;
     }
-    /* every word, lower-cased, end to end (the compound's whole form); where each word and each
-     * segment begins in it */
-    char *words = PyMem_Malloc((size_t)size + 1);
-    Py_ssize_t *word_start = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)size + 2));
-    Py_ssize_t *segment_word = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)size + 2));
-    /* the whole, then per segment its joined form and its words: at most 3 * size characters and a
-     * separator per token of two or more */
-    Out out = {PyMem_Malloc((size_t)size * 5 + 8), 0, 0};
-    PyObject *result = NULL;
-    if (!words || !word_start || !segment_word || !out.data) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    char *words = scratch->words;
+    Py_ssize_t *word_start = scratch->word_start, *segment_word = scratch->segment_word;
     Py_ssize_t nwords = 0, nsegments = 0, length = 0;
     for (Py_ssize_t start = 0; start <= size;) {
         /* a segment ends at a separator (re.split(r"::|[./\\-]")) or the end */
@@ -265,19 +293,70 @@ static PyObject *expand(PyObject *Py_UNUSED(self), PyObject *arg) {
     }
     word_start[nwords] = length;
     segment_word[nsegments] = nwords;
-    if (nsegments > 1) put(&out, words, length);
+    if (nsegments > 1) put(out, words, length);
     for (Py_ssize_t g = 0; g < nsegments; g++) {
         Py_ssize_t first = segment_word[g], last = segment_word[g + 1];
-        put(&out, words + word_start[first], word_start[last] - word_start[first]);
+        put(out, words + word_start[first], word_start[last] - word_start[first]);
         if (last - first > 1)
-            for (Py_ssize_t w = first; w < last; w++) put(&out, words + word_start[w], word_start[w + 1] - word_start[w]);
+            for (Py_ssize_t w = first; w < last; w++) put(out, words + word_start[w], word_start[w + 1] - word_start[w]);
     }
+    return out->len + 1;
+}
+
+/* tokens._expand for an ASCII compound: (space-joined tokens, token count, their bytes + 1) */
+static PyObject *expand(PyObject *Py_UNUSED(self), PyObject *arg) {
+    if (!is_str(arg, "compound")) return NULL;
+    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
+    Scratch scratch;
+    Out out = {PyMem_Malloc(TOKEN_ROOM(size)), 0, 0};
+    PyObject *result = NULL;
+    if (!Scratch_new(&scratch, size) || !out.data) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t bytes = expand_into(PyUnicode_1BYTE_DATA(arg), size, &out, &scratch);
     PyObject *text = PyUnicode_FromStringAndSize(out.data, out.len);
-    if (text != NULL) result = Py_BuildValue("(Nnn)", text, out.count, out.len + 1);
+    if (text != NULL) result = Py_BuildValue("(Nnn)", text, out.count, bytes);
 done:
-    PyMem_Free(words);
-    PyMem_Free(word_start);
-    PyMem_Free(segment_word);
+    Scratch_free(&scratch);
+    PyMem_Free(out.data);
+    return result;
+}
+
+#define MAX_TOKENS 12000
+#define MAX_DOCUMENT_BYTES (512 * 1024)
+
+/* lexical_vector(code_tokens(text)) for ASCII text, without the tokens as a str: each compound's
+ * tokens go straight into one buffer, up to the compound that would take the document past
+ * MAX_TOKENS tokens or MAX_DOCUMENT_BYTES bytes (code_tokens' cut); NotImplemented for other text */
+static PyObject *code_vector(PyObject *Py_UNUSED(self), PyObject *arg) {
+    if (!is_str(arg, "text")) return NULL;
+    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
+    const unsigned char *text = PyUnicode_1BYTE_DATA(arg);
+    Scratch scratch;
+    Out out = {PyMem_Malloc(TOKEN_ROOM(size)), 0, 0};
+    PyObject *result = NULL;
+    if (!Scratch_new(&scratch, size) || !out.data) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t tokens = 0, bytes = 0;
+    for (Py_ssize_t i = 0, start; (start = next_compound(text, size, &i)) >= 0;) {
+        /* this compound's tokens, after the separator they need if any come before them */
+        Out one = {out.data + out.len + (out.count > 0), 0, 0};
+        bytes += expand_into(text + start, i - start, &one, &scratch);
+        tokens += one.count;
+        if (tokens > MAX_TOKENS || bytes > MAX_DOCUMENT_BYTES) break;
+        if (one.count == 0) continue;
+        if (out.count > 0) out.data[out.len++] = ' ';
+        out.len += one.len;
+        out.count += one.count;
+    }
+    result = vector_of(out.data, out.len);
+done:
+    Scratch_free(&scratch);
     PyMem_Free(out.data);
     return result;
 }
@@ -287,6 +366,8 @@ static PyMethodDef methods[] = {
     {"expand", expand, METH_O, "tokens._expand(compound) for an ASCII compound; NotImplemented otherwise."},
     {"lexical_vector", lexical_vector, METH_O,
      "to_tsvector('simple', tokens) in tsvector's binary form; None or NotImplemented where it cannot say."},
+    {"code_vector", code_vector, METH_O,
+     "lexical_vector(code_tokens(text)) for ASCII text; NotImplemented otherwise."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -296,7 +377,7 @@ static struct PyModuleDef module = {
 
 /* Raised whenever a function is added or changes what it returns: tokens.py ignores a module
  * built from another version of this file (a checkout updated without rebuilding it). */
-#define VERSION 2
+#define VERSION 3
 
 PyMODINIT_FUNC PyInit__lexical(void) {
     PyObject *m = PyModule_Create(&module);

@@ -35,6 +35,7 @@ __all__ = [
     "NATIVE",
     "QueryTerm",
     "code_tokens",
+    "code_vector",
     "lexical_vector",
     "query_terms",
     "query_tokens",
@@ -237,7 +238,7 @@ _POSITIONS = tuple(struct.pack(">H", n) for n in range(1, _MAX_POSITION + 1))  #
 _COUNTS = tuple(struct.pack(">H", n) for n in range(_MAX_POSITIONS + 1))
 
 
-_LEXICAL_VERSION = 2  # what _lexical.c's VERSION must be
+_LEXICAL_VERSION = 3  # what _lexical.c's VERSION must be
 
 
 def _usable(module: ModuleType | None) -> ModuleType | None:
@@ -252,8 +253,8 @@ except ImportError:  # a build without a C compiler
     _lexical = None  # type: ignore[assignment]
 _lexical = _usable(_lexical)  # type: ignore[assignment]
 NATIVE = _lexical is not None
-"""Whether :func:`lexical_vector` and the compound scan and expansion of :func:`code_tokens` have
-their C forms."""
+"""Whether :func:`lexical_vector`, :func:`code_vector` and the compound scan and expansion of
+:func:`code_tokens` have their C forms."""
 
 _In = TypeVar("_In")
 _Out = TypeVar("_Out")
@@ -283,3 +284,13 @@ None where only PostgreSQL's parser can say (:func:`python_lexical_vector` has t
 The C form writes the same bytes about six times faster; it leaves the text to the Python form only
 where the two could split it differently (a control character ``str.split`` treats as whitespace
 and ``bytes.split`` does not)."""
+
+
+def _python_code_vector(text: str) -> bytes | None:
+    return lexical_vector(code_tokens(text))
+
+
+code_vector = _c_first("code_vector", _python_code_vector)
+"""``lexical_vector(code_tokens(text))``: a chunk's lexical vector straight from its text. The C form
+(ASCII text) writes the tokens into one buffer and reads the vector off it, never making them
+Python strings; a chunk whose vector is None needs ``code_tokens(text)`` for ``to_tsvector``."""

@@ -2,10 +2,10 @@
 
 Everything here is a pure function of its arguments so it can run in a process pool; results are
 plain tuples ready to be written with ``COPY``. Chunks go in PostgreSQL's binary ``COPY`` format,
-each with its lexical vector in tsvector's binary form (``lexical_vector``: what
-``to_tsvector('simple', tokens)`` gives, built here in the workers, which run side by side,
-instead of by PostgreSQL's text-search parser in the one writing backend); where only that parser
-can tell (a non-ASCII token) a chunk carries its tokens instead and PostgreSQL runs
+each with its lexical vector in tsvector's binary form (``code_vector``: what
+``to_tsvector('simple', code_tokens(content))`` gives, built here in the workers, which run side
+by side, instead of by PostgreSQL's text-search parser in the one writing backend); where only that
+parser can tell (a non-ASCII token) a chunk carries its tokens instead and PostgreSQL runs
 ``to_tsvector`` while moving the staged rows.
 """
 
@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from palimpsest.chunker.parsing import ANALYSIS_VERSION, Screened, analyze_file, detect_language, screen
 from palimpsest.index.records import encode_facts, encode_symbols
-from palimpsest.index.tokens import code_tokens, lexical_vector
+from palimpsest.index.tokens import code_tokens, code_vector
 
 
 class BlobResult(NamedTuple):
@@ -25,8 +25,8 @@ class BlobResult(NamedTuple):
     size: int
     skip_reason: str | None
     parse_errors: int
-    # (ordinal, kind, name, start_line, end_line, content, code tokens)
-    chunks: list[tuple[int, str, str | None, int, int, str, str]]
+    # (ordinal, kind, name, start_line, end_line, content)
+    chunks: list[tuple[int, str, str | None, int, int, str]]
     symbol_count: int
     symbols: str | None  # the blob row's records (palimpsest.index.records)
     facts: str | None
@@ -44,18 +44,7 @@ def analyze_blob(path: str, sha: str, data: bytes, max_bytes: int) -> BlobResult
         return BlobResult(
             sha, language, len(data), f"parse_failed:{exc.__class__.__name__}", 0, [], 0, None, None
         )
-    chunks = [
-        (
-            i,
-            c.kind,
-            c.name,
-            c.start_line,
-            c.end_line,
-            c.content,
-            code_tokens(c.content),
-        )
-        for i, c in enumerate(analysis.chunks)
-    ]
+    chunks = [(i, c.kind, c.name, c.start_line, c.end_line, c.content) for i, c in enumerate(analysis.chunks)]
     return BlobResult(
         sha,
         analysis.language,
@@ -163,15 +152,15 @@ def _text(value: str | None) -> bytes:
     return _INT32(len(data)) + data
 
 
-def _lexical(tokens: str) -> bytes:
+def _lexical(content: str) -> bytes:
     """A chunk's last two staged fields: its vector (tokens NULL), or its tokens for ``to_tsvector``."""
-    vector = lexical_vector(tokens)
+    vector = code_vector(content)
     if vector is None:
-        return _text(tokens) + _NULL
+        return _text(code_tokens(content)) + _NULL
     return _NULL + _INT32(len(vector)) + vector
 
 
-def chunk_rows(sha: str, chunks: list[tuple[int, str, str | None, int, int, str, str]]) -> list[bytes]:
+def chunk_rows(sha: str, chunks: list[tuple[int, str, str | None, int, int, str]]) -> list[bytes]:
     """One blob's chunk rows (``BlobResult.chunks``) in binary COPY format, without the stream's
     signature and trailer (:func:`chunk_copy` adds them)."""
     head = _CHUNK_FIELDS + _text(sha)
@@ -182,8 +171,8 @@ def chunk_rows(sha: str, chunks: list[tuple[int, str, str | None, int, int, str,
         + _text(name)
         + _LINES(4, start, 4, end)
         + _text(content)
-        + _lexical(tokens)
-        for i, kind, name, start, end, content, tokens in chunks
+        + _lexical(content)
+        for i, kind, name, start, end, content in chunks
     ]
 
 
