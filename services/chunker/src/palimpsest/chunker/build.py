@@ -545,6 +545,7 @@ async def create_staging(conn: Conn) -> None:
         "ALTER TABLE stage_code_chunks ADD COLUMN IF NOT EXISTS tokens text,"
         " ADD COLUMN IF NOT EXISTS vector tsvector"
     )
+    await conn.execute("ALTER TABLE stage_code_chunks ALTER COLUMN vector SET STORAGE EXTERNAL")
     await conn.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS stage_code_index_files ON COMMIT DROP AS"
         f" SELECT {_FILES} FROM code_index_files WITH NO DATA"
