@@ -30,6 +30,8 @@
 
 typedef struct {
     const char *at;
+    uint64_t hash;
+    uint64_t key; /* the first eight bytes, big-endian, zero-padded: most comparisons end here */
     uint32_t len;
     uint32_t count;
     uint32_t first; /* index of the first occurrence in `next`, chained in order */
@@ -64,9 +66,17 @@ static int exponent_like(const char *w, uint32_t len) {
 
 static int bytewise(const void *a, const void *b) {
     const Lexeme *x = *(const Lexeme *const *)a, *y = *(const Lexeme *const *)b;
+    /* keys that differ order their words (a shorter word's padding is below any byte it lacks) */
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
     int c = memcmp(x->at, y->at, x->len < y->len ? x->len : y->len);
     if (c) return c;
     return x->len < y->len ? -1 : (x->len > y->len);
+}
+
+static uint64_t prefix_key(const char *s, uint32_t len) {
+    uint64_t key = 0;
+    for (uint32_t i = 0; i < 8; i++) key = key << 8 | (i < len ? (unsigned char)s[i] : 0);
+    return key;
 }
 
 static uint64_t hash(const char *s, uint32_t len) {
@@ -104,13 +114,17 @@ static PyObject *vector_of(const char *text, Py_ssize_t size) {
             goto done;
         }
         n++; /* this word's position */
-        size_t slot = (size_t)hash(word, len) & (slots - 1);
+        uint64_t h = hash(word, len);
+        size_t slot = (size_t)h & (slots - 1);
         Lexeme *found;
-        while ((found = table[slot]) != NULL && (found->len != len || memcmp(found->at, word, len) != 0))
+        while ((found = table[slot]) != NULL
+               && (found->hash != h || found->len != len || memcmp(found->at, word, len) != 0))
             slot = (slot + 1) & (slots - 1);
         if (found == NULL) {
             found = table[slot] = &lexemes[distinct++];
             found->at = word;
+            found->hash = h;
+            found->key = prefix_key(word, len);
             found->len = len;
             found->count = 0;
             found->first = n;
@@ -280,7 +294,8 @@ static Py_ssize_t expand_into(const unsigned char *s, Py_ssize_t size, Out *out,
     for (Py_ssize_t start = 0; start <= size;) {
         /* a segment ends at a separator (re.split(r"::|[./\\-]")) or the end */
         Py_ssize_t stop = start, gap = 0;
-        while (stop < size && (gap = separator(s, stop, size)) == 0) stop++;
+        for (; stop < size; stop++) /* (no word character is part of a separator) */
+            if (!is_word(s[stop]) && (gap = separator(s, stop, size)) != 0) break;
         Py_ssize_t next = stop < size ? stop + gap : size + 1;
         Py_ssize_t first = nwords, at = start, len;
         while ((len = next_word(s, stop, &at)) > 0) {
