@@ -545,6 +545,8 @@ async def create_staging(conn: Conn) -> None:
         "ALTER TABLE stage_code_chunks ADD COLUMN IF NOT EXISTS tokens text,"
         " ADD COLUMN IF NOT EXISTS vector tsvector"
     )
+    # staged vectors stay uncompressed: a large vector rarely compresses, and PostgreSQL would try
+    # (with pglz, at the cost of compressing it) here and again when the row moves to code_chunks
     await conn.execute("ALTER TABLE stage_code_chunks ALTER COLUMN vector SET STORAGE EXTERNAL")
     await conn.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS stage_code_index_files ON COMMIT DROP AS"
