@@ -75,8 +75,9 @@ _Record = TypeVar("_Record", SymbolRecord, FactRecord)
 
 def _encode(records: list[_Record], lines: Callable[[list[_Record]], str]) -> str | None:
     """``records`` as ``lines`` writes them; where a field holds a tab, newline or carriage return
-    (the text then has more than four tabs a record or one newline between records), written again
-    with each of those a space. Three scans of the whole text instead of three per field."""
+    (the text then holds more tabs than four a record, more newlines than records less one, or a
+    carriage return), written again with each of those a space. Three scans of the whole text
+    instead of three per field."""
     text = lines(records)
     if text.count("\t") != 4 * len(records) or text.count("\n") != max(len(records) - 1, 0) or "\r" in text:
         cleaned = [cast("_Record", tuple(_clean(v) for v in r)) for r in records]
