@@ -23,4 +23,4 @@ def test_main_prints_the_measurement_as_json(capsys: pytest.CaptureFixture[str])
     report = json.loads(capsys.readouterr().out)
     assert report["bytes"] >= 50_000
     assert report["chunks"] > 0
-    assert set(report) >= {"analyze_mb_per_s", "token_mb_per_s", "files"}
+    assert set(report) >= {"analyze_mb_per_s", "token_mb_per_s", "vector_mb_per_s", "files"}

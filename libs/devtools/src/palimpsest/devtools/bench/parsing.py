@@ -6,7 +6,8 @@ arrow functions, relative and aliased imports, file sizes spread like a real rep
 the figure compares between machines and runs; ``--corpus DIR`` reads the ``.ts``/``.tsx``
 files under ``DIR`` instead. It prints one JSON object: bytes, files, seconds and MB/s for
 ``screen`` + ``analyze_file``; for tree-sitter's parse alone (the floor under the first figure,
-to read it against the machine); and for ``code_tokens`` over the chunks. Seconds are CPU
+to read it against the machine); for ``code_tokens`` over the chunks (what queries and the doc
+checks use); and for ``code_vector`` over them (what a build writes per chunk). Seconds are CPU
 seconds of this process (one core), so other load on the machine does not count as ours.
 """
 
@@ -24,7 +25,7 @@ from palimpsest.chunker.parsing import grammars
 from palimpsest.chunker.parsing.chunks import analyze_file
 from palimpsest.chunker.parsing.languages import detect_language
 from palimpsest.chunker.parsing.screen import Screened, screen
-from palimpsest.index.tokens import code_tokens
+from palimpsest.index.tokens import code_tokens, code_vector
 
 __all__ = ["generate_typescript_corpus", "main", "measure"]
 
@@ -245,7 +246,7 @@ def _read_corpus(root: Path) -> list[tuple[str, bytes]]:
 
 
 def measure(files: list[tuple[str, bytes]]) -> dict[str, float | int]:
-    """Run screen + analyze_file, then code_tokens over every chunk, and time both."""
+    """Run screen + analyze_file, then code_tokens and code_vector over every chunk, and time each."""
     total = sum(len(data) for _, data in files)
     contents: list[str] = []
     chunks = 0
@@ -262,6 +263,10 @@ def measure(files: list[tuple[str, bytes]]) -> dict[str, float | int]:
     for content in contents:
         code_tokens(content)
     token_seconds = time.process_time() - started
+    started = time.process_time()
+    for content in contents:
+        code_vector(content)
+    vector_seconds = time.process_time() - started
     parse_seconds = _parse_only_seconds(files)
     return {
         "files": len(files),
@@ -273,6 +278,8 @@ def measure(files: list[tuple[str, bytes]]) -> dict[str, float | int]:
         "token_bytes": chunk_bytes,
         "token_seconds": round(token_seconds, 3),
         "token_mb_per_s": round(chunk_bytes / 1e6 / token_seconds, 2),
+        "vector_seconds": round(vector_seconds, 3),
+        "vector_mb_per_s": round(chunk_bytes / 1e6 / vector_seconds, 2),
     }
 
 
