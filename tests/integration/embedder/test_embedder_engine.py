@@ -186,6 +186,20 @@ async def test_replies_are_checked() -> None:
     with pytest.raises(ProviderError, match="non-finite"):
         await e.embed(items(1))
 
+    class PastFloat4(FakeProvider):  # finite as a float, infinite as the float4 it is stored as
+        async def embed(self, texts: list[str]) -> Embedded:
+            return Embedded([[0.5, 1e39, 0.25, 0.0] for _ in texts])
+
+    e, _ = engine(PastFloat4())
+    with pytest.raises(ProviderError, match="non-finite"):
+        await e.embed(items(1))
+
+
+async def test_vectors_come_back_as_the_float4_they_are_stored_as() -> None:
+    e, _ = engine(FakeProvider())
+    [(_, vector)] = await e.embed(items(1))
+    assert vector.typecode == "f"
+
 
 async def test_usage_is_summed() -> None:
     e, _ = engine(FakeProvider())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+from array import array
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -85,7 +86,7 @@ class BatchEmbedder:
     stats: EngineStats = field(default_factory=EngineStats)
     dimension: int | None = None
 
-    async def embed(self, batch: Sequence[Item], _halvings: int = 0) -> list[tuple[Item, list[float]]]:
+    async def embed(self, batch: Sequence[Item], _halvings: int = 0) -> list[tuple[Item, array[float]]]:
         """Vectors for every item of ``batch`` (split or cut as the provider demands)."""
         try:
             reply = await self._with_retries(list(batch))
@@ -132,14 +133,18 @@ class BatchEmbedder:
             await self.beat()
             left -= step
 
-    def _checked(self, reply: Embedded, expected: int) -> list[list[float]]:
+    def _checked(self, reply: Embedded, expected: int) -> list[array[float]]:
+        """The reply's vectors as they are stored, float4 (``array('f')``, one C conversion each),
+        once each is known to be one, finite, of the run's dimension: a value past float4's range
+        becomes infinite in the conversion and is refused with the non-finite ones."""
         if len(reply.vectors) != expected:
             raise ProviderError(f"the provider returned {len(reply.vectors)} vectors for {expected} inputs")
-        for vector in reply.vectors:
+        vectors = [array("f", vector) for vector in reply.vectors]
+        for vector in vectors:
             if not vector or not all(map(math.isfinite, vector)):
-                raise ProviderError("the provider returned an empty or non-finite vector")
+                raise ProviderError("the provider returned an empty or non-finite vector (as float4)")
             if self.dimension is None:
                 self.dimension = len(vector)
             elif len(vector) != self.dimension:
                 raise ProviderError(f"the provider returned {len(vector)} dimensions after {self.dimension}")
-        return reply.vectors
+        return vectors

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -53,7 +53,7 @@ class Run:
     known_dimension: int | None = None
     sent: int = 0
     written: int = 0
-    buffer: list[tuple[str, int, list[float], bool]] = field(default_factory=list)
+    buffer: list[tuple[str, int, Sequence[float], bool]] = field(default_factory=list)
     writing: asyncio.Task[int] | None = None  # the previous flush, written while we keep embedding
     bulk: bool = False  # the partition's HNSW indexes were dropped for this run's load
     flushing: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -188,7 +188,7 @@ class Run:
             self.written += await asyncio.shield(self.writing)
             self.writing = None
 
-    async def _write(self, rows: list[tuple[str, int, list[float], bool]]) -> int:
+    async def _write(self, rows: list[tuple[str, int, Sequence[float], bool]]) -> int:
         async with tenant_tx(self.pool, self.tenant_id) as conn:
             return await store.write_vectors(conn, self.tenant_id, self.repository_id, self.model, rows)
 

@@ -12,10 +12,10 @@ meanwhile (a concurrent build's garbage collection) are skipped rather than fail
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from itertools import chain, repeat
 from typing import Any
 from uuid import UUID
 
@@ -29,19 +29,25 @@ _FLOAT4 = postgres.types["float4"].oid
 _FLOAT4_ARRAY = postgres.types["float4"].array_oid
 
 
-@lru_cache(maxsize=8)
-def _array_layout(dimension: int) -> struct.Struct:
-    """PostgreSQL's binary ``float4[]`` of ``dimension`` values (array_recv): one dimension, no
-    NULLs, element type float4, the length and lower bound, then each element's length and value."""
-    return struct.Struct(">iiIii" + "if" * dimension)
+_HEADER = struct.Struct(">iiIii")  # one dimension, no NULLs, element type, length, lower bound
+# each element's length (4) as the wire has it, read as a native uint32
+_ELEMENT_LENGTH = array("I", [int.from_bytes(struct.pack(">i", 4), sys.byteorder)])
 
 
 def pack_float4_array(vector: Sequence[float]) -> bytes:
-    """``vector`` as a binary ``float4[]`` in one ``struct`` call; the same bytes psycopg's list
-    dumper makes element by element (it spent ~4 ms per 384-float vector doing so)."""
-    return _array_layout(len(vector)).pack(
-        1, 0, _FLOAT4, len(vector), 1, *chain.from_iterable(zip(repeat(4), vector))
-    )
+    """``vector`` as PostgreSQL's binary ``float4[]`` (array_recv): the header, then each element's
+    length and value -- the bytes psycopg's list dumper makes element by element (it spent ~4 ms
+    per 384-float vector doing so). The values become float4 in one C conversion (``array``, a copy
+    where they are one already: the engine hands over its checked float4 vectors), and the lengths
+    are interleaved by two slice assignments, so no Python runs per element (~3.5 us against
+    ~32 us for one ``struct`` call over the interleaved values)."""
+    values = array("f", vector)
+    if sys.byteorder == "little":
+        values.byteswap()
+    words = array("I", bytes(8 * len(values)))
+    words[0::2] = _ELEMENT_LENGTH * len(values)
+    words[1::2] = array("I", values.tobytes())
+    return _HEADER.pack(1, 0, _FLOAT4, len(values), 1) + words.tobytes()
 
 
 class _PackedFloat4ArrayDumper(Dumper):
