@@ -253,34 +253,41 @@ static void put(Out *out, const char *token, Py_ssize_t len) {
     out->len += len;
 }
 
-/* Room for the words of a compound of up to ``size`` characters (Scratch_new, Scratch_free) */
+/* Room for expanding the compounds of a text of ``size`` characters (Work_new, Work_free) */
 typedef struct {
-    char *words;              /* every word, lower-cased, end to end (the compound's whole form) */
+    char *words;              /* a compound's words, lower-cased, end to end (its whole form) */
     Py_ssize_t *word_start;   /* where each word begins in ``words`` */
     Py_ssize_t *segment_word; /* each segment's first word */
-} Scratch;
-
-static int Scratch_new(Scratch *scratch, Py_ssize_t size) {
-    scratch->words = PyMem_Malloc((size_t)size + 1);
-    scratch->word_start = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)size + 2));
-    scratch->segment_word = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)size + 2));
-    return scratch->words && scratch->word_start && scratch->segment_word;
-}
-
-static void Scratch_free(Scratch *scratch) {
-    PyMem_Free(scratch->words);
-    PyMem_Free(scratch->word_start);
-    PyMem_Free(scratch->segment_word);
-}
+    Out out;                  /* the tokens */
+} Work;
 
 /* At most the tokens' bytes with a separator after each of a compound of ``size`` characters
  * (the whole, then per segment its joined form and its words: at most 3 * size characters and a
  * separator per token of two or more), or of a text of such compounds */
 #define TOKEN_ROOM(size) ((size_t)(size) * 5 + 8)
 
+/* Allocates ``work`` for a text of ``size`` characters; 0 with MemoryError set where it cannot
+ * (Work_free releases it either way) */
+static int Work_new(Work *work, Py_ssize_t size) {
+    work->words = PyMem_Malloc((size_t)size + 1);
+    work->word_start = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)size + 2));
+    work->segment_word = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)size + 2));
+    work->out = (Out){PyMem_Malloc(TOKEN_ROOM(size)), 0, 0};
+    if (work->words && work->word_start && work->segment_word && work->out.data) return 1;
+    PyErr_NoMemory();
+    return 0;
+}
+
+static void Work_free(Work *work) {
+    PyMem_Free(work->words);
+    PyMem_Free(work->word_start);
+    PyMem_Free(work->segment_word);
+    PyMem_Free(work->out.data);
+}
+
 /* tokens._expand's tokens of the ASCII compound s[0..size), put in ``out`` (empty); the size
  * _expand gives (their bytes + 1, or 0 for a lower-case word too long to keep) */
-static Py_ssize_t expand_into(const unsigned char *s, Py_ssize_t size, Out *out, const Scratch *scratch) {
+static Py_ssize_t expand_into(const unsigned char *s, Py_ssize_t size, Out *out, const Work *work) {
     int plain = size >= MIN_TOKEN_CHARS;
     for (Py_ssize_t i = 0; plain && i < size; i++) plain = is_lower(s[i]);
     if (plain) { /* a keyword or a lower-case name: itself */
@@ -288,8 +295,8 @@ static Py_ssize_t expand_into(const unsigned char *s, Py_ssize_t size, Out *out,
         put(out, (const char *)s, size);
         return size + 1;
     }
-    char *words = scratch->words;
-    Py_ssize_t *word_start = scratch->word_start, *segment_word = scratch->segment_word;
+    char *words = work->words;
+    Py_ssize_t *word_start = work->word_start, *segment_word = work->segment_word;
     Py_ssize_t nwords = 0, nsegments = 0, length = 0;
     for (Py_ssize_t start = 0; start <= size;) {
         /* a segment ends at a separator (re.split(r"::|[./\\-]")) or the end */
@@ -323,19 +330,14 @@ static PyObject *expand(PyObject *Py_UNUSED(self), PyObject *arg) {
     if (!is_str(arg, "compound")) return NULL;
     if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NOTIMPLEMENTED;
     Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
-    Scratch scratch;
-    Out out = {PyMem_Malloc(TOKEN_ROOM(size)), 0, 0};
+    Work work;
     PyObject *result = NULL;
-    if (!Scratch_new(&scratch, size) || !out.data) {
-        PyErr_NoMemory();
-        goto done;
+    if (Work_new(&work, size)) {
+        Py_ssize_t bytes = expand_into(PyUnicode_1BYTE_DATA(arg), size, &work.out, &work);
+        PyObject *text = PyUnicode_FromStringAndSize(work.out.data, work.out.len);
+        if (text != NULL) result = Py_BuildValue("(Nnn)", text, work.out.count, bytes);
     }
-    Py_ssize_t bytes = expand_into(PyUnicode_1BYTE_DATA(arg), size, &out, &scratch);
-    PyObject *text = PyUnicode_FromStringAndSize(out.data, out.len);
-    if (text != NULL) result = Py_BuildValue("(Nnn)", text, out.count, bytes);
-done:
-    Scratch_free(&scratch);
-    PyMem_Free(out.data);
+    Work_free(&work);
     return result;
 }
 
@@ -350,29 +352,25 @@ static PyObject *code_vector(PyObject *Py_UNUSED(self), PyObject *arg) {
     if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NOTIMPLEMENTED;
     Py_ssize_t size = PyUnicode_GET_LENGTH(arg);
     const unsigned char *text = PyUnicode_1BYTE_DATA(arg);
-    Scratch scratch;
-    Out out = {PyMem_Malloc(TOKEN_ROOM(size)), 0, 0};
+    Work work;
     PyObject *result = NULL;
-    if (!Scratch_new(&scratch, size) || !out.data) {
-        PyErr_NoMemory();
-        goto done;
+    if (Work_new(&work, size)) {
+        Out *out = &work.out;
+        Py_ssize_t tokens = 0, bytes = 0;
+        for (Py_ssize_t i = 0, start; (start = next_compound(text, size, &i)) >= 0;) {
+            /* this compound's tokens, after the separator they need if any come before them */
+            Out one = {out->data + out->len + (out->count > 0), 0, 0};
+            bytes += expand_into(text + start, i - start, &one, &work);
+            tokens += one.count;
+            if (tokens > MAX_TOKENS || bytes > MAX_DOCUMENT_BYTES) break;
+            if (one.count == 0) continue;
+            if (out->count > 0) out->data[out->len++] = ' ';
+            out->len += one.len;
+            out->count += one.count;
+        }
+        result = vector_of(out->data, out->len);
     }
-    Py_ssize_t tokens = 0, bytes = 0;
-    for (Py_ssize_t i = 0, start; (start = next_compound(text, size, &i)) >= 0;) {
-        /* this compound's tokens, after the separator they need if any come before them */
-        Out one = {out.data + out.len + (out.count > 0), 0, 0};
-        bytes += expand_into(text + start, i - start, &one, &scratch);
-        tokens += one.count;
-        if (tokens > MAX_TOKENS || bytes > MAX_DOCUMENT_BYTES) break;
-        if (one.count == 0) continue;
-        if (out.count > 0) out.data[out.len++] = ' ';
-        out.len += one.len;
-        out.count += one.count;
-    }
-    result = vector_of(out.data, out.len);
-done:
-    Scratch_free(&scratch);
-    PyMem_Free(out.data);
+    Work_free(&work);
     return result;
 }
 

@@ -36,6 +36,7 @@ __all__ = [
     "QueryTerm",
     "code_tokens",
     "code_vector",
+    "lexical_document",
     "lexical_vector",
     "query_terms",
     "query_tokens",
@@ -286,11 +287,20 @@ where the two could split it differently (a control character ``str.split`` trea
 and ``bytes.split`` does not)."""
 
 
-def _python_code_vector(text: str) -> bytes | None:
-    return lexical_vector(code_tokens(text))
+def lexical_document(text: str) -> bytes | str:
+    """What a chunk stores for its lexical column, each part made once: its vector,
+    ``lexical_vector(code_tokens(text))``, or where that is None (only PostgreSQL's parser can say)
+    ``code_tokens(text)`` for ``to_tsvector``. The C form of the vector (ASCII text) writes the tokens
+    into one buffer and reads the vector off it, never making them Python strings."""
+    vector = _lexical.code_vector(text) if _lexical is not None else NotImplemented
+    if vector is NotImplemented:  # the Python form: the tokens it needs are the ones to keep
+        tokens = code_tokens(text)
+        vector = lexical_vector(tokens)
+        return tokens if vector is None else vector
+    return code_tokens(text) if vector is None else vector
 
 
-code_vector = _c_first("code_vector", _python_code_vector)
-"""``lexical_vector(code_tokens(text))``: a chunk's lexical vector straight from its text. The C form
-(ASCII text) writes the tokens into one buffer and reads the vector off it, never making them
-Python strings; a chunk whose vector is None needs ``code_tokens(text)`` for ``to_tsvector``."""
+def code_vector(text: str) -> bytes | None:
+    """``lexical_vector(code_tokens(text))``: a chunk's lexical vector straight from its text."""
+    document = lexical_document(text)
+    return document if isinstance(document, bytes) else None

@@ -540,14 +540,13 @@ async def create_staging(conn: Conn) -> None:
             f"CREATE TEMP TABLE IF NOT EXISTS stage_{table} ON COMMIT DROP AS"
             f" SELECT {cols} FROM {table} WITH NO DATA"
         )
-    # a chunk's lexical vector, or (where only to_tsvector can say) its tokens
+    # a chunk's lexical vector, or (where only to_tsvector can say) its tokens. Staged vectors stay
+    # uncompressed: a large vector rarely compresses, and PostgreSQL would try (with pglz, at the
+    # cost of compressing it) here and again when the row moves to code_chunks
     await conn.execute(
         "ALTER TABLE stage_code_chunks ADD COLUMN IF NOT EXISTS tokens text,"
-        " ADD COLUMN IF NOT EXISTS vector tsvector"
+        " ADD COLUMN IF NOT EXISTS vector tsvector, ALTER COLUMN vector SET STORAGE EXTERNAL"
     )
-    # staged vectors stay uncompressed: a large vector rarely compresses, and PostgreSQL would try
-    # (with pglz, at the cost of compressing it) here and again when the row moves to code_chunks
-    await conn.execute("ALTER TABLE stage_code_chunks ALTER COLUMN vector SET STORAGE EXTERNAL")
     await conn.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS stage_code_index_files ON COMMIT DROP AS"
         f" SELECT {_FILES} FROM code_index_files WITH NO DATA"

@@ -2,7 +2,7 @@
 
 Everything here is a pure function of its arguments so it can run in a process pool; results are
 plain tuples ready to be written with ``COPY``. Chunks go in PostgreSQL's binary ``COPY`` format,
-each with its lexical vector in tsvector's binary form (``code_vector``: what
+each with its lexical vector in tsvector's binary form (``lexical_document``: what
 ``to_tsvector('simple', code_tokens(content))`` gives, built here in the workers, which run side
 by side, instead of by PostgreSQL's text-search parser in the one writing backend); where only that
 parser can tell (a non-ASCII token) a chunk carries its tokens instead and PostgreSQL runs
@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from palimpsest.chunker.parsing import ANALYSIS_VERSION, Screened, analyze_file, detect_language, screen
 from palimpsest.index.records import encode_facts, encode_symbols
-from palimpsest.index.tokens import code_tokens, code_vector
+from palimpsest.index.tokens import lexical_document
 
 
 class BlobResult(NamedTuple):
@@ -154,10 +154,10 @@ def _text(value: str | None) -> bytes:
 
 def _lexical(content: str) -> bytes:
     """A chunk's last two staged fields: its vector (tokens NULL), or its tokens for ``to_tsvector``."""
-    vector = code_vector(content)
-    if vector is None:
-        return _text(code_tokens(content)) + _NULL
-    return _NULL + _INT32(len(vector)) + vector
+    document = lexical_document(content)
+    if isinstance(document, str):
+        return _text(document) + _NULL
+    return _NULL + _INT32(len(document)) + document
 
 
 def chunk_rows(sha: str, chunks: list[tuple[int, str, str | None, int, int, str]]) -> list[bytes]:
