@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from palimpsest.devtools.bench.cpu import ROLES
 from palimpsest.devtools.bench.floor import universal_ctags
 from tests.support.bench import run_bench
 from tests.support.gitrepo import commit, head, init_repo
@@ -35,6 +38,15 @@ def test_bench_index_reports_the_floor_and_ctags(tmp_path: Path) -> None:
     assert out["floor_s"] == round(sum(out["floor_runs_s"]) / 2, 6)
     assert len(out["quiet_wait_s"]) == 2 and isinstance(out["quiet"], bool)
     assert out["first_build_over_floor"] == round(out["first_build_s"] / out["floor_s"], 2)
+    # where the build's CPU went, beside the floor workers' CPU on the same files
+    assert len(out["floor_cpu_runs_s"]) == 2 and out["floor_cpu_s"] > 0
+    cpu = out["first_build_cpu_s"]
+    assert set(cpu["by_role"]) == set(ROLES)
+    assert cpu["by_role"]["workers"] > 0  # the chunker's parse workers, below this process
+    assert cpu["by_role"]["postgres"] > 0  # the embedded server: its processes are below this one
+    assert cpu["total"] == pytest.approx(sum(cpu["by_role"].values()), abs=0.05)
+    assert out["first_build_cpu_over_floor_cpu"] == round(cpu["total"] / out["floor_cpu_s"], 2)
+    assert out["cpu_budget_at_2x_floor_s"] == round(2 * out["floor_s"] * out["cores"], 2)
     if universal_ctags() is None:
         assert out["ctags_s"] is None
         assert out["ctags_runs_s"] == []

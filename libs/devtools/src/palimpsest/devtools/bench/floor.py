@@ -37,6 +37,7 @@ from palimpsest.chunker.parsing.queries import spec_for
 
 __all__ = [
     "ctags_seconds",
+    "floor_measure",
     "floor_seconds",
     "parse_and_query",
     "round_ratios",
@@ -96,14 +97,26 @@ def _batches(corpus: list[tuple[str, str]], batch_bytes: int) -> Iterator[list[t
 def floor_seconds(corpus: list[tuple[str, str]], *, workers: int, batch_bytes: int) -> float:
     """Wall seconds of ``parse_and_query`` over ``corpus`` in ``workers`` processes (in this one
     when ``workers`` is 1, as the chunker does)."""
+    return floor_measure(corpus, workers=workers, batch_bytes=batch_bytes)[0]
+
+
+def _cpu_of_parse_and_query(items: list[tuple[str, bytes]]) -> float:
+    """``parse_and_query`` over ``items``; the CPU seconds it took in the process that ran it."""
+    started = time.process_time()
+    parse_and_query(items)
+    return time.process_time() - started
+
+
+def floor_measure(corpus: list[tuple[str, str]], *, workers: int, batch_bytes: int) -> tuple[float, float]:
+    """:func:`floor_seconds`' wall seconds and the CPU seconds its workers spent on the files
+    (read by each worker around each batch: the floor's own share of a build's CPU budget)."""
     batches = list(_batches(corpus, batch_bytes))
     warm = [("warm.ts", b"export function f(): number { return 1 }\n"), ("warm.py", b"def f():\n    pass\n")]
     if workers <= 1:
         parse_and_query(warm)
         t = time.perf_counter()
-        for batch in batches:
-            parse_and_query(batch)
-        return time.perf_counter() - t
+        cpu = sum(_cpu_of_parse_and_query(batch) for batch in batches)
+        return time.perf_counter() - t, cpu
     from palimpsest.chunker.service import main_left_out
 
     # spawned, not forked from the forkserver: that one is the chunker's, started with its preload
@@ -113,9 +126,8 @@ def floor_seconds(corpus: list[tuple[str, str]], *, workers: int, batch_bytes: i
         for f in warming:
             f.result()
         t = time.perf_counter()
-        for f in [pool.submit(parse_and_query, batch) for batch in batches]:
-            f.result()
-        return time.perf_counter() - t
+        cpu = sum(f.result() for f in [pool.submit(_cpu_of_parse_and_query, batch) for batch in batches])
+        return time.perf_counter() - t, cpu
 
 
 def universal_ctags() -> str | None:
@@ -153,7 +165,8 @@ def ctags_seconds(corpus: list[tuple[str, str]], root: Path, ctags: str | None) 
 def yardsticks(
     corpus: list[tuple[str, str]], root: Path, before: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """``floor_s`` with the chunker's configured workers and batch size, and ``ctags_s``.
+    """``floor_s`` with the chunker's configured workers and batch size (``floor_cpu_s``: the CPU
+    its workers spent), and ``ctags_s``.
 
     Measured once before the first build and once after it (``before``: the first measurement),
     each reported as the mean of both: the load of a shared machine changes within a run, and
@@ -164,10 +177,11 @@ def yardsticks(
 
     limits = load(ChunkerSettings).limits()
     waited, quiet = wait_for_quiet()
-    floor = floor_seconds(corpus, workers=limits.workers, batch_bytes=limits.batch_bytes)
+    floor, floor_cpu = floor_measure(corpus, workers=limits.workers, batch_bytes=limits.batch_bytes)
     ctags = ctags_seconds(corpus, root, universal_ctags())
     earlier = before or {}
     floors = [*earlier.get("floor_runs_s", []), round(floor, SECONDS_DIGITS)]
+    floor_cpus = [*earlier.get("floor_cpu_runs_s", []), round(floor_cpu, SECONDS_DIGITS)]
     ctagses = [*earlier.get("ctags_runs_s", []), *([] if ctags is None else [round(ctags, SECONDS_DIGITS)])]
     return {
         "quiet_wait_s": [*earlier.get("quiet_wait_s", []), round(waited, 1)],
@@ -175,6 +189,8 @@ def yardsticks(
         "floor_workers": limits.workers,
         "floor_s": round(sum(floors) / len(floors), SECONDS_DIGITS),
         "floor_runs_s": floors,
+        "floor_cpu_s": round(sum(floor_cpus) / len(floor_cpus), SECONDS_DIGITS),
+        "floor_cpu_runs_s": floor_cpus,
         "ctags_s": round(sum(ctagses) / len(ctagses), SECONDS_DIGITS) if ctagses else None,
         "ctags_runs_s": ctagses,
     }

@@ -41,6 +41,7 @@ from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.git import resolve_ref, run_git
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.bench.cpu import CpuMeter
 from palimpsest.devtools.bench.floor import round_ratios, yardsticks
 from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.search import lexical_search
@@ -324,16 +325,16 @@ async def run_bench_index(
         async with scratch_pipeline(settings, root / "home") as (_, stack, infra, tenant):
             pool, nc = infra.pool, infra.nc
 
+            cpus: list[dict[str, Any]] = []  # each round's CPU by role (CpuMeter.report)
+
             async def first_build(
                 marks: dict[str, Any],
             ) -> tuple[UUID, SnapshotBuilt, float, int, dict[str, Any]]:
                 repo_id = await register_path(pool, tenant, repo)
-                with RssSampler() as rss:
-                    t = time.perf_counter()
-                    built = (await index_and_wait(pool, nc, tenant, repo_id))[SnapshotBuilt]
-                    wall = time.perf_counter() - t
+                built, wall, peak, cpu = await _measured_build(pool, nc, tenant, repo_id)
+                cpus.append(cpu)
                 marks = await asyncio.to_thread(yardsticks, corpus, root, marks)  # and just after
-                return repo_id, built, wall, rss.peak, marks
+                return repo_id, built, wall, peak, marks
 
             marks = await asyncio.to_thread(yardsticks, corpus, root)  # the same files, just before
             repo_id, built, first_wall, peak, marks = await first_build(marks)
@@ -383,6 +384,7 @@ async def run_bench_index(
             "first_build_runs_s": [b.duration_s for b in builds],
             **marks,
             **round_ratios([b.duration_s for b in builds], marks),
+            **cpu_figures(cpus[median], marks),
             "incremental_s": ib.duration_s,
             "incremental_wall_s": round(incr_wall, 2),
             "incremental_parsed_blobs": ib.parsed_blobs,
@@ -401,6 +403,34 @@ async def run_bench_index(
             "search_p50_ms": round(_pct(latencies, 0.5), 2),
             "search_p95_ms": round(_pct(latencies, 0.95), 2),
         }
+
+
+async def _measured_build(
+    pool: Any, nc: Any, tenant: UUID, repo_id: UUID
+) -> tuple[SnapshotBuilt, float, int, dict[str, Any]]:
+    """Build ``repo_id`` through the pipeline: its ``snapshot.built``, the wall seconds until it
+    arrived, the peak RSS meanwhile and where the machine's CPU went (``CpuMeter.report``)."""
+    with RssSampler() as rss, CpuMeter() as cpu:
+        t = time.perf_counter()
+        built = (await index_and_wait(pool, nc, tenant, repo_id))[SnapshotBuilt]
+        wall = time.perf_counter() - t
+    return built, wall, rss.peak, cpu.report()
+
+
+def cpu_figures(cpu: dict[str, Any], marks: dict[str, Any]) -> dict[str, Any]:
+    """Where the reported round's CPU went (``cpu``: its ``CpuMeter.report``) against the floor's:
+    the whole machine's CPU seconds from the build's request to its ``snapshot.built``, by role,
+    beside the CPU the floor's workers spent on the same files, and the CPU seconds that a build of
+    twice the floor's wall time has on this machine's cores (issue 23's target) -- what every part
+    of the build together must fit in."""
+    floor_cpu = marks.get("floor_cpu_s") or 0.0
+    cores = psutil.cpu_count() or 1
+    return {
+        "first_build_cpu_s": cpu,
+        "first_build_cpu_over_floor_cpu": round(cpu["total"] / floor_cpu, 2) if floor_cpu > 0 else None,
+        "cpu_budget_at_2x_floor_s": round(2 * float(marks.get("floor_s") or 0.0) * cores, 2),
+        "cores": cores,
+    }
 
 
 async def _delete_repository(pool: Any, tenant: UUID, repo_id: UUID) -> None:
