@@ -10,6 +10,7 @@ import pytest
 
 from palimpsest.devtools.bench.floor import (
     ctags_seconds,
+    floor_measure,
     floor_seconds,
     parse_and_query,
     round_ratios,
@@ -28,6 +29,14 @@ def test_the_floor_parses_and_queries_every_parsed_file() -> None:
     assert parse_and_query([("docs/a.md", b"# A\n")]) == 0
     assert floor_seconds(CORPUS, workers=1, batch_bytes=1024) > 0
     assert floor_seconds(CORPUS, workers=2, batch_bytes=1024) > 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_floor_says_what_cpu_its_workers_spent(workers: int) -> None:
+    wall, cpu = floor_measure(CORPUS * 20, workers=workers, batch_bytes=4096)
+    assert cpu > 0
+    if workers == 1:  # one thread in this process: its CPU cannot exceed the wall time around it
+        assert cpu <= wall
 
 
 def test_ctags_is_left_out_where_it_is_not_installed(tmp_path: Path) -> None:
