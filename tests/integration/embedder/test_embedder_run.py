@@ -7,8 +7,10 @@ so each failure mode is set up exactly (the bus path is covered by test_embedder
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.service import Infra
 from palimpsest.embedder.batching import BatchLimits
-from palimpsest.embedder.engine import RetryPolicy
+from palimpsest.embedder.engine import Embedded, RetryPolicy
 from palimpsest.embedder.errors import BatchTooLarge, ProviderError, RateLimited, SpendBudgetExceeded
 from palimpsest.embedder.run import RunLimits, embed_snapshot
 from palimpsest.embedder.store import Outcome
@@ -296,3 +298,38 @@ async def test_vectors_are_stored_exactly_as_float4(infra: Infra, tmp_path: Path
     ]
     # (read back as text, a float4 prints as its shortest decimal: compare as float4 bits)
     assert all(struct.pack("<384f", *r["embedding"]) == struct.pack("<384f", *vector) for r in stored)
+
+
+@dataclass
+class SlowProvider(TrigramProvider):
+    """Answers after a delay, counting the requests in flight."""
+
+    in_flight: int = 0
+    peak_in_flight: int = 0
+
+    async def embed(self, texts: list[str]) -> Embedded:
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0.02)
+            return await super().embed(texts)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_requests_stay_in_flight_across_pages(infra: Infra, tmp_path: Path, chunker: None) -> None:
+    """Pages of two chunks, one chunk per request, three requests in flight: the next page is read
+    while the current one's requests are out, so the slots do not wait for a page to drain."""
+    ctx = await built(infra, tmp_path)
+    assert ctx["chunks"] >= 8
+    provider = SlowProvider()
+    outcome = await run(
+        infra,
+        ctx,
+        provider,
+        limits=RunLimits(page=2, concurrency=3),
+        batch_limits=BatchLimits(max_inputs=1),
+    )
+    assert outcome.state == "ready" and outcome.embedded == ctx["chunks"] and outcome.pending == 0
+    assert provider.peak_in_flight == 3  # more than a page holds
+    assert provider.calls == [1] * ctx["chunks"]

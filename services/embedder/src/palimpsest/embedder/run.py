@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -89,8 +89,47 @@ class Run:
         return await self._outcome(state, reason)
 
     async def _embed_pending(self) -> None:
+        """Send the pending chunks' batches with at most ``limits.concurrency`` requests in flight,
+        reading the next page while the current one's requests are out.
+
+        The requests flow on across page boundaries: a page is not drained (its last requests
+        going out one by one while the other slots idle) before the next one is read. A probe
+        (the model's dimension still unknown) goes alone first. The first failure cancels the
+        requests still in flight and is raised as it is; what completed is kept (buffered and
+        written), as when requests went one at a time.
+        """
+        senders = self.limits.concurrency
+        queue: asyncio.Queue[list[Item] | None] = asyncio.Queue(maxsize=senders)
+
+        async def read() -> None:
+            async for batches in self._pages():
+                for batch in batches:
+                    await queue.put(batch)
+            for _ in range(senders):
+                await queue.put(None)
+
+        async def send() -> None:
+            while (batch := await queue.get()) is not None:
+                await self._send(batch)
+
+        tasks = [asyncio.create_task(read()), *(asyncio.create_task(send()) for _ in range(senders))]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            failed = [exc for task in tasks if task in done and (exc := task.exception()) is not None]
+            if failed:
+                raise failed[0]
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _pages(self) -> AsyncIterator[list[list[Item]]]:
+        """The pending chunks' batches, a page at a time, up to ``limits.max_chunks`` chunks. When
+        the model's dimension is not known, the first page's first input is sent here, alone,
+        before anything else goes out."""
         after: tuple[str, int] | None = None
-        while self.sent < self.limits.max_chunks:
+        taken = 0
+        while taken < self.limits.max_chunks:
             async with tenant_tx(self.pool, self.tenant_id) as conn:
                 page = await store.pending_page(
                     conn,
@@ -98,10 +137,11 @@ class Run:
                     self.snapshot_id,
                     self.model,
                     after=after,
-                    limit=min(self.limits.page, self.limits.max_chunks - self.sent),
+                    limit=min(self.limits.page, self.limits.max_chunks - taken),
                 )
             if not page:
                 return
+            taken += len(page)
             after = (page[-1].blob_sha, page[-1].ordinal)
             items = [
                 make_item(
@@ -109,42 +149,15 @@ class Run:
                 )
                 for c in page
             ]
-            await self._send_all(self._batches(items))
+            if self._probing:
+                await self._send(items[:1])
+                items = items[1:]
+            yield list(plan_batches(items, self.engine.limits))
 
     @property
     def _probing(self) -> bool:
         """The model's dimension is not known yet: one input goes alone before paying for a batch."""
         return self.engine.dimension is None and self.known_dimension is None
-
-    def _batches(self, items: list[Item]) -> list[list[Item]]:
-        if self._probing and items:
-            return [items[:1], *plan_batches(items[1:], self.engine.limits)]
-        return list(plan_batches(items, self.engine.limits))
-
-    async def _send_all(self, batches: list[list[Item]]) -> None:
-        """Send ``batches`` with at most ``limits.concurrency`` requests in flight.
-
-        A probe (the model's dimension still unknown) goes alone first. The first failure cancels
-        the requests still in flight and is raised as it is; what completed is kept (buffered and
-        written), as when requests went one at a time.
-        """
-        if self._probing and batches:
-            await self._send(batches[0])
-            batches = batches[1:]
-        slots = asyncio.Semaphore(self.limits.concurrency)
-
-        async def one(batch: list[Item]) -> None:
-            async with slots:
-                await self._send(batch)
-
-        tasks = [asyncio.create_task(one(batch)) for batch in batches]
-        try:
-            for task in asyncio.as_completed(tasks):
-                await task
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _send(self, batch: list[Item]) -> None:
         pairs = await self.engine.embed(batch)
