@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -102,9 +102,10 @@ class Run:
         queue: asyncio.Queue[list[Item] | None] = asyncio.Queue(maxsize=senders)
 
         async def read() -> None:
-            async for batches in self._pages():
-                for batch in batches:
-                    await queue.put(batch)
+            async with contextlib.aclosing(self._pages()) as pages:
+                async for batches in pages:
+                    for batch in batches:
+                        await queue.put(batch)
             for _ in range(senders):
                 await queue.put(None)
 
@@ -123,7 +124,7 @@ class Run:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _pages(self) -> AsyncIterator[list[list[Item]]]:
+    async def _pages(self) -> AsyncGenerator[list[list[Item]], None]:
         """The pending chunks' batches, a page at a time, up to ``limits.max_chunks`` chunks. When
         the model's dimension is not known, the first page's first input is sent here, alone,
         before anything else goes out."""
