@@ -102,10 +102,9 @@ class Run:
         queue: asyncio.Queue[list[Item] | None] = asyncio.Queue(maxsize=senders)
 
         async def read() -> None:
-            async with contextlib.aclosing(self._pages()) as pages:
-                async for batches in pages:
-                    for batch in batches:
-                        await queue.put(batch)
+            async with contextlib.aclosing(self._batches()) as batches:
+                async for batch in batches:
+                    await queue.put(batch)
             for _ in range(senders):
                 await queue.put(None)
 
@@ -124,8 +123,8 @@ class Run:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _pages(self) -> AsyncGenerator[list[list[Item]], None]:
-        """The pending chunks' batches, a page at a time, up to ``limits.max_chunks`` chunks. When
+    async def _batches(self) -> AsyncGenerator[list[Item], None]:
+        """The pending chunks' batches, read a page at a time, up to ``limits.max_chunks`` chunks. When
         the model's dimension is not known, the first page's first input is sent here, alone,
         before anything else goes out."""
         after: tuple[str, int] | None = None
@@ -153,7 +152,8 @@ class Run:
             if self._probing:
                 await self._send(items[:1])
                 items = items[1:]
-            yield list(plan_batches(items, self.engine.limits))
+            for batch in plan_batches(items, self.engine.limits):
+                yield batch
 
     @property
     def _probing(self) -> bool:

@@ -46,10 +46,6 @@ def role_of(name: str, *, own: bool, below: bool) -> str:
     return "workers" if below else "other"
 
 
-def _cpu_seconds(times: Any) -> float:
-    return float(times.user + times.system)
-
-
 @dataclass(slots=True)
 class _Reading:
     cpu: dict[_Key, tuple[str, float]]
@@ -69,7 +65,8 @@ def _read() -> _Reading:
         if info.get("cpu_times") is None or info.get("create_time") is None:
             continue  # gone, or not ours to read
         role = role_of(info.get("name") or "", own=proc.pid == me.pid, below=proc.pid in below)
-        cpu[(proc.pid, info["create_time"])] = (role, _cpu_seconds(info["cpu_times"]))
+        times = info["cpu_times"]
+        cpu[(proc.pid, info["create_time"])] = (role, float(times.user + times.system))
     own = os.times()
     return _Reading(
         cpu, own.children_user + own.children_system, psutil.cpu_times().idle, time.perf_counter()

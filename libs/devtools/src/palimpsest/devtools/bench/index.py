@@ -41,7 +41,7 @@ from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.git import resolve_ref, run_git
 from palimpsest.core.settings import BaseServiceSettings
-from palimpsest.devtools.bench.cpu import CpuMeter
+from palimpsest.devtools.bench.cpu import CpuMeter, role_of
 from palimpsest.devtools.bench.floor import round_ratios, yardsticks
 from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.search import lexical_search
@@ -220,7 +220,8 @@ def make_repository(
 
 
 class RssSampler:
-    """Peak resident memory of this process plus its children (the parse workers)."""
+    """Peak resident memory of this process plus the workers below it (the parse workers; the
+    servers and git left out, by the same roles as :class:`~palimpsest.devtools.bench.cpu.CpuMeter`)."""
 
     def __init__(self) -> None:
         self.peak = 0
@@ -231,7 +232,7 @@ class RssSampler:
         total = me.memory_info().rss
         for child in me.children(recursive=True):
             with contextlib.suppress(psutil.Error):
-                if child.name().startswith(("postgres", "nats-server", "git")):
+                if role_of(child.name(), own=False, below=True) != "workers":
                     continue
                 total += child.memory_info().rss
         self.peak = max(self.peak, total)
