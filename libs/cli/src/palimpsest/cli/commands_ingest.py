@@ -227,6 +227,8 @@ def _sync_text(report: dict[str, Any]) -> str:
     lines = [f"+ {name}" for name in report["added"]] + [f"- {name}" for name in report["removed"]]
     lines += [f"! {why}" for why in report["refused"]]
     lines += [f"error: {e['message']}" for e in report["errors"]]
+    if report["errors"]:
+        return "\n".join([*lines, f"{report['provider']} {report['kind']}: nothing changed"])
     lines.append(
         f"{report['provider']} {report['kind']}: {report['listed']} listed in {report['pages']} page(s);"
         f" {len(report['added'])} {'would be ' if dry else ''}added,"
