@@ -274,6 +274,8 @@ async def test_a_provider_error_is_reported_with_its_status_and_changes_nothing(
     ]
     if provider == "github":
         cases.append(([(429, {"Retry-After": "17"})], 429, "retry after 17 s"))
+        cases.append(([(403, {"Retry-After": "60"})], 403, "rate limit reached (HTTP 403); retry after 60 s"))
+        cases.append(([(403, {})], 403, "may not list"))
     for answers, status, words in cases:
         fake.listing_answers[:] = answers
         report = await _sync(api, world, provider)

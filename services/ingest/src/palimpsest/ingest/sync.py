@@ -363,11 +363,13 @@ def _retry_after(response: httpx.Response) -> str:
 
 
 def _failure(provider: str, response: httpx.Response) -> ProviderFailure:
-    """One line per refusal, from the status and headers only (never the body, never the token)."""
+    """One line per refusal, from the status and headers only (never the body, never the token). A
+    rate limit is a 429, or a 403 with ``x-ratelimit-remaining: 0`` or a ``Retry-After`` (GitHub's
+    primary and secondary limits)."""
     status = response.status_code
     name = {"github": "GitHub", "gitlab": "GitLab", "bitbucket": "Bitbucket"}[provider]
     remaining = response.headers.get("x-ratelimit-remaining", "").strip()
-    if status == 429 or (status == 403 and remaining == "0"):
+    if status == 429 or (status == 403 and (remaining == "0" or "retry-after" in response.headers)):
         return ProviderFailure(
             status, f"{name} API rate limit reached (HTTP {status}){_retry_after(response)}"
         )
