@@ -395,11 +395,16 @@ def _failure(provider: str, response: httpx.Response) -> ProviderFailure:
 _DUE = (
     "SELECT installation_id FROM installations WHERE suspended_at IS NULL AND credentials IS NOT NULL"
     " AND credentials_kind IN ('token', 'app')"
-    " AND (provider, kind) IN (('github', 'installation'), ('gitlab', 'group'), ('gitlab', 'project'),"
-    " ('bitbucket', 'workspace'))"
+    " AND (provider, kind) IN (SELECT * FROM unnest(%(providers)s::text[], %(kinds)s::text[]))"
     " AND (%(slice)s::int IS NULL OR mod(abs(hashtext(installation_id::text)), %(slices)s) = %(slice)s::int)"
     " ORDER BY installation_id"
 )
+
+
+_SYNCABLE_PAIRS: Final = {
+    "providers": [p for p, kinds in SYNCABLE.items() for _ in sorted(kinds)],
+    "kinds": [k for _, kinds in SYNCABLE.items() for k in sorted(kinds)],
+}
 
 
 async def sync_slice(
@@ -415,7 +420,7 @@ async def sync_slice(
             continue
         try:
             async with tenant_tx(ctx.pool, tenant.tenant_id) as conn:
-                due = await fetch_all(conn, _DUE, {"slice": slice_no, "slices": slices})
+                due = await fetch_all(conn, _DUE, {"slice": slice_no, "slices": slices, **_SYNCABLE_PAIRS})
         except Exception as exc:
             log.warning("installation sync: tenant %s skipped (%s)", tenant.tenant_id, exc.__class__.__name__)
             continue
