@@ -395,3 +395,20 @@ async def test_the_cli_syncs_through_the_api_it_is_pointed_at(
         print(f"$ palimpsest installation sync {iid}\n{out}(exit {code})")
         assert code == 1 and "HTTP 401" in out and TOKEN not in out + err
         assert out.splitlines()[-1].endswith("nothing changed")
+
+
+async def test_a_gitlab_project_installation_lists_its_one_project(
+    fake: FakeProviders, api: httpx.AsyncClient, world: World
+) -> None:
+    fake.listings[LISTING["gitlab"]] = [_gitlab(1), _gitlab(2)]
+    spec = {**INSTALLATIONS["gitlab"], "kind": "project", "external_id": "93002"}
+    del spec["namespace"]
+    res = await api.post(world.path("/installations"), json=spec, headers=world.auth)
+    assert res.status_code == 201, res.text
+    world.installations["gitlab-project"] = res.json()
+    report = await _sync(api, world, "gitlab-project")
+    assert (report["added"], report["pages"], report["errors"]) == (["platform/proj-2"], 1, [])
+    fake.listings.clear()  # the project is gone (or the token lost it): 404, and nothing is removed
+    report = await _sync(api, world, "gitlab-project")
+    assert [e["status"] for e in report["errors"]] == [404] and report["removed"] == []
+    assert list(await _names(api, world, "gitlab-project")) == ["platform/proj-2"]
