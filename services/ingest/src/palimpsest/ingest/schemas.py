@@ -279,6 +279,27 @@ class RepositoryList(_Out):
     items: list[Repository]
 
 
+class SyncError(_Out):
+    status: int | None = Field(description="The provider's HTTP status (null: no answer, or not asked).")
+    message: str
+
+
+class InstallationSync(_Out):
+    """What an installation sync found at the provider and did (or, dry, would do)."""
+
+    installation_id: UUID
+    provider: str
+    kind: str
+    dry_run: bool
+    listed: int = Field(description="Repositories the provider listed.")
+    pages: int = Field(description="Pages read from the provider.")
+    added: list[str]
+    removed: list[str]
+    unchanged: list[str]
+    refused: list[str] = Field(description="Listed but not registered: 'name: why'.")
+    errors: list[SyncError]
+
+
 class WebhookAnswer(_Out):
     outcome: Outcome
     reason: str | None

@@ -129,6 +129,12 @@ def _repo(repo: Node) -> RepoRef:
     )
 
 
+def api_repository(repo: Node) -> RepoRef:
+    """A repository as the REST API lists it (``GET /installation/repositories``): the same full
+    object a push or pull request delivery carries."""
+    return _repo(repo)
+
+
 def _web_base(installation: Node) -> str:
     """Scheme and host of the GitHub instance (github.com or an Enterprise Server)."""
     account = installation.opt_node("account")
