@@ -47,8 +47,18 @@ async def test_routes_and_budgets_through_the_api_with_scopes(
         assert made.status_code == 200, made.text
         assert (made.json()["feature"], made.json()["model"]) == ("review", "openai/gpt-4o-mini")
         # a price of its own makes a model litellm does not know acceptable
-        priced = await _put(
+        half = await _put(
             client, world, "analysis", manage, model="openai/northwind-7b", input_usd_per_mtok=0.5
+        )
+        assert half.status_code == 400 and "both prices" in half.json()["detail"]
+        priced = await _put(
+            client,
+            world,
+            "analysis",
+            manage,
+            model="openai/northwind-7b",
+            input_usd_per_mtok=0.5,
+            output_usd_per_mtok=1.5,
         )
         assert priced.status_code == 200, priced.text
 

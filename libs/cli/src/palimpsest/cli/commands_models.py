@@ -37,7 +37,10 @@ def _price(value: Any) -> str:
 
 def _route_line(r: dict[str, Any]) -> str:
     base = r["api_base"] or "(PALIMPSEST_LLM_API_BASE)"
-    prices = f"in {_price(r['input_usd_per_mtok'])} out {_price(r['output_usd_per_mtok'])} USD/Mtok"
+    if r["input_usd_per_mtok"] is None and r["output_usd_per_mtok"] is None:
+        prices = "litellm's price"
+    else:
+        prices = f"in {_price(r['input_usd_per_mtok'])} out {_price(r['output_usd_per_mtok'])} USD/Mtok"
     return f"{r['feature']:<10} {r['model']}  {base}  {prices}  (updated {r['updated_at']})"
 
 

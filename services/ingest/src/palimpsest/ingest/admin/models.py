@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from palimpsest.core.db import fetch_all, fetch_one
-from palimpsest.core.llm import check_api_base, load_litellm, model_problem, month_spend
+from palimpsest.core.llm import CHAT_FEATURES, check_api_base, load_litellm, model_problem, month_spend
 from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import InvalidRequest, NotFound
@@ -33,9 +33,11 @@ async def set_route(ctx: IngestContext, scope: Scope, feature: str, body: ModelR
             check_api_base(body.api_base)
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from exc
-    priced = (
-        body.allow_unpriced or body.input_usd_per_mtok is not None or body.output_usd_per_mtok is not None
-    )
+    prices = (body.input_usd_per_mtok, body.output_usd_per_mtok)
+    if feature in CHAT_FEATURES and (prices[0] is None) != (prices[1] is None):
+        # the gateway prices a route by its own two prices: a missing one would count as free
+        raise InvalidRequest("give both prices (input and output USD per million tokens) or neither")
+    priced = body.allow_unpriced or prices != (None, None)
     problem = model_problem(await load_litellm(), feature, body.model, priced=priced)
     if problem is not None:
         raise InvalidRequest(problem)
