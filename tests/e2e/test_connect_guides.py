@@ -269,4 +269,6 @@ def test_a_guide_check_it_works(
     )
     assert "discount() can return None." in summary
     assert api.rejected == []
+    if provider == "github":  # posted with an installation token minted from the App's key
+        assert api.app is not None and api.app.mints >= 1 and api.app.refused == []
     _cli(t, env, "deliveries", "--tenant", tid)
