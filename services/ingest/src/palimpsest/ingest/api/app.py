@@ -24,6 +24,7 @@ from palimpsest.ingest.api import (
     v1_analyses,
     v1_index,
     v1_links,
+    v1_models,
     v1_repositories,
     v1_reviews,
     v1_tenants,
@@ -75,6 +76,7 @@ def create_api(ctx: IngestContext, *, mcp: McpEndpoint | None = None) -> FastAPI
     app.include_router(v1_index.router, max_body_size=ctx.settings.api_max_bytes)
     app.include_router(v1_analyses.router, max_body_size=ctx.settings.api_max_bytes)
     app.include_router(v1_links.router, max_body_size=ctx.settings.api_max_bytes)
+    app.include_router(v1_models.router, max_body_size=ctx.settings.api_max_bytes)
     # a review may carry a diff of up to 5 MiB, JSON-escaped
     app.include_router(v1_reviews.router, max_body_size=max(ctx.settings.api_max_bytes, REVIEW_MAX_BYTES))
     if mcp is not None:  # streamable HTTP: POST (JSON-RPC), GET and DELETE answered by the SDK

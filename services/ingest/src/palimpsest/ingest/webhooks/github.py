@@ -331,6 +331,12 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "installation_repositories": _installation_repositories,
 }
 
+# GitHub sends these to every App without a subscription (the App's `ping` when it is created or
+# its webhook changes; `installation` and `installation_repositories` on every install change):
+# a manifest cannot list them. Every other handled event is one the App must subscribe to.
+ALWAYS_SENT: Final = frozenset({"ping", "installation", "installation_repositories"})
+SUBSCRIBED_EVENTS: Final[tuple[str, ...]] = tuple(sorted(e for e in _HANDLERS if e not in ALWAYS_SENT))
+
 PARSER: Final = DeliveryParser(
     PROVIDER,
     "GitHub",
