@@ -7,16 +7,19 @@ data (``bench ui``'s yardsticks) call the same functions of :mod:`palimpsest.ing
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
+
+from markupsafe import Markup
 
 from palimpsest.index.errors import IndexNotReady, UnknownSeed
 from palimpsest.index.graph.query import graph_context
 from palimpsest.index.recency import cochange_neighbours, last_modified_at
 from palimpsest.index.snapshots import get_snapshot, list_snapshots, newest_ready
-from palimpsest.index.stored import analysis_view, list_analyses, list_reviews
+from palimpsest.index.stored import AnalysisView, analysis_view, list_analyses, list_reviews
 from palimpsest.ingest.admin import index, reviews
 from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.admin.index import require_repository
@@ -59,7 +62,9 @@ async def repositories_page(ctx: IngestContext, scope: Scope) -> dict[str, Any]:
                 {
                     "repo": repo,
                     "snapshot": newest[0] if newest else None,
-                    "ready": await newest_ready(conn, repo.repository_id),
+                    "ready": newest[0]
+                    if newest and newest[0].state == "ready"
+                    else await newest_ready(conn, repo.repository_id),
                     "analysis": analysis[0] if analysis else None,
                     "review": review[0] if review else None,
                 }
@@ -78,14 +83,7 @@ async def repository_page(ctx: IngestContext, scope: Scope, repository_id: UUID)
     if view is None:
         return out
     facts = view.facts if isinstance(view.facts, dict) else {}
-    points, undated = [], []
-    for doc in facts.get("doc_freshness") or []:
-        when = _when(doc.get("last_modified_at"))
-        if when is None:
-            undated.append(str(doc.get("path")))
-        else:
-            points.append(FreshnessPoint(str(doc.get("path")), when, bool(doc.get("stale"))))
-    plot, left_out = freshness_svg(points, view.median_code)
+    drawn = _drawn(view, facts)
     findings = []
     for f in view.doc_findings:
         ev = f.evidence if isinstance(f.evidence, dict) else {}
@@ -103,16 +101,49 @@ async def repository_page(ctx: IngestContext, scope: Scope, repository_id: UUID)
             }
         )
     out.update(
-        analysis_html=render_markdown(view.analysis),
+        analysis_html=drawn.analysis_html,
         findings=findings,
-        plot=plot,
-        plot_left_out=left_out,
-        undated_docs=undated,
+        plot=drawn.plot,
+        plot_left_out=drawn.left_out,
+        undated_docs=drawn.undated,
         facts=facts,
         selection=view.selection if isinstance(view.selection, list) else [],
         commit_url=links.commit(view.commit),
     )
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Drawn:
+    analysis_html: Markup
+    plot: Markup
+    left_out: int
+    undated: list[str]
+
+
+# A stored analysis never changes: its Markdown and plot are rendered once per process.
+_DRAWN: OrderedDict[UUID, _Drawn] = OrderedDict()
+_DRAWN_MAX = 64
+
+
+def _drawn(view: AnalysisView, facts: dict[str, Any]) -> _Drawn:
+    found = _DRAWN.get(view.analysis_id)
+    if found is not None:
+        _DRAWN.move_to_end(view.analysis_id)
+        return found
+    points, undated = [], []
+    for doc in facts.get("doc_freshness") or []:
+        when = _when(doc.get("last_modified_at"))
+        if when is None:
+            undated.append(str(doc.get("path")))
+        else:
+            points.append(FreshnessPoint(str(doc.get("path")), when, bool(doc.get("stale"))))
+    plot, left_out = freshness_svg(points, view.median_code)
+    found = _Drawn(render_markdown(view.analysis), plot, left_out, undated)
+    _DRAWN[view.analysis_id] = found
+    while len(_DRAWN) > _DRAWN_MAX:
+        _DRAWN.popitem(last=False)
+    return found
 
 
 async def file_page(ctx: IngestContext, scope: Scope, repository_id: UUID, path: str) -> dict[str, Any]:
