@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -20,6 +21,7 @@ from uuid import UUID
 import psycopg
 import psycopg_pool
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -49,6 +51,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "/ui"
 SIGN_IN_S = 900
+FRAGMENTS = 64  # rendered analyses kept per process
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self';"
     " frame-ancestors 'none'; base-uri 'none'"
@@ -106,6 +109,7 @@ class WebView:
     def __init__(self, ctx: IngestContext) -> None:
         self.ctx = ctx
         self.env = _env()
+        self._fragments: OrderedDict[tuple[Any, ...], Markup] = OrderedDict()
 
     def render(self, request: Request, name: str, code: int = 200, **values: Any) -> HTMLResponse:
         values.setdefault("principal", None)
@@ -171,7 +175,37 @@ class WebView:
     async def repository(self, request: Request, principal: Principal, session: Session) -> Response:
         tenant_id, scope = _tenant_scope(request, principal)
         found = await views.repository_page(self.ctx, scope, _uuid(request, "repository_id"))
-        return self._show(request, "repository.html", principal, session, tenant_id=tenant_id, **found)
+        fragment = self._analysis_fragment(tenant_id, found)
+        return self._show(
+            request,
+            "repository.html",
+            principal,
+            session,
+            tenant_id=tenant_id,
+            analysis_fragment=fragment,
+            **found,
+        )
+
+    def _analysis_fragment(self, tenant_id: UUID, found: dict[str, Any]) -> Markup:
+        """The analysis part of the repository page. A stored analysis never changes, so it is
+        rendered once per process (keyed by everything its links depend on), then reused."""
+        view, repo = found["analysis"], found["repo"]
+        if view is None:
+            return Markup("")
+        key = (view.analysis_id, tenant_id, repo.repository_id, repo.provider, repo.clone_url)
+        cached = self._fragments.get(key)
+        if cached is not None:
+            self._fragments.move_to_end(key)
+            return cached
+        values = views.analysis_values(view, found["links"])
+        html = self.env.get_template("_analysis.html").render(
+            prefix=PREFIX, tenant_id=tenant_id, repo=repo, **values
+        )
+        fragment = Markup(html)  # noqa: S704 - a template of this package, autoescaped
+        self._fragments[key] = fragment
+        while len(self._fragments) > FRAGMENTS:
+            self._fragments.popitem(last=False)
+        return fragment
 
     async def file(self, request: Request, principal: Principal, session: Session) -> Response:
         tenant_id, scope = _tenant_scope(request, principal)

@@ -7,13 +7,10 @@ data (``bench ui``'s yardsticks) call the same functions of :mod:`palimpsest.ing
 
 from __future__ import annotations
 
-from collections import OrderedDict, defaultdict
-from dataclasses import dataclass
+from collections import defaultdict
 from datetime import datetime
 from typing import Any
 from uuid import UUID
-
-from markupsafe import Markup
 
 from palimpsest.index.errors import IndexNotReady, UnknownSeed
 from palimpsest.index.graph.query import graph_context
@@ -73,17 +70,28 @@ async def repositories_page(ctx: IngestContext, scope: Scope) -> dict[str, Any]:
 
 
 async def repository_page(ctx: IngestContext, scope: Scope, repository_id: UUID) -> dict[str, Any]:
+    """The repository, its recent snapshots and its newest stored analysis (None before one)."""
     async with scoped_tx(ctx, scope) as conn:
         repo = await require_repository(conn, repository_id)
         snapshots = await list_snapshots(conn, repository_id, limit=10)
         newest = await list_analyses(conn, repository_id, limit=1)
         view = await analysis_view(conn, newest[0].analysis_id) if newest else None
     links = ProviderLinks.of(repo.provider, repo.clone_url)
-    out: dict[str, Any] = {"repo": repo, "links": links, "snapshots": snapshots, "analysis": view}
-    if view is None:
-        return out
+    return {"repo": repo, "links": links, "snapshots": snapshots, "analysis": view}
+
+
+def analysis_values(view: AnalysisView, links: ProviderLinks) -> dict[str, Any]:
+    """What the repository page shows of a stored analysis: findings with their commits and links,
+    the freshness plot, the selection and its facts, the Markdown rendered safely."""
     facts = view.facts if isinstance(view.facts, dict) else {}
-    drawn = _drawn(view, facts)
+    points, undated = [], []
+    for doc in facts.get("doc_freshness") or []:
+        when = _when(doc.get("last_modified_at"))
+        if when is None:
+            undated.append(str(doc.get("path")))
+        else:
+            points.append(FreshnessPoint(str(doc.get("path")), when, bool(doc.get("stale"))))
+    plot, left_out = freshness_svg(points, view.median_code)
     findings = []
     for f in view.doc_findings:
         ev = f.evidence if isinstance(f.evidence, dict) else {}
@@ -100,50 +108,17 @@ async def repository_page(ctx: IngestContext, scope: Scope, repository_id: UUID)
                 "became": ev.get("renamed_to") or f.nearest,
             }
         )
-    out.update(
-        analysis_html=drawn.analysis_html,
-        findings=findings,
-        plot=drawn.plot,
-        plot_left_out=drawn.left_out,
-        undated_docs=drawn.undated,
-        facts=facts,
-        selection=view.selection if isinstance(view.selection, list) else [],
-        commit_url=links.commit(view.commit),
-    )
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class _Drawn:
-    analysis_html: Markup
-    plot: Markup
-    left_out: int
-    undated: list[str]
-
-
-# A stored analysis never changes: its Markdown and plot are rendered once per process.
-_DRAWN: OrderedDict[UUID, _Drawn] = OrderedDict()
-_DRAWN_MAX = 64
-
-
-def _drawn(view: AnalysisView, facts: dict[str, Any]) -> _Drawn:
-    found = _DRAWN.get(view.analysis_id)
-    if found is not None:
-        _DRAWN.move_to_end(view.analysis_id)
-        return found
-    points, undated = [], []
-    for doc in facts.get("doc_freshness") or []:
-        when = _when(doc.get("last_modified_at"))
-        if when is None:
-            undated.append(str(doc.get("path")))
-        else:
-            points.append(FreshnessPoint(str(doc.get("path")), when, bool(doc.get("stale"))))
-    plot, left_out = freshness_svg(points, view.median_code)
-    found = _Drawn(render_markdown(view.analysis), plot, left_out, undated)
-    _DRAWN[view.analysis_id] = found
-    while len(_DRAWN) > _DRAWN_MAX:
-        _DRAWN.popitem(last=False)
-    return found
+    return {
+        "analysis": view,
+        "analysis_html": render_markdown(view.analysis),
+        "findings": findings,
+        "plot": plot,
+        "plot_left_out": left_out,
+        "undated_docs": undated,
+        "facts": facts,
+        "selection": view.selection if isinstance(view.selection, list) else [],
+        "commit_url": links.commit(view.commit),
+    }
 
 
 async def file_page(ctx: IngestContext, scope: Scope, repository_id: UUID, path: str) -> dict[str, Any]:
