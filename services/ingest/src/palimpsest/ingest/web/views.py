@@ -194,15 +194,17 @@ async def search_page(
 ) -> dict[str, Any]:
     async with scoped_tx(ctx, scope) as conn:
         repo = await require_repository(conn, repository_id)
+        ready = await newest_ready(conn, repository_id) if q else None
     links = ProviderLinks.of(repo.provider, repo.clone_url)
     out: dict[str, Any] = {"repo": repo, "q": q or "", "mode": mode, "result": None, "hits": []}
     if not q:
         return out
     result = await index.search(ctx, scope, repository_id, index.SearchQuery(q, limit=20, mode=mode))
-    commit = None
-    if result.get("snapshot_id") is not None:
+    searched = result.get("snapshot_id")
+    commit = ready.commit_sha if ready is not None and str(ready.snapshot_id) == str(searched) else None
+    if commit is None and searched is not None:  # a newer snapshot became ready in between
         async with scoped_tx(ctx, scope) as conn:
-            snap = await get_snapshot(conn, UUID(str(result["snapshot_id"])))
+            snap = await get_snapshot(conn, UUID(str(searched)))
         commit = snap.commit_sha if snap is not None else None
     out["result"] = result
     out["commit"] = commit
