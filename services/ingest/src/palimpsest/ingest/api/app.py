@@ -16,7 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
 from palimpsest.core.errors import DatabaseError
@@ -39,6 +39,8 @@ from palimpsest.ingest.errors import IngestError, Unauthorized
 from palimpsest.ingest.intake import Intake
 from palimpsest.ingest.mcp.http import PATH as MCP_PATH
 from palimpsest.ingest.mcp.http import McpEndpoint
+from palimpsest.ingest.web.routes import PREFIX as UI_PREFIX
+from palimpsest.ingest.web.routes import create_ui
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,8 @@ def create_api(ctx: IngestContext, *, mcp: McpEndpoint | None = None) -> FastAPI
         app.router.routes.append(
             Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
         )
+    # the read-only web view (server-rendered HTML, its own session cookie; see docs/web.md)
+    app.router.routes.append(Mount(UI_PREFIX, create_ui(ctx)))
     app.add_exception_handler(IngestError, _ingest_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     for unavailable in (DatabaseError, psycopg.OperationalError, psycopg_pool.PoolTimeout):
