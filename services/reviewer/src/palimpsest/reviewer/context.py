@@ -34,6 +34,7 @@ from uuid import UUID
 
 from palimpsest.core.db import Conn
 from palimpsest.core.errors import PalimpsestError
+from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.recency import last_modified_at
 from palimpsest.index.snapshots import Snapshot, for_commit, newest_ready
@@ -92,6 +93,8 @@ class ContextOptions:
     per_source: int = 12  # candidates asked of each source
     max_chunk_tokens: int = 800  # a longer chunk is cut (and says so): room for more files
     cross_share: float = 0.25  # at most this part of the budget goes to other repositories
+    cochange_max: int = DEFAULT_LIMIT  # partners the co-change warning lists at most (review.cochange_max)
+    cochange_include: frozenset[str] = frozenset()  # excludable kinds warned about (review.cochange_include)
 
 
 @dataclass(slots=True)
@@ -106,7 +109,8 @@ class ReviewContext:
     old_lines: dict[str, list[int]] = field(default_factory=dict)  # base-side lines the diff touches
     items: list[Candidate] = field(default_factory=list)  # in prompt order
     dropped: list[dict[str, Any]] = field(default_factory=list)
-    cochange_missing: list[str] = field(default_factory=list)
+    # the co-change warning (palimpsest.index.cochange.MissingPartner.as_dict), most confident first
+    cochange_missing: list[dict[str, Any]] = field(default_factory=list)
     median_code_date: datetime | None = None
     ranking: str = "fused"  # fused | rerank
     cross: dict[str, Any] = field(default_factory=dict)  # cross-repository context: config, links, tokens
@@ -191,7 +195,14 @@ async def assemble_context(
     if head is not None and not ctx.on_base:
         at_head = {**(await head.changed_since(ctx.snapshot_commit)), **at_head}
     cross = await _cross_repo(conn, ctx, links, options) if links is not None else []
-    found, ctx.cochange_missing = await _gather(conn, ctx, options, embed_query)
+    warning = sources.CoChangeWarning(
+        limit=options.cochange_max,
+        include=options.cochange_include,
+        touched=frozenset(p for f in files for p in (f.path, f.old_path) if p),
+        deleted_at_head=frozenset(p for p, text in at_head.items() if text is None),
+    )
+    found, missing = await _gather(conn, ctx, options, embed_query, warning)
+    ctx.cochange_missing = [m.as_dict() for m in missing]
     fresh = _fresh_only(found, at_head, ctx.dropped)
     ctx.ranking = await _score(fresh, ctx, rerank)
     await _dates(conn, repository_id, fresh)
@@ -237,8 +248,12 @@ async def _cross_repo(
 
 
 async def _gather(
-    conn: Conn, ctx: ReviewContext, options: ContextOptions, embed_query: QueryEmbedder | None
-) -> tuple[list[Candidate], list[str]]:
+    conn: Conn,
+    ctx: ReviewContext,
+    options: ContextOptions,
+    embed_query: QueryEmbedder | None,
+    warning: sources.CoChangeWarning,
+) -> tuple[list[Candidate], list[MissingPartner]]:
     n, rid, sid = options.per_source, ctx.repository_id, ctx.snapshot_id
     changed = frozenset(ctx.changed)
     names = ctx.names
@@ -257,7 +272,9 @@ async def _gather(
     memo: sources.ChunkMemo = {}
     found += await sources.neighbourhood(conn, rid, sid, changed, n * 4, words=wanted, memo=memo)
     clock("neighbourhood")
-    partners, missing = await sources.cochange(conn, rid, sid, ctx.changed, n * 4, words=wanted, memo=memo)
+    partners, missing = await sources.cochange(
+        conn, rid, sid, ctx.changed, n * 4, words=wanted, warning=warning, memo=memo
+    )
     clock("cochange")
     return found + partners, missing
 
