@@ -22,13 +22,13 @@ from uuid import UUID
 
 from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.core.errors import PalimpsestError
+from palimpsest.index.codefacts import is_doc
 from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
 from palimpsest.index.codefacts import classify
 from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner, missing_partners
 from palimpsest.index.recency import cochange_evidence, cochange_neighbours
 from palimpsest.index.search import SearchHit, lexical_search
-from palimpsest.index.staleness import is_doc
 
 log = logging.getLogger(__name__)
 

@@ -35,10 +35,11 @@ from uuid import UUID
 from palimpsest.core.db import Conn
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner
+from palimpsest.index.codefacts import is_doc
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.recency import last_modified_at
 from palimpsest.index.snapshots import Snapshot, for_commit, newest_ready
-from palimpsest.index.staleness import is_doc, is_stale, median_code_date
+from palimpsest.index.staleness import is_stale, median_code_date
 from palimpsest.reviewer import candidates as sources
 from palimpsest.reviewer import crossrepo
 from palimpsest.reviewer.candidates import OWN_SOURCES, SOURCES, Candidate, QueryEmbedder, Source
