@@ -34,15 +34,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from palimpsest.index.codefacts import Kind, classify
+
 __all__ = [
     "DEFAULT_LIMIT",
     "EXCLUDABLE_KINDS",
     "MIN_CONFIDENCE",
     "MIN_LIFT",
     "MIN_TOGETHER",
-    "Z",
     "MissingPartner",
     "PairEvidence",
+    "Z",
     "excluded_kind",
     "from_stored",
     "missing_partners",
@@ -53,9 +55,9 @@ DEFAULT_LIMIT = 5
 """At most this many partners are listed (``review.cochange_max``)."""
 Z = 1.645
 """The Wilson bound's z (one-sided 95 %)."""
-MIN_CONFIDENCE = 0.3
+MIN_CONFIDENCE = 0.2
 """A partner is listed when the lower bound of its share is at least this."""
-MIN_LIFT = 2.0
+MIN_LIFT = 1.5
 """… and its share at least this many times its base rate of change."""
 MIN_TOGETHER = 2
 """… and it changed with the file in at least this many commits (one commit is not a habit)."""
@@ -130,16 +132,15 @@ def wilson_lower(successes: int, trials: int, z: float = Z) -> float:
     return max(0.0, (centre - margin) / (1 + z2 / trials))
 
 
-def excluded_kind(path: str, classify: Callable[[str], Any]) -> str | None:
+def excluded_kind(path: str) -> str | None:
     """The excludable kind of ``path`` (``EXCLUDABLE_KINDS``) by the shared classifier, or None."""
     facts = classify(path)
     if facts.lockfile:
         return "lockfile"
     if facts.ci:
         return "ci"
-    kind = str(facts.kind)
-    if kind in ("generated", "vendored", "changelog"):
-        return kind
+    if facts.kind in (Kind.GENERATED, Kind.VENDORED, Kind.CHANGELOG):
+        return str(facts.kind)
     return None
 
 
@@ -148,7 +149,6 @@ def missing_partners(
     *,
     touched: Collection[str],
     present: Callable[[str], bool],
-    classify: Callable[[str], Any],
     include: Collection[str] = (),
     limit: int = DEFAULT_LIMIT,
     min_confidence: float = MIN_CONFIDENCE,
@@ -169,7 +169,9 @@ def missing_partners(
         confidence = wilson_lower(pair.together, n)
         if confidence < min_confidence or lift < MIN_LIFT:
             continue
-        found = MissingPartner(pair.partner, pair.source, pair.together, n, pair.since, share, confidence, lift)
+        found = MissingPartner(
+            pair.partner, pair.source, pair.together, n, pair.since, share, confidence, lift
+        )
         held = best.get(pair.partner)
         if held is None or _order(found) < _order(held):
             best[pair.partner] = found
@@ -177,7 +179,7 @@ def missing_partners(
     for partner in sorted(best.values(), key=_order):
         if len(out) >= limit:
             break
-        kind = excluded_kind(partner.path, classify)
+        kind = excluded_kind(partner.path)
         if (kind is None or kind in include) and present(partner.path):
             out.append(partner)
     return out

@@ -23,10 +23,10 @@ from palimpsest.index.staleness import FileKind, file_kind, is_stale, median_cod
 
 __all__ = [
     "CoChangeNeighbour",
-    "cochange_evidence",
     "RecencyEntry",
     "RecencyListing",
     "RecencyScan",
+    "cochange_evidence",
     "cochange_neighbours",
     "last_modified_at",
     "last_scan",

@@ -22,11 +22,10 @@ from uuid import UUID
 
 from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.core.errors import PalimpsestError
+from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner, missing_partners
 from palimpsest.index.codefacts import is_doc
 from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
-from palimpsest.index.codefacts import classify
-from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner, missing_partners
 from palimpsest.index.recency import cochange_evidence, cochange_neighbours
 from palimpsest.index.search import SearchHit, lexical_search
 
@@ -403,7 +402,6 @@ async def cochange(
         evidence,
         touched=touched,
         present=lambda path: path in present and path not in warning.deleted_at_head,
-        classify=classify,
         include=warning.include,
         limit=warning.limit,
     )

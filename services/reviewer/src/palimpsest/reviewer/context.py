@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 DOC_ANNOTATION = "(documentation — verify against code)"
 KEEP_STALE_DOC_SCORE = 0.6
+FROM_HEAD_NOTE = "(as of the pull request's head)"
 STALE_USAGE_NOTE = "stale: names what this change touches, may need updating"
 RRF_K = 60  # cross-repository chunks: reciprocal rank in their source
 # The chance that a source's n-th file (0-based) belongs in the review is a · (1 + n) ** -k, as
@@ -204,7 +205,7 @@ async def assemble_context(
     )
     found, missing = await _gather(conn, ctx, options, embed_query, warning)
     ctx.cochange_missing = [m.as_dict() for m in missing]
-    fresh = _fresh_only(found, at_head, ctx.dropped)
+    fresh = _fresh_only(found, at_head, ctx.dropped, own=frozenset(ctx.changed))
     ctx.ranking = await _score(fresh, ctx, rerank)
     await _dates(conn, repository_id, fresh)
     ctx.median_code_date, kept = apply_recency(fresh, ctx.dropped)
@@ -292,9 +293,17 @@ class _Clock:
 
 
 def _fresh_only(
-    found: Sequence[Candidate], at_head: Mapping[str, str | None], dropped: list[dict[str, Any]]
+    found: Sequence[Candidate],
+    at_head: Mapping[str, str | None],
+    dropped: list[dict[str, Any]],
+    *,
+    own: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
-    """Candidates whose text is still in the file at head (lines re-pointed); the rest ``stale``."""
+    """Candidates whose text is still in the file at head (lines re-pointed); the rest ``stale``.
+
+    A chunk of the pull request's ``own`` files whose text the pull request changed is shown as
+    the head has those lines (the change is what the review is about, not a stale leftover); one
+    of a file the pull request deletes is left out without a word (the diff says it all)."""
     out: list[Candidate] = []
     for cand in found:
         if cand.path not in at_head:
@@ -302,6 +311,10 @@ def _fresh_only(
             continue
         text = at_head[cand.path]
         index = text.find(cand.content) if text is not None and cand.content else -1
+        if index < 0 and cand.path in own:
+            if text is not None and _from_head(cand, text):
+                out.append(cand)
+            continue
         if index < 0:
             dropped.append(_drop(cand, "stale"))
             continue
@@ -310,6 +323,19 @@ def _fresh_only(
         cand.start_line = start
         out.append(cand)
     return out
+
+
+def _from_head(cand: Candidate, text: str) -> bool:
+    """Point ``cand`` at the same lines of the head's ``text`` (clamped); False when none are left."""
+    lines = text.splitlines(keepends=True)
+    if not lines:
+        return False
+    start = min(max(cand.start_line, 1), len(lines))
+    end = min(max(cand.end_line, start), len(lines))
+    cand.content = "".join(lines[start - 1 : end])
+    cand.start_line, cand.end_line = start, end
+    cand.annotation = " ".join(filter(None, [cand.annotation, FROM_HEAD_NOTE]))
+    return True
 
 
 async def _score(found: list[Candidate], ctx: ReviewContext, rerank: Reranker | None) -> str:

@@ -19,7 +19,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["COMMENT_LIMITS", "CONTEXT_TITLE", "COCHANGE_TITLE", "MAX_ITEMS", "context_sections", "fit"]
+__all__ = ["COCHANGE_TITLE", "COMMENT_LIMITS", "CONTEXT_TITLE", "MAX_ITEMS", "context_sections", "fit"]
 
 COMMENT_LIMITS: Mapping[str, int] = {
     "github": 65_536,  # characters of an issue comment's body
@@ -44,7 +44,9 @@ def _context_lines(context: Sequence[Mapping[str, Any]], limit: int) -> list[str
         lines = f"{item.get('start_line')}-{item.get('end_line')}"
         why = f" — {_text(item['reason'])}" if item.get("reason") else ""
         note = f" {_text(item['annotation'])}" if item.get("annotation") else ""
-        out.append(f"- `{where}{_text(item.get('path', ''))}:{lines}` ({_text(item.get('source', ''))}){note}{why}")
+        out.append(
+            f"- `{where}{_text(item.get('path', ''))}:{lines}` ({_text(item.get('source', ''))}){note}{why}"
+        )
     return out
 
 
