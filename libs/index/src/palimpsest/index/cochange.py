@@ -14,7 +14,9 @@ module scores each partner of a changed file by what its history says about *thi
 
 A partner counts when its confidence is at least ``min_confidence`` and its lift at least
 ``MIN_LIFT``, with at least ``MIN_TOGETHER`` shared commits. Over the pull request's files a
-partner keeps its best pair (the changed file whose history says most about it). Partners the
+partner keeps its best pair (the changed file whose history says most about it). Equal
+confidence (the same share of the same file's commits) goes to the pair that changed together
+last: an old coupling fades. Partners the
 pull request touches, partners absent at the head, and lockfiles, generated, vendored and CI
 files and changelogs (:mod:`palimpsest.index.codefacts`) are never listed unless the
 repository's rules name their kind. At most ``limit`` are listed, most confident first, each
@@ -76,6 +78,7 @@ class PairEvidence:
     partner_commits: int  # counted commits that changed the partner
     total_commits: int  # counted commits of the repository
     since: datetime | None = None  # the oldest counted commit of the source
+    last_at: datetime | None = None  # the last commit that changed both
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,7 @@ class MissingPartner:
     share: float
     confidence: float  # the Wilson lower bound of ``share``
     lift: float
+    last_at: datetime | None = None  # the last commit that changed both
 
     @property
     def reason(self) -> str:
@@ -109,6 +113,7 @@ class MissingPartner:
             "share": round(self.share, 4),
             "confidence": round(self.confidence, 4),
             "lift": round(self.lift, 2),
+            "last_together": self.last_at.isoformat() if self.last_at is not None else None,
             "reason": self.reason,
         }
 
@@ -170,7 +175,7 @@ def missing_partners(
         if confidence < min_confidence or lift < MIN_LIFT:
             continue
         found = MissingPartner(
-            pair.partner, pair.source, pair.together, n, pair.since, share, confidence, lift
+            pair.partner, pair.source, pair.together, n, pair.since, share, confidence, lift, pair.last_at
         )
         held = best.get(pair.partner)
         if held is None or _order(found) < _order(held):
@@ -185,5 +190,8 @@ def missing_partners(
     return out
 
 
-def _order(p: MissingPartner) -> tuple[float, float, int, str]:
-    return (-p.confidence, -p.lift, -p.together, p.path)
+def _order(p: MissingPartner) -> tuple[float, float, float, str]:
+    """Most confident first; among equals, the pair that changed together last (a habit that is
+    still kept), then the higher lift."""
+    last = p.last_at.timestamp() if p.last_at is not None else float("-inf")
+    return (-round(p.confidence, 6), -last, -p.lift, p.path)

@@ -168,14 +168,14 @@ async def cochange_evidence(conn: Conn, repository_id: UUID, sources: Iterable[s
     if not total:
         return []
     cur = await conn.execute(
-        "SELECT s.path AS source, n.partner, n.count, s.commits AS source_commits,"
+        "SELECT s.path AS source, n.partner, n.count, n.last_at, s.commits AS source_commits,"
         " s.counted_since, p.commits AS partner_commits"
         " FROM file_recency s"
         " CROSS JOIN LATERAL ("
-        "   SELECT path_b AS partner, count FROM cochange"
+        "   SELECT path_b AS partner, count, last_at FROM cochange"
         "   WHERE repository_id = %(r)s AND path_a = s.path AND count >= %(min)s"
         "   UNION ALL"
-        "   SELECT path_a AS partner, count FROM cochange"
+        "   SELECT path_a AS partner, count, last_at FROM cochange"
         "   WHERE repository_id = %(r)s AND path_b = s.path AND count >= %(min)s"
         " ) AS n"
         " JOIN file_recency p ON p.repository_id = %(r)s AND p.path = n.partner"
@@ -191,6 +191,7 @@ async def cochange_evidence(conn: Conn, repository_id: UUID, sources: Iterable[s
             partner_commits=row["partner_commits"] or row["count"],
             total_commits=total,
             since=row["counted_since"],
+            last_at=row["last_at"],
         )
         for row in await cur.fetchall()
     ]

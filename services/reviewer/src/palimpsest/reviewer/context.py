@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 DOC_ANNOTATION = "(documentation — verify against code)"
 KEEP_STALE_DOC_SCORE = 0.6
-FROM_HEAD_NOTE = "(as of the pull request's head)"
+FROM_HEAD_NOTE = "shown as of the pull request's head"
 STALE_USAGE_NOTE = "stale: names what this change touches, may need updating"
 RRF_K = 60  # cross-repository chunks: reciprocal rank in their source
 # The chance that a source's n-th file (0-based) belongs in the review is a · (1 + n) ** -k, as
@@ -334,7 +334,7 @@ def _from_head(cand: Candidate, text: str) -> bool:
     end = min(max(cand.end_line, start), len(lines))
     cand.content = "".join(lines[start - 1 : end])
     cand.start_line, cand.end_line = start, end
-    cand.annotation = " ".join(filter(None, [cand.annotation, FROM_HEAD_NOTE]))
+    cand.reason = "; ".join(filter(None, [cand.reason, FROM_HEAD_NOTE]))
     return True
 
 

@@ -263,7 +263,7 @@ def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
         "What uses it: " + (capped(users) if users else "no indexed usages of the changed definitions.")
     )
     lines.append(
-        "What usually changes with it (not in this PR): " + ("" if ctx.cochange_missing else "nothing.")
+        "What usually changes with it (not in this PR):" + ("" if ctx.cochange_missing else " nothing.")
     )
     lines += [f"- {p['path']}: {p['reason']}" for p in ctx.cochange_missing]
     # one line per doc: in the context (with its marker) or left out as stale, never both
