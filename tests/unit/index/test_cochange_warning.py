@@ -90,6 +90,7 @@ def test_lockfiles_generated_ci_and_changelogs_unless_the_rules_ask() -> None:
         "CHANGES.rst": "changelog",
         "dist/app.min.js": "generated",
         "vendor/lib/x.go": "vendored",
+        "AUTHORS.rst": "other",
         "src/tax.py": None,
         "docs/tax.md": None,
     }

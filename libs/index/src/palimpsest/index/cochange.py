@@ -18,8 +18,9 @@ partner keeps its best pair (the changed file whose history says most about it).
 confidence (the same share of the same file's commits) goes to the pair that changed together
 last: an old coupling fades. Partners the
 pull request touches, partners absent at the head, and lockfiles, generated, vendored and CI
-files and changelogs (:mod:`palimpsest.index.codefacts`) are never listed unless the
-repository's rules name their kind. At most ``limit`` are listed, most confident first, each
+files, changelogs and ``other`` files (licences, AUTHORS and the like: metadata many unrelated
+commits touch; none was ever the rest of a replayed change) by the shared classifier
+(:mod:`palimpsest.index.codefacts`) are never listed unless the repository's rules name their kind. At most ``limit`` are listed, most confident first, each
 with the sentence that says why; nothing clears the bar → an empty list.
 
 The one function every reader uses — the review summary, the brief, ``review --json``, MCP,
@@ -63,7 +64,7 @@ MIN_LIFT = 1.5
 """… and its share at least this many times its base rate of change."""
 MIN_TOGETHER = 2
 """… and it changed with the file in at least this many commits (one commit is not a habit)."""
-EXCLUDABLE_KINDS = ("lockfile", "generated", "vendored", "ci", "changelog")
+EXCLUDABLE_KINDS = ("lockfile", "generated", "vendored", "ci", "changelog", "other")
 """Kinds never warned about unless the repository's rules include them (``review.cochange_include``)."""
 
 
@@ -144,7 +145,7 @@ def excluded_kind(path: str) -> str | None:
         return "lockfile"
     if facts.ci:
         return "ci"
-    if facts.kind in (Kind.GENERATED, Kind.VENDORED, Kind.CHANGELOG):
+    if facts.kind in (Kind.GENERATED, Kind.VENDORED, Kind.CHANGELOG, Kind.OTHER):
         return str(facts.kind)
     return None
 

@@ -13,7 +13,7 @@
       min_severity: minor                                  # info | minor | major | critical
       cochange_max: 5                                      # files "usually changes with these" lists (0: none)
       cochange_include: [ci]                               # kinds warned about all the same: lockfile,
-                                                           # generated, vendored, ci, changelog
+                                                           # generated, vendored, ci, changelog, other
 
 The head's config is never read, so a pull request cannot change the rules it is reviewed by.
 A key with a wrong value falls back to its default and the review says why (``config_invalid:
