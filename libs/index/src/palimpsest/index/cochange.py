@@ -26,7 +26,14 @@ with the sentence that says why; nothing clears the bar → an empty list.
 The one function every reader uses — the review summary, the brief, ``review --json``, MCP,
 the web view and ``bench replay`` — is :func:`missing_partners` (its reader from the index is
 :func:`palimpsest.index.recency.cochange_evidence`). The constants were measured with
-``palimpsest bench replay`` (the warning's precision and recall on real merged changes).
+``palimpsest bench replay`` (the warning's precision and recall on real merged changes): over
+158 replayed changes of ten public repositories (Go, Rust, Python, JavaScript, Java), 1.8 files
+listed per change, precision 0.34 and recall 0.22 against the rest of each change — no better than
+raw co-change counts cut to the same length (0.35): a one-file pull request's partners rank by the
+share of that file's commits alike, so what this scoring adds is the bar (when to say nothing), the
+exclusions and the reason, not a better order. Lowering the bar buys recall at the cost of
+precision (``MIN_CONFIDENCE`` 0.1: 0.29 / 0.27; 0.3: 0.41 / 0.13 in a git-only prototype of the
+same scoring).
 """
 
 from __future__ import annotations
