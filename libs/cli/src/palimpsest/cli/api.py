@@ -23,6 +23,7 @@ import httpx
 
 from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async, settings
+from palimpsest.cli.target import announce_local, announce_remote, remote_url
 
 __all__ = ["Api", "api_command", "connect", "json_option", "read_secret", "tenant_option"]
 
@@ -56,25 +57,36 @@ def _detail(res: httpx.Response) -> str:
 
 
 @asynccontextmanager
-async def connect() -> AsyncIterator[Api]:
-    """The API of the configured, running or (for this command) started stack."""
+async def connect(*, writes: bool = False) -> AsyncIterator[Api]:
+    """The API of the configured remote, the running local stack or one started for this command.
+
+    A command that ``writes`` first says on stderr which one it acts on (:mod:`palimpsest.cli.target`).
+    """
     from palimpsest.cli.stack import read_running
     from palimpsest.ingest.settings import ingest_settings
 
     base = settings()
     ingest = ingest_settings(base)
-    configured = os.environ.get("PALIMPSEST_INGEST_URL")
+    configured = remote_url()
+    if configured is not None:
+        if writes:
+            announce_remote(configured)
+        async with _client(configured, _token(ingest)) as api:
+            yield api
+        return
     running = read_running(base.home)
-    if configured or running is not None:
-        url = configured or (running.ingest_url if running and running.ingest_url else None)
-        url = url or f"http://127.0.0.1:{ingest.ingest_port}"
+    if writes:
+        announce_local(base.home, running_pid=running.pid if running is not None else None)
+    if running is not None:
+        url = running.ingest_url or f"http://127.0.0.1:{ingest.ingest_port}"
         async with _client(url, _token(ingest)) as api:
             yield api
         return
     from palimpsest.cli.runner import running_services
     from palimpsest.cli.stack import open_stack
 
-    progress("no running stack: starting one for this command…")
+    if not writes:
+        progress("no running stack: starting one for this command…")
     async with open_stack(base) as stack, running_services(base, stack, services=("ingest",)) as infra:
         url = str(infra.ingest_url)
         async with _client(url, _token(ingest)) as api:
@@ -157,7 +169,7 @@ def api_command(
 
     @run_async
     async def call(as_json: bool, **params: str) -> None:
-        async with connect() as api:
+        async with connect(writes=method != "GET") as api:
             found = await api.call(method, path.format(**params))
         if done is not None and argument is not None:
             emit({done: params[argument]}, as_json=as_json, text=f"{done} {params[argument]}")

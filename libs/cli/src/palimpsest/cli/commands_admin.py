@@ -49,7 +49,7 @@ async def token_create(
     body: dict[str, Any] = {"name": name, "scopes": list(scopes or ("read",))}
     if expires_in_days is not None:
         body["expires_in_days"] = expires_in_days
-    async with connect() as api:
+    async with connect(writes=True) as api:
         found = await api.call("POST", f"/v1/tenants/{tenant}/tokens", body)
     emit(found, as_json=as_json, text=f"{_token_line(found)}\napi_token  {found['api_token']}\n(shown once)")
 
@@ -116,7 +116,7 @@ async def link_add(tenant: str, target: str, source: str | None, role: str, as_j
     body: dict[str, Any] = {"role": role, "target_repository_id": target}
     if source is not None:
         body["source_repository_id"] = source
-    async with connect() as api:
+    async with connect(writes=True) as api:
         found = await api.call("POST", f"/v1/tenants/{tenant}/links", body)
     emit(found, as_json=as_json, text=_link_line(found))
 

@@ -32,7 +32,7 @@ def tenant() -> None:
 @run_async
 async def tenant_create(name: str, as_json: bool) -> None:
     """Create a tenant; prints its tenant_id and a one-time api_token."""
-    async with connect() as api:
+    async with connect(writes=True) as api:
         created = await api.call("POST", "/v1/tenants", {"name": name})
     out = {"tenant_id": created["tenant_id"], "name": created["name"], "api_token": created["api_token"]}
     text = f"tenant_id  {out['tenant_id']}\napi_token  {out['api_token']}\n(the token is shown once; store it now)"
@@ -101,7 +101,7 @@ async def tenant_delete(tenant_id: str, yes: bool, as_json: bool) -> None:
     """Delete a tenant and every row of it (idempotent: run it again after a failure)."""
     if not yes:
         click.confirm(f"delete tenant {tenant_id} and everything of it?", abort=True, err=True)
-    async with connect() as api:
+    async with connect(writes=True) as api:
         found = await api.call("DELETE", f"/v1/tenants/{tenant_id}")
     text = f"deleted {found['deleted_rows']} rows of tenant {tenant_id}" + (
         "" if found["existed"] else " (it was already gone)"
@@ -174,7 +174,7 @@ async def installation_add(
         fail("--app-id and --private-key-file go together")
     if app_id is not None and private_key_file is not None:
         body["app_credentials"] = {"app_id": app_id, "private_key": private_key_file.read_text()}
-    async with connect() as api:
+    async with connect(writes=True) as api:
         found = await api.call("POST", f"/v1/tenants/{tenant}/installations", body)
     emit(found, as_json=as_json, text=_installation_line(found))
 
@@ -284,7 +284,7 @@ async def repo_add(
             if v
         }
     )
-    async with connect() as api:
+    async with connect(writes=True) as api:
         found = await api.call("POST", f"/v1/tenants/{tenant}/repositories", body)
     emit(found, as_json=as_json, text=_repo_line(found))
 
@@ -317,7 +317,7 @@ api_command(
 @run_async
 async def repo_mode(tenant: str, repository_id: str, index_mode: str, as_json: bool) -> None:
     """Change the index mode (anything but off requests an index)."""
-    async with connect() as api:
+    async with connect(writes=True) as api:
         found = await api.call(
             "PATCH", f"/v1/tenants/{tenant}/repositories/{repository_id}", {"index_mode": index_mode}
         )

@@ -10,6 +10,7 @@ import click
 
 from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async, settings
+from palimpsest.cli.target import refuse_remote
 
 # ------------------------------------------------------------------------------------------- stack
 
@@ -30,6 +31,7 @@ async def up(as_json: bool, processes: bool) -> None:
     from palimpsest.core.ops import OpsServer
     from palimpsest.core.service import install_signal_handlers
 
+    refuse_remote()
     s = settings()
     telemetry.setup("up", log_level=s.log_level, log_format=s.log_format)
     running = read_running(s.home)
@@ -98,6 +100,7 @@ async def status(as_json: bool) -> None:
     """Report each component: database, bus, consumers, the running stack."""
     from palimpsest.cli.status import collect
 
+    refuse_remote()
     s = settings()
     report = await collect(s)
     emit(report, as_json=as_json, text=_status_text(report))

@@ -111,22 +111,50 @@ class LLMSettings(BaseSettings):
 
     llm_model: str | None = Field(
         default=None,
-        description='Default chat model in litellm form, e.g. "openai/gpt-4o-mini" (None: no model).',
+        description='Default chat model in litellm form, e.g. "openai/gpt-4o-mini"; a tenant route wins (None: no model).',
     )
-    llm_analysis_model: str | None = None
-    llm_summary_model: str | None = None
-    llm_review_model: str | None = None
-    llm_embeddings_model: str | None = None
-    llm_rerank_model: str | None = None
+    llm_analysis_model: str | None = Field(
+        default=None, description="Model of the repository analysis (default: PALIMPSEST_LLM_MODEL)."
+    )
+    llm_summary_model: str | None = Field(
+        default=None, description="Model of the analysis summary (default: PALIMPSEST_LLM_MODEL)."
+    )
+    llm_review_model: str | None = Field(
+        default=None, description="Model of pull-request reviews (default: PALIMPSEST_LLM_MODEL)."
+    )
+    llm_embeddings_model: str | None = Field(
+        default=None,
+        description="Embeddings model of hybrid repositories, litellm form (None: no embeddings).",
+    )
+    llm_rerank_model: str | None = Field(
+        default=None, description="Rerank model of review context (None: no reranking)."
+    )
     llm_api_base: str | None = Field(default=None, description="OpenAI-compatible base URL, e.g. …/v1.")
-    llm_api_key: SecretStr | None = Field(default=None, description="From the env or a mounted secret.")
-    llm_timeout_s: float = Field(default=120.0, gt=0)
-    llm_max_retries: int = Field(default=3, ge=0, le=10)
-    llm_retry_base_s: float = Field(default=2.0, ge=0)
-    llm_retry_max_s: float = Field(default=60.0, ge=0)
-    llm_monthly_budget_usd: float | None = Field(default=None, ge=0, description="Per tenant; None: none.")
-    llm_input_usd_per_mtok: float | None = Field(default=None, ge=0, description="Price override.")
-    llm_output_usd_per_mtok: float | None = Field(default=None, ge=0)
+    llm_api_key: SecretStr | None = Field(
+        default=None,
+        description="API key of the model provider (from the env or a mounted secret).",
+    )
+    llm_timeout_s: float = Field(default=120.0, gt=0, description="Seconds one model call may take.")
+    llm_max_retries: int = Field(
+        default=3, ge=0, le=10, description="Retries of a model call that failed for a transient reason."
+    )
+    llm_retry_base_s: float = Field(
+        default=2.0, ge=0, description="First retry delay of a model call (doubling each retry)."
+    )
+    llm_retry_max_s: float = Field(default=60.0, ge=0, description="Longest retry delay of a model call.")
+    llm_monthly_budget_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Monthly model spend per tenant in USD; calls past it are refused (None: no limit).",
+    )
+    llm_input_usd_per_mtok: float | None = Field(
+        default=None,
+        ge=0,
+        description="Input price per million tokens, overriding litellm's price table.",
+    )
+    llm_output_usd_per_mtok: float | None = Field(
+        default=None, ge=0, description="Output price per million tokens, overriding litellm's price table."
+    )
 
     @field_validator(
         "llm_model",
