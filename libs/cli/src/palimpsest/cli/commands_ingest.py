@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from palimpsest.cli.api import api_command, connect, json_option, read_secret, tenant_option
+from palimpsest.cli.options import repo_option
 from palimpsest.cli.output import emit, fail
 from palimpsest.cli.runtime import run_async
 
@@ -175,6 +176,7 @@ async def installation_add(
     if app_id is not None and private_key_file is not None:
         body["app_credentials"] = {"app_id": app_id, "private_key": private_key_file.read_text()}
     async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         found = await api.call("POST", f"/v1/tenants/{tenant}/installations", body)
     emit(found, as_json=as_json, text=_installation_line(found))
 
@@ -285,6 +287,7 @@ async def repo_add(
         }
     )
     async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         found = await api.call("POST", f"/v1/tenants/{tenant}/repositories", body)
     emit(found, as_json=as_json, text=_repo_line(found))
 
@@ -318,6 +321,7 @@ api_command(
 async def repo_mode(tenant: str, repository_id: str, index_mode: str, as_json: bool) -> None:
     """Change the index mode (anything but off requests an index)."""
     async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         found = await api.call(
             "PATCH", f"/v1/tenants/{tenant}/repositories/{repository_id}", {"index_mode": index_mode}
         )
@@ -343,7 +347,7 @@ api_command(
 @click.option("--provider", type=click.Choice(PROVIDERS), default=None)
 @click.option("--outcome", type=click.Choice(["accepted", "duplicate", "ignored", "rejected"]), default=None)
 @click.option("--event", default=None)
-@click.option("--repo", "repository_id", default=None, help="Only deliveries about this repository.")
+@repo_option(required=False, help_suffix=" Only deliveries about it.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
 @json_option
 @run_async
@@ -352,12 +356,14 @@ async def deliveries(
     provider: str | None,
     outcome: str | None,
     event: str | None,
-    repository_id: str | None,
+    repo: str | None,
     limit: int,
     as_json: bool,
 ) -> None:
     """Webhook deliveries received for the tenant, newest first."""
     async with connect() as api:
+        tenant = await api.tenant(tenant)
+        repository_id = await api.repository(tenant, repo) if repo else None
         page = await api.call(
             "GET",
             f"/v1/tenants/{tenant}/deliveries",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from palimpsest.cli.commands_admin import audit, backfill, link, token
-from palimpsest.cli.commands_analyze import analyze_cmd
+from palimpsest.cli.commands_analyze import analysis_group, analyze_cmd
 from palimpsest.cli.commands_graph import context_cmd, index_report_cmd, report_cmd
 from palimpsest.cli.commands_index import index_cmd, search_cmd, snapshots_cmd
 from palimpsest.cli.commands_ingest import deliveries, installation, repo, tenant
@@ -54,6 +54,7 @@ COMMANDS: tuple[click.Command, ...] = (
     index_report_cmd,
     report_cmd,
     analyze_cmd,
+    analysis_group,
     review_cmd,
     mcp_cmd,
     # the ingest API
