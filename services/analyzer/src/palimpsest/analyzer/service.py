@@ -6,22 +6,7 @@
   automatic analysis (see :mod:`palimpsest.analyzer.schedule`); the scheduler, a background task,
   runs it.
 
-Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALIMPSEST_LLM_*``:
-
-==========================================  =====================================================
-``PALIMPSEST_ANALYSIS_AUTO``                analyse new snapshots automatically (default on)
-``PALIMPSEST_ANALYSIS_INTERVAL_S``          at most one automatic analysis per repository per
-                                            interval (3600)
-``PALIMPSEST_ANALYSIS_DEBOUNCE_S``          wait this long after a snapshot for newer ones (30)
-``PALIMPSEST_ANALYSIS_CHUNKS``              chunks the analysis reads (80); the summary reads
-                                            ``PALIMPSEST_SUMMARY_CHUNKS`` (40)
-``PALIMPSEST_ANALYSIS_MAX_TOKENS``          the analysis's output token limit (5120); the
-                                            summary's is ``PALIMPSEST_SUMMARY_MAX_TOKENS`` (1024)
-``PALIMPSEST_ANALYSIS_LIST_UNVERIFIED``     list doc references that never existed in the code
-                                            in ``facts.doc_check.unverified`` (default off; the
-                                            count is always there)
-``PALIMPSEST_ANALYSIS_HISTORY_TIMEOUT_S``   bound on reading history for the doc check (1800)
-==========================================  =====================================================
+Settings: the fields of :class:`Settings` (``palimpsest settings --service analyzer``, docs/settings.md).
 """
 
 from __future__ import annotations

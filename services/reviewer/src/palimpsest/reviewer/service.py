@@ -13,18 +13,7 @@ finding gets its fingerprint and its position on the diff (:mod:`palimpsest.revi
 :mod:`palimpsest.reviewer.positions`), earlier findings whose anchor is gone are resolved, and the
 post adds only what is new (:mod:`palimpsest.reviewer.posting`).
 
-Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALIMPSEST_LLM_*``:
-
-=====================================  ===========================================================
-``PALIMPSEST_REVIEW_BUDGET_TOKENS``    context budget in tokens, split across the sources (8000)
-``PALIMPSEST_REVIEW_MAX_FINDINGS``     findings kept per review (20)
-``PALIMPSEST_REVIEW_MAX_DIFF_CHARS``   larger diffs are reviewed in parts of at most this size (120000)
-``PALIMPSEST_REVIEW_MAX_DIFF_PARTS``   at most this many parts (model calls) per review; the rest is
-                                       left out and reported (4)
-``PALIMPSEST_REVIEW_MAX_TOKENS``       the model's output token limit (2048)
-``PALIMPSEST_REVIEW_INCREMENTAL_MAX_LINES``  a push changing at most this many lines since the last
-                                       reviewed head is reviewed incrementally; 0: always full (400)
-=====================================  ===========================================================
+Settings: the fields of :class:`Settings` (``palimpsest settings --service reviewer``, docs/settings.md).
 """
 
 from __future__ import annotations
