@@ -158,7 +158,7 @@ def test_local_and_remote_targets(running_up: dict[str, str], tmp_path: Path) ->
     )
     first = out.stderr.splitlines()[0]
     assert first.startswith(
-        f"target: local embedded stack, home {local['PALIMPSEST_HOME']} (the running stack"
+        f"target: local stack, home {local['PALIMPSEST_HOME']} (the running `palimpsest up`, pid "
     )
     # ... or the remote URL, never the token
     out = subprocess.run(
@@ -180,7 +180,14 @@ def test_local_and_remote_targets(running_up: dict[str, str], tmp_path: Path) ->
     )
 
     # with a remote configured, commands without a remote form refuse, and start nothing
-    for args in (["analyze", str(repo)], ["status"], ["index", str(repo)], ["up"]):
+    for args in (
+        ["analyze", str(repo)],
+        ["status"],
+        ["index", str(repo)],
+        ["up"],
+        ["db", "migrate"],
+        ["bus", "init"],
+    ):
         assert "acts only on a local stack, and PALIMPSEST_INGEST_URL is set" in _fails(remote, *args)
     assert list((tmp_path / "elsewhere").iterdir()) == [], "no local stack was started remotely"
 

@@ -128,7 +128,7 @@ async def connect(*, writes: bool = False) -> AsyncIterator[Api]:
         return
     running = read_running(base.home)
     if writes:
-        announce_local(base.home, running_pid=running.pid if running is not None else None)
+        announce_local(base, running_pid=running.pid if running is not None else None)
     if running is not None:
         url = running.ingest_url or f"http://127.0.0.1:{ingest.ingest_port}"
         async with _client(url, _token(ingest), base.home) as api:

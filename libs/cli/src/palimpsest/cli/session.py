@@ -30,7 +30,7 @@ async def session(settings: BaseServiceSettings, *, services: bool = True) -> As
     """
     refuse_remote()
     running = read_running(settings.home)
-    announce_local(settings.home, running_pid=running.pid if running is not None else None)
+    announce_local(settings, running_pid=running.pid if running is not None else None)
     if running is not None:
         s = settings.model_copy(
             update={"database_url": SecretStr(running.app_url), "nats_url": running.nats_url}

@@ -10,12 +10,15 @@ stderr (the URL or the home, never a token).
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import click
 
 from palimpsest.cli.output import fail, progress
+
+if TYPE_CHECKING:
+    from palimpsest.core.settings import BaseServiceSettings
 
 __all__ = ["WHERE_HELP", "announce_local", "announce_remote", "refuse_remote", "remote_url"]
 
@@ -63,10 +66,14 @@ def announce_remote(url: str) -> None:
     progress(f"target: remote ingest API {url} (PALIMPSEST_INGEST_URL)")
 
 
-def announce_local(home: Path, *, running_pid: int | None) -> None:
-    how = (
-        f"the running stack, pid {running_pid}"
-        if running_pid is not None
-        else "no stack is running: starting one for this command"
-    )
-    progress(f"target: local embedded stack, home {home} ({how})")
+def announce_local(settings: BaseServiceSettings, *, running_pid: int | None) -> None:
+    """The local stack: the running ``palimpsest up``, or the servers this command uses (the
+    configured ones, named by their variable and never by URL, or embedded ones it starts)."""
+    if running_pid is not None:
+        how = f"the running `palimpsest up`, pid {running_pid}"
+    else:
+        configured_db = settings.migration_database_url is not None or settings.database_url is not None
+        db = "the configured PostgreSQL (PALIMPSEST_DATABASE_URL)" if configured_db else "embedded PostgreSQL"
+        nats = "the configured NATS (PALIMPSEST_NATS_URL)" if settings.nats_url else "embedded NATS"
+        how = f"none running: {db} and {nats} for this command"
+    progress(f"target: local stack, home {settings.home} ({how})")
