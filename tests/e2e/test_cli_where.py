@@ -172,6 +172,12 @@ def test_local_and_remote_targets(running_up: dict[str, str], tmp_path: Path) ->
     # --tenant takes a name, locally and remotely; a name that matches nothing is one line
     added = _run(remote, "repo", "add", "--tenant", "globex", str(repo), "--mode", "off", "--json")
     assert added["full_name"] == "svc"
+    globex = json.loads(out.stdout)
+    own = {**remote, "PALIMPSEST_API_TOKEN": globex["api_token"], "PALIMPSEST_TENANT": globex["tenant_id"]}
+    assert [r["full_name"] for r in _run(own, "repo", "list", "--json")] == ["svc"]  # PALIMPSEST_TENANT
+    assert _fails(own, "repo", "list", "--tenant", "globex") == (
+        "error: --tenant 'globex' is not a tenant id, and this token cannot look tenants up by name; give the id"
+    )
     assert _fails(remote, "repo", "list", "--tenant", "initech") == (
         "error: no tenant 'initech': --tenant takes a tenant id or a tenant's name"
     )
