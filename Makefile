@@ -10,7 +10,7 @@ LOCAL_PKGS := libs/core libs/index libs/devtools services/ingest services/recenc
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: help setup lock lint typecheck check test test-external demo bench chart chaos clean settings-doc \
+.PHONY: help setup browser lock lint typecheck check test test-external demo bench chart chaos clean settings-doc \
         wheelhouse images images-test image-tools-lock
 
 help: ## list the targets
@@ -24,7 +24,18 @@ $(STAMP): requirements.lock pyproject.toml $(wildcard libs/*/pyproject.toml serv
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation $(addprefix -e ,$(LOCAL_PKGS))
 	@touch $(STAMP)
 
-setup: $(STAMP) ## create .venv and install everything from the hash-pinned lock
+setup: $(STAMP) browser ## create .venv and install everything from the hash-pinned lock
+
+# The web view's browser test drives Debian's chromium through chromium-driver (no browser download);
+# installed with apt-get when missing and root, else the test skips and says why.
+browser: ## install chromium and chromium-driver (Debian packages) when missing, as root
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ "$$(id -u)" != 0 ]; then \
+	  echo "chromium/chromium-driver missing and not root: the browser test will skip (apt-get install chromium chromium-driver)"; \
+	else echo "installing chromium chromium-driver with apt-get"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      chromium chromium-driver >/dev/null; } || echo "apt-get could not install chromium chromium-driver: the browser test will skip"; \
+	fi
 
 lock: ## re-resolve requirements.in into requirements.lock (hashes, no index URLs)
 	$(BIN)/uv pip compile requirements.in --generate-hashes --python-version 3.11 --no-header \

@@ -48,3 +48,31 @@ def test_grafana_provisioning_is_valid_yaml() -> None:
 def test_operator_docs_exist() -> None:
     for doc in ("deploy/README.md", "helm/palimpsest/README.md"):
         assert len((REPO_ROOT / doc).read_text("utf-8")) > 1000, doc
+
+
+def _quickstart_values() -> dict[str, Any]:
+    text = (REPO_ROOT / "docs/quickstart-cluster.md").read_text("utf-8")
+    blocks = [b for b in text.split("```yaml\n")[1:] if b.startswith("image:")]
+    assert len(blocks) == 1, "the quickstart has one values file"
+    values: dict[str, Any] = yaml.safe_load(blocks[0].split("```", 1)[0])
+    return values
+
+
+def test_the_cluster_quickstart_values_and_the_argocd_example_configure_a_model() -> None:
+    from palimpsest.core.llm import LLMSettings
+    from palimpsest.ingest.settings import Settings as IngestSettings
+
+    known = {
+        f"PALIMPSEST_{name.upper()}" for name in {*LLMSettings.model_fields, *IngestSettings.model_fields}
+    }
+    app = _load("deploy/argocd/application.yaml")["spec"]["source"]["helm"]["valuesObject"]
+    for values in (_quickstart_values(), app):
+        with helm.Chart.load(CHART_DIR) as chart:
+            chart.validate_schema(values)
+        env = values["config"]["env"]
+        assert env["PALIMPSEST_LLM_MODEL"], "a model for reviews and analyses"
+        assert set(env) <= known, set(env) - known
+        assert values["secrets"]["llmApiKey"]["secretName"]
+        ingest = render(values).named("Deployment", "ingest")
+        names = {e["name"] for e in ingest["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert {"PALIMPSEST_LLM_MODEL", "PALIMPSEST_BOT_NAME"} <= names

@@ -20,6 +20,22 @@ Routes (as the real APIs spell them; ``{pr}`` is the pull/merge request):
   must carry ``Authorization: Bearer <JWT>`` signed RS256 by the App's key, with ``iss`` the app
   id and a lifetime of at most ten minutes; it answers ``token`` (one hour) and counts the mints.
 
+Installation listings (``listings``, what installation sync reads; see ``installed``), paginated as the real APIs:
+
+* GitHub    ``GET /installation/repositories`` (``listings["github"]``): ``Bearer`` installation
+            token and the GitHub headers; ``per_page`` (default 30, at most 100), ``page``; a
+            ``Link`` header with ``next``/``last``; ``{"total_count", "repositories"}``
+* GitLab    ``GET /groups/{id}/projects`` (``listings["gitlab:{id}"]``): the ``PRIVATE-TOKEN``
+            header; ``per_page`` (default 20), ``page``; ``X-Page``/``X-Next-Page``/``X-Total``…
+            and (unless ``gitlab_link`` is off) a ``Link`` header; projects marked ``_subgroup``
+            only with ``include_subgroups=true``. ``GET /projects/{id}``: one project of any listing
+* Bitbucket ``GET /repositories/{workspace}`` (``listings["bitbucket:{workspace}"]``): ``Bearer``;
+            ``pagelen`` (default 10, at most 100), ``page``; ``{"values", "next", "page", …}``
+
+``page_size`` caps every page whatever the client asks (so tests see several pages), and each
+listing request first takes the next entry of ``listing_answers``: ``None`` serves the page, a
+``(status, headers)`` pair answers that instead (401, 404, a rate limit with its headers).
+
 Positions: when the diff of a pull request is registered (``diffs[number] = git diff text``), an
 inline comment must name a line the diff shows as the real APIs require — GitHub ``RIGHT`` on an
 added or context line and ``LEFT`` on a removed or context line, a range inside one hunk; GitLab
@@ -39,7 +55,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
@@ -131,6 +147,11 @@ class FakeProviders:
     comments: dict[str, dict[int, list[dict[str, Any]]]] = field(default_factory=dict)
     edits: list[tuple[str, str]] = field(default_factory=list)  # (provider, id) of edited summaries
     resolutions: list[tuple[str, str]] = field(default_factory=list)  # (provider, thread id)
+    listings: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # see the module docstring
+    page_size: int = 100
+    listing_answers: list[tuple[int, dict[str, str]] | None] = field(default_factory=list)
+    listing_requests: list[str] = field(default_factory=list)  # the paths and queries asked for
+    gitlab_link: bool = True
     _ids: Any = field(default_factory=lambda: itertools.count(1001))
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -373,6 +394,100 @@ class FakeProviders:
                 return None
         return "404 not found"
 
+    def installed(
+        self, path: str, query: dict[str, list[str]], headers: Any
+    ) -> tuple[int, Any, dict[str, str]]:
+        """An installation listing's page: (status, body, headers); (0, …) when not a listing."""
+
+        def one(name: str, default: str) -> str:
+            return (query.get(name) or [default])[0]
+
+        gitlab_group = re.match(r"^/groups/([^/]+)/projects$", path)
+        gitlab_project = re.match(r"^/projects/(\d+)$", path)
+        bitbucket_ws = re.match(r"^/repositories/([^/]+)$", path)
+        if path == "/installation/repositories":
+            provider, key, default, limit = "github", "github", 30, "per_page"
+        elif gitlab_group is not None:
+            provider, key, default, limit = (
+                "gitlab",
+                f"gitlab:{unquote(gitlab_group.group(1))}",
+                20,
+                "per_page",
+            )
+        elif gitlab_project is not None:
+            provider, key, default, limit = "gitlab", "", 20, "per_page"
+        elif bitbucket_ws is not None:
+            provider, key, default, limit = (
+                "bitbucket",
+                f"bitbucket:{unquote(bitbucket_ws.group(1))}",
+                10,
+                "pagelen",
+            )
+        else:
+            return 0, None, {}
+        self.listing_requests.append(
+            path + ("?" + "&".join(f"{k}={v[0]}" for k, v in sorted(query.items())) if query else "")
+        )
+        if provider == "gitlab":
+            if headers.get("PRIVATE-TOKEN") != self.token:
+                return 401, {"message": "401 Unauthorized"}, {}
+        else:
+            problem = self.check(provider, "GET", headers, {})
+            if problem is not None:
+                return int(problem[:3]), {"message": problem}, {}
+        if self.listing_answers:
+            answer = self.listing_answers.pop(0)
+            if answer is not None:
+                return answer[0], {"message": f"fake answer {answer[0]}"}, answer[1]
+        if gitlab_project is not None:
+            for name, items in self.listings.items():
+                for item in items:
+                    if name.startswith("gitlab:") and str(item["id"]) == gitlab_project.group(1):
+                        return 200, _public(item), {}
+            return 404, {"message": "404 Project Not Found"}, {}
+        if key not in self.listings:
+            return 404, {"message": "Not Found"}, {}
+        items = [
+            _public(i)
+            for i in self.listings[key]
+            if not i.get("_subgroup") or one("include_subgroups", "false") == "true"
+        ]
+        per = min(int(one(limit, str(default))), 100, self.page_size)
+        page = int(one("page", "1"))
+        chunk = items[(page - 1) * per : page * per]
+        last = max(1, -(-len(items) // per))
+        base = f"http://{headers.get('Host')}{path}"
+        rest = "&".join(f"{k}={v[0]}" for k, v in sorted(query.items()) if k not in ("page",))
+
+        def link(n: int) -> str:
+            return f"{base}?{rest + '&' if rest else ''}page={n}"
+
+        if provider == "bitbucket":
+            body: dict[str, Any] = {"pagelen": per, "page": page, "size": len(items), "values": chunk}
+            if page < last:
+                body["next"] = link(page + 1)
+            return 200, body, {}
+        out: dict[str, str] = {}
+        links = [f'<{link(page + 1)}>; rel="next"'] if page < last else []
+        links.append(f'<{link(last)}>; rel="last"')
+        if provider == "gitlab":
+            out = {
+                "X-Page": str(page),
+                "X-Per-Page": str(per),
+                "X-Total": str(len(items)),
+                "X-Total-Pages": str(last),
+                "X-Next-Page": str(page + 1) if page < last else "",
+            }
+            if self.gitlab_link:
+                out["Link"] = ", ".join(links)
+            return 200, chunk, out
+        out = {"Link": ", ".join(links)}
+        return (
+            200,
+            {"total_count": len(items), "repository_selection": "selected", "repositories": chunk},
+            out,
+        )
+
 
 def _text(c: dict[str, Any]) -> str:
     return str(c.get("body") or (c.get("content") or {}).get("raw") or "")
@@ -455,9 +570,11 @@ def _handler(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
                     return provider, kind, unquote(groups[0]), number, groups[2] if len(groups) > 2 else ""
             return None
 
-        def _answer(self, status: int, payload: Any) -> None:
+        def _answer(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -481,6 +598,13 @@ def _handler(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
         def _serve(self, method: str) -> None:
             if self._mint():
                 return
+            if method == "GET":
+                parts = urlparse(self.path)
+                with fake._lock:
+                    status, payload, headers = fake.installed(parts.path, parse_qs(parts.query), self.headers)
+                if status:
+                    self._answer(status, payload, headers)
+                    return
             route = self._route()
             if route is None:
                 self._answer(404, {"message": "Not Found"})

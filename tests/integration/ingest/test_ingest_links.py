@@ -113,3 +113,48 @@ async def test_admin_links_join_the_config_links_under_the_same_rules(
         link_id = listed[0]["link_id"]
         assert (await client.delete(world.path(f"/links/{link_id}"), headers=world.auth)).status_code == 204
         assert (await client.get(world.path(f"/links/{link_id}"), headers=world.auth)).status_code == 404
+
+
+async def test_config_links_reach_only_the_same_installation_unless_an_admin_links_them(
+    client: httpx.AsyncClient, served: Served
+) -> None:
+    """ADR D8: a repository's config reaches its own installation's repositories; another
+    installation's (or one registered without any) is dropped as ``other_installation``, and an
+    admin link lets it through."""
+    async with world_of(client, served.ctx.pool, repos=False) as world:
+        home = world.installations["github"]["installation_id"]
+        other = world.installations["github-app"]["installation_id"]
+
+        async def repo(name: str, installation: str | None) -> str:
+            body: dict[str, Any] = {
+                "url": f"https://github.com/northwind-labs/{name}.git",
+                "index_mode": "off",
+            }
+            if installation is not None:
+                body["installation_id"] = installation
+            res = await client.post(world.path("/repositories"), json=body, headers=world.auth)
+            assert res.status_code == 201, res.text
+            return str(res.json()["repository_id"])
+
+        app = await repo("app", home)
+        await repo("protos", home)
+        elsewhere = await repo("elsewhere", other)
+        await repo("loose", None)
+        names = ["northwind-labs/protos", "northwind-labs/elsewhere", "northwind-labs/loose"]
+        config = LinkConfig(state="ok", linked=names, pattern=["northwind-labs/elsewhere"])
+        assert sorted(await _dropped(served, world, app, config)) == [
+            ("northwind-labs/elsewhere", "other_installation"),
+            ("northwind-labs/elsewhere", "other_installation"),
+            ("northwind-labs/loose", "other_installation"),
+            ("northwind-labs/protos", "not_indexed"),  # same installation: allowed (and not indexed)
+        ]
+        res = await _link(
+            client, world, role="linked", source_repository_id=app, target_repository_id=elsewhere
+        )
+        assert res.status_code == 201, res.text
+        assert sorted(await _dropped(served, world, app, config)) == [
+            ("northwind-labs/elsewhere", "not_indexed"),  # the admin link admits it as linked…
+            ("northwind-labs/elsewhere", "other_installation"),  # …not as a pattern repository
+            ("northwind-labs/loose", "other_installation"),
+            ("northwind-labs/protos", "not_indexed"),
+        ]

@@ -127,6 +127,14 @@ async def test_a_suspended_installations_repository_is_not_linked_context(
                 assert await resolve_links(conn, own, config, dropped) == []
             return [d["reason"] for d in dropped]
 
+        # another installation's repository: an admin link lets the config's link through (D8)
+        assert await reasons() == ["other_installation"]
+        body = {
+            "role": "linked",
+            "source_repository_id": str(own),
+            "target_repository_id": world.repos["github"]["repository_id"],
+        }
+        assert (await client.post(world.path("/links"), json=body, headers=world.auth)).status_code == 201
         assert await reasons() == ["not_indexed"]  # allowed, but has no snapshot
         res = await client.post(world.path(f"/installations/{installation}/suspend"), headers=world.auth)
         assert res.status_code == 200, res.text

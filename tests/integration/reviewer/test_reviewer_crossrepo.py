@@ -22,6 +22,7 @@ from pydantic import SecretStr
 
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import ReviewRequested
+from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
 from palimpsest.devtools.fakes.llm import FakeLLM, count_tokens
@@ -424,3 +425,45 @@ async def test_a_huge_diff_is_reviewed_in_parts(
     # usage summed over the parts
     assert record.prompt_tokens == sum(count_tokens(c.text()) for c in chats)
     assert record.completion_tokens > 0
+
+
+@pytest.fixture
+async def vault_elsewhere(infra: Infra, world: dict[str, Any]) -> AsyncIterator[None]:
+    """acme/vault moved into an installation of its own (acme/payments has none)."""
+    tenant, vault = world["tenant"], world["ids"]["acme/vault"]
+    installation = uuid7()
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await conn.execute(
+            "INSERT INTO installations (tenant_id, installation_id, provider, kind, external_id, host)"
+            " VALUES (%s, %s, 'github', 'installation', %s, 'github.com')",
+            (tenant, installation, str(uuid7().int % 10**12)),
+        )
+        await conn.execute(
+            "UPDATE repositories SET installation_id = %s WHERE repository_id = %s", (installation, vault)
+        )
+    yield
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await conn.execute("DELETE FROM repository_links WHERE target_id = %s", (vault,))
+        await conn.execute(
+            "UPDATE repositories SET installation_id = NULL WHERE repository_id = %s", (vault,)
+        )
+        await conn.execute("DELETE FROM installations WHERE installation_id = %s", (installation,))
+
+
+@pytest.mark.usefixtures("vault_elsewhere")
+async def test_a_config_link_to_another_installation_is_dropped_unless_an_admin_linked_it(
+    infra: Infra, world: dict[str, Any], repos: dict[str, Any]
+) -> None:
+    """ADR D8, through the whole review: the context report says why acme/vault is missing."""
+    record = await core_review(infra, world, repos["base"], repos["feature"])
+    assert _refused(record.dropped)["acme/vault"] == "other_installation"
+    assert _repos_in(record.context)["linked"] == {"acme/shared-protos", "acme/receipts"}
+    async with tenant_tx(infra.pool, world["tenant"]) as conn:
+        await conn.execute(
+            "INSERT INTO repository_links (tenant_id, link_id, source_id, target_id, role)"
+            " VALUES (%s, %s, %s, %s, 'linked')",
+            (world["tenant"], uuid7(), world["ids"]["acme/payments"], world["ids"]["acme/vault"]),
+        )
+    record = await core_review(infra, world, repos["base"], repos["feature"])
+    assert "acme/vault" not in _refused(record.dropped)
+    assert "acme/vault" in _repos_in(record.context)["linked"]

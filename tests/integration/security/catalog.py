@@ -34,6 +34,8 @@ _PARAM = re.compile(r"{([^}:]+)(?::[^}]*)?}")
 UNSCOPED_V1 = {("POST", "/v1/tenants"), ("GET", "/v1/tenants")}
 # optional fields a body needs because of a rule the schema cannot express (by schema name)
 BODY_EXTRAS: dict[str, dict[str, Any]] = {"ReviewCreate": {"head": "main"}}
+# path parameters that name a fixed kind (a model route's feature), not a resource of some tenant
+NAME_PARAMS = frozenset({"feature"})
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,11 @@ class Endpoint:
     @property
     def params(self) -> list[str]:
         return _PARAM.findall(self.path)
+
+    @property
+    def resources(self) -> list[str]:
+        """The path parameters that are ids of a tenant's resources (the tenant's own included)."""
+        return [p for p in self.params if p not in NAME_PARAMS]
 
     def fill(self, values: dict[str, str]) -> str:
         missing = [p for p in self.params if p not in values]
@@ -188,6 +195,7 @@ async def tenant_resources(client: httpx.AsyncClient, ctx: IngestContext, world:
     res = await client.get(world.path("/tokens"), headers=world.auth)
     assert res.status_code == 200, res.text
     values["token_id"] = str(res.json()["items"][0]["token_id"])
+    values["feature"] = "review"  # a model route: /model-routes/{feature}
     res = await deliver(client, "github", "push_default_branch", "push", delivery=f"cat-{uuid7().hex}")
     assert res.status_code == 202, res.text
     async with tenant_tx(ctx.pool, tenant) as conn:

@@ -40,7 +40,7 @@ async def test_a_token_of_one_tenant_acts_on_no_route_of_another(
                 if res.status_code not in (403, 404):
                     wrong.append(f"{endpoint.method} {endpoint.path} on B's path: {response_text(res)}")
             own_path = {**ids, "tenant_id": str(intruder.tenant_id)}
-            named = [e for e in routes if len(e.params) > 1]
+            named = [e for e in routes if len(e.resources) > 1]
             assert named, "no route names a resource"
             for endpoint in named:
                 res = await call(client, requests, endpoint, endpoint.fill(own_path), intruder.token)

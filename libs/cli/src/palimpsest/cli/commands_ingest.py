@@ -224,6 +224,43 @@ api_command(
 )
 
 
+def _sync_text(report: dict[str, Any]) -> str:
+    dry = report["dry_run"]
+    lines = [f"+ {name}" for name in report["added"]] + [f"- {name}" for name in report["removed"]]
+    lines += [f"! {why}" for why in report["refused"]]
+    lines += [f"error: {e['message']}" for e in report["errors"]]
+    if report["errors"]:
+        return "\n".join([*lines, f"{report['provider']} {report['kind']}: nothing changed"])
+    lines.append(
+        f"{report['provider']} {report['kind']}: {report['listed']} listed in {report['pages']} page(s);"
+        f" {len(report['added'])} {'would be ' if dry else ''}added,"
+        f" {len(report['removed'])} {'would be ' if dry else ''}removed, {len(report['unchanged'])} unchanged"
+        + (f", {len(report['refused'])} refused" if report["refused"] else "")
+    )
+    return "\n".join(lines)
+
+
+@installation.command("sync")
+@tenant_option
+@click.argument("installation_id")
+@click.option("--dry-run", is_flag=True, help="Only show what would be added and removed.")
+@json_option
+@run_async
+async def installation_sync(tenant: str, installation_id: str, dry_run: bool, as_json: bool) -> None:
+    """Ask the provider for the installation's repositories (every page); register the missing
+    ones and remove the ones it no longer lists, as its webhook would. Exit 1 on a provider error."""
+    async with connect(writes=not dry_run) as api:
+        tenant = await api.tenant(tenant)
+        report = await api.call(
+            "POST",
+            f"/v1/tenants/{tenant}/installations/{installation_id}/sync",
+            dry_run=str(dry_run).lower(),
+        )
+    emit(report, as_json=as_json, text=_sync_text(report))
+    if report["errors"]:
+        raise SystemExit(1)
+
+
 # --------------------------------------------------------------------------- repo
 
 

@@ -10,10 +10,12 @@ import click
 
 from palimpsest.cli.commands_admin import audit, backfill, link, token
 from palimpsest.cli.commands_analyze import analysis_group, analyze_cmd
+from palimpsest.cli.commands_github import github
 from palimpsest.cli.commands_graph import context_cmd, index_report_cmd, report_cmd
 from palimpsest.cli.commands_index import index_cmd, search_cmd, snapshots_cmd
 from palimpsest.cli.commands_ingest import deliveries, installation, repo, tenant
 from palimpsest.cli.commands_mcp import mcp_cmd
+from palimpsest.cli.commands_models import budget, model
 from palimpsest.cli.commands_recency import recency_cmd
 from palimpsest.cli.commands_review import review_cmd
 from palimpsest.cli.commands_stack import bus, db, dead_letters, demo, status, up
@@ -67,6 +69,9 @@ COMMANDS: tuple[click.Command, ...] = (
     audit,
     backfill,
     settings_cmd,
+    github,
+    model,
+    budget,
     # measurement (palimpsest.devtools)
     bench,
     chaos,

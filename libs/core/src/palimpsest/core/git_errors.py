@@ -49,7 +49,8 @@ def source_reason(reason: GitFailure) -> str:
 class GitError(PalimpsestError):
     """A git operation failed; ``reason`` says why, the message is free of secrets."""
 
-    def __init__(self, reason: GitFailure, message: str) -> None:
+    def __init__(self, reason: GitFailure, message: str, *, status: int | None = None) -> None:
         super().__init__(f"{message} [{reason.value}]")
         self.reason = reason
         self.detail = message
+        self.status = status  # the HTTP status a provider API answered, when one did

@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from palimpsest.core.git_errors import GitError, GitFailure
 
-__all__ = ["AppCredentials", "InstallationTokens", "api_url_for", "app_jwt"]
+__all__ = ["AppCredentials", "InstallationTokens", "api_url_for", "app_jwt", "provider_api_url"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,19 @@ def api_url_for(host: str, override: str | None = None) -> str:
     return "https://api.github.com" if host == "github.com" else f"https://{host}/api/v3"
 
 
+def provider_api_url(provider: str, host: str, override: str | None = None) -> str:
+    """The REST API of a provider's host, without a trailing /: GitHub's (above), GitLab's
+    ``https://<host>/api/v4``, Bitbucket Cloud's ``https://api.bitbucket.org/2.0``; ``override``
+    (``PALIMPSEST_GITHUB_API_URL``, ``…_GITLAB_API_URL``, ``…_BITBUCKET_API_URL``) wins."""
+    if override:
+        return override.rstrip("/")
+    if provider == "github":
+        return api_url_for(host)
+    if provider == "gitlab":
+        return f"https://{host}/api/v4"
+    return "https://api.bitbucket.org/2.0"
+
+
 @dataclass(slots=True)
 class InstallationTokens:
     """Installation tokens minted on demand and cached until five minutes before they expire."""
@@ -135,10 +148,15 @@ class InstallationTokens:
                 GitFailure.AUTH,
                 f"GitHub App token request answered HTTP {response.status_code}: check the app id"
                 f" ({credentials.app_id}), its private key and installation {installation}",
+                status=response.status_code,
             )
         if response.status_code >= 300:
             failure = GitFailure.NETWORK if response.status_code >= 500 else GitFailure.REFUSED
-            raise GitError(failure, f"GitHub App token request answered HTTP {response.status_code}")
+            raise GitError(
+                failure,
+                f"GitHub App token request answered HTTP {response.status_code}",
+                status=response.status_code,
+            )
         try:
             body = response.json()
             token = str(body["token"])

@@ -258,6 +258,42 @@ def _float(value: Any, default: float | None) -> float | None:
     return float(value) if value is not None else default
 
 
+def model_problem(litellm: ModuleType, feature: str, model: str, *, priced: bool) -> str | None:
+    """Why ``model`` cannot serve a tenant route of ``feature`` (None: it can).
+
+    A model must be one litellm routes (its provider is known) and prices (its local cost map,
+    ``LITELLM_LOCAL_MODEL_COST_MAP``: nothing is downloaded), unless ``priced`` (the route brings
+    its own price, or the caller accepts unpriced calls, whose spend budgets cannot count).
+    ``local/…`` models embed in-process and are valid for ``embeddings`` only.
+    """
+    if feature not in FEATURES:
+        return f"unknown feature {feature!r} (one of {', '.join(FEATURES)})"
+    if local_embeddings.is_local(model):
+        if feature != "embeddings":
+            return f"{model!r} is a local embeddings model; it cannot serve {feature}"
+        if model.removeprefix(local_embeddings.LOCAL_PREFIX) not in local_embeddings.PACKAGES:
+            known = ", ".join(local_embeddings.LOCAL_PREFIX + n for n in sorted(local_embeddings.PACKAGES))
+            return f"no local model {model!r} (known: {known})"
+        return None
+    try:
+        litellm.get_llm_provider(model)
+    except Exception:  # litellm raises its BadRequestError (and others) for names it cannot route
+        return f"litellm cannot route {model!r}: name it as provider/model, e.g. openai/gpt-4o-mini"
+    if priced:
+        return None
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # "This model isn't mapped yet"
+        info = None
+    costs = ("input_cost_per_token", "output_cost_per_token", "input_cost_per_query")
+    if info is None or all(info.get(k) is None for k in costs):
+        return (
+            f"litellm has no price for {model!r}: give --input-usd-per-mtok/--output-usd-per-mtok, or"
+            " --allow-unpriced (its calls then count nothing against the budget)"
+        )
+    return None
+
+
 # ============================================================================ usage, cost, budgets
 
 

@@ -140,6 +140,13 @@ BACKFILL_REQUESTS = Counter(
     ["why"],
     registry=REGISTRY,
 )
+INSTALLATION_SYNCS = Counter(
+    "palimpsest_installation_syncs",
+    "Installation syncs (the provider asked for the installation's repositories) by provider and outcome"
+    " (ok, error).",
+    ["provider", "outcome"],
+    registry=REGISTRY,
+)
 WEBHOOK_DELIVERIES = Counter(
     "palimpsest_webhook_deliveries",
     "Webhook deliveries by provider, event and outcome (accepted, duplicate, ignored, rejected).",

@@ -135,6 +135,15 @@ class BaseServiceSettings(BaseSettings):
         description="GitHub REST API for App installation tokens (default: https://api.github.com,"
         " or https://<host>/api/v3 for an Enterprise Server host).",
     )
+    gitlab_api_url: str | None = Field(
+        default=None,
+        description="GitLab REST API for installation sync (default: https://<host>/api/v4 of the"
+        " installation's host).",
+    )
+    bitbucket_api_url: str | None = Field(
+        default=None,
+        description="Bitbucket REST API for installation sync (default: https://api.bitbucket.org/2.0).",
+    )
 
     @field_validator("provider_hosts", "private_provider_hosts", mode="before")
     @classmethod

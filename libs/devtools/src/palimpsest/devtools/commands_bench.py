@@ -212,6 +212,33 @@ async def bench_mcp(files: int, total_mb: float, calls: int, as_json: bool) -> N
     emit(result, as_json=True)
 
 
+@bench.command("ui")
+@_files_option
+@_total_mb_option
+@click.option("--findings", default=200, show_default=True, help="Documentation findings of the analysis.")
+@click.option("--reviews", default=100, show_default=True, help="Stored reviews of the repository.")
+@click.option("--calls", default=30, show_default=True, help="Measured calls per page and per route.")
+@_json_option
+@run_async
+async def bench_ui(
+    files: int, total_mb: float, findings: int, reviews: int, calls: int, as_json: bool
+) -> None:
+    """Server time (p50/p95) of each /ui page against the JSON route serving the same data."""
+    from palimpsest.devtools.bench.ui import run_bench_ui
+
+    if files < 100 or calls < 1 or findings < 1 or reviews < 1:
+        fail("--files must be at least 100, and --calls, --findings and --reviews at least 1")
+    result = await run_bench_ui(
+        settings(),
+        files=files,
+        total_bytes=int(total_mb * 1e6),
+        findings=findings,
+        reviews=reviews,
+        calls=calls,
+    )
+    emit(result, as_json=True)
+
+
 @bench.command("graph")
 @_files_option
 @_total_mb_option

@@ -33,6 +33,7 @@ __all__ = [
     "months_between",
     "relative_age_phrase",
     "stale_annotation",
+    "stale_line",
 ]
 
 DOC_SUFFIXES = (".md", ".mdx", ".txt", ".rst")
@@ -172,6 +173,12 @@ def is_stale(path: str, last_modified_at: datetime | None, median_code: datetime
     if last_modified_at is None or median_code is None or not is_doc(path):
         return False
     return _shifted(last_modified_at, STALE_AFTER_MONTHS) < median_code
+
+
+def stale_line(median_code: datetime) -> datetime:
+    """Where the rule's line falls: six calendar months before the median code date (a doc dated
+    before it is stale; the web view's freshness plot draws it)."""
+    return _shifted(median_code, -STALE_AFTER_MONTHS)
 
 
 def relative_age_phrase(last_modified_at: datetime | None, median_code: datetime | None) -> str | None:

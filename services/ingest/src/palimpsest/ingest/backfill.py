@@ -15,7 +15,10 @@ candidate when its newest (branch) snapshot is
   names only the repositories that are behind.
 
 Index requests carry the reason ``backfill``: never a forced rebuild of an indexed commit. A tick
-also drops the embeddings partitions of deleted repositories (migration 0037).
+also drops the embeddings partitions of deleted repositories (migration 0037), and first syncs the
+installations of its slice with their providers (:mod:`palimpsest.ingest.sync`: repositories
+added while no delivery reached us are registered, removed ones deleted), so each installation is
+synced once per interval.
 
 Repositories with index mode ``off``, of a suspended tenant or installation, or of a tenant being
 deleted are left alone. At most ``PALIMPSEST_BACKFILL_MAX_PER_TICK`` times the slices index requests go
@@ -50,6 +53,8 @@ log = logging.getLogger(__name__)
 
 # (clone_url, branch) -> the branch head's commit, or None when it cannot be read
 HeadResolver = Callable[[str, str], Awaitable[str | None]]
+# (slice, slices, tenants) -> sync the installations of that slice with their providers
+InstallationSync = Callable[[int, int, Collection[UUID] | None], Awaitable[object]]
 
 JOB = "backfill"
 TRANSIENT_REASONS = (
@@ -221,11 +226,17 @@ async def run_tick(
     *,
     who: str,
     tenants: Collection[UUID] | None = None,
+    sync: InstallationSync | None = None,
 ) -> int | None:
     """Run the slice of ``tick_at`` if no replica has: how many index requests went out, or None."""
     if not await claim_tick(pool, tick_at, who=who):
         return None
     slice_no = round(tick_at.timestamp() / policy.slice_s) % policy.slices
+    if sync is not None:
+        try:
+            await sync(slice_no, policy.slices, tenants)
+        except Exception as exc:  # the repositories' backfill goes on; the next interval syncs again
+            log.warning("installation sync of slice %d failed: %s", slice_no, exc.__class__.__name__)
     found = await candidates(pool, policy, slice_no=slice_no, limit=policy.max_per_tick, tenants=tenants)
     sent = await request(pool, found)
     await _drop_partitions(pool)
@@ -252,7 +263,9 @@ def tick_start(now_s: float, slice_s: float) -> datetime:
     return datetime.fromtimestamp(math.floor(now_s / slice_s) * slice_s, UTC)
 
 
-async def backfill_forever(pool: Pool, policy: BackfillPolicy, stop: asyncio.Event) -> None:
+async def backfill_forever(
+    pool: Pool, policy: BackfillPolicy, stop: asyncio.Event, *, sync: InstallationSync | None = None
+) -> None:
     """Run each tick once (across replicas), at its start, until ``stop``."""
     if policy.interval_s <= 0:
         return
@@ -261,7 +274,7 @@ async def backfill_forever(pool: Pool, policy: BackfillPolicy, stop: asyncio.Eve
         now = time.time()
         tick = tick_start(now, policy.slice_s)
         try:
-            await run_tick(pool, policy, tick, who=who)
+            await run_tick(pool, policy, tick, who=who, sync=sync)
         except Exception as exc:  # the next tick tries again; one tenant's failure is logged
             log.warning("backfill tick failed: %s", exc.__class__.__name__)
         wait = tick.timestamp() + policy.slice_s - time.time()

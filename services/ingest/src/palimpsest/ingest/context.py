@@ -13,6 +13,7 @@ from datetime import datetime
 from uuid import UUID
 
 from palimpsest.core.db import Pool
+from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.llm import Gateway
 from palimpsest.core.secretbox import SecretBox, load_box
 from palimpsest.ingest.cache import TtlCache
@@ -59,6 +60,8 @@ class IngestContext:
     routes: TtlCache[RouteKey, Route | None] = field(default_factory=lambda: TtlCache(5.0))
     tokens: TtlCache[bytes, TokenOwner | None] = field(default_factory=lambda: TtlCache(5.0))
     gateway: Gateway | None = None  # built on the first hybrid search (see admin.index), closed at stop
+    # GitHub App installation tokens for installation sync (PALIMPSEST_GITHUB_API_URL)
+    github_tokens: InstallationTokens = field(default_factory=InstallationTokens)
     token_touched: dict[UUID, float] = field(
         default_factory=dict
     )  # token id -> when last_used_at was written
@@ -93,4 +96,5 @@ def build_context(
         embedded=embedded,
         routes=TtlCache(settings.lookup_cache_s),
         tokens=TtlCache(settings.lookup_cache_s),
+        github_tokens=InstallationTokens(api_url=settings.github_api_url),
     )

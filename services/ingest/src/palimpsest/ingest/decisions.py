@@ -9,7 +9,7 @@ happen only once — repositories added or removed by installation events — ar
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from uuid import UUID
@@ -216,29 +216,63 @@ async def _repos_changed(
     host = str(row["host"])
 
     async def apply(tx: Conn) -> Applied:
-        events: list[Event] = []
-        known = 0
-        refused: list[str] = []
-        for ref in intent.added:
-            outcome = await _add_installed(tx, route, ref, host, policy)
-            if isinstance(outcome, str):
-                refused.append(f"{clip(ref.full_name)}: {outcome}")
-            elif outcome is None:
-                known += 1
-            else:
-                events.extend(outcome)
-        removed = await repositories.delete_installed(
-            tx, route.installation_id, provider, [r.external_id for r in intent.removed]
+        changed = await apply_repos_changed(
+            tx, route.tenant_id, route.installation_id, provider, host, intent.added, intent.removed, policy
         )
-        reason = (
-            f"repositories: {len(intent.added) - known - len(refused)} added, {known} already registered,"
-            f" {len(removed)} removed"
-        )
-        if refused:
-            reason += "; refused " + "; ".join(refused[:5])
-        return Applied(events, reason)
+        return Applied(changed.events, changed.reason())
 
     return Decision("accepted", 202, None, apply=apply)
+
+
+@dataclass(slots=True)
+class ReposApplied:
+    """What registering an installation's added repositories and deleting its removed ones did."""
+
+    added: list[str] = field(default_factory=list)  # full names registered now
+    known: list[str] = field(default_factory=list)  # already registered (brought up to date)
+    refused: list[str] = field(default_factory=list)  # "name: why" (the source policy, a conflict)
+    removed: list[str] = field(default_factory=list)  # full names deleted
+    events: list[Event] = field(default_factory=list)  # index requests of the added ones
+
+    def reason(self) -> str:
+        text = (
+            f"repositories: {len(self.added)} added, {len(self.known)} already registered,"
+            f" {len(self.removed)} removed"
+        )
+        if self.refused:
+            text += "; refused " + "; ".join(self.refused[:5])
+        return text
+
+
+async def apply_repos_changed(
+    conn: Conn,
+    tenant_id: UUID,
+    installation_id: UUID,
+    provider: str,
+    host: str,
+    added: Sequence[RepoRef],
+    removed: Sequence[RepoRef],
+    policy: SourcePolicy,
+) -> ReposApplied:
+    """Register the repositories an installation gained and delete those it lost, in the caller's
+    tenant transaction: what an ``installation`` delivery does, and what installation sync does
+    (:mod:`palimpsest.ingest.sync`). The caller emits ``events``."""
+    done = ReposApplied()
+    route = Route(tenant_id, installation_id, "")
+    for ref in added:
+        outcome = await _add_installed(conn, route, ref, host, policy)
+        if isinstance(outcome, str):
+            done.refused.append(f"{clip(ref.full_name)}: {outcome}")
+        elif outcome is None:
+            done.known.append(ref.full_name)
+        else:
+            done.added.append(ref.full_name)
+            done.events.extend(outcome)
+    gone = await repositories.delete_installed(
+        conn, installation_id, provider, [r.external_id for r in removed]
+    )
+    done.removed = [name for _, name in gone]
+    return done
 
 
 async def _add_installed(

@@ -279,6 +279,27 @@ class RepositoryList(_Out):
     items: list[Repository]
 
 
+class SyncError(_Out):
+    status: int | None = Field(description="The provider's HTTP status (null: no answer, or not asked).")
+    message: str
+
+
+class InstallationSync(_Out):
+    """What an installation sync found at the provider and did (or, dry, would do)."""
+
+    installation_id: UUID
+    provider: str
+    kind: str
+    dry_run: bool
+    listed: int = Field(description="Repositories the provider listed.")
+    pages: int = Field(description="Pages read from the provider.")
+    added: list[str]
+    removed: list[str]
+    unchanged: list[str]
+    refused: list[str] = Field(description="Listed but not registered: 'name: why'.")
+    errors: list[SyncError]
+
+
 class WebhookAnswer(_Out):
     outcome: Outcome
     reason: str | None
@@ -306,3 +327,51 @@ class Link(_Out):
 
 class LinkList(_Out):
     items: list[Link]
+
+
+class ModelRouteSet(_In):
+    model: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)] = Field(
+        description='In litellm form ("openai/gpt-4o-mini"), or "local/…" for in-process embeddings.'
+    )
+    api_base: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="OpenAI-compatible base URL; null: the services' PALIMPSEST_LLM_API_BASE. A base other"
+        " than that one is sent no API key.",
+    )
+    input_usd_per_mtok: float | None = Field(default=None, ge=0, le=1_000_000, description="Price override.")
+    output_usd_per_mtok: float | None = Field(default=None, ge=0, le=1_000_000, description="Price override.")
+    allow_unpriced: bool = Field(
+        default=False,
+        description="Accept a model litellm cannot price (its calls then count nothing against the budget).",
+    )
+
+
+class ModelRoute(_Out):
+    feature: Literal["analysis", "summary", "review", "embeddings", "rerank"]
+    model: str
+    api_base: str | None
+    input_usd_per_mtok: float | None
+    output_usd_per_mtok: float | None
+    updated_at: datetime
+
+
+class ModelRouteList(_Out):
+    items: list[ModelRoute]
+
+
+class BudgetSet(_In):
+    monthly_usd: float | None = Field(
+        ge=0,
+        le=1e9,
+        description="Monthly model spend limit in USD (UTC calendar month); null: none of the tenant's own,"
+        " the services' PALIMPSEST_LLM_MONTHLY_BUDGET_USD applies.",
+    )
+
+
+class Budget(_Out):
+    monthly_usd: float | None = Field(
+        description="The tenant's own budget; null: the services' default applies."
+    )
+    updated_at: datetime | None
+    spent_usd: float = Field(description="Spent this calendar month (UTC), known prices only.")

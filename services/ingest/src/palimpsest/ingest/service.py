@@ -10,7 +10,9 @@ API's URL in ``infra.ingest_url`` for the CLI. The API serves the MCP server at 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from dataclasses import dataclass
+from uuid import UUID
 
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.ingest.api.app import create_app
@@ -20,6 +22,7 @@ from palimpsest.ingest.context import IngestContext, build_context
 from palimpsest.ingest.mcp.http import McpEndpoint
 from palimpsest.ingest.retention import prune_forever
 from palimpsest.ingest.settings import Settings, backfill_policy, ingest_settings
+from palimpsest.ingest.sync import sync_slice
 
 __all__ = ["Ingest", "Settings", "bootstrap", "is_embedded", "prepare"]
 
@@ -69,9 +72,12 @@ def prepare(infra: Infra) -> Ingest:
             ctx.pool, settings.delivery_retention_days, stop, audit_days=settings.audit_retention_days
         )
 
+    async def sync(slice_no: int, slices: int, tenants: Collection[UUID] | None) -> None:
+        await sync_slice(ctx, slice_no, slices, tenants)
+
     async def backfill(_: Infra, stop: asyncio.Event) -> None:
         await backfill_forever(
-            ctx.pool, backfill_policy(settings, local_sources=ctx.policy.allow_local), stop
+            ctx.pool, backfill_policy(settings, local_sources=ctx.policy.allow_local), stop, sync=sync
         )
 
     definition = ServiceDefinition(

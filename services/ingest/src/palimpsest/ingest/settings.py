@@ -44,6 +44,18 @@ class Settings(BaseServiceSettings):
     lookup_cache_s: float = Field(
         default=5.0, ge=0, description="How long route and token lookups are cached."
     )
+    ui_session_s: float = Field(
+        default=8 * 3600.0,
+        gt=0,
+        le=30 * 86400.0,
+        description="How long a web view (/ui) session lasts after sign-in; the token is re-checked on"
+        " every request regardless.",
+    )
+    ui_secure_cookie: bool | None = Field(
+        default=None,
+        description="Mark the web view's session cookie Secure: unset = when the request came over TLS"
+        " (https, or X-Forwarded-Proto: https from the ingress); true behind any TLS-terminating proxy.",
+    )
     delivery_retention_days: float = Field(
         default=30.0, gt=0, description="How long webhook delivery records are kept."
     )

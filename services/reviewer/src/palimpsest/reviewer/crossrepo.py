@@ -21,6 +21,10 @@ that is posted to the provider, so a public pull request never names a private r
 
 * names resolve to repositories of the **same tenant** only (the query runs under the tenant's
   row-level security; another tenant's name resolves to nothing → ``not_found``);
+* ``other_installation`` — the file names a repository of another installation than the reviewed
+  one's (ADR D8: a repository's own config reaches only its installation's repositories;
+  repositories registered without an installation reach only each other). An admin link
+  (``palimpsest link add``, the ``manage`` scope) lets such a target through;
 * ``limit`` — entries past the 5th linked / 3rd pattern one; ``duplicate``; ``self``;
 * ``visibility`` — a ``public`` repository never receives context from ``private`` or
   ``internal`` ones; ``internal`` receives from internal and public; ``private`` from all;
@@ -158,7 +162,9 @@ async def resolve_links(
     names = {role: [] if config.state == "invalid" else list(config.names(role)) for role in _KEYS}
     if config.state == "invalid":
         dropped.append({"path": config.path, "repository": None, "source": None, "reason": "config_invalid"})
+    admitted: dict[Role, set[str]] = {role: set() for role in _KEYS}  # by an admin: any installation
     for role, target in await admin_links(conn, repository_id):  # after the file's, same rules
+        admitted[role].add(target.lower())
         if target.lower() not in {n.lower() for n in names[role]}:
             names[role].append(target)
     wanted = [n for role in _KEYS for n in names[role]]
@@ -167,7 +173,7 @@ async def resolve_links(
     rows = await fetch_all_as(
         conn,
         _Target,
-        "SELECT r.repository_id, r.full_name, r.visibility, lower(r.full_name) AS key,"
+        "SELECT r.repository_id, r.full_name, r.visibility, lower(r.full_name) AS key, r.installation_id,"
         " i.suspended_at IS NOT NULL AS suspended FROM repositories r LEFT JOIN installations i"
         " ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
         " WHERE r.repository_id = %s OR lower(r.full_name) = ANY(%s::text[]) ORDER BY r.created_at",
@@ -175,6 +181,7 @@ async def resolve_links(
     )
     own = next((r for r in rows if r.repository_id == repository_id), None)
     receiver = own.visibility if own else "public"  # unknown: the strictest rule
+    installation = own.installation_id if own else None
     by_name: dict[str, _Target] = {}
     for found in rows:
         by_name.setdefault(found.key, found)
@@ -183,7 +190,16 @@ async def resolve_links(
         seen: set[str] = set()
         for name in names[role]:
             row = by_name.get(name.lower())
-            reason = _refusal(name, seen, role, row, repository_id, receiver)
+            crossing = row is not None and row.installation_id != installation
+            reason = _refusal(
+                name,
+                seen,
+                role,
+                row,
+                repository_id,
+                receiver,
+                crossing and name.lower() not in admitted[role],
+            )
             seen.add(name.lower())
             if reason is None and row is not None:
                 snap = await newest_ready(conn, row.repository_id)
@@ -206,6 +222,7 @@ class _Target:
     full_name: str
     visibility: str
     key: str  # the lower-cased full name
+    installation_id: UUID | None
     suspended: bool
 
 
@@ -229,6 +246,7 @@ def _refusal(
     row: _Target | None,
     repository_id: UUID,
     receiver: str,
+    other_installation: bool,
 ) -> str | None:
     if name.lower() in seen:
         return "duplicate"
@@ -238,6 +256,8 @@ def _refusal(
         return "not_found"
     if row.repository_id == repository_id:
         return "self"
+    if other_installation:
+        return "other_installation"
     if not may_receive(receiver, row.visibility):
         return "visibility"
     if row.suspended:

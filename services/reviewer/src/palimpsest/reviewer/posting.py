@@ -38,7 +38,7 @@ import httpx
 
 from palimpsest.core.credentials import Credential, installation_credential
 from palimpsest.core.db import Conn
-from palimpsest.core.github_app import api_url_for
+from palimpsest.core.github_app import provider_api_url
 from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.review import Finding
 
@@ -98,11 +98,7 @@ class PostResult:
 
 
 def default_api_url(provider: str, host: str) -> str:
-    if provider == "github":
-        return api_url_for(host)
-    if provider == "gitlab":
-        return f"https://{host}/api/v4"
-    return "https://api.bitbucket.org/2.0"
+    return provider_api_url(provider, host)
 
 
 async def installation_target(

@@ -248,9 +248,9 @@ class ReviewerService:
         if not s.review_post or record.state != "completed" or not _on_provider(event):
             return
         urls = {
-            "github": s.review_github_api_url,
-            "gitlab": s.review_gitlab_api_url,
-            "bitbucket": s.review_bitbucket_api_url,
+            "github": s.review_github_api_url or s.github_api_url,
+            "gitlab": s.review_gitlab_api_url or s.gitlab_api_url,
+            "bitbucket": s.review_bitbucket_api_url or s.bitbucket_api_url,
         }
         number = event.number or 0
         async with tenant_tx(self.pool, event.tenant_id) as conn:

@@ -78,7 +78,13 @@ async def authenticate(ctx: IngestContext, authorization: str | None) -> Princip
         raise Unauthorized("expected 'Authorization: Bearer <token>'")
     if same_token(ctx.admin_token, token):
         return Principal(admin=True)
-    owner = await _token_owner(ctx, hash_token(token))
+    return await authenticate_hash(ctx, hash_token(token))
+
+
+async def authenticate_hash(ctx: IngestContext, token_hash: bytes) -> Principal:
+    """The tenant API token with this sha256, checked through the lookup cache (a revoked or
+    expired token is a 401 within the cache's window): what a web session re-checks per request."""
+    owner = await _token_owner(ctx, token_hash)
     if owner is None or owner.revoked or owner.tenant_deleting:
         raise Unauthorized("invalid or revoked token")
     if owner.expires_at is not None and owner.expires_at <= datetime.now(UTC):

@@ -16,7 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
 from palimpsest.core.errors import DatabaseError
@@ -24,6 +24,7 @@ from palimpsest.ingest.api import (
     v1_analyses,
     v1_index,
     v1_links,
+    v1_models,
     v1_repositories,
     v1_reviews,
     v1_tenants,
@@ -38,6 +39,8 @@ from palimpsest.ingest.errors import IngestError, Unauthorized
 from palimpsest.ingest.intake import Intake
 from palimpsest.ingest.mcp.http import PATH as MCP_PATH
 from palimpsest.ingest.mcp.http import McpEndpoint
+from palimpsest.ingest.web.routes import PREFIX as UI_PREFIX
+from palimpsest.ingest.web.routes import create_ui
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +78,15 @@ def create_api(ctx: IngestContext, *, mcp: McpEndpoint | None = None) -> FastAPI
     app.include_router(v1_index.router, max_body_size=ctx.settings.api_max_bytes)
     app.include_router(v1_analyses.router, max_body_size=ctx.settings.api_max_bytes)
     app.include_router(v1_links.router, max_body_size=ctx.settings.api_max_bytes)
+    app.include_router(v1_models.router, max_body_size=ctx.settings.api_max_bytes)
     # a review may carry a diff of up to 5 MiB, JSON-escaped
     app.include_router(v1_reviews.router, max_body_size=max(ctx.settings.api_max_bytes, REVIEW_MAX_BYTES))
     if mcp is not None:  # streamable HTTP: POST (JSON-RPC), GET and DELETE answered by the SDK
         app.router.routes.append(
             Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
         )
+    # the read-only web view (server-rendered HTML, its own session cookie; see docs/web.md)
+    app.router.routes.append(Mount(UI_PREFIX, create_ui(ctx)))
     app.add_exception_handler(IngestError, _ingest_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     for unavailable in (DatabaseError, psycopg.OperationalError, psycopg_pool.PoolTimeout):

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query, Request, Response, status
 
+from palimpsest.ingest import sync
 from palimpsest.ingest.admin import audit, deletion, installations, tenants
 from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.api.deps import Ctx, ManageScope, OperatorOnly, ReadScope, audit_note
@@ -18,6 +19,7 @@ from palimpsest.ingest.schemas import (
     Installation,
     InstallationCreate,
     InstallationList,
+    InstallationSync,
     InstallationUpdate,
     Tenant,
     TenantCreate,
@@ -179,6 +181,17 @@ async def resume_installation(installation_id: UUID, ctx: Ctx, scope: ManageScop
     """Lift a suspension (whoever set it)."""
     found = await installations.set_suspended(ctx, scope, installation_id, False)
     return Installation.model_validate(found)
+
+
+@router.post("/tenants/{tenant_id}/installations/{installation_id}/sync", tags=["installations"])
+async def sync_installation(
+    installation_id: UUID, ctx: Ctx, scope: ManageScope, dry_run: bool = False
+) -> InstallationSync:
+    """Ask the provider for the installation's repositories (every page): register the missing
+    ones, delete the ones it no longer lists, as an installation delivery would; provider errors
+    are in ``errors`` with their HTTP status. ``dry_run``: report only."""
+    report = await sync.sync_installation(ctx, scope, installation_id, dry_run=dry_run)
+    return InstallationSync.model_validate(report.as_dict())
 
 
 @router.delete(

@@ -123,17 +123,17 @@ async def find_repository(conn: Conn, provider: str, external_id: str, full_name
 
 async def delete_installed(
     conn: Conn, installation_id: UUID, provider: str, external_ids: list[str]
-) -> list[UUID]:
-    """Delete the installation's repositories with these provider ids; returns their ids."""
+) -> list[tuple[UUID, str]]:
+    """Delete the installation's repositories with these provider ids; returns their ids and names."""
     if not external_ids:
         return []
     rows = await fetch_all(
         conn,
         "DELETE FROM repositories WHERE installation_id = %s AND provider = %s AND external_id = ANY(%s)"
-        " RETURNING repository_id",
+        " RETURNING repository_id, full_name",
         (installation_id, provider, external_ids),
     )
-    return [r["repository_id"] for r in rows]
+    return [(r["repository_id"], str(r["full_name"])) for r in rows]
 
 
 # Index data of a repository (ADR-0017 D7): a derived cache, deleted when the mode is switched off.

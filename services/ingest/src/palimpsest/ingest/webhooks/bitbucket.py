@@ -102,6 +102,12 @@ def _repo(repository: Node) -> RepoRef:
     )
 
 
+def api_repository(repository: Node) -> RepoRef:
+    """A repository as the REST API lists it (``GET /2.0/repositories/{workspace}``): the same
+    object a delivery carries."""
+    return _repo(repository)
+
+
 def _account_name(account: Node | None) -> str | None:
     """How people mention the account: nickname, else display name, else uuid."""
     if account is None:

@@ -129,6 +129,12 @@ def _repo(repo: Node) -> RepoRef:
     )
 
 
+def api_repository(repo: Node) -> RepoRef:
+    """A repository as the REST API lists it (``GET /installation/repositories``): the same full
+    object a push or pull request delivery carries."""
+    return _repo(repo)
+
+
 def _web_base(installation: Node) -> str:
     """Scheme and host of the GitHub instance (github.com or an Enterprise Server)."""
     account = installation.opt_node("account")
@@ -324,6 +330,12 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "installation": _installation,
     "installation_repositories": _installation_repositories,
 }
+
+# GitHub sends these to every App without a subscription (the App's `ping` when it is created or
+# its webhook changes; `installation` and `installation_repositories` on every install change):
+# a manifest cannot list them. Every other handled event is one the App must subscribe to.
+ALWAYS_SENT: Final = frozenset({"ping", "installation", "installation_repositories"})
+SUBSCRIBED_EVENTS: Final[tuple[str, ...]] = tuple(sorted(e for e in _HANDLERS if e not in ALWAYS_SENT))
 
 PARSER: Final = DeliveryParser(
     PROVIDER,

@@ -114,6 +114,26 @@ def _repo(project: Node) -> RepoRef:
     )
 
 
+_API_VISIBILITY: Final[dict[str, Visibility]] = {
+    "private": "private",
+    "internal": "internal",
+    "public": "public",
+}
+
+
+def api_repository(project: Node) -> RepoRef:
+    """A project as the REST API lists it (``GET /groups/:id/projects``, ``GET /projects/:id``):
+    ``http_url_to_repo`` and a ``visibility`` name where a webhook has ``git_http_url`` and a level."""
+    return RepoRef(
+        provider=PROVIDER,
+        external_id=project.ident("id"),
+        full_name=project.string("path_with_namespace"),
+        clone_url=project.url("http_url_to_repo"),
+        default_branch=project.opt_string("default_branch"),
+        visibility=_API_VISIBILITY.get(project.opt_string("visibility") or "", "private"),
+    )
+
+
 # -- events ------------------------------------------------------------------------------
 
 

@@ -1,0 +1,334 @@
+"""The web view under /ui, in a real browser (Debian's chromium through chromium-driver) and over
+real HTTP, on a repository indexed, analysed and reviewed by the real services.
+
+The repository plants a drift (the README names ``compute_total()``, which a later commit renamed)
+and hostile content: the guide's text and a doc's *file name* carry ``<script>`` and
+``<img onerror>`` payloads that would set ``window.__pwned``, and a ``javascript:`` link. The
+browser signs in with the tenant's token, opens every page, checks what it shows and that no
+payload ran, checks another tenant's URLs are 404s, signs out, and saves a screenshot of each
+page (into ``$PALIMPSEST_TEST_SCREENSHOTS`` when set, else the test's tmp path; the paths are
+printed). The HTTP tests check the session cookie, the security headers, CSRF on the forms,
+revocation ending a session, and the operator's tenant list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import httpx
+import pytest
+
+from palimpsest.cli.local import register_path
+from palimpsest.core.service import Infra
+from tests.integration.analyzer.support import (
+    analyzer_for,
+    analyzer_settings,
+    index,
+    indexer_definitions,
+    running,
+)
+from tests.integration.analyzer.test_analyzer_doccheck import INVOICE, LEDGER, README, RENAMED
+from tests.integration.ingest.read_support import poll
+from tests.integration.ingest.support import ADMIN_TOKEN, Served, World, drop_tenant, new_tenant
+from tests.integration.ingest.test_ingest_review_api import reviewer
+from tests.integration.reviewer.conftest import TAX
+from tests.support import browser
+from tests.support.gitrepo import commit, git, init_repo
+
+PAYLOAD_SCRIPT = "<script>window.__pwned = 'script'</script>"
+PAYLOAD_IMG = "<img src=x onerror=\"window.__pwned = 'img'\">"
+HOSTILE_NAME = "docs/<img src=x onerror=window.__pwned=1>.md"
+NOTES = (
+    f"# Notes\n\n{PAYLOAD_SCRIPT}\n\n{PAYLOAD_IMG}\n\n[open the rates](javascript:window.__pwned='link')\n"
+)
+
+
+def make_repository(path: Path) -> dict[str, str]:
+    """The README names ``compute_total()``, renamed in 2024; tax and invoice change together."""
+    r = init_repo(path)
+    commit(
+        r,
+        "2022-01-10T00:00:00+00:00",
+        {"README.md": README, "docs/notes.md": NOTES, "src/invoice.py": INVOICE, HOSTILE_NAME: "# Old\n"},
+    )
+    commit(
+        r,
+        "2024-03-01T00:00:00+00:00",
+        {"src/invoice.py": RENAMED, "src/tax.py": TAX, "src/ledger.py": LEDGER},
+        message="rename compute_total <script>window.__pwned='commit'</script>",
+    )
+    base = commit(
+        r,
+        "2024-05-01T00:00:00+00:00",
+        {"src/invoice.py": RENAMED + "\n# v3\n", "src/tax.py": TAX + "\n# v3\n"},
+    )
+    git(r, "checkout", "-q", "-b", "feature")
+    feature = commit(r, "2024-06-01T00:00:00+00:00", {"src/invoice.py": RENAMED + "\n# v4\n"}, message="v4")
+    git(r, "checkout", "-q", "main")
+    return {"path": str(r), "base": base, "feature": feature}
+
+
+@dataclass
+class Site:
+    world: World
+    other: World
+    repository_id: UUID
+    other_repository_id: UUID
+    review_id: str
+    analysis: dict[str, Any]
+    repo: dict[str, str]
+
+    def ui(self, suffix: str = "", tenant: UUID | None = None) -> str:
+        return f"/ui/t/{tenant or self.world.tenant_id}{suffix}"
+
+    def repo_ui(self, suffix: str = "") -> str:
+        return self.ui(f"/r/{self.repository_id}{suffix}")
+
+
+@pytest.fixture(scope="module")
+async def site(
+    client: httpx.AsyncClient, served: Served, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Site]:
+    infra: Infra = served.infra
+    repo = make_repository(tmp_path_factory.mktemp("web") / "repo")
+    world = await new_tenant(client, "web-view")
+    other = await new_tenant(client, "web-other")
+    try:
+        repository_id = await register_path(infra.pool, world.tenant_id, Path(repo["path"]))
+        other_repository_id = await register_path(infra.pool, other.tenant_id, Path(repo["path"]))
+        async with running(infra, indexer_definitions({world.tenant_id})):
+            built = await index(infra, world.tenant_id, repository_id)
+        assert built.state == "ready", built
+        base = f"/v1/tenants/{world.tenant_id}/repositories/{repository_id}"
+        async with running(infra, [analyzer_for(infra, {world.tenant_id}, analyzer_settings())]):
+            posted = await client.post(f"{base}/analyses", json={}, headers=world.auth)
+            assert posted.status_code == 202, posted.text
+            request_id = posted.json()["request_id"]
+            listed = await poll(
+                lambda: client.get(f"{base}/analyses", headers=world.auth),
+                lambda r: any(i["request_id"] == request_id for i in r.json()["items"]),
+            )
+        analysis = next(i for i in listed.json()["items"] if i["request_id"] == request_id)
+        async with reviewer(infra, world.tenant_id):
+            body = {"base": repo["base"], "head": "feature", "title": PAYLOAD_SCRIPT}
+            posted = await client.post(f"{base}/reviews", json=body, headers=world.auth)
+            assert posted.status_code == 202, posted.text
+            rid = posted.json()["request_id"]
+            done = await poll(
+                lambda: client.get(f"/v1/tenants/{world.tenant_id}/reviews/{rid}", headers=world.auth),
+                lambda r: r.json()["state"] != "pending",
+            )
+        assert done.json()["state"] == "completed", done.text
+        yield Site(world, other, repository_id, other_repository_id, done.json()["review_id"], analysis, repo)
+    finally:
+        await drop_tenant(infra.pool, world.tenant_id)
+        await drop_tenant(infra.pool, other.tenant_id)
+
+
+async def _signed_in(
+    client: httpx.AsyncClient, token: str, *, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    """GET the form, POST the token with the form's CSRF value; the answer (cookies land in ``client``)."""
+    form = await client.get("/ui/sign-in", headers=headers)
+    assert form.status_code == 200
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert csrf is not None
+    return await client.post("/ui/sign-in", data={"csrf": csrf.group(1), "token": token}, headers=headers)
+
+
+def _csrf(page: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found is not None
+    return found.group(1)
+
+
+# ------------------------------------------------------------------------------- over HTTP
+
+
+async def test_sign_in_sets_a_sealed_strict_http_only_cookie_and_pages_carry_the_headers(
+    served: Served, site: Site
+) -> None:
+    async with httpx.AsyncClient(base_url=served.url) as c:
+        # no session: every page sends to the form, keeping where it was going
+        first = await c.get(site.repo_ui())
+        assert first.status_code == 303 and first.headers["location"].startswith("/ui/sign-in?next=")
+        answer = await _signed_in(c, site.world.token)
+        assert answer.status_code == 303, answer.text
+        cookie = answer.headers["set-cookie"]
+        assert (
+            "palimpsest_session=" in cookie
+            and "HttpOnly" in cookie
+            and "SameSite=strict" in cookie.replace("Strict", "strict")
+        )
+        assert "Path=/ui" in cookie and "Max-Age=" in cookie and "Secure" not in cookie  # plain http here
+        assert site.world.token not in cookie and site.world.token.removeprefix("pal_") not in cookie
+        page = await c.get(site.repo_ui())
+        assert page.status_code == 200 and "compute_total" in page.text
+        csp = page.headers["content-security-policy"]
+        assert "script-src" not in csp and "unsafe-inline" not in csp and "default-src 'none'" in csp
+        assert page.headers["x-frame-options"] == "DENY" and page.headers["cache-control"] == "no-store"
+        assert site.world.token not in page.text and ADMIN_TOKEN not in page.text
+        # hostile text is escaped, never markup
+        assert "<script>window.__pwned" not in page.text and "onerror=" not in page.text.replace(
+            "onerror=window", ""
+        )
+    # behind TLS (the ingress says so) the cookie is Secure
+    async with httpx.AsyncClient(base_url=served.url) as c:
+        tls = await _signed_in(c, site.world.token, headers={"x-forwarded-proto": "https"})
+        assert "Secure" in tls.headers["set-cookie"]
+
+
+async def test_forms_refuse_a_missing_csrf_value_and_wrong_tokens(served: Served, site: Site) -> None:
+    async with httpx.AsyncClient(base_url=served.url) as c:
+        await c.get("/ui/sign-in")
+        forged = await c.post("/ui/sign-in", data={"csrf": "guess", "token": site.world.token})
+        assert forged.status_code == 400 and "palimpsest_session" not in c.cookies
+        wrong = await _signed_in(c, "pal_" + "x" * 43)
+        assert wrong.status_code == 401 and "invalid or revoked token" in wrong.text
+        assert (await _signed_in(c, site.world.token)).status_code == 303
+        page = await c.get(site.ui("/"))
+        assert page.status_code == 200
+        kept = await c.post("/ui/sign-out", data={"csrf": "forged"})
+        assert kept.status_code == 400 and (await c.get(site.ui("/"))).status_code == 200
+        out = await c.post("/ui/sign-out", data={"csrf": _csrf(page.text)})
+        assert out.status_code == 303
+        assert (await c.get(site.ui("/"))).status_code == 303  # signed out: back to the form
+
+
+async def test_another_tenants_pages_are_404_and_revoking_the_token_ends_the_session(
+    client: httpx.AsyncClient, served: Served, site: Site
+) -> None:
+    issued = await client.post(
+        f"/v1/tenants/{site.world.tenant_id}/tokens",
+        json={"name": "web-reader", "scopes": ["read"]},
+        headers=site.world.auth,
+    )
+    assert issued.status_code == 201, issued.text
+    token = issued.json()
+    async with httpx.AsyncClient(base_url=served.url) as c:
+        assert (await _signed_in(c, token["api_token"])).status_code == 303
+        for url in (
+            site.ui("/", tenant=site.other.tenant_id),
+            site.ui(f"/r/{site.other_repository_id}", tenant=site.other.tenant_id),
+            site.ui(f"/r/{site.other_repository_id}"),
+            site.ui(f"/r/{site.other_repository_id}/reviews"),
+            site.ui(f"/r/{site.other_repository_id}/file?path=src/invoice.py"),
+            site.ui(f"/r/{site.other_repository_id}/search?q=rate"),
+            site.ui(f"/reviews/{site.review_id}", tenant=site.other.tenant_id),
+            site.ui(f"/r/{uuid.uuid4()}"),
+            "/ui/tenants",
+        ):
+            got = await c.get(url)
+            assert got.status_code == 404, (url, got.status_code)
+            assert "web-view" not in got.text and "compute_total" not in got.text
+        assert (await c.get(site.repo_ui())).status_code == 200
+        revoked = await client.delete(
+            f"/v1/tenants/{site.world.tenant_id}/tokens/{token['token_id']}", headers=site.world.auth
+        )
+        assert revoked.status_code == 204
+        deadline = time.monotonic() + served.ctx.settings.lookup_cache_s + 5
+        while (await c.get(site.repo_ui())).status_code == 200:
+            assert time.monotonic() < deadline, "the revoked token's session still reads pages"
+            await asyncio.sleep(0.25)
+        assert (await c.get(site.repo_ui())).headers["location"].startswith("/ui/sign-in")
+
+
+async def test_the_operator_sees_the_tenant_list_and_any_tenants_pages(served: Served, site: Site) -> None:
+    async with httpx.AsyncClient(base_url=served.url) as c:
+        signed = await _signed_in(c, ADMIN_TOKEN)
+        assert signed.status_code == 303
+        assert (await c.get("/ui/", follow_redirects=False)).headers["location"] == "/ui/tenants"
+        listed = await c.get("/ui/tenants")
+        assert listed.status_code == 200 and "web-view" in listed.text and "web-other" in listed.text
+        assert f"/ui/t/{site.other.tenant_id}/" in listed.text
+        assert (await c.get(site.repo_ui())).status_code == 200
+        assert (await c.get(site.ui("/", tenant=uuid.uuid4()))).status_code == 404
+        assert ADMIN_TOKEN not in listed.text
+
+
+# ---------------------------------------------------------------------------- in a browser
+
+
+def _shots(tmp_path: Path) -> Path:
+    configured = os.environ.get("PALIMPSEST_TEST_SCREENSHOTS")
+    folder = Path(configured) if configured else tmp_path / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+async def test_every_page_in_a_real_browser(served: Served, site: Site, tmp_path: Path) -> None:
+    why = browser.missing()
+    if why is not None:
+        pytest.skip(why)
+    shots = _shots(tmp_path)
+    saved: list[Path] = []
+    with browser.chromium(tmp_path / "profile") as b:
+
+        async def visit(url: str, name: str, *expected: str) -> str:
+            await b.get(served.url + url)
+            text = await b.text()
+            for needle in expected:
+                assert needle in text, (url, needle, text[:2000])
+            assert (
+                await b.script("return window.__pwned === undefined ? null : String(window.__pwned)") is None
+            )
+            saved.append(await b.screenshot(shots / f"{name}.png"))
+            return text
+
+        await visit(site.repo_ui(), "sign-in", "Sign in", "API token")
+        await b.fill_and_submit("token", site.world.token)
+        assert b.url.endswith(site.repo_ui()), b.url  # back where it was going
+        await visit(site.ui("/"), "repositories", "Repositories", "Last analysis", "ready")
+        page = await visit(
+            site.repo_ui(),
+            "repository",
+            "Documentation findings",
+            "compute_total",
+            "Doc freshness",
+            "Selection facts",
+            "Recent snapshots",
+            "Newest analysis",
+        )
+        assert "stale before" in page and "median code" in page  # the plot's lines, drawn as SVG text
+        assert await b.script("return document.querySelectorAll('svg.plot circle').length") >= 2
+        assert await b.script("return document.querySelectorAll('a[href^=\"javascript:\"]').length") == 0
+        assert HOSTILE_NAME.split("/")[1] in page  # the hostile file name shown as text
+        await visit(
+            site.repo_ui("/file?path=src/invoice.py"),
+            "file",
+            "src/invoice.py",
+            "Usually changes with",
+            "src/tax.py",
+            "Graph neighbours",
+        )
+        await visit(site.repo_ui("/reviews"), "reviews", "Reviews of", "completed")
+        await visit(
+            site.ui(f"/reviews/{site.review_id}"),
+            "review",
+            "Context used",
+            "Findings",
+            "Feedback recorded",
+            "src/invoice.py",
+        )
+        found = await visit(site.repo_ui("/search?q=pwned"), "search", "result(s)", "docs/notes.md")
+        assert PAYLOAD_SCRIPT in found  # the doc's text shown literally in the result
+        # another tenant's pages: not found, nothing of theirs
+        others = (site.ui("/", tenant=site.other.tenant_id), site.ui(f"/r/{site.other_repository_id}"))
+        for n, url in enumerate(others):
+            await visit(url, f"other-tenant-{n}", "Not found")
+        session = await b.cookie("palimpsest_session")
+        assert session is not None and session["httpOnly"] and session.get("sameSite") == "Strict"
+        await b.get(served.url + site.ui("/"))
+        await b.click("form.sign-out button")
+        await visit(site.repo_ui(), "signed-out", "Sign in")
+    for path in saved:
+        print(f"screenshot: {path}")
