@@ -51,7 +51,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from types import ModuleType
-from typing import Any, Literal, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -59,10 +59,12 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from palimpsest.core import local_embeddings, metrics
-from palimpsest.core.db import Conn, Pool, tenant_tx
 from palimpsest.core.errors import BudgetExceeded, ModelCallFailed, NoModelConfigured
 from palimpsest.core.ids import uuid7
 from palimpsest.core.settings import ENV_PREFIX, SECRETS_DIR
+
+if TYPE_CHECKING:  # the database driver loads with the first gateway call, not with the settings
+    from palimpsest.core.db import Conn, Pool
 
 __all__ = [
     "CHAT_FEATURES",
@@ -629,6 +631,8 @@ class Gateway:
 
     async def route(self, tenant_id: UUID, feature: Feature) -> Route | None:
         """Where ``feature`` calls of ``tenant_id`` go; None when no model is configured."""
+        from palimpsest.core.db import tenant_tx
+
         async with tenant_tx(self.pool, tenant_id) as conn:
             return await resolve_route(conn, self.settings, feature)
 
@@ -894,6 +898,8 @@ class Gateway:
             return None
 
     async def _check_budget(self, tenant_id: UUID, route: Route, reference: str | None) -> None:
+        from palimpsest.core.db import tenant_tx
+
         async with tenant_tx(self.pool, tenant_id) as conn:
             budget = await tenant_budget(conn, self.settings)
             if budget is None:
@@ -984,6 +990,8 @@ class Gateway:
         if failure is not None:
             error = failure.reason + (f" (HTTP {failure.status})" if failure.status else "")
             error += f": {failure.detail}" if failure.detail else ""
+        from palimpsest.core.db import tenant_tx
+
         async with tenant_tx(self.pool, tenant_id) as conn:
             await record_usage(
                 conn,
