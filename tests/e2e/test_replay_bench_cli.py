@@ -64,9 +64,16 @@ def test_bench_replay_finds_the_partner_and_the_usage_and_explains_the_rest(
         {"path": "pkg/tables.py", "kind": "target", "why": "not_indexed", "reason": "too_large"}
     ]
     assert out["recall"]["context"]["both"] == {"mean": 0.75, "spread": 0.0}
+    # the co-change warning: ledger.py alone (late.py's habit starts after the base), and at the
+    # same length the raw counts and the list before issue 43
+    warning = record["warning"]
+    assert warning["listed"] == warning["raw"] == warning["previous"] == ["pkg/ledger.py"]
+    assert (warning["hits"], warning["targets"]) == (1, 3)
+    assert out["warning"]["precision"] == out["warning"]["raw_precision"] == 1.0
+    assert out["warning"]["recall"] == pytest.approx(1 / 3, abs=1e-4)
     assert out["per_seed"]["1"]["changes"] == out["per_seed"]["2"]["changes"] == 1
     text = report.read_text()
-    assert "pkg/tables.py" in text and "| context |" in text
+    assert "pkg/tables.py" in text and "| context |" in text and "Co-change warning" in text
 
 
 def test_what_the_budget_leaves_out_is_reported_below_the_cut_with_its_rank_and_signals_are_fitted(

@@ -134,6 +134,11 @@ def shown_lines(diff: str) -> dict[str, DiffLines]:
     return files
 
 
+# what each provider accepts in one comment's body, in characters (GitHub's issue comment, GitLab's
+# note, Bitbucket Cloud's pull request comment): a longer body is refused, as the real APIs do
+BODY_LIMITS = {"github": 65_536, "gitlab": 1_000_000, "bitbucket": 32_768}
+
+
 @dataclass
 class FakeProviders:
     token: str
@@ -240,6 +245,8 @@ class FakeProviders:
 
     def _create(self, provider: str, kind: str, number: int, body: dict[str, Any]) -> str | None:
         """Validate and keep a new comment; the refusal (status + why) or None."""
+        if len(_text(body)) > BODY_LIMITS[provider]:
+            return f"422 {provider} body is too long (maximum is {BODY_LIMITS[provider]} characters)"
         if provider == "github" and kind == "inline":
             if not isinstance(body.get("commit_id"), str) or not isinstance(body.get("path"), str):
                 return "422 github comment commit_id/path"
@@ -365,6 +372,8 @@ class FakeProviders:
         return 200, {"errors": [{"message": "unsupported query"}]}
 
     def edit(self, provider: str, kind: str, number: int, ident: str, body: dict[str, Any]) -> str | None:
+        if len(_text(body)) > BODY_LIMITS[provider]:
+            return f"422 {provider} body is too long (maximum is {BODY_LIMITS[provider]} characters)"
         for prs in (
             self.comments.get(provider, {}).values() if number == 0 else [self.items(provider, number)]
         ):

@@ -6,6 +6,7 @@ target nothing points at: no shared commit, no shared name, no import) and ``pkg
 target over the chunker's 256 KiB file limit: never indexed). ``pkg/report.py`` calls ``compute_total``, which the change modifies
 (a usage). After the change, two-file commits pair the seed with ``pkg/late.py`` over and over:
 history the product must not see when it replays the change (they are not eligible themselves).
+The co-change warning should name ``pkg/ledger.py`` alone (5 of the seed's 6 commits, lift 2).
 """
 
 from __future__ import annotations
@@ -92,6 +93,13 @@ def replay_repository(path: Path) -> dict[str, str]:
         message="start",
     )
     commit(path, "2024-01-15T10:00:00", {"tools/unrelated.py": unrelated(1)}, message="tools")
+    for i in range(1, 6):  # notes alone: the seed and its partner are a habit, not the whole history
+        commit(
+            path,
+            f"2024-01-2{i}T10:00:00",
+            {"docs/notes.md": f"# Notes\n\nRound {i}.\n"},
+            message=f"notes {i}",
+        )
     for i in range(2, 6):  # the seed and its partner change together (2 files: not eligible)
         commit(
             path,

@@ -278,7 +278,8 @@ async def exercise(session: ClientSession | Client, world: World) -> None:
     sources = {(i["source"], i["path"]) for i in review["items"]}
     assert ("usage", "src/invoice.py") in sources
     assert all(i["why"] and i["start_line"] >= 1 for i in review["items"])
-    assert "src/tax.py" in review["cochange_missing"]
+    assert [m["path"] for m in review["cochange_missing"]] == ["src/tax.py"]
+    assert review["cochange_missing"][0]["reason"].startswith("changed in 2 of the 2 commits that changed")
     diff = git(world.repo["path"], "diff", world.repo["base"], "feature")
     by_diff = await call(session, "review_context", repository=name, base=world.repo["base"], diff=diff)
     assert by_diff["changed"] == review["changed"]

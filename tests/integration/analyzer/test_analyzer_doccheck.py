@@ -43,7 +43,12 @@ def post_entry(ledger, entry):
 '''
 QUEUE = "def enqueue_job(job):\n    return [job]\n"
 REPORT = "def monthly_report(entries):\n    return len(entries)\n"
-README = "# Billing service\n\nCall `compute_total()` to sum an invoice.\n"
+README = (
+    "# Billing service\n\nCall `compute_total()` to sum an invoice.\n"
+    # the folder's name is a history word: the line's claims hold all the same
+    "Imports go through `legacy/importer.py`: call `import_records()` there.\n"
+)
+IMPORTER = "def import_records(rows):\n    return list(rows)\n"
 DESIGN = (
     "# Design\n\n## Workers\n\nJobs run in `src/workers/` (see [the queue](../src/workers/queue.py)).\n\n"
     "Monthly totals come from src/report.py, every night.\n"
@@ -83,6 +88,7 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
             "src/workers/queue.py": QUEUE,
             "src/ledger.py": LEDGER,
             "src/report.py": REPORT,
+            "legacy/importer.py": IMPORTER,
             "config/settings.py": "DEBUG = False\n",
             "src/client.py": CLIENT,
             "src/widgets.py": "def render_widget(widget):\n    return widget\n",
@@ -101,6 +107,7 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
             "src/workers/queue.py": None,
             "src/client.py": CLIENT.replace(CLIENT_METHOD, "    pass\n"),
             "src/widgets.py": None,
+            "legacy/importer.py": None,
         },
     )
     shas["move_billing"] = move(repo, "2024-06-02T00:00:00+00:00", "src/billing", "src/payments/billing")
@@ -171,7 +178,7 @@ async def test_renamed_function_named_in_readme(
     findings: list[DocFinding], drifted: tuple[Path, dict[str, str]]
 ) -> None:
     repo, shas = drifted
-    [found] = _of(findings, "README.md", "missing_identifier")
+    [found] = [f for f in _of(findings, "README.md", "missing_identifier") if f.line == 3]
     assert (found.claim, found.line, found.nearest) == ("`compute_total`", 3, "compute_invoice_total")
     e = found.evidence
     assert e is not None
@@ -185,6 +192,22 @@ async def test_renamed_function_named_in_readme(
     assert _defined_at(repo, e.removed_in_commit, "compute_total") == []
     assert _defined_at(repo, "HEAD", "compute_total") == []
     assert e.written_while_existed is True and e.line_commit == shas["first"]
+
+
+async def test_a_line_citing_a_legacy_folder_keeps_its_claims(
+    findings: list[DocFinding], drifted: tuple[Path, dict[str, str]]
+) -> None:
+    """``legacy/`` is a path, not prose that tells history: the deleted file and the function it
+    defined are both drift, removed in the same commit."""
+    _, shas = drifted
+    line = {(f.kind, f.claim): f for f in findings if f.doc == "README.md" and f.line == 4}
+    assert set(line) == {("missing_path", "`legacy/importer.py`"), ("missing_identifier", "`import_records`")}
+    for found in line.values():
+        assert found.evidence is not None
+        assert (found.evidence.last_seen_commit, found.evidence.removed_in_commit) == (
+            shas["first"],
+            shas["rename"],
+        )
 
 
 async def test_design_doc_pointing_at_a_deleted_directory(
@@ -282,6 +305,7 @@ async def test_findings_are_ordered_and_only_these(findings: list[DocFinding]) -
     assert findings == sorted(findings, key=lambda f: (f.doc, f.line, f.kind, f.claim))
     assert {(f.doc, f.kind) for f in findings} == {
         ("README.md", "missing_identifier"),
+        ("README.md", "missing_path"),
         ("README.md", "stale_doc"),
         ("docs/billing.md", "stale_doc"),
         ("docs/billing.md", "unmatched_governs"),

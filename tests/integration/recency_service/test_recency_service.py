@@ -22,8 +22,15 @@ from palimpsest.core.git import GitAuth
 from palimpsest.core.ids import uuid7
 from palimpsest.core.service import Infra
 from palimpsest.devtools.fakes.git_http import GitHttpServer
+from palimpsest.index.cochange import PairEvidence
 from palimpsest.index.evidence import add_evidence, pair_weight
-from palimpsest.index.recency import cochange_neighbours, last_modified_at, last_scan, list_recency
+from palimpsest.index.recency import (
+    cochange_evidence,
+    cochange_neighbours,
+    last_modified_at,
+    last_scan,
+    list_recency,
+)
 from palimpsest.recency_scanner.scanner import AuthProvider
 from palimpsest.recency_scanner.service import bootstrap
 from palimpsest.recency_scanner.source import Repository
@@ -137,8 +144,23 @@ async def test_a_full_scan_over_authenticated_http_writes_recency_and_cochange(
             ("src/app.py", 2, when("2021-06-01"), pytest.approx(app, rel=1e-6)),
             ("docs/design.md", 1, when("2019-01-01"), pytest.approx(pair_weight(3), rel=1e-6)),
         ]
+        # the counts that score the co-change warning: each path's counted commits and the oldest,
+        # the scan's total; only pairs of 2+ shared commits are read
+        evidence = await cochange_evidence(conn, repo, ["src/util.py"])
+        assert evidence == [
+            PairEvidence("src/util.py", "src/app.py", 2, 3, 3, 4, when("2019-01-01"), when("2021-06-01"))
+        ]
         listing = await list_recency(conn, repo)
         scan = await last_scan(conn, repo)
+    counted = await query(
+        infra, tenant, "SELECT path, commits FROM file_recency WHERE repository_id = %s", repo
+    )
+    assert {r["path"]: r["commits"] for r in counted} == {
+        "docs/design.md": 1,
+        "src/app.py": 3,
+        "src/util.py": 3,
+        "README.md": 1,
+    }
     assert listing.source == "recency"
     assert [(e.path, e.kind, e.stale) for e in listing.entries] == [
         ("docs/design.md", "doc", True),
@@ -291,6 +313,11 @@ async def test_incremental_pushes_use_the_head_commit_date_or_unknown_never_now(
             " (%(t)s, %(r)s, 'keep.py', %(c)s, '2020-01-01T00:00:00Z')",
             {"t": tenant, "r": repo, "c": "a" * 40},
         )
+        # the last full scan's total of counted commits: an incremental push keeps it
+        await conn.execute(
+            "INSERT INTO recency_scans (tenant_id, repository_id, status, counted_commits) VALUES (%s, %s, 'ok', 7)",
+            (tenant, repo),
+        )
     head_at = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
     dated = IndexRequested(
         tenant_id=tenant,
@@ -336,6 +363,10 @@ async def test_incremental_pushes_use_the_head_commit_date_or_unknown_never_now(
         "n2.py": ("c" * 40, None),
         "keep.py": ("a" * 40, datetime(2020, 1, 1, tzinfo=UTC)),
     }
+    [scan] = await query(
+        infra, tenant, "SELECT mode, counted_commits FROM recency_scans WHERE repository_id = %s", repo
+    )
+    assert (scan["mode"], scan["counted_commits"]) == ("incremental", 7)
 
 
 async def test_local_sources_are_read_in_place_only_when_allowed(infra: Infra, tmp_path: Path) -> None:

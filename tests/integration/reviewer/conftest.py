@@ -28,6 +28,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     branch ``feature`` changes compute_total; branch ``both`` changes billing.py and tax.py."""
     r = init_repo(tmp_path_factory.mktemp("reviewer") / "repo")
     commit(r, "2022-01-10T00:00:00+00:00", {"docs/design.md": "# Billing\n\n`compute_total` sums prices.\n"})
+    # two commits of an unrelated file: billing.py and tax.py are a habit, not all of the history
+    commit(r, "2023-02-01T00:00:00+00:00", {"NOTICE": "Copyright the authors.\n"})
+    commit(r, "2023-03-01T00:00:00+00:00", {"NOTICE": "Copyright the authors, 2023.\n"})
     commit(
         r,
         "2024-03-01T00:00:00+00:00",

@@ -21,7 +21,7 @@ from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.index.stored import load_review
-from palimpsest.reviewer.context import DOC_ANNOTATION, STALE_USAGE_NOTE
+from palimpsest.reviewer.context import DOC_ANNOTATION, FROM_HEAD_NOTE, STALE_USAGE_NOTE
 from palimpsest.reviewer.review import CODE_IS_AUTHORITATIVE, NEEDS_MODEL
 from palimpsest.reviewer.service import Settings
 from palimpsest.reviewer.service import definition as reviewer_definition
@@ -96,14 +96,17 @@ async def test_without_a_model_the_review_is_the_context_brief(
     assert stored["mode"] == "brief" and stored["findings"] == []
     assert NEEDS_MODEL in stored["summary"]
     assert "src/billing.py" in stored["summary"]
-    # co-change partner missing from the PR, reported
-    assert stored["cochange_missing"] == ["src/tax.py"]
-    # the base snapshot's compute_total no longer matches head: dropped as stale, not shown
-    assert {"path": "src/billing.py", "reason": "stale"} in [
-        {"path": d["path"], "reason": d["reason"]} for d in stored["dropped"]
-    ]
-    shown = comparable(stored)
-    assert all(not (p == "src/billing.py" and s == "definitions") for s, p, *_ in shown)
+    # co-change partner missing from the PR, reported with the evidence that says why
+    assert [m["path"] for m in stored["cochange_missing"]] == ["src/tax.py"]
+    assert stored["cochange_missing"][0]["reason"] == (
+        "changed in 3 of the 3 commits that changed `src/billing.py` since 2024-03 (lift 2.0)"
+    )
+    assert "- src/tax.py: changed in 3 of the 3 commits" in stored["summary"]
+    # the base snapshot's compute_total no longer matches head: the PR's own file is shown as the
+    # head has it, never listed as dropped
+    assert all(d["path"] != "src/billing.py" for d in stored["dropped"])
+    own = [c for c in stored["context"] if c["path"] == "src/billing.py"]
+    assert own and all(c["reason"].endswith(FROM_HEAD_NOTE) for c in own)
     # the code that calls the changed definition comes first among its usages, dated, saying why
     usage = [c for c in stored["context"] if c["source"] == "usage"]
     assert usage[0]["path"] == "src/invoice.py"
@@ -125,7 +128,7 @@ async def test_cochange_partners_in_the_pr_are_not_reported(
 ) -> None:
     tenant, repo_id = indexed
     stored = await review(infra, tenant, pr(tenant, repo_id, repo, "both", provider="local"), settings())
-    assert "src/tax.py" not in stored["cochange_missing"]
+    assert stored["cochange_missing"] == []  # the PR touches its only partner: nothing to warn about
     assert all(c["source"] != "cochange" or c["path"] != "src/tax.py" for c in stored["context"])
 
 
@@ -177,7 +180,8 @@ async def test_the_webhook_flow_and_the_local_flow_yield_the_same_context(
     assert local["state"] == "completed"
     assert comparable(local) == comparable(hook) and comparable(hook)
     assert local["dropped"] == hook["dropped"]
-    assert local["cochange_missing"] == hook["cochange_missing"] == ["src/tax.py"]
+    assert local["cochange_missing"] == hook["cochange_missing"]
+    assert [m["path"] for m in hook["cochange_missing"]] == ["src/tax.py"]
     for key in ("snapshot_id", "context", "dropped", "cochange_missing", "findings", "summary"):
         assert key in local
 

@@ -72,6 +72,11 @@ async def test_a_review_is_posted_once_per_head(infra: Infra, repo: dict[str, An
         [comment] = api.inline(provider, 9)
         assert "discount() can return None." in text
         assert f"head={repo['feature']}" in text
+        # with a model too, the summary ends with the context used and the co-change warning
+        used, partners = text.split("<details>")[1:]
+        assert "<summary>Context used" in used and "`src/invoice.py:" in used and "(usage)" in used
+        assert "<summary>Usually changes with these, not in this pull request (1)</summary>" in partners
+        assert "- `src/tax.py`: changed in 3 of the 3 commits that changed `src/billing.py`" in partners
         [finding] = first["findings"]
         assert finding["posted_as"] == "inline" and len(finding["fingerprint"]) == 32
         assert f"fp={finding['fingerprint']}" in (comment.get("body") or comment["content"]["raw"])

@@ -6,6 +6,7 @@ the defaults and the review says why."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +14,9 @@ import pytest
 from palimpsest.core.service import Infra
 from palimpsest.devtools.fakes.llm import FakeLLM
 from palimpsest.reviewer.review import INSTRUCTIONS_HEADING
-from tests.integration.reviewer.conftest import BILLING
-from tests.integration.reviewer.test_reviewer_flow import KEY
+from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
+from tests.integration.reviewer.conftest import BILLING, TAX
+from tests.integration.reviewer.test_reviewer_flow import KEY, pr, review, settings
 from tests.integration.reviewer.test_reviewer_posting import TOKEN, provider_repository
 from tests.integration.reviewer.test_reviewer_pushes import _shown, ask, event, model_settings, reviewer
 from tests.support.fake_providers import FakeProviders
@@ -107,3 +109,29 @@ async def test_a_bad_config_leaves_the_defaults_and_says_why(infra: Infra, ruled
     assert len(done["findings"]) == 3  # no severity floor, no cap of 1 (generated/out.py is unchanged here)
     [summary] = api.summaries("gitlab", 11)
     assert "Findings." in summary
+
+
+async def test_the_bases_rules_shape_the_cochange_warning(infra: Infra, tmp_path: Path) -> None:
+    """``cochange_include: [ci]`` lets a CI config be warned about (never by default) and
+    ``cochange_max: 1`` keeps the most confident partner only."""
+    r = init_repo(tmp_path / "repo")
+    for i in range(3):  # unrelated history: the partners below are a habit, not everything
+        commit(r, f"2023-0{i + 1}-01T00:00:00+00:00", {"NOTICE": f"v{i}\n"})
+    for i in range(3):  # billing.py changes with the CI config every time, with tax.py twice
+        files = {"src/billing.py": BILLING + f"\n# v{i}\n", ".github/workflows/ci.yml": f"on: push # {i}\n"}
+        if i:
+            files["src/tax.py"] = TAX + f"\n# v{i}\n"
+        commit(r, f"2024-0{i + 2}-01T00:00:00+00:00", files)
+    rules = "review:\n  cochange_include: [ci]\n  cochange_max: 1\n"
+    base = commit(r, "2024-05-01T00:00:00+00:00", {".palimpsest/config.yml": rules})
+    git(r, "checkout", "-q", "-b", "pr")
+    head = commit(r, "2024-06-01T00:00:00+00:00", {"src/billing.py": CHANGED})
+    git(r, "checkout", "-q", "main")
+    tenant, repo_id = await new_repository(infra, r, "cochange-rules")
+    async with running(infra, indexer_definitions({tenant})):
+        await index(infra, tenant, repo_id)
+    ask_for = {"path": r, "base": base, "head": head}
+    stored = await review(infra, tenant, pr(tenant, repo_id, ask_for, "head", provider="local"), settings())
+    assert [m["path"] for m in stored["cochange_missing"]] == [".github/workflows/ci.yml"]
+    assert stored["sources"]["rules"]["cochange_max"] == 1
+    assert stored["sources"]["rules"]["cochange_include"] == ["ci"]

@@ -27,7 +27,7 @@ from palimpsest.analyzer.history import (
     _porcelain,
     _Removal,
 )
-from palimpsest.index.staleness import is_doc, is_history_doc
+from palimpsest.index.codefacts import is_doc, is_history_doc
 
 TREE = _Tree.of(
     [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from palimpsest.chunker.parsing import Fact, analyze_file
 
 README = """\
@@ -290,3 +292,34 @@ def test_rst_default_role_literal_blocks_code_directives_and_doctests() -> None:
         ("gzip_name", "fence:go", 13),
         ("build_invoice", "fence:python", 19),  # the doctest's first mention
     }
+
+
+@pytest.mark.parametrize(
+    ("line", "history"),
+    [
+        ("`foo()` was removed in 2.0.", True),
+        ("Use `new_api` instead of `old_api`.", True),
+        ("The legacy loader is gone.", True),
+        ("See the [legacy docs](docs/old.md).", True),  # link text is prose
+        ("Backwards compatibility shims live here.", True),
+        ("Run `legacy/run.py` and call `parse_all()`.", False),  # the word is inside a code span
+        ("The loader lives in legacy/loader.py, see `load_all()`.", False),  # … inside a path
+        ("See [the loader](legacy/loader.md) and `load_all()`.", False),  # … inside a link target
+        ("Call `deprecated_call()` to check warnings.", False),
+        ("![badge](https://example.invalid/removed.svg) `start_all()`", False),
+        ("The legacy_mode flag makes `use_loader()` lazy.", False),  # an identifier, not the word
+    ],
+)
+def test_history_words_are_read_in_the_prose_only(line: str, history: bool) -> None:
+    md = f"# Guide\n\n{line}\n"
+    names = {f.name for f in _kinds(analyze_file("README.md", md, "markdown").facts, "mention")}
+    assert (not names) is history, names
+
+
+def test_a_line_citing_a_legacy_folder_keeps_its_claims() -> None:
+    md = "# Layout\n\nThe loader is `legacy/loader.py`; call `load_everything()` from it.\n"
+    mentions = {
+        (f.name, f.target) for f in _kinds(analyze_file("README.md", md, "markdown").facts, "mention")
+    }
+    assert ("legacy/loader.py", "path") in mentions
+    assert ("load_everything", "identifier") in mentions

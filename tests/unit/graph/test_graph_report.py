@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from palimpsest.chunker.parsing import PARSED_LANGUAGES
+from palimpsest.index.codefacts import is_test
 from palimpsest.index.graph import GRAPH_LANGUAGES
-from palimpsest.index.graph.build import is_test_path
 from tests.unit.graph.support import graph_of
 
 
@@ -120,6 +120,6 @@ def test_test_paths_follow_the_common_conventions() -> None:
         "a/__tests__/b.js",
         "src/CartTest.java",
     ):
-        assert is_test_path(path), path
+        assert is_test(path), path
     for path in ("src/cart.py", "src/contest.py", "src/attestation.go", "docs/testing.md"):
-        assert not is_test_path(path), path
+        assert not is_test(path), path

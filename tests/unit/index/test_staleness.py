@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from palimpsest.index.codefacts import is_doc
 from palimpsest.index.staleness import (
     file_kind,
-    is_doc,
     is_stale,
     median_code_date,
     months_between,

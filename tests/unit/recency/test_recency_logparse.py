@@ -437,3 +437,20 @@ def test_sha256_repositories_parse(tmp_path: Path) -> None:
     result = scan(repo)
     assert len(sha) == 64
     assert result.files["a"].commit == sha == head(repo)
+
+
+def test_commit_counts_are_the_denominators_of_share_and_base_rate(repo: Path) -> None:
+    """Per path: the commits of 1..N files that changed it and the oldest; the scan's total of
+    such commits. A commit over the bound counts for no pair and for no denominator either."""
+    commit(repo, "2020-01-01", {"a": "1", "b": "1", "c": "1"})
+    commit(repo, "2021-01-01", {"a": "2", "b": "2"})
+    commit(repo, "2022-01-01", {"a": "3"})
+    commit(repo, "2023-01-01", {f"big{i}": "1" for i in range(4)} | {"a": "4"})  # over the bound
+    result = scan(repo, max_files_per_commit=3)
+    assert result.counted_commits == 3
+    assert {p: (c.commits, c.since) for p, c in result.commit_counts.items()} == {
+        "a": (3, when("2020-01-01")),
+        "b": (2, when("2020-01-01")),
+        "c": (1, when("2020-01-01")),
+    }
+    assert result.cochange[("a", "b")].commits == 2  # 2 of a's 3 counted commits changed b

@@ -80,3 +80,14 @@ def test_a_file_that_is_not_yaml_leaves_the_defaults() -> None:
 def test_severity_order() -> None:
     assert severe_enough("critical", "major") and severe_enough("major", "major")
     assert not severe_enough("minor", "major") and severe_enough("info", None)
+
+
+def test_cochange_rules() -> None:
+    from palimpsest.reviewer.rules import parse_rules
+
+    rules = parse_rules("review:\n  cochange_max: 2\n  cochange_include: [ci, changelog]\n")
+    assert rules.cochange_max == 2 and rules.cochange_include == {"ci", "changelog"} and not rules.problems
+    assert parse_rules("review: {}\n").cochange_max == 5
+    bad = parse_rules("review:\n  cochange_max: -1\n  cochange_include: [docs]\n")
+    assert bad.cochange_max == 5 and bad.cochange_include == frozenset()
+    assert len(bad.problems) == 2 and "cochange_include" in bad.problems[1]

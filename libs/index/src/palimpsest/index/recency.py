@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 from uuid import UUID
 
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
+from palimpsest.index.cochange import MIN_TOGETHER, PairEvidence
 from palimpsest.index.evidence import HALF_LIFE_DAYS
 from palimpsest.index.staleness import FileKind, file_kind, is_stale, median_code_date, stale_annotation
 
@@ -25,6 +26,7 @@ __all__ = [
     "RecencyEntry",
     "RecencyListing",
     "RecencyScan",
+    "cochange_evidence",
     "cochange_neighbours",
     "last_modified_at",
     "last_scan",
@@ -146,6 +148,51 @@ async def cochange_neighbours(
     )
     return [
         CoChangeNeighbour(row["path"], row["count"], row["last_at"], row["evidence"])
+        for row in await cur.fetchall()
+    ]
+
+
+async def cochange_evidence(conn: Conn, repository_id: UUID, sources: Iterable[str]) -> list[PairEvidence]:
+    """Every pair of each of ``sources`` with at least ``MIN_TOGETHER`` shared commits, with the
+    counts that score it (:func:`palimpsest.index.cochange.missing_partners`): the pair's, both
+    files' counted commits, the repository's (the last full scan's) and the source's oldest.
+    Empty when the scan predates those counts (migration 0043) — no evidence, no warning."""
+    wanted = list(dict.fromkeys(sources))
+    if not wanted:
+        return []
+    cur = await conn.execute(
+        "SELECT counted_commits FROM recency_scans WHERE repository_id = %s", (repository_id,)
+    )
+    row = await cur.fetchone()
+    total = row["counted_commits"] if row is not None else None
+    if not total:
+        return []
+    cur = await conn.execute(
+        "SELECT s.path AS source, n.partner, n.count, n.last_at, s.commits AS source_commits,"
+        " s.counted_since, p.commits AS partner_commits"
+        " FROM file_recency s"
+        " CROSS JOIN LATERAL ("
+        "   SELECT path_b AS partner, count, last_at FROM cochange"
+        "   WHERE repository_id = %(r)s AND path_a = s.path AND count >= %(min)s"
+        "   UNION ALL"
+        "   SELECT path_a AS partner, count, last_at FROM cochange"
+        "   WHERE repository_id = %(r)s AND path_b = s.path AND count >= %(min)s"
+        " ) AS n"
+        " JOIN file_recency p ON p.repository_id = %(r)s AND p.path = n.partner"
+        " WHERE s.repository_id = %(r)s AND s.path = ANY(%(paths)s::text[]) AND s.commits > 0",
+        {"r": repository_id, "paths": wanted, "min": MIN_TOGETHER},
+    )
+    return [
+        PairEvidence(
+            source=row["source"],
+            partner=row["partner"],
+            together=row["count"],
+            source_commits=row["source_commits"],
+            partner_commits=row["partner_commits"] or row["count"],
+            total_commits=total,
+            since=row["counted_since"],
+            last_at=row["last_at"],
+        )
         for row in await cur.fetchall()
     ]
 

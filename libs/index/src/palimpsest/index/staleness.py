@@ -1,8 +1,7 @@
 """The one staleness rule, shared by the analyzer, the reviewer and the CLI (docs/architecture.md).
 
-A doc (``.md``, ``.mdx``, ``.txt``, ``.rst``, except files that only carry the extension:
-``requirements*.txt``, ``LICENSE.txt``, ``CMakeLists.txt``, test fixtures, templates — see
-:func:`is_doc`) is **stale** when its ``last_modified_at`` is more
+A doc (by the shared classifier, :func:`palimpsest.index.codefacts.is_doc`: ``.md``, ``.mdx``,
+``.txt``, ``.rst``, except files that only carry the extension) is **stale** when its ``last_modified_at`` is more
 than six calendar months older than the median code-file date of the set in hand. A file whose
 date is unknown (``None``) is never stale and never annotated, and a set with no dated code file
 has no median, so nothing in it is stale. Everything that is not a doc counts as code.
@@ -15,19 +14,16 @@ context) and get the same verdict for the same dates.
 from __future__ import annotations
 
 import calendar
-import re
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Literal
 
+from palimpsest.index.codefacts import is_doc
+
 __all__ = [
-    "DOC_SUFFIXES",
     "STALE_AFTER_MONTHS",
     "FileKind",
     "file_kind",
-    "is_doc",
-    "is_history_doc",
-    "is_history_file",
     "is_stale",
     "median_code_date",
     "months_between",
@@ -36,90 +32,9 @@ __all__ = [
     "stale_line",
 ]
 
-DOC_SUFFIXES = (".md", ".mdx", ".txt", ".rst")
 STALE_AFTER_MONTHS = 6
 
 FileKind = Literal["doc", "code"]
-
-
-# Files with a doc extension that are not documentation, by name (the stem, lower case) …
-_NOT_DOC_STEMS = re.compile(
-    r"^(?:requirements|constraints|dev-requirements|test-requirements)([._-].*)?$"
-    r"|^(?:licen[cs]e|copying|copyright|notice|patents|third[._-]party[._-]notices)([._-].*)?$"
-    r"|^(?:cmakelists|robots|humans|version|build)$"
-    # community and ownership files: not about the code
-    r"|^(?:code[._-]of[._-]conduct|authors|contributors|maintainers|codeowners|funding|backers|sponsors)$"
-    r"|^(?:pull[._-]request[._-]template|issue[._-]template)$"
-)
-# … and by place: fixtures, golden files, templates and vendored trees hold data, not prose.
-_NOT_DOC_DIRS = frozenset(
-    {
-        "fixtures", "fixture", "testdata", "test-data", "test_data", "__snapshots__", "snapshots",
-        "golden", "goldens", "expected", "templates", "template", "vendor", "vendored", "third_party",
-        "third-party", "node_modules", "site-packages", "testcases", "test-cases", "corpus",
-        "issue_template", "pull_request_template", "discussion_template", "playground", "playgrounds",
-        "public", "static", "views", "assets", "files", "data",
-    }
-)  # fmt: skip
-_TEST_DIRS = frozenset({"test", "tests", "testing", "spec", "specs", "__tests__", "t"})
-_SAMPLE_DIRS = frozenset({"samples", "sample"})
-_ABOUT_FOLDER = frozenset({"readme", "contributing", "howto", "guide"})
-# Changelogs and release notes are history by design: what they name was true once, on purpose.
-_HISTORY_STEMS = re.compile(
-    r"^(?:changes|changelog|change[._-]log|history|news|releases?|release[._-]?notes|whats[._-]?new"
-    r"|upgrading|migrating|migration|migration[._-]guide|breaking[._-]changes|deprecated|deprecations"
-    r"|deprecation|removals)([._-].*)?$"
-)
-_HISTORY_DIRS = frozenset(
-    {
-        "changelog", "changelogs", "changes", "changelog.d", "changes.d", "newsfragments", "news",
-        "release-notes", "release_notes", "releasenotes", "releases", "whatsnew", "whats_new",
-        "history", "upgrading", "migrations", "blog", "_posts", "posts", "announcements",
-        # enhancement proposals record a design as it was proposed (ADRs stay docs: their
-        # Governs: lines are checked)
-        "sep", "seps", "pep", "peps", "rfc", "rfcs", "kep", "keps", "proposals", "enhancements",
-    }
-)  # fmt: skip
-
-
-def is_doc(path: str) -> bool:
-    """Whether ``path`` is documentation by the shared rule: a doc suffix (case-insensitive),
-    unless its name or place says it is data with a doc extension (requirements, licences,
-    ``CMakeLists.txt``, test fixtures, templates, vendored trees)."""
-    lowered = path.lower()
-    if not lowered.endswith(DOC_SUFFIXES):
-        return False
-    parts = lowered.split("/")
-    stem = parts[-1].rsplit(".", 1)[0]
-    if _NOT_DOC_STEMS.match(stem) or any(_data_dir(p) for p in parts[:-1]):
-        return False
-    if stem.startswith("test_") or stem.endswith(("_test", ".test")):
-        return False  # a test's input or expected output
-    if stem not in _ABOUT_FOLDER and any(p in _TEST_DIRS or p in _SAMPLE_DIRS for p in parts[:-1]):
-        return False  # pages a test or a sample site reads as input; their README is a doc
-    # a .txt in a tool's hidden folder is data (word lists, vocabularies)
-    return not (lowered.endswith(".txt") and any(p.startswith(".") for p in parts[:-1]))
-
-
-def _data_dir(part: str) -> bool:
-    """A folder of fixtures, templates (``template-vue-ts``), playgrounds or vendored code."""
-    return part in _NOT_DOC_DIRS or part.startswith(("template-", "template_", "templates-"))
-
-
-def is_history_file(path: str) -> bool:
-    """A changelog kept as a file of its own (``CHANGES``, ``NEWS``, ``HISTORY.rst``): by its name,
-    with a doc suffix or none. Unlike :func:`is_history_doc`, a code file never is one, wherever it
-    lives and whatever it is called (``blog/views.py``, ``utils/deprecated.py`` are code)."""
-    name = path.rsplit("/", 1)[-1]
-    stem = name.split(".", 1)[0] if not name.startswith(".") else name
-    return bool(_HISTORY_STEMS.match(stem.lower())) and ("." not in name.lstrip(".") or is_doc(path))
-
-
-def is_history_doc(path: str) -> bool:
-    """A changelog or release notes (any case, any extension): history by design, no findings."""
-    parts = path.lower().split("/")
-    stem = parts[-1].split(".", 1)[0] if not parts[-1].startswith(".") else parts[-1]
-    return bool(_HISTORY_STEMS.match(stem)) or any(p in _HISTORY_DIRS for p in parts[:-1])
 
 
 def file_kind(path: str) -> FileKind:

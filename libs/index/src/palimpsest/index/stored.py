@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import Conn, JsonRow, Row, columns, fetch_all_as, fetch_one_as
+from palimpsest.index.cochange import from_stored
 
 __all__ = [
     "AnalysisListing",
@@ -285,7 +286,7 @@ class ReviewView:
             "model": self.model,
             "context": [c.to_json() for c in self.context],
             "dropped": self.dropped,
-            "cochange_missing": self.cochange_missing,
+            "cochange_missing": [from_stored(m) for m in self.cochange_missing],
             "sources": self.sources,
             "findings": [f.to_json() for f in self.findings],
             "findings_dropped": self.findings_dropped,

@@ -9,7 +9,7 @@ No model is needed. The chunker recorded, per document, the identifiers and path
    doc's folder, Sphinx/MkDocs document references written without their extension (or as
    ``.html``), paths relative to the example or package folder a doc is about (any path of the
    snapshot ending in the claim), URLs, placeholders, system and generated paths. Changelogs
-   and release notes (:func:`palimpsest.index.staleness.is_history_doc`) are history by design
+   and release notes (:func:`palimpsest.index.codefacts.is_history_doc`) are history by design
    and give no claim; identifiers already defined or used in the snapshot's code are current.
 2. :func:`judge` keeps a claim as a finding only when git history proves its subject existed
    in the repository's code and says where it stopped (:mod:`palimpsest.analyzer.history`):
@@ -37,7 +37,8 @@ from typing import Any, Literal
 from palimpsest.analyzer.history import Evidence, History, LineOrigin, defined_names
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
-from palimpsest.index.staleness import is_doc, is_history_doc, is_stale, stale_annotation
+from palimpsest.index.codefacts import is_doc, is_history_doc
+from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
 
 __all__ = [

@@ -41,7 +41,7 @@ from typing import Any
 
 from palimpsest.core.git import decode_path, read_blobs, stream_git
 from palimpsest.core.git_errors import GitError
-from palimpsest.index.staleness import is_doc, is_history_file
+from palimpsest.index.codefacts import is_definition_site
 
 __all__ = [
     "DEFAULT_MAX_BLOB_BYTES",
@@ -51,7 +51,6 @@ __all__ = [
     "blame_lines",
     "defined_names",
     "first_mentions",
-    "is_code_path",
     "read_history",
 ]
 
@@ -61,29 +60,6 @@ BATCH_COMMITS = 400
 MAX_BLAMES = 300
 MAX_SIBLINGS = 40  # other code files of a removing commit searched for what a name became
 _ZERO = "0" * 40
-_ASSETS = frozenset(
-    {
-        ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".bmp", ".pdf", ".zip", ".gz", ".tgz",
-        ".bz2", ".xz", ".jar", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3", ".mp4", ".wav", ".lock",
-        ".min.js", ".map", ".pyc", ".so", ".dll", ".exe", ".bin", ".dat", ".csv", ".tsv", ".json",
-        ".golden", ".snap", ".expected", ".out",
-    }
-)  # fmt: skip
-_NOT_CODE_DIRS = frozenset(
-    {
-        "testdata", "test-data", "test_data", "fixtures", "fixture", "__snapshots__", "snapshots",
-        "golden", "goldens", "expected", "vendor", "vendored", "third_party", "third-party",
-        "node_modules",
-        # tests: a doc naming a test's helper claims nothing about the product
-        "test", "tests", "testing", "testsuite", "test_suite", "__tests__", "spec", "specs",
-        "funtests", "functests", "functional_tests",
-    }
-)  # fmt: skip
-_TEST_FILE = re.compile(
-    rb"^(?:test_.*\.py|.*_test\.(?:py|go|rs|rb)|.*\.(?:test|spec)\.[cm]?[jt]sx?|conftest\.py)$"
-)
-# configuration and markup: keys and ids there are not definitions of the code
-_NOT_CODE = (".yml", ".yaml", ".toml", ".ini", ".cfg", ".conf", ".xml", ".html", ".htm", ".css", ".scss")
 _TOKEN = re.compile(rb"[A-Za-z_$][\w$]*")
 # what defines a name, in the languages a repository is usually written in
 _DEF_KEYWORDS = (
@@ -507,7 +483,7 @@ def _siblings(commit: _Commit, entry: _Entry) -> tuple[tuple[str | None, str | N
     others = [
         (_blob(e.old_blob), _blob(e.new_blob))
         for e in commit.entries
-        if e is not entry and is_code_path(e.new_path or e.old_path) and _blob(e.new_blob)
+        if e is not entry and is_definition_site(e.new_path or e.old_path) and _blob(e.new_blob)
     ]
     return tuple(others) if len(others) <= MAX_SIBLINGS else ()
 
@@ -516,18 +492,7 @@ def _code_entry(entry: _Entry) -> bool:
     """An entry whose old side is a code file (not documentation, not an asset)."""
     if entry.old_blob == _ZERO or entry.status[:1] == "A":
         return False
-    return is_code_path(entry.old_path)
-
-
-def is_code_path(path: str) -> bool:
-    """A code file of the product (not documentation, a test, test data, vendored code, an asset)."""
-    path = path.lower()
-    if is_doc(path) or is_history_file(path):  # code under blog/ or in deprecated.py is code
-        return False
-    *folders, name = path.split("/")
-    if any(folder in _NOT_CODE_DIRS for folder in folders) or _TEST_FILE.match(name.encode()):
-        return False  # tests, test data, golden files and vendored code are not the product's code
-    return not name.endswith(_NOT_CODE) and not any(name.endswith(ext) for ext in _ASSETS)
+    return is_definition_site(entry.old_path)
 
 
 def _definitions_of(names: Iterable[str]) -> re.Pattern[bytes] | None:

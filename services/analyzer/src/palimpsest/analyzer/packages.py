@@ -14,7 +14,7 @@
   (or ``src/<x>``) with the most source files.
 
 Inside them, tests, examples, docs, benchmarks, fixtures and generated or vendored trees are not
-primary source; neither are files that are not written in a programming language (config,
+primary source (:func:`palimpsest.index.codefacts.is_primary_source`); neither are files that are not written in a programming language (config,
 data, assets).
 
 The *centre* is the index's own graph: a global PageRank over the file-level graph of the
@@ -34,6 +34,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from palimpsest.index.codefacts import is_primary_source
 from palimpsest.index.graph.model import Graph
 
 __all__ = [
@@ -60,20 +61,6 @@ _NOT_PROGRAMS = frozenset(
         "cmake", "nix", "hcl", "terraform", "graphql", "proto", "sql", "vim",
     }
 )  # fmt: skip
-_NOT_PRIMARY_DIRS = frozenset(
-    {
-        "test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "test-data", "fixtures",
-        "example", "examples", "_examples", "sample", "samples", "demo", "demos", "doc", "docs",
-        "documentation", "bench", "benches", "benchmark", "benchmarks", "scripts", "script", "tools",
-        "vendor", "third_party", "node_modules", "dist", "build", "target", "out", "generated",
-        "playground", "e2e", "cypress", "__mocks__", "mocks", "stubs", "typings", ".github",
-        ".devcontainer", ".circleci", ".vscode", "ci", "misc", "contrib", "site",
-    }
-)  # fmt: skip
-_TEST_FILE = re.compile(
-    r"(?:^test_.*\.py|.*_test\.(?:py|go|rs|rb|exs?)|.*\.(?:test|spec)\.[cm]?[jt]sx?|.*Tests?\.(?:java|kt|scala|cs)"
-    r"|conftest\.py|.*\.d\.ts)$"
-)
 _ENTRY_NAMES = frozenset(
     {
         "__init__.py", "__main__.py", "main.py", "app.py", "cli.py", "main.go", "lib.rs", "main.rs",
@@ -109,8 +96,9 @@ def is_source(path: str, language: str | None) -> bool:
 
 
 def _outside_source(relative: str) -> bool:
-    parts = relative.split("/")
-    return any(p.lower() in _NOT_PRIMARY_DIRS for p in parts[:-1]) or bool(_TEST_FILE.match(parts[-1]))
+    """Not primary source by the shared classifier (tests, examples, docs' code, scripts, benchmarks,
+    generated or vendored trees), nor a type declaration file (``*.d.ts``: no implementation)."""
+    return not is_primary_source(relative) or relative.endswith(".d.ts")
 
 
 def entry_point(path: str) -> bool:

@@ -337,7 +337,11 @@ class Review(_Out):
     context: list[ReviewContextItem] = Field(default_factory=list, description="In prompt order.")
     sources: dict[str, Any] = Field(default_factory=dict, description="Per source: what was found and kept.")
     dropped: list[dict[str, Any]] = Field(default_factory=list)
-    cochange_missing: list[str] = Field(default_factory=list)
+    cochange_missing: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Files that usually change with these but are not in the pull request, most confident"
+        " first: path, source, together, out_of, since, share, confidence, lift, reason.",
+    )
     findings: list[ReviewFinding] = Field(default_factory=list)
     findings_dropped: int = 0
     tokens: dict[str, int] = Field(default_factory=dict)

@@ -31,6 +31,11 @@ Decisions, documented because they shape the data:
   ranking uses in place of the count (measured with ``palimpsest bench cochange``). The table is bounded by ``pair_cap``:
   when it reaches twice the cap it is pruned to the strongest ``pair_cap`` pairs (count, then
   recency), and trimmed to the cap at the end. Counts of kept pairs never overstate.
+* **Commit counts** (issue 43): per current path, the commits of 1..N files that changed it and
+  the oldest of them (``commit_counts``), and how many such commits the scan read
+  (``counted_commits``): the denominators of a pair's conditional share and of a path's base rate
+  of change (:mod:`palimpsest.index.cochange`). Oversized and boundary commits count for neither,
+  as they count for no pair.
 * **Shallow boundaries** (``skip_commits``): git shows a shallow clone's boundary commit as a
   root whose every file is "added"; its file list is ignored so files older than the window
   stay absent (age unknown) instead of getting the boundary's date.
@@ -44,7 +49,7 @@ import time
 from collections.abc import AsyncIterable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from palimpsest.core.gitlog import GitLogReader, LogCommit, RenameMode, log_args
 from palimpsest.index.evidence import add_weight, pair_weight
@@ -53,6 +58,7 @@ __all__ = [
     "DEFAULT_MAX_FILES_PER_COMMIT",
     "DEFAULT_PAIR_CAP",
     "CoChange",
+    "CommitCount",
     "FileChange",
     "LogParser",
     "RecencyResult",
@@ -75,6 +81,13 @@ class FileChange(NamedTuple):
     when: datetime
 
 
+class CommitCount(NamedTuple):
+    """How many counted commits (1..N files) changed a path, and the oldest of them."""
+
+    commits: int
+    since: datetime
+
+
 class CoChange(NamedTuple):
     """How often two paths changed in the same commit, when they last did, and the evidence."""
 
@@ -94,6 +107,8 @@ class RecencyResult:
     pairs_pruned: int = 0  # pair entries dropped to stay within pair_cap
     boundary_commits: int = 0  # shallow boundaries whose file lists were ignored
     head: str | None = None  # the newest commit the log showed (the scanned branch head)
+    commit_counts: dict[str, CommitCount] = field(default_factory=dict)  # per path: its counted commits
+    counted_commits: int = 0  # commits of 1..max_files_per_commit files (the pairs' universe)
 
 
 class _Pair:
@@ -125,6 +140,8 @@ class LogParser:
         self._pair_cap = max(pair_cap, 0)
         self._reader = GitLogReader(skip_commits=skip_commits)
         self._files: dict[str, FileChange] = {}
+        self._counts: dict[str, list[Any]] = {}  # path -> [counted commits, oldest date]
+        self._counted = 0
         self._pairs: dict[tuple[str, str], _Pair] = {}
         self._commits = 0
         self._oversized = 0
@@ -152,6 +169,8 @@ class LogParser:
             pairs_pruned=self._pruned,
             boundary_commits=self._boundaries,
             head=self._head,
+            commit_counts={path: CommitCount(n, since) for path, (n, since) in self._counts.items()},
+            counted_commits=self._counted,
         )
 
     def _take(self, commit: LogCommit) -> None:
@@ -172,6 +191,16 @@ class LogParser:
         if commit.touched > self._max_files:
             self._oversized += 1
             return
+        if commit.touched >= 1:
+            self._counted += 1
+            counts = self._counts
+            for path in commit.paths:  # newest first: the last sighting is the oldest
+                entry = counts.get(path)
+                if entry is None:
+                    counts[path] = [1, commit.when]
+                else:
+                    entry[0] += 1
+                    entry[1] = commit.when
         if commit.touched < 2 or not self._pair_cap:
             return
         live = sorted(commit.paths)

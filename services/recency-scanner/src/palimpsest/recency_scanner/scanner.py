@@ -75,6 +75,7 @@ class _Outcome:
     detail: str | None = None
     commit: str | None = None
     commits: int = 0
+    counted_commits: int | None = None  # a full scan's (None: keep the last full scan's)
     write: store.WriteStats = field(default_factory=store.WriteStats)
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -155,6 +156,7 @@ class RecencyScanner:
             "full",
             commit=result.head or store.valid_sha(event.commit_sha),
             commits=result.commits,
+            counted_commits=result.counted_commits,
             stats={
                 "oversized_commits": result.oversized_commits,
                 "pairs_pruned": result.pairs_pruned,
@@ -320,6 +322,7 @@ class RecencyScanner:
                 commits=outcome.commits,
                 duration_s=duration,
                 stats=outcome.stats,
+                counted_commits=outcome.counted_commits,
             ),
         )
 

@@ -20,7 +20,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from palimpsest.core.db import Conn
-from palimpsest.recency_scanner.logparse import RecencyResult
+from palimpsest.recency_scanner.logparse import CommitCount, RecencyResult
 
 __all__ = [
     "MAX_PATH_CHARS",
@@ -78,6 +78,7 @@ class ScanRecord:
     commits: int = 0
     duration_s: float = 0.0
     stats: dict[str, Any] = field(default_factory=dict)
+    counted_commits: int | None = None  # a full scan's counted commits; None keeps the last full scan's
 
 
 async def lock_repository(conn: Conn, repository_id: UUID) -> bool:
@@ -97,8 +98,11 @@ async def lock_repository(conn: Conn, repository_id: UUID) -> bool:
 async def replace_full(conn: Conn, tenant_id: UUID, repository_id: UUID, result: RecencyResult) -> WriteStats:
     """Make the repository's recency and co-change rows exactly ``result``'s."""
     stats = WriteStats()
+    counts = result.commit_counts
     files = sorted(
-        (path, change.commit, change.when) for path, change in result.files.items() if storable_path(path)
+        (path, change.commit, change.when, *_counted(counts.get(path)))
+        for path, change in result.files.items()
+        if storable_path(path)
     )
     stats.skipped_paths = len(result.files) - len(files)
     pairs = sorted(
@@ -113,6 +117,10 @@ async def replace_full(conn: Conn, tenant_id: UUID, repository_id: UUID, result:
     return stats
 
 
+def _counted(count: CommitCount | None) -> tuple[int, datetime | None]:
+    return (count.commits, count.since) if count is not None else (0, None)
+
+
 async def _copy(
     conn: Conn, table: str, columns: tuple[str, ...], types: tuple[str, ...], rows: Iterable[tuple[Any, ...]]
 ) -> None:
@@ -124,17 +132,21 @@ async def _copy(
 
 
 async def _merge_files(
-    conn: Conn, tenant_id: UUID, repository_id: UUID, files: list[tuple[str, str, datetime]]
+    conn: Conn,
+    tenant_id: UUID,
+    repository_id: UUID,
+    files: list[tuple[str, str, datetime, int, datetime | None]],
 ) -> None:
     await conn.execute(
         'CREATE TEMP TABLE recency_in (path text COLLATE "C" PRIMARY KEY,'
-        " last_commit text NOT NULL, last_modified_at timestamptz NOT NULL) ON COMMIT DROP"
+        " last_commit text NOT NULL, last_modified_at timestamptz NOT NULL,"
+        " commits integer NOT NULL, counted_since timestamptz) ON COMMIT DROP"
     )
     await _copy(
         conn,
         "recency_in",
-        ("path", "last_commit", "last_modified_at"),
-        ("text", "text", "timestamptz"),
+        ("path", "last_commit", "last_modified_at", "commits", "counted_since"),
+        ("text", "text", "timestamptz", "int4", "timestamptz"),
         files,
     )
     await conn.execute("ANALYZE recency_in")
@@ -144,17 +156,21 @@ async def _merge_files(
         (repository_id,),
     )
     await conn.execute(
-        "INSERT INTO file_recency AS f (tenant_id, repository_id, path, last_commit, last_modified_at)"
-        " SELECT %s, %s, i.path, i.last_commit, i.last_modified_at FROM recency_in i"
+        "INSERT INTO file_recency AS f"
+        " (tenant_id, repository_id, path, last_commit, last_modified_at, commits, counted_since)"
+        " SELECT %s, %s, i.path, i.last_commit, i.last_modified_at, i.commits, i.counted_since"
+        " FROM recency_in i"
         " LEFT JOIN file_recency o ON o.repository_id = %s AND o.path = i.path"
         " WHERE o.path IS NULL"
-        " OR (o.last_commit, o.last_modified_at) IS DISTINCT FROM (i.last_commit, i.last_modified_at)"
+        " OR (o.last_commit, o.last_modified_at, o.commits, o.counted_since)"
+        " IS DISTINCT FROM (i.last_commit, i.last_modified_at, i.commits, i.counted_since)"
         " ORDER BY i.path"
         " ON CONFLICT (tenant_id, repository_id, path) DO UPDATE"
         " SET last_commit = EXCLUDED.last_commit, last_modified_at = EXCLUDED.last_modified_at,"
-        " updated_at = now()"
-        " WHERE (f.last_commit, f.last_modified_at)"
-        " IS DISTINCT FROM (EXCLUDED.last_commit, EXCLUDED.last_modified_at)",
+        " commits = EXCLUDED.commits, counted_since = EXCLUDED.counted_since, updated_at = now()"
+        " WHERE (f.last_commit, f.last_modified_at, f.commits, f.counted_since)"
+        " IS DISTINCT FROM (EXCLUDED.last_commit, EXCLUDED.last_modified_at, EXCLUDED.commits,"
+        " EXCLUDED.counted_since)",
         (tenant_id, repository_id, repository_id),
     )
 
@@ -236,13 +252,14 @@ async def clear_repository(conn: Conn, repository_id: UUID) -> None:
 async def record_scan(conn: Conn, tenant_id: UUID, repository_id: UUID, record: ScanRecord) -> None:
     await conn.execute(
         "INSERT INTO recency_scans (tenant_id, repository_id, status, mode, reason, detail, commit_sha,"
-        " request_id, files, pairs, commits, stats, duration_s, scanned_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())"
+        " request_id, files, pairs, commits, stats, duration_s, counted_commits, scanned_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())"
         " ON CONFLICT (tenant_id, repository_id) DO UPDATE SET status = EXCLUDED.status,"
         " mode = EXCLUDED.mode, reason = EXCLUDED.reason, detail = EXCLUDED.detail,"
         " commit_sha = EXCLUDED.commit_sha, request_id = EXCLUDED.request_id, files = EXCLUDED.files,"
         " pairs = EXCLUDED.pairs, commits = EXCLUDED.commits, stats = EXCLUDED.stats,"
-        " duration_s = EXCLUDED.duration_s, scanned_at = EXCLUDED.scanned_at",
+        " duration_s = EXCLUDED.duration_s, scanned_at = EXCLUDED.scanned_at,"
+        " counted_commits = coalesce(EXCLUDED.counted_commits, recency_scans.counted_commits)",
         (
             tenant_id,
             repository_id,
@@ -257,6 +274,7 @@ async def record_scan(conn: Conn, tenant_id: UUID, repository_id: UUID, record: 
             record.commits,
             Jsonb(record.stats),
             max(record.duration_s, 0.0),
+            record.counted_commits,
         ),
     )
 

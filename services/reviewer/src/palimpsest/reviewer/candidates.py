@@ -22,11 +22,12 @@ from uuid import UUID
 
 from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.core.errors import PalimpsestError
+from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner, missing_partners
+from palimpsest.index.codefacts import is_doc
 from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
-from palimpsest.index.recency import cochange_neighbours
+from palimpsest.index.recency import cochange_evidence, cochange_neighbours
 from palimpsest.index.search import SearchHit, lexical_search
-from palimpsest.index.staleness import is_doc
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,6 @@ SOURCES: tuple[Source, ...] = OWN_SOURCES + CROSS_SOURCES
 # (model, text) → the query's vector (hybrid repositories only)
 QueryEmbedder = Callable[[str, str], Awaitable[Sequence[float]]]
 
-COCHANGE_MIN_COMMITS = 2
 MAX_DEFINERS = 3  # a called name defined in more files of the snapshot is ambiguous: not looked up
 COCHANGE_PER_PATH = 40  # partners read per changed file (the strongest by decayed evidence)
 MIN_MENTION_NAME = 4  # shorter names say too little to follow through the text
@@ -377,29 +377,51 @@ async def cochange(
     limit: int,
     *,
     words: Sequence[str] = (),
-    min_commits: int = COCHANGE_MIN_COMMITS,
+    warning: CoChangeWarning | None = None,
     memo: ChunkMemo | None = None,
-) -> tuple[list[Candidate], list[str]]:
+) -> tuple[list[Candidate], list[MissingPartner]]:
     """Files that historically change with the changed files but are not in the pull request.
 
-    Returns the context chunks — of each partner the snapshot has, the chunk that mentions most of
-    ``words`` (the diff's names), else its first — and every missing partner path with at least
-    ``min_commits`` shared commits ("usually": one bulk commit is not a habit), strongest first.
+    Returns the context chunks — of each partner the snapshot has (strongest by decayed evidence
+    first), the chunk that mentions most of ``words`` (the diff's names), else its first — and
+    the warning: the partners whose evidence clears the bar
+    (:func:`palimpsest.index.cochange.missing_partners`, the one list every reader shows).
     """
+    warning = warning or CoChangeWarning()
     found = await partners(conn, repository_id, changed)
+    evidence = await cochange_evidence(conn, repository_id, history_sources(changed))
+    names = [p.path for p in found] + [e.partner for e in evidence]
     cur = await conn.execute(
         "SELECT path FROM code_index_files WHERE snapshot_id = %s AND path = ANY(%s::text[])",
-        (snapshot_id, [p.path for p in found]),
+        (snapshot_id, list(dict.fromkeys(names))),
     )
     present = {row["path"] for row in await cur.fetchall()}
     found = [p for p in found if p.path in present]  # a partner the tree no longer has is not missing
-    missing = [p.path for p in found if p.commits >= min_commits]
+    touched = frozenset([*changed, *warning.touched])
+    missing = missing_partners(
+        evidence,
+        touched=touched,
+        present=lambda path: path in present and path not in warning.deleted_at_head,
+        include=warning.include,
+        limit=warning.limit,
+    )
     reasons = {
         p.path: f"changed together with {p.partner_of} in {p.commits} commit{'s' if p.commits != 1 else ''}"
         for p in (found[:limit] if limit > 0 else [])
     }
     rows = await best_chunks(conn, repository_id, snapshot_id, list(reasons), words, memo=memo)
     return _focused("cochange", rows, reasons, words), missing
+
+
+@dataclass(frozen=True, slots=True)
+class CoChangeWarning:
+    """What shapes the co-change warning of one review: the repository's rules
+    (``review.cochange_max``, ``review.cochange_include``) and the head's facts."""
+
+    limit: int = DEFAULT_LIMIT
+    include: frozenset[str] = frozenset()  # excludable kinds the repository asks to be warned about
+    touched: frozenset[str] = frozenset()  # every path of the pull request (old names of renames too)
+    deleted_at_head: frozenset[str] = frozenset()
 
 
 def _focused(

@@ -34,10 +34,12 @@ from uuid import UUID
 
 from palimpsest.core.db import Conn
 from palimpsest.core.errors import PalimpsestError
+from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner
+from palimpsest.index.codefacts import is_doc
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.recency import last_modified_at
 from palimpsest.index.snapshots import Snapshot, for_commit, newest_ready
-from palimpsest.index.staleness import is_doc, is_stale, median_code_date
+from palimpsest.index.staleness import is_stale, median_code_date
 from palimpsest.reviewer import candidates as sources
 from palimpsest.reviewer import crossrepo
 from palimpsest.reviewer.candidates import OWN_SOURCES, SOURCES, Candidate, QueryEmbedder, Source
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 
 DOC_ANNOTATION = "(documentation — verify against code)"
 KEEP_STALE_DOC_SCORE = 0.6
+FROM_HEAD_NOTE = "shown as of the pull request's head"
 STALE_USAGE_NOTE = "stale: names what this change touches, may need updating"
 RRF_K = 60  # cross-repository chunks: reciprocal rank in their source
 # The chance that a source's n-th file (0-based) belongs in the review is a · (1 + n) ** -k, as
@@ -92,6 +95,8 @@ class ContextOptions:
     per_source: int = 12  # candidates asked of each source
     max_chunk_tokens: int = 800  # a longer chunk is cut (and says so): room for more files
     cross_share: float = 0.25  # at most this part of the budget goes to other repositories
+    cochange_max: int = DEFAULT_LIMIT  # partners the co-change warning lists at most (review.cochange_max)
+    cochange_include: frozenset[str] = frozenset()  # excludable kinds warned about (review.cochange_include)
 
 
 @dataclass(slots=True)
@@ -106,7 +111,8 @@ class ReviewContext:
     old_lines: dict[str, list[int]] = field(default_factory=dict)  # base-side lines the diff touches
     items: list[Candidate] = field(default_factory=list)  # in prompt order
     dropped: list[dict[str, Any]] = field(default_factory=list)
-    cochange_missing: list[str] = field(default_factory=list)
+    # the co-change warning (palimpsest.index.cochange.MissingPartner.as_dict), most confident first
+    cochange_missing: list[dict[str, Any]] = field(default_factory=list)
     median_code_date: datetime | None = None
     ranking: str = "fused"  # fused | rerank
     cross: dict[str, Any] = field(default_factory=dict)  # cross-repository context: config, links, tokens
@@ -191,8 +197,15 @@ async def assemble_context(
     if head is not None and not ctx.on_base:
         at_head = {**(await head.changed_since(ctx.snapshot_commit)), **at_head}
     cross = await _cross_repo(conn, ctx, links, options) if links is not None else []
-    found, ctx.cochange_missing = await _gather(conn, ctx, options, embed_query)
-    fresh = _fresh_only(found, at_head, ctx.dropped)
+    warning = sources.CoChangeWarning(
+        limit=options.cochange_max,
+        include=options.cochange_include,
+        touched=frozenset(p for f in files for p in (f.path, f.old_path) if p),
+        deleted_at_head=frozenset(p for p, text in at_head.items() if text is None),
+    )
+    found, missing = await _gather(conn, ctx, options, embed_query, warning)
+    ctx.cochange_missing = [m.as_dict() for m in missing]
+    fresh = _fresh_only(found, at_head, ctx.dropped, own=frozenset(ctx.changed))
     ctx.ranking = await _score(fresh, ctx, rerank)
     await _dates(conn, repository_id, fresh)
     ctx.median_code_date, kept = apply_recency(fresh, ctx.dropped)
@@ -237,8 +250,12 @@ async def _cross_repo(
 
 
 async def _gather(
-    conn: Conn, ctx: ReviewContext, options: ContextOptions, embed_query: QueryEmbedder | None
-) -> tuple[list[Candidate], list[str]]:
+    conn: Conn,
+    ctx: ReviewContext,
+    options: ContextOptions,
+    embed_query: QueryEmbedder | None,
+    warning: sources.CoChangeWarning,
+) -> tuple[list[Candidate], list[MissingPartner]]:
     n, rid, sid = options.per_source, ctx.repository_id, ctx.snapshot_id
     changed = frozenset(ctx.changed)
     names = ctx.names
@@ -257,7 +274,9 @@ async def _gather(
     memo: sources.ChunkMemo = {}
     found += await sources.neighbourhood(conn, rid, sid, changed, n * 4, words=wanted, memo=memo)
     clock("neighbourhood")
-    partners, missing = await sources.cochange(conn, rid, sid, ctx.changed, n * 4, words=wanted, memo=memo)
+    partners, missing = await sources.cochange(
+        conn, rid, sid, ctx.changed, n * 4, words=wanted, warning=warning, memo=memo
+    )
     clock("cochange")
     return found + partners, missing
 
@@ -274,9 +293,17 @@ class _Clock:
 
 
 def _fresh_only(
-    found: Sequence[Candidate], at_head: Mapping[str, str | None], dropped: list[dict[str, Any]]
+    found: Sequence[Candidate],
+    at_head: Mapping[str, str | None],
+    dropped: list[dict[str, Any]],
+    *,
+    own: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
-    """Candidates whose text is still in the file at head (lines re-pointed); the rest ``stale``."""
+    """Candidates whose text is still in the file at head (lines re-pointed); the rest ``stale``.
+
+    A chunk of the pull request's ``own`` files whose text the pull request changed is shown as
+    the head has those lines (the change is what the review is about, not a stale leftover); one
+    of a file the pull request deletes is left out without a word (the diff says it all)."""
     out: list[Candidate] = []
     for cand in found:
         if cand.path not in at_head:
@@ -284,6 +311,10 @@ def _fresh_only(
             continue
         text = at_head[cand.path]
         index = text.find(cand.content) if text is not None and cand.content else -1
+        if index < 0 and cand.path in own:
+            if text is not None and _from_head(cand, text):
+                out.append(cand)
+            continue
         if index < 0:
             dropped.append(_drop(cand, "stale"))
             continue
@@ -292,6 +323,19 @@ def _fresh_only(
         cand.start_line = start
         out.append(cand)
     return out
+
+
+def _from_head(cand: Candidate, text: str) -> bool:
+    """Point ``cand`` at the same lines of the head's ``text`` (clamped); False when none are left."""
+    lines = text.splitlines(keepends=True)
+    if not lines:
+        return False
+    start = min(max(cand.start_line, 1), len(lines))
+    end = min(max(cand.end_line, start), len(lines))
+    cand.content = "".join(lines[start - 1 : end])
+    cand.start_line, cand.end_line = start, end
+    cand.reason = "; ".join(filter(None, [cand.reason, FROM_HEAD_NOTE]))
+    return True
 
 
 async def _score(found: list[Candidate], ctx: ReviewContext, rerank: Reranker | None) -> str:

@@ -39,6 +39,7 @@ import httpx
 from palimpsest.core.credentials import Credential, installation_credential
 from palimpsest.core.db import Conn
 from palimpsest.core.github_app import provider_api_url
+from palimpsest.reviewer.details import fit
 from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.review import Finding
 
@@ -49,6 +50,16 @@ MAX_PAGES = 20
 _SUMMARY = re.compile(r"<!-- palimpsest-summary head=([0-9a-f]{7,64}) -->")
 _LEGACY = re.compile(r"<!-- palimpsest-review head=([0-9a-f]{7,64}) -->")  # before issue 21
 _FINDING = re.compile(r"<!-- palimpsest-finding fp=([0-9a-f]{32}) -->")
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What the summary's collapsed sections show: the review's stored context items, what it
+    dropped (the budget's count), and its co-change warning."""
+
+    context: Sequence[dict[str, Any]] = ()
+    dropped: Sequence[dict[str, Any]] = ()
+    cochange: Sequence[dict[str, Any]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +141,10 @@ def render_summary(
     inline: int,
     existing: int,
     resolved: int,
+    shown: Shown | None = None,
 ) -> str:
-    """The summary comment: the review's summary, what is inline, what could not be placed."""
+    """The summary comment: the review's summary, what is inline, what could not be placed, and
+    the two collapsed sections (:mod:`palimpsest.reviewer.details`), within the provider's limit."""
     lines = [summary.strip() or "Palimpsest review.", ""]
     counts = [f"{inline} new finding(s) inline"]
     if existing:
@@ -152,8 +165,8 @@ def render_summary(
                 ]
             if f.fingerprint:
                 lines.append("  " + finding_marker(f.fingerprint))
-    lines += ["", target.marker]
-    return "\n".join(lines)
+    shown = shown or Shown()
+    return fit(target.provider, "\n".join(lines), shown.context, shown.dropped, shown.cochange, target.marker)
 
 
 def comment_body(provider: str, f: Finding) -> str:
@@ -192,6 +205,7 @@ async def post_review(
     *,
     resolve: Sequence[str] = (),
     again: bool = False,
+    shown: Shown | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> PostResult:
     """Post what this head adds (see the module text); ``fresh`` False: it was already there.
@@ -201,7 +215,7 @@ async def post_review(
     http = client or httpx.AsyncClient(timeout=TIMEOUT_S)
     try:
         api = _APIS[target.provider](_Http(http, _headers(target.provider, token)), target)
-        return await _publish(api, target, summary, findings, resolve, again=again)
+        return await _publish(api, target, summary, findings, resolve, again=again, shown=shown)
     except httpx.HTTPStatusError as exc:
         raise ReviewFailed("post_failed", f"{target.provider} answered {exc.response.status_code}") from exc
     except httpx.HTTPError as exc:
@@ -212,7 +226,14 @@ async def post_review(
 
 
 async def _publish(
-    api: _Api, t: Target, summary: str, findings: Sequence[Finding], resolve: Sequence[str], *, again: bool
+    api: _Api,
+    t: Target,
+    summary: str,
+    findings: Sequence[Finding],
+    resolve: Sequence[str],
+    *,
+    again: bool,
+    shown: Shown | None = None,
 ) -> PostResult:
     state = await api.read()
     if not again and (state.summary_head == t.head_sha or t.head_sha in state.legacy_heads):
@@ -250,6 +271,7 @@ async def _publish(
         inline=len(result.inline),
         existing=len(result.existing),
         resolved=len(result.resolved),
+        shown=shown,
     )
     result.summary_ref = await api.summary(state.summary_ref, body)
     return result

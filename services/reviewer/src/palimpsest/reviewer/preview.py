@@ -16,7 +16,7 @@ or the query embedding of a hybrid repository (as in a review).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
 
@@ -28,6 +28,7 @@ from palimpsest.reviewer.candidates import QueryEmbedder
 from palimpsest.reviewer.change import opened_change
 from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
 from palimpsest.reviewer.diff import ChangedFile
+from palimpsest.reviewer.rules import read_rules
 
 __all__ = ["Preview", "preview_context", "query_embedder", "reranker"]
 
@@ -92,6 +93,13 @@ async def preview_context(
         ) as change,
         tenant_tx(pool, tenant_id) as conn,
     ):
+        # the base's rules shape the co-change warning as in a review (the same list either way)
+        rules = await read_rules(change.head.git_dir, change.base_sha)
+        chosen = replace(
+            options or ContextOptions(),
+            cochange_max=rules.cochange_max,
+            cochange_include=rules.cochange_include,
+        )
         context = await assemble_context(
             conn,
             UUID(str(repo["repository_id"])),
@@ -102,7 +110,7 @@ async def preview_context(
             head=change.head,
             rerank=rerank,
             embed_query=embed_query,
-            options=options or ContextOptions(),
+            options=chosen,
             links=change.links,
         )
     return Preview(change.base_sha, change.head_sha, change.pr.files, context)

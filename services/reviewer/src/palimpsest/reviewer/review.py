@@ -121,7 +121,7 @@ def render_context(ctx: ReviewContext) -> str:
         ]
     if ctx.cochange_missing:
         lines += ["", "These usually change together with the changed files and are not in this PR:"]
-        lines += [f"- {p}" for p in ctx.cochange_missing]
+        lines += [f"- {p['path']}: {p['reason']}" for p in ctx.cochange_missing]
     return "\n".join(lines)
 
 
@@ -243,24 +243,43 @@ def _finding(entry: Any) -> Finding | None:
     )
 
 
+BRIEF_LIST = 10  # names a line of the brief lists at most; the rest are counted
+
+
+def capped(names: Sequence[str], most: int = BRIEF_LIST) -> str:
+    """``names`` joined, at most ``most`` of them, with a count of the rest."""
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
     """The review without a model: what changed, what uses it, what usually changes with it."""
     lines = [f"What changed: {len(files)} file(s)."]
-    lines += [f"- {f.path} ({f.status}, +{len(f.added)} -{len(f.removed)})" for f in files[:50]]
+    lines += [f"- {f.path} ({f.status}, +{len(f.added)} -{len(f.removed)})" for f in files[:BRIEF_LIST]]
+    if len(files) > BRIEF_LIST:
+        lines.append(f"- … and {len(files) - BRIEF_LIST} more")
     users = sorted({i.path for i in ctx.items if i.source == "usage"})
     lines.append(
-        "What uses it: " + (", ".join(users) if users else "no indexed usages of the changed definitions.")
+        "What uses it: " + (capped(users) if users else "no indexed usages of the changed definitions.")
     )
     lines.append(
-        "What usually changes with it (not in this PR): "
-        + (", ".join(ctx.cochange_missing) if ctx.cochange_missing else "nothing recorded.")
+        "What usually changes with it (not in this PR):" + ("" if ctx.cochange_missing else " nothing.")
     )
-    docs = [i for i in ctx.items if i.annotation and DOC_ANNOTATION in i.annotation]
-    stale = [d["path"] for d in ctx.dropped if d["reason"] == "stale_doc"]
+    lines += [f"- {p['path']}: {p['reason']}" for p in ctx.cochange_missing]
+    # one line per doc: in the context (with its marker) or left out as stale, never both
+    docs = list(
+        dict.fromkeys(
+            f"{i.path} ({i.annotation})" for i in ctx.items if i.annotation and DOC_ANNOTATION in i.annotation
+        )
+    )
+    shown = {i.path for i in ctx.items}
+    stale = list(
+        dict.fromkeys(d["path"] for d in ctx.dropped if d["reason"] == "stale_doc" and d["path"] not in shown)
+    )
     lines.append(
         "Documentation in play: "
-        + (", ".join(f"{d.path} ({d.annotation})" for d in docs) if docs else "none")
-        + (f"; stale docs left out: {', '.join(stale)}" if stale else "")
+        + (capped(docs) if docs else "none")
+        + (f"; stale docs left out: {capped(stale)}" if stale else "")
         + "."
     )
     others = list(dict.fromkeys(f"{i.repository} ({i.source})" for i in ctx.items if i.repository))

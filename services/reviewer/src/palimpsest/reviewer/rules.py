@@ -11,6 +11,9 @@
       max_findings: 10                                     # at most this many (and the deployment's cap)
       auto: ready_only                                     # on | off | ready_only (drafts wait)
       min_severity: minor                                  # info | minor | major | critical
+      cochange_max: 5                                      # files "usually changes with these" lists (0: none)
+      cochange_include: [ci]                               # kinds warned about all the same: lockfile,
+                                                           # generated, vendored, ci, changelog, other
 
 The head's config is never read, so a pull request cannot change the rules it is reviewed by.
 A key with a wrong value falls back to its default and the review says why (``config_invalid:
@@ -30,6 +33,7 @@ import pathspec
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs
 
 from palimpsest.core.git_errors import GitError
+from palimpsest.index.cochange import DEFAULT_LIMIT, EXCLUDABLE_KINDS
 from palimpsest.reviewer.crossrepo import CONFIG_PATHS, MAX_CONFIG_BYTES
 from palimpsest.reviewer.review import SEVERITIES
 from palimpsest.reviewer.source import files_at
@@ -40,6 +44,7 @@ Auto = Literal["on", "off", "ready_only"]
 AUTOMATIC_TRIGGERS = frozenset({"opened", "reopened", "synchronize", "ready_for_review", "updated"})
 MAX_INSTRUCTIONS_CHARS = 8000
 MAX_IGNORE = 200
+MAX_COCHANGE = 50
 
 
 @dataclass(slots=True)
@@ -62,6 +67,8 @@ class RepoRules:
     max_findings: int | None = None
     auto: Auto = "on"
     min_severity: str | None = None
+    cochange_max: int = DEFAULT_LIMIT
+    cochange_include: frozenset[str] = frozenset()
     problems: list[str] = field(default_factory=list)  # why keys fell back to their defaults
 
     def ignored(self, path: str) -> bool:
@@ -97,6 +104,8 @@ class RepoRules:
             "max_findings": self.max_findings,
             "auto": self.auto,
             "min_severity": self.min_severity,
+            "cochange_max": self.cochange_max,
+            "cochange_include": sorted(self.cochange_include),
             "problems": self.problems,
         }
 
@@ -129,6 +138,7 @@ def parse_rules(text: str | None, path: str = CONFIG_PATHS[0]) -> RepoRules:
     _max_findings(rules, review.get("max_findings"), path)
     _auto(rules, review.get("auto"), path)
     _min_severity(rules, review.get("min_severity"), path)
+    _cochange(rules, review.get("cochange_max"), review.get("cochange_include"), path)
     return rules
 
 
@@ -210,6 +220,25 @@ def _min_severity(rules: RepoRules, value: Any, path: str) -> None:
         )
         return
     rules.min_severity = value.lower()
+
+
+def _cochange(rules: RepoRules, most: Any, include: Any, path: str) -> None:
+    if most is not None:
+        if isinstance(most, bool) or not isinstance(most, int) or not 0 <= most <= MAX_COCHANGE:
+            rules.problems.append(
+                f"{path}: 'review.cochange_max' must be a whole number from 0 to {MAX_COCHANGE}; default used"
+            )
+        else:
+            rules.cochange_max = most
+    if include is None:
+        return
+    kinds = [include] if isinstance(include, str) else include
+    if not isinstance(kinds, list) or not all(isinstance(k, str) and k in EXCLUDABLE_KINDS for k in kinds):
+        rules.problems.append(
+            f"{path}: 'review.cochange_include' must list kinds among {', '.join(EXCLUDABLE_KINDS)}; none used"
+        )
+        return
+    rules.cochange_include = frozenset(kinds)
 
 
 def severe_enough(severity: str, minimum: str | None) -> bool:

@@ -59,7 +59,7 @@ from palimpsest.reviewer.identity import anchor_present, identify
 from palimpsest.reviewer.incremental import Increment, increment
 from palimpsest.reviewer.parts import plan_parts, review_in_parts
 from palimpsest.reviewer.positions import diff_map, locate
-from palimpsest.reviewer.posting import installation_target, post_review
+from palimpsest.reviewer.posting import Shown, installation_target, post_review
 from palimpsest.reviewer.preview import query_embedder, reranker
 from palimpsest.reviewer.review import Finding, Framing, Outcome, brief, messages
 from palimpsest.reviewer.rules import RepoRules, read_rules, severe_enough
@@ -272,8 +272,15 @@ class ReviewerService:
                     record.reason = f"not posted: superseded by the review of {newer[:12]}, requested later"
                     metrics.REVIEWS_POSTED.labels(event.provider, "superseded").inc()
                     return
+                shown = Shown(record.context, record.dropped, record.cochange_missing)
                 result = await post_review(
-                    target, token, record.summary, record.findings, resolve=record.resolved, again=event.full
+                    target,
+                    token,
+                    record.summary,
+                    record.findings,
+                    resolve=record.resolved,
+                    again=event.full,
+                    shown=shown,
                 )
                 await remember_posted(
                     conn, event.tenant_id, record, number, event.occurred_at, result.summary_ref
@@ -412,7 +419,9 @@ class ReviewerService:
                 pr = _without_ignored(whole, rules)
                 if heartbeat is not None:
                     await heartbeat()
-                context = await self._context(event, repo, pr, change.head, change.base_sha, change.links)
+                context = await self._context(
+                    event, repo, pr, change.head, change.base_sha, change.links, rules
+                )
                 _fill_context(record, context)
                 step = await self._scope(event, work_dir, record, pr)
                 outcome, usage = await self._findings(event, context, pr, rules, step)
@@ -531,8 +540,10 @@ class ReviewerService:
         head: GitHead,
         base: str,
         links: LinkConfig | None = None,
+        rules: RepoRules | None = None,
     ) -> ReviewContext:
         s = self.settings
+        rules = rules or RepoRules()
         rerank = await self._reranker(event.tenant_id)
         embed = await self._query_embedder(event.tenant_id) if repo["index_mode"] == "hybrid" else None
         async with tenant_tx(self.pool, event.tenant_id) as conn:
@@ -546,7 +557,11 @@ class ReviewerService:
                 head=head,
                 rerank=rerank,
                 embed_query=embed,
-                options=ContextOptions(per_source=s.review_per_source),
+                options=ContextOptions(
+                    per_source=s.review_per_source,
+                    cochange_max=rules.cochange_max,
+                    cochange_include=rules.cochange_include,
+                ),
                 links=links,
             )
 

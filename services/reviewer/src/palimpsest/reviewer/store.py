@@ -34,7 +34,7 @@ class ReviewRecord:
     summary: str = ""
     context: list[dict[str, Any]] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
-    cochange_missing: list[str] = field(default_factory=list)
+    cochange_missing: list[dict[str, Any]] = field(default_factory=list)  # MissingPartner.as_dict()
     sources: dict[str, Any] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     findings_dropped: int = 0

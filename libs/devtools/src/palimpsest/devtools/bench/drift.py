@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from palimpsest.analyzer.history import defined_names, is_code_path
+from palimpsest.analyzer.history import defined_names
 from palimpsest.chunker.parsing.chunks import analyze_file
 from palimpsest.chunker.parsing.languages import detect_language
 from palimpsest.devtools.bench.history import git, is_code
-from palimpsest.index.staleness import is_doc, is_history_doc, is_history_file
+from palimpsest.index.codefacts import is_definition_site, is_doc, is_history_doc, is_history_file
 
 __all__ = ["Plan", "Planted", "plant", "score"]
 
@@ -96,7 +96,7 @@ def plant(source: Path, scratch: Path, *, identifiers: int, paths: int, seed: in
     existing = set(git(scratch, "ls-files", "-z").split("\0"))
     candidates = sorted(
         {name.strip("/") for name, target in mentions if target == "path"}
-        & {p for p in existing if is_code_path(p) and is_code(p)}
+        & {p for p in existing if is_definition_site(p) and is_code(p)}
     )
     rng.shuffle(candidates)
     for path in candidates:
@@ -133,7 +133,7 @@ def _rename_definition(
     if not code or len(code) > MAX_NAME_FILES:
         return None
     text = {p: _read(repo / p) for p in code}
-    definers = [p for p in code if is_code_path(p) and defined_names(text[p].encode(), {name})]
+    definers = [p for p in code if is_definition_site(p) and defined_names(text[p].encode(), {name})]
     if len(definers) != 1:
         return None
     lines = _truth_lines(repo, name, docs, fences, whole_word=True)

@@ -140,6 +140,7 @@ async def _replay_one(
     signals = await _signals(pool, tenant, repo_id, scratch, change, head) if with_signals else {}
     base = await asyncio.to_thread(replay.baselines, repo, change, truth, len(files))
     found = {"context": files, **base}
+    warning = await _warning(pool, tenant, repo_id, repo, change, truth, review)
     indexed = await _indexed(pool, tenant, review.get("snapshot_id"), truth.both)
     timings = (review.get("sources") or {}).get("timings") or {}
     return {
@@ -165,7 +166,69 @@ async def _replay_one(
         "context": files,
         "reasons": _reasons(review, files),
         "baselines": base,
+        "warning": warning,
         **({"signals": signals} if signals else {}),
+    }
+
+
+async def _warning(
+    pool: Pool, tenant: UUID, repo_id: UUID, repo: Path, change: Change, truth: Truth, review: dict[str, Any]
+) -> dict[str, Any]:
+    """The co-change warning against the rest of the change: what the review listed ("usually
+    changes with these, not in this pull request"), and at the same length the two baselines —
+    raw ``git log`` co-change counts and the list the reviewer gave before issue 43 (partners by
+    decayed evidence with 2+ shared commits, from the same index)."""
+    from palimpsest.reviewer.candidates import partners
+
+    listed = [str(m["path"]) for m in review.get("cochange_missing") or [] if isinstance(m, dict)]
+    n = len(listed)
+    raw = await asyncio.to_thread(replay.cochange_partners, repo, change.parent, truth.seed)
+    previous: list[str] = []
+    if n and review.get("snapshot_id"):
+        async with tenant_tx(pool, tenant) as conn:
+            found = await partners(conn, repo_id, [truth.seed])
+            cur = await conn.execute(
+                "SELECT path FROM code_index_files WHERE snapshot_id = %s AND path = ANY(%s::text[])",
+                (UUID(review["snapshot_id"]), [p.path for p in found]),
+            )
+            present = {row["path"] for row in await cur.fetchall()}
+        previous = [p.path for p in found if p.path in present and p.commits >= 2][:n]
+    rest = [p for s, p in change.files if s == "M" and p != truth.seed]
+    targets = set(truth.targets)
+    return {
+        "listed": listed,
+        "targets": len(targets),
+        "hits": len(targets & set(listed)),
+        "rest": len(rest),
+        "rest_hits": len(set(rest) & set(listed)),
+        "raw": raw[:n],
+        "raw_hits": len(targets & set(raw[:n])),
+        "previous": previous,
+        "previous_hits": len(targets & set(previous)),
+    }
+
+
+def warning_summary(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The warning's pooled precision (hits / files listed) and recall (hits / target files), and
+    the two baselines' precision at the same list length; ``rest``: precision against every file
+    the change modified (docs and the like included), not only the replay's code targets."""
+    got = [r["warning"] for r in rows if r.get("warning")]
+    listed = sum(len(w["listed"]) for w in got)
+    targets = sum(w["targets"] for w in got)
+
+    def share(key: str, over: int) -> float | None:
+        return round(sum(w[key] for w in got) / over, 4) if over else None
+
+    return {
+        "changes": len(got),
+        "listed": listed,
+        "list_length_mean": round(listed / len(got), 2) if got else None,
+        "silent_changes": sum(1 for w in got if not w["listed"]),
+        "precision": share("hits", listed),
+        "recall": share("hits", targets),
+        "precision_rest": share("rest_hits", listed),
+        "raw_precision": share("raw_hits", listed),
+        "previous_precision": share("previous_hits", listed),
     }
 
 
@@ -269,7 +332,7 @@ def _missing(
     for entry in review.get("dropped") or []:
         if entry.get("path") and not entry.get("repository"):
             dropped.setdefault(entry["path"], []).append(entry)
-    partners = list(review.get("cochange_missing") or [])
+    partners = [str(m["path"]) for m in review.get("cochange_missing") or [] if isinstance(m, dict)]
     out: list[dict[str, Any]] = []
     for path in truth.both:
         if path in have:
@@ -371,6 +434,7 @@ def summarize(records: dict[str, dict[str, Any]], samples: dict[int, list[Change
             }
     rows = list(records.values())
     return {
+        "warning": warning_summary(rows),
         "recall": means,
         "margin_vs_mix": _margin(per_seed, "mix"),
         "usage_share_of_grep": _usage_share(means),
@@ -396,6 +460,7 @@ def _seed_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             recall_means[strategy][kind] = round(statistics.fmean(values), 4) if values else None
     return {
         "changes": len(rows),
+        "warning": warning_summary(rows),
         "recall": recall_means,
         "files_mean": round(statistics.fmean(r["files"] for r in rows), 2) if rows else 0,
         "tokens_mean": round(statistics.fmean(r["tokens"] for r in rows), 1) if rows else 0,
@@ -457,7 +522,14 @@ def markdown_report(result: dict[str, Any]) -> str:
             f"| {strategy} | {_fmt(r['targets']['mean'])} | {_fmt(r['usages']['mean'])} |"
             f" {_fmt(r['both']['mean'])} ± {_fmt(r['both']['spread'])} |"
         )
+    w = result.get("warning") or {}
     lines += [
+        "",
+        'Co-change warning ("usually changes with these, not in this pull request"):'
+        f" precision {_fmt(w.get('precision'))}, recall {_fmt(w.get('recall'))},"
+        f" {w.get('list_length_mean')} files listed per change ({w.get('silent_changes')} silent);"
+        f" at the same length raw co-change counts {_fmt(w.get('raw_precision'))},"
+        f" the list before issue 43 {_fmt(w.get('previous_precision'))}.",
         "",
         f"Truth files found first, per source: {result['found_first']}",
         f"Tokens spent per change, per source: {result['source_tokens_mean']}",

@@ -34,6 +34,7 @@ from uuid import UUID
 from palimpsest.cli.output import progress
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.scratch import indexed_scratch
+from palimpsest.index.cochange import MissingPartner
 
 __all__ = ["run_bench_ui"]
 
@@ -245,7 +246,19 @@ async def _write_reviews(
             summary="What changed:\n\n" + "\n".join(f"- {p}" for p in changed),
             context=context,
             dropped=[{"path": rng.choice(paths), "source": "related", "reason": "over budget"}] * 5,
-            cochange_missing=rng.sample(paths, 3),
+            cochange_missing=[
+                MissingPartner(
+                    path=p,
+                    source=changed[0],
+                    together=6,
+                    out_of=9,
+                    since=None,
+                    share=6 / 9,
+                    confidence=0.4,
+                    lift=3.0,
+                ).as_dict()
+                for p in rng.sample(paths, 3)
+            ],
             sources={s: {"found": 10, "kept": 6} for s in sources},
             findings=findings,
         )

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from itertools import islice
 from pathlib import PurePosixPath
 
+from palimpsest.index.codefacts import is_test
 from palimpsest.index.graph.docs import governed_paths, superseded_docs
 from palimpsest.index.graph.facts import FactRow, FileFacts, SnapshotFacts
 from palimpsest.index.graph.imports import ImportResolver, ResolveContext
@@ -44,10 +45,9 @@ from palimpsest.index.graph.report import (
 from palimpsest.index.graph.tree import Tree, dirname, normalize
 from palimpsest.index.languages import PARSED_LANGUAGES
 
-__all__ = ["GRAPH_LANGUAGES", "MAX_DEFINERS", "build_graph", "is_test_path"]
+__all__ = ["GRAPH_LANGUAGES", "MAX_DEFINERS", "build_graph"]
 
 _FUNCTION_KINDS = frozenset({"function", "method"})
-_TEST_DIRECTORIES = frozenset({"test", "tests", "__tests__", "spec", "specs", "testdata", "testing"})
 _QUALIFIER = re.compile(r"\.|::|#|->")
 
 MAX_DEFINERS = 25
@@ -88,7 +88,7 @@ class _Resolution:
         for file in self.files:
             owner = builder.node_of_path(file.path)
             assert owner is not None
-            test = is_test_path(file.path)
+            test = is_test(file.path)
             functions = {s.name for s in file.symbols if s.kind in _FUNCTION_KINDS}
             for symbol in file.symbols:
                 if builder.symbol(file.path, symbol.name) is not None:
@@ -162,7 +162,7 @@ class _Resolution:
     def _is_test(self, path: str) -> bool:
         known = self._tests.get(path)
         if known is None:
-            known = self._tests[path] = is_test_path(path)
+            known = self._tests[path] = is_test(path)
         return known
 
     def _candidates(self, path: str, name: str) -> list[tuple[str, int]]:
@@ -246,23 +246,6 @@ class _Resolution:
             node = self.builder.node_of_path(target)
             if node is not None:
                 self.builder.add_edge(source, node, kind, 1.0 / len(targets))
-
-
-def is_test_path(path: str) -> bool:
-    """Whether ``path`` is test code by the common conventions of the parsed languages."""
-    lowered = path.lower()
-    parts = lowered.split("/")
-    if any(part in _TEST_DIRECTORIES for part in parts[:-1]):
-        return True
-    name = parts[-1]
-    stem = name.split(".", 1)[0]
-    return (
-        stem.startswith("test_")
-        or stem.endswith(("_test", "_tests", "_spec"))
-        or ".test." in name
-        or ".spec." in name
-        or (path.rsplit("/", 1)[-1].split(".", 1)[0].endswith(("Test", "Tests")) and "." in name)
-    )
 
 
 def _extension(path: str) -> str:

@@ -90,13 +90,16 @@ _IDENTIFIER_ROLES = frozenset(
     }
 )  # fmt: skip
 _ROLE_TARGET = re.compile(r"<([^<>]+)>\s*$")
-# a line that tells history ("`foo` was removed in 2.0") names the old thing on purpose
+# a line that tells history ("`foo` was removed in 2.0") names the old thing on purpose; the words
+# are read in the prose of the line only (:func:`_tells_history`), as whole words
 _HISTORICAL = re.compile(
     r"\b(?:removed|renamed|deprecated|deprecation|no longer|formerly|previously|used to be|was replaced"
-    r"|were replaced|superseded|obsolete|legacy|dropped|moved to|instead of|backwards? compat"
-    r"|replace with|replaced by|old name|new name|any ?more|no more)",
+    r"|were replaced|superseded|obsolete|legacy|dropped|moved to|instead of|backwards? compat\w*"
+    r"|replace with|replaced by|old name|new name|any ?more|no more)(?![\w/$-])",
     re.IGNORECASE,
 )
+# what a line cites rather than says: inline code, link and image targets, autolinks, URLs
+_CITED = re.compile(r"(`+)[^`]+?\1|\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|<[^<>\s]+>|\b[a-z][\w+.-]*://\S+", re.I)
 _RST_TABLE_BORDER = re.compile(r"^\s*=+(?:\s+=+)+\s*$")
 _MD_TABLE_ROW = re.compile(r"^\s*\|")
 # ``.. versionchanged 0.10::`` (the version misplaced) is still read as the directive it means
@@ -307,7 +310,7 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
             fence_language = _fence_language(opened.group(2))
             continue
         directive = _directive(line, directive)
-        if tables.historical(line) or directive is not None or _HISTORICAL.search(line) or number in history:
+        if tables.historical(line) or directive is not None or _tells_history(line) or number in history:
             continue
         if module := _CURRENT_MODULE.match(line):
             found.module = module.group(1)
@@ -321,13 +324,19 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
     return list(found.seen.values())
 
 
+def _tells_history(line: str) -> bool:
+    """Whether the prose of ``line`` tells history: the words are looked for outside code spans,
+    link targets and paths (a README line citing ``legacy/old.py`` says nothing about history)."""
+    return bool(_HISTORICAL.search(_PROSE_PATH.sub(" ", _CITED.sub(" ", line))))
+
+
 def _historical_sections(lines: list[str], language: str | None) -> set[int]:
     """Lines of sections whose heading tells history ("Deprecated", "Removed in 3.0",
     "Aliases (pending deprecation)"): what they name is gone on purpose."""
     starts = section_starts(lines, language)
     out: set[int] = set()
     for index, (first, title) in enumerate(starts):
-        if _HISTORICAL.search(title):
+        if _tells_history(title):
             last = starts[index + 1][0] - 1 if index + 1 < len(starts) else len(lines)
             out.update(range(first, last + 1))
     return out
@@ -349,13 +358,13 @@ class _Tables:
                 self.history = False
             return self.history
         if self.rst_borders:
-            if self.rst_borders == 1 and _HISTORICAL.search(line):
+            if self.rst_borders == 1 and _tells_history(line):
                 self.history = True  # a header row
             return self.history
         if _MD_TABLE_ROW.match(line):
             self.md_rows += 1
             if self.md_rows == 1:
-                self.history = bool(_HISTORICAL.search(line))
+                self.history = _tells_history(line)
             return self.history
         self.md_rows, self.history = 0, False
         return False

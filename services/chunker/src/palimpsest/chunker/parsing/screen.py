@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from palimpsest.chunker.parsing.languages import file_name, file_suffix
+from palimpsest.index.codefacts import is_lockfile
 
 __all__ = [
     "INVALID_UTF8_MAX_FRACTION",
@@ -58,33 +59,6 @@ class Skip:
 
     reason: SkipReason
 
-
-_LOCKFILES = frozenset(
-    {
-        "package-lock.json",
-        "npm-shrinkwrap.json",
-        "yarn.lock",
-        "pnpm-lock.yaml",
-        "bun.lock",
-        "bun.lockb",
-        "cargo.lock",
-        "poetry.lock",
-        "pipfile.lock",
-        "pdm.lock",
-        "uv.lock",
-        "gemfile.lock",
-        "composer.lock",
-        "go.sum",
-        "flake.lock",
-        "mix.lock",
-        "pubspec.lock",
-        "podfile.lock",
-        "packages.lock.json",
-        "paket.lock",
-        "gradle.lockfile",
-        "package.resolved",
-    }
-)
 
 _BINARY_EXTENSIONS = frozenset(
     {
@@ -149,7 +123,7 @@ def screen(path: str, data: bytes, max_bytes: int) -> Screened | Skip:
 
 
 def _by_name(name: str, suffix: str) -> SkipReason | None:
-    if name in _LOCKFILES:
+    if is_lockfile(name):
         return SkipReason.GENERATED_LOCKFILE
     if suffix in _BINARY_EXTENSIONS:
         return SkipReason.BINARY

@@ -118,8 +118,9 @@ class ReviewContextResult(_Result):
     snapshot_on_base: bool = Field(description="False: the base has no snapshot; the newest one was used.")
     changed: list[str]
     items: list[ReviewItem] = Field(description="In the reviewer's prompt order.")
-    cochange_missing: list[str] = Field(
-        description="Files that usually change with the changed files but are not in this change."
+    cochange_missing: list[dict[str, Any]] = Field(
+        description="Files that usually change with the changed files but are not in this change, most"
+        " confident first: path, source, together, out_of, since, share, confidence, lift, reason."
     )
     dropped: list[dict[str, Any]] = Field(
         description="Candidates left out and why (stale, stale_doc, budget, …)."
