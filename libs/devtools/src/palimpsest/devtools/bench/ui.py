@@ -105,8 +105,8 @@ async def _write_analysis(
     from palimpsest.analyzer.history import Evidence
     from palimpsest.analyzer.store import AnalysisRecord, save_analysis
     from palimpsest.core.ids import uuid7
-    from palimpsest.index.recency import last_modified_at
     from palimpsest.index.codefacts import is_doc
+    from palimpsest.index.recency import last_modified_at
     from palimpsest.index.staleness import is_stale, median_code_date
 
     dated = await last_modified_at(conn, repo_id, paths)
