@@ -10,7 +10,7 @@ LOCAL_PKGS := libs/core libs/index libs/devtools services/ingest services/recenc
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: help setup browser lock lint typecheck check test test-external demo bench chart chaos clean \
+.PHONY: help setup browser lock lint typecheck check test test-external demo bench chart chaos clean settings-doc \
         wheelhouse images images-test image-tools-lock
 
 help: ## list the targets
@@ -55,6 +55,9 @@ test: $(STAMP) ## run the whole test suite (embedded PostgreSQL + NATS unless PA
 
 demo: $(STAMP) ## the main job on the embedded stack: index and analyse this repository (or REPO=path)
 	$(BIN)/palimpsest demo $(if $(REPO),--repo $(REPO),)
+
+settings-doc: $(STAMP) ## regenerate docs/settings.md and the names file every process checks, from the Settings classes
+	$(BIN)/python -m palimpsest.cli.settings_registry docs/settings.md
 
 CHAOS_ARGS ?= --repos 20 --deliveries 2000
 chaos: $(STAMP) ## soak with faults (kill -9, NATS/PostgreSQL restarts, relay pause); exits 1 on any discrepancy

@@ -70,10 +70,10 @@ ALL_ON: dict[str, Any] = {
         },
         "extra": [
             {
-                "secretName": "palimpsest-github",
-                "key": "private-key",
-                "setting": "github_app_private_key",
-                "services": ["ingest", "recency-scanner", "chunker", "reviewer"],
+                "secretName": "palimpsest-admin",
+                "key": "admin-token",
+                "setting": "admin_token",
+                "services": ["ingest"],
             }
         ],
     },
@@ -88,7 +88,7 @@ ALL_ON: dict[str, Any] = {
             "image": {"digest": "sha256:" + "ab" * 32},
             "nodeSelector": {"pool": "batch"},
             "tolerations": [{"key": "batch", "operator": "Exists", "effect": "NoSchedule"}],
-            "env": {"PALIMPSEST_CHUNK_WINDOW": "60"},
+            "env": {"PALIMPSEST_PARSE_WORKERS": "2"},
         },
     },
 }

@@ -248,9 +248,7 @@ def test_secrets_are_mounted_by_reference_where_needed(all_on_render: Rendered) 
         assert ("palimpsest_llm_api_key" in mounted) == (
             service in ("ingest", "embedder", "analyzer", "reviewer")
         )
-        assert ("palimpsest_github_app_private_key" in mounted) == (
-            service in ("ingest", "recency-scanner", "chunker", "reviewer")
-        )
+        assert ("palimpsest_admin_token" in mounted) == (service == "ingest")
     for _, pod in pod_specs(all_on_render):
         for container in containers(pod):
             env = {e["name"]: e for e in container["env"]}

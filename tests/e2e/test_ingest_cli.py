@@ -7,6 +7,7 @@ repository, and list what a signed webhook delivery left behind. The benchmark r
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -63,9 +64,14 @@ def _run(env: dict[str, str], *args: str, stdin: str | None = None, timeout: flo
 
 @pytest.fixture
 def running_up(stack: ServerSet, tmp_path: Path) -> Iterator[dict[str, str]]:
-    port = _free_port()
-    env = _env(stack, tmp_path / "home", port)
-    log = tmp_path / "up.log"
+    with serving_up(_env(stack, tmp_path / "home", _free_port()), tmp_path / "up.log") as env:
+        yield env
+
+
+@contextlib.contextmanager
+def serving_up(env: dict[str, str], log: Path) -> Iterator[dict[str, str]]:
+    """``palimpsest up`` with ``env``, until it serves the ingest API on $PALIMPSEST_INGEST_PORT."""
+    port = env["PALIMPSEST_INGEST_PORT"]
     with log.open("wb") as sink:
         proc = subprocess.Popen([*CLI, "up"], env=env, stdout=sink, stderr=subprocess.STDOUT)
     try:

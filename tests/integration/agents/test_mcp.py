@@ -401,7 +401,9 @@ async def test_stdio_for_another_tenant_sees_nothing(world: World, stack: Server
         assert "no repository" in await error(session, "recency", repository=str(world.repository_id))
 
 
-@pytest.mark.parametrize(("tenant", "message"), [("not-a-uuid", "must be a tenant id"), (None, "no tenant")])
+@pytest.mark.parametrize(
+    ("tenant", "message"), [("not-a-uuid", "no tenant 'not-a-uuid'"), (None, "no tenant")]
+)
 def test_stdio_refuses_a_tenant_that_does_not_exist(
     world: World, stack: ServerSet, tmp_path: Path, tenant: str | None, message: str
 ) -> None:

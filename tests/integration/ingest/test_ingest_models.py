@@ -188,8 +188,10 @@ async def test_the_cli_sets_lists_and_removes_routes_and_budgets(
         out = await _cli(
             served, world.token, "model", "route", "set", "analysis", "openai/northwind-7b", "--tenant", tid
         )
-        assert out.returncode == 2 and out.stderr.startswith("error: 400: litellm has no price"), out.stderr
-        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+        target, error = out.stderr.strip().splitlines()  # where it acted, then the one-line refusal
+        assert target.startswith("target: remote ingest API http://127.0.0.1:"), out.stderr
+        assert out.returncode == 2 and error.startswith("error: 400: litellm has no price"), out.stderr
+        assert "Traceback" not in out.stderr
         out = await _cli(
             served, world.token, "model", "route", "set", "analysis", "openai/northwind-7b", "--allow-unpriced",
             "--api-base", "http://127.0.0.1:9/v1", "--tenant", tid,

@@ -16,13 +16,18 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 import click
-import httpx
 
+from palimpsest.cli.options import TenantNotFound, as_uuid, pick_tenant, tenant_option
 from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async, settings
+from palimpsest.cli.target import announce_local, announce_remote, remote_url
+
+if TYPE_CHECKING:  # httpx is imported when a command calls the API, not for --help
+    import httpx
 
 __all__ = ["Api", "api_command", "connect", "json_option", "read_secret", "tenant_option"]
 
@@ -30,19 +35,67 @@ __all__ = ["Api", "api_command", "connect", "json_option", "read_secret", "tenan
 class Api:
     """A thin client of the /v1 API; any non-2xx answer ends the command with its one-line reason."""
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
+    def __init__(self, client: httpx.AsyncClient, local_home: Path | None = None) -> None:
         self.client = client
+        self.local_home = local_home  # the local stack's home; None for a remote
 
-    async def call(self, method: str, path: str, body: dict[str, Any] | None = None, **params: Any) -> Any:
-        query = {k: v for k, v in params.items() if v is not None}
+    async def tenant(self, given: str | None) -> str:
+        """The id of the tenant ``--tenant`` names (by id or name; locally, default the local tenant)."""
+        if not given:
+            marker = self.local_home / "local-tenant" if self.local_home is not None else None
+            if marker is not None and marker.exists():
+                return marker.read_text().strip()
+            fail("--tenant is required: a tenant id or name (or set PALIMPSEST_TENANT)")
+        if as_uuid(given) is not None:
+            return str(as_uuid(given))
+        res = await self._get("/v1/tenants")
+        if res.status_code in (401, 403):
+            fail(
+                f"--tenant {given!r} is not a tenant id, and this token cannot look tenants up by name;"
+                " give the id"
+            )
+        items = self._json(res)["items"]
         try:
-            res = await self.client.request(method, path, json=body, params=query)
-        except httpx.HTTPError as exc:
-            fail(f"cannot reach the ingest API at {self.client.base_url} ({exc.__class__.__name__})")
-            raise  # unreachable
+            return str(pick_tenant(given, [(UUID(t["tenant_id"]), t["name"]) for t in items]))
+        except TenantNotFound as exc:
+            fail(str(exc))
+
+    async def repository(self, tenant: str, given: str) -> str:
+        """The id of the repository ``--repo`` names: its id, full name, clone URL or local path."""
+        wanted = as_uuid(given)
+        if wanted is not None:
+            return str(wanted)
+        items = (await self.call("GET", f"/v1/tenants/{tenant}/repositories"))["items"]
+        as_path = Path(given).expanduser()
+        names = {given, str(as_path.resolve())} if as_path.exists() else {given}
+        found = [r for r in items if r.get("full_name") in names or r.get("clone_url") in names]
+        if not found:
+            fail(
+                f"no repository {given!r} in tenant {tenant}: --repo takes an id, full name, clone URL or path"
+            )
+        if len(found) > 1:
+            fail(f"{given!r} names more than one repository; give --repo the id")
+        return str(found[0]["repository_id"])
+
+    async def _get(self, path: str) -> httpx.Response:
+        return await self._request("GET", path)
+
+    def _json(self, res: httpx.Response) -> Any:
         if res.status_code >= 400:
             fail(f"{res.status_code}: {_detail(res)}")
         return res.json() if res.content else None
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        import httpx
+
+        try:
+            return await self.client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            fail(f"cannot reach the ingest API at {self.client.base_url} ({exc.__class__.__name__})")
+
+    async def call(self, method: str, path: str, body: dict[str, Any] | None = None, **params: Any) -> Any:
+        query = {k: v for k, v in params.items() if v is not None}
+        return self._json(await self._request(method, path, json=body, params=query))
 
 
 def _detail(res: httpx.Response) -> str:
@@ -56,28 +109,39 @@ def _detail(res: httpx.Response) -> str:
 
 
 @asynccontextmanager
-async def connect() -> AsyncIterator[Api]:
-    """The API of the configured, running or (for this command) started stack."""
+async def connect(*, writes: bool = False) -> AsyncIterator[Api]:
+    """The API of the configured remote, the running local stack or one started for this command.
+
+    A command that ``writes`` first says on stderr which one it acts on (:mod:`palimpsest.cli.target`).
+    """
     from palimpsest.cli.stack import read_running
     from palimpsest.ingest.settings import ingest_settings
 
     base = settings()
     ingest = ingest_settings(base)
-    configured = os.environ.get("PALIMPSEST_INGEST_URL")
+    configured = remote_url()
+    if configured is not None:
+        if writes:
+            announce_remote(configured)
+        async with _client(configured, _token(ingest)) as api:
+            yield api
+        return
     running = read_running(base.home)
-    if configured or running is not None:
-        url = configured or (running.ingest_url if running and running.ingest_url else None)
-        url = url or f"http://127.0.0.1:{ingest.ingest_port}"
-        async with _client(url, _token(ingest)) as api:
+    if writes:
+        announce_local(base, running_pid=running.pid if running is not None else None)
+    if running is not None:
+        url = running.ingest_url or f"http://127.0.0.1:{ingest.ingest_port}"
+        async with _client(url, _token(ingest), base.home) as api:
             yield api
         return
     from palimpsest.cli.runner import running_services
     from palimpsest.cli.stack import open_stack
 
-    progress("no running stack: starting one for this command…")
+    if not writes:
+        progress("no running stack: starting one for this command…")
     async with open_stack(base) as stack, running_services(base, stack, services=("ingest",)) as infra:
         url = str(infra.ingest_url)
-        async with _client(url, _token(ingest)) as api:
+        async with _client(url, _token(ingest), base.home) as api:
             yield api
 
 
@@ -93,19 +157,12 @@ def _token(ingest: Any) -> str:
 
 
 @asynccontextmanager
-async def _client(url: str, token: str) -> AsyncIterator[Api]:
+async def _client(url: str, token: str, local_home: Path | None = None) -> AsyncIterator[Api]:
+    import httpx
+
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as client:
-        yield Api(client)
-
-
-tenant_option = click.option(
-    "--tenant",
-    "tenant",
-    envvar="PALIMPSEST_TENANT",
-    required=True,
-    help="Tenant id (or PALIMPSEST_TENANT).",
-)
+        yield Api(client, local_home)
 
 
 def read_secret(name: str, value: str | None, env: str | None, *, stdin_used: list[bool]) -> str | None:
@@ -157,7 +214,9 @@ def api_command(
 
     @run_async
     async def call(as_json: bool, **params: str) -> None:
-        async with connect() as api:
+        async with connect(writes=method != "GET") as api:
+            if "tenant" in params:
+                params["tenant"] = await api.tenant(params["tenant"])
             found = await api.call(method, path.format(**params))
         if done is not None and argument is not None:
             emit({done: params[argument]}, as_json=as_json, text=f"{done} {params[argument]}")

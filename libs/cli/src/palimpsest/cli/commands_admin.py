@@ -6,11 +6,11 @@ except ``backfill``, which runs the maintenance job against the database.
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
 
 import click
 
 from palimpsest.cli.api import api_command, connect, json_option, tenant_option
+from palimpsest.cli.options import TENANT_HELP, local_tenant_id, repo_option
 from palimpsest.cli.output import emit
 from palimpsest.cli.runtime import run_async, settings
 
@@ -49,7 +49,8 @@ async def token_create(
     body: dict[str, Any] = {"name": name, "scopes": list(scopes or ("read",))}
     if expires_in_days is not None:
         body["expires_in_days"] = expires_in_days
-    async with connect() as api:
+    async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         found = await api.call("POST", f"/v1/tenants/{tenant}/tokens", body)
     emit(found, as_json=as_json, text=f"{_token_line(found)}\napi_token  {found['api_token']}\n(shown once)")
 
@@ -62,6 +63,7 @@ async def token_create(
 async def token_list(tenant: str, include_revoked: bool, as_json: bool) -> None:
     """The tenant's tokens (never a secret)."""
     async with connect() as api:
+        tenant = await api.tenant(tenant)
         items = (
             await api.call(
                 "GET", f"/v1/tenants/{tenant}/tokens", include_revoked=str(include_revoked).lower()
@@ -116,19 +118,22 @@ async def link_add(tenant: str, target: str, source: str | None, role: str, as_j
     body: dict[str, Any] = {"role": role, "target_repository_id": target}
     if source is not None:
         body["source_repository_id"] = source
-    async with connect() as api:
+    async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         found = await api.call("POST", f"/v1/tenants/{tenant}/links", body)
     emit(found, as_json=as_json, text=_link_line(found))
 
 
 @link.command("list")
 @tenant_option
-@click.option("--repo", "repository_id", default=None, help="Only links applying to or pointing at it.")
+@repo_option(required=False, help_suffix=" Only links applying to or pointing at it.")
 @json_option
 @run_async
-async def link_list(tenant: str, repository_id: str | None, as_json: bool) -> None:
+async def link_list(tenant: str, repo: str | None, as_json: bool) -> None:
     """The tenant's admin links."""
     async with connect() as api:
+        tenant = await api.tenant(tenant)
+        repository_id = await api.repository(tenant, repo) if repo else None
         items = (await api.call("GET", f"/v1/tenants/{tenant}/links", repository_id=repository_id))["items"]
     emit(items, as_json=as_json, text="\n".join(map(_link_line, items)) or "no links")
 
@@ -157,6 +162,7 @@ api_command(
 async def audit(tenant: str, action: str | None, outcome: str | None, limit: int, as_json: bool) -> None:
     """The tenant's audit log, newest first: who, what, when, outcome."""
     async with connect() as api:
+        tenant = await api.tenant(tenant)
         page = await api.call(
             "GET", f"/v1/tenants/{tenant}/audit", action=action, outcome=outcome, limit=limit
         )
@@ -189,7 +195,11 @@ async def _local_head(path: str, branch: str) -> str | None:
 @click.command("backfill")
 @click.option("--dry-run", is_flag=True, help="Only show the repositories it would re-index, and why.")
 @click.option(
-    "--tenant", "tenant_ids", multiple=True, help="Only this tenant (repeatable; default: every tenant)."
+    "--tenant",
+    "tenant_ids",
+    multiple=True,
+    metavar="TENANT",
+    help=TENANT_HELP.split(" (default")[0] + " Only this tenant (repeatable; default: every tenant).",
 )
 @click.option(
     "--limit",
@@ -210,15 +220,17 @@ async def backfill(dry_run: bool, tenant_ids: tuple[str, ...], limit: int | None
 
     ingest = ingest_settings(settings())
     policy = backfill_policy(ingest, local_sources=allows_local_sources(ingest, embedded=True))
-    async with session(settings(), services=False) as sess:
+    base = settings()
+    async with session(base, services=False) as sess:
         pool = sess.infra.pool
+        only = {await local_tenant_id(pool, base.home, t) for t in tenant_ids} if tenant_ids else None
         found = await job.candidates(
             pool,
             policy,
             slice_no=None,
             limit=limit or policy.max_per_tick * policy.slices,
             head_of=_local_head,
-            tenants={UUID(t) for t in tenant_ids} if tenant_ids else None,
+            tenants=only,
         )
         requested = 0 if dry_run else await job.request(pool, found)
     out = {"dry_run": dry_run, "candidates": [c.as_dict() for c in found], "requested": requested}

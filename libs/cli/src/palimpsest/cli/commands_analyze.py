@@ -17,21 +17,21 @@ from uuid import UUID
 
 import click
 
-from palimpsest.cli.output import emit, progress
+from palimpsest.cli.options import check_path_target, local_tenant_id, repo_option, tenant_option
+from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async, settings
-from palimpsest.cli.session import Session
-from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.errors import PalimpsestError
-
-if TYPE_CHECKING:
-    from palimpsest.core.events import AnalysisCompleted
-from palimpsest.core.git import check_remote, run_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.ids import uuid7
-from palimpsest.core.settings import BaseServiceSettings
-from palimpsest.core.sources import CloneTarget, SourcePolicy
 
-__all__ = ["AnalyzeFailed", "analyze_cmd", "render_text", "run_analysis"]
+if TYPE_CHECKING:  # the stack, the database driver and git load when a command runs, not for --help
+    from palimpsest.cli.session import Session
+    from palimpsest.core.db import Pool
+    from palimpsest.core.events import AnalysisCompleted
+    from palimpsest.core.settings import BaseServiceSettings
+    from palimpsest.core.sources import CloneTarget, SourcePolicy
+
+__all__ = ["AnalyzeFailed", "analysis_group", "analyze_cmd", "render_text", "run_analysis"]
 
 DEFAULT_TIMEOUT_S = 3600.0
 
@@ -42,7 +42,7 @@ class AnalyzeFailed(PalimpsestError):
 
 @click.command("analyze")
 @click.argument("target", metavar="PATH_OR_URL")
-@click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
+@tenant_option
 @click.option("--reindex", is_flag=True, help="Index again even if the head already has a snapshot.")
 @click.option("--timeout", "timeout_s", default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds.")
 @click.option("--json", "as_json", is_flag=True)
@@ -51,21 +51,69 @@ async def analyze_cmd(
     target: str, tenant: str | None, reindex: bool, timeout_s: float, as_json: bool
 ) -> None:
     """Analyse a repository (a local path or a clone URL): index it if needed, then analyse it."""
+    check_path_target(target)  # before anything loads or starts
     from palimpsest.cli.session import session
 
     s = settings()
     async with session(s) as sess:
-        view = await run_analysis(
-            sess, s, target, tenant=UUID(tenant) if tenant else None, reindex=reindex, timeout_s=timeout_s
-        )
+        tid = await local_tenant_id(sess.infra.pool, s.home, tenant)
+        view = await run_analysis(sess, s, target, tenant=tid, reindex=reindex, timeout_s=timeout_s)
     emit(view, as_json=as_json, text=render_text(view))
     if view["state"] == "failed":
         raise SystemExit(1)
 
 
+@click.group("analysis")
+def analysis_group() -> None:
+    """Stored analyses (``palimpsest analyze`` makes them)."""
+
+
+@analysis_group.command("show")
+@repo_option()
+@tenant_option
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def analysis_show(repo: str, tenant: str | None, as_json: bool) -> None:
+    """Show the newest analysis of a repository: from the cluster's API when PALIMPSEST_INGEST_URL
+    is set, else from the local stack."""
+    from palimpsest.cli.api import connect
+    from palimpsest.cli.target import remote_url
+
+    if remote_url() is not None:
+        async with connect() as api:
+            tid = await api.tenant(tenant)
+            repository_id = await api.repository(tid, repo)
+            page = await api.call("GET", f"/v1/tenants/{tid}/repositories/{repository_id}/analyses", limit=1)
+            if not page["items"]:
+                fail(f"repository {repo} has no analysis yet (palimpsest analyze makes one)")
+            view = await api.call("GET", f"/v1/tenants/{tid}/analyses/{page['items'][0]['analysis_id']}")
+    else:
+        view = await _local_analysis(repo, tenant)
+    emit(view, as_json=as_json, text=render_text(view))
+
+
+async def _local_analysis(repo: str, tenant: str | None) -> dict[str, Any]:
+    from palimpsest.cli.local import find_repository
+    from palimpsest.cli.session import session
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.index.stored import analysis_view, list_analyses
+
+    s = settings()
+    async with session(s, services=False) as sess:
+        pool = sess.infra.pool
+        tid = await local_tenant_id(pool, s.home, tenant)
+        repository_id = await find_repository(pool, tid, repo)
+        async with tenant_tx(pool, tid) as conn:
+            newest = await list_analyses(conn, repository_id, limit=1)
+            view = await analysis_view(conn, newest[0].analysis_id) if newest else None
+    if view is None:
+        fail(f"repository {repo} has no analysis yet (palimpsest analyze makes one)")
+    return view.to_json()
+
+
 def render_text(view: dict[str, Any]) -> str:
     """The analysis Markdown, then the summary (and the failure reason, if any)."""
-    parts = [view["analysis"].rstrip()]
+    parts = [(view.get("analysis") or "").rstrip()]
     if view.get("summary"):
         parts.append(f"## Summary\n\n{view['summary'].strip()}")
     if view["state"] == "failed":
@@ -85,6 +133,7 @@ async def run_analysis(
     """Index ``target`` if needed, analyse it through the bus, and return the stored analysis."""
     from palimpsest.analyzer.store import load_analysis
     from palimpsest.cli.local import local_tenant
+    from palimpsest.core.db import tenant_tx
 
     pool = sess.infra.pool
     tid = tenant or await local_tenant(pool, settings.home)
@@ -130,6 +179,9 @@ async def _register_url(pool: Pool, tenant: UUID, url: str, policy: SourcePolicy
 
     The URL must pass the deployment's source policy before git touches it, like every clone.
     """
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.core.git import check_remote
+
     try:
         target = await check_remote(url, policy)
     except GitError as exc:
@@ -152,6 +204,8 @@ async def _register_url(pool: Pool, tenant: UUID, url: str, policy: SourcePolicy
 
 async def _remote_default_branch(target: CloneTarget) -> str:
     """The remote's HEAD branch (``git ls-remote --symref``), ``main`` when it cannot be read."""
+    from palimpsest.core.git import run_git
+
     try:
         out = await run_git(
             ["ls-remote", "--symref", "--", target.url, "HEAD"],
@@ -187,6 +241,7 @@ async def _ensure_snapshot(
     """A ready snapshot of the head: the existing one, or a new build through the bus."""
     from palimpsest.cli.commands_index import index_result
     from palimpsest.cli.pipeline import index_and_wait
+    from palimpsest.core.db import tenant_tx
     from palimpsest.index.snapshots import newest_ready
 
     pool = sess.infra.pool

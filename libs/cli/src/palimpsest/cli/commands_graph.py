@@ -9,10 +9,10 @@ is ``palimpsest index-report --repo R`` with the shorter alias ``palimpsest repo
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
 
 import click
 
+from palimpsest.cli.options import local_tenant_id, repo_option, tenant_option
 from palimpsest.cli.output import emit
 from palimpsest.cli.runtime import run_async, settings
 
@@ -33,12 +33,12 @@ def parse_hops(value: str) -> int | None:
 
 
 @click.command("context")
-@click.option("--repo", "repo", required=True, help="Repository id, name or local path.")
+@repo_option()
 @click.option("--seed", "seeds", multiple=True, required=True, help="A path, directory or symbol name.")
 @click.option("--budget", default=2000, show_default=True, type=click.IntRange(min=1), help="Token budget.")
 @click.option("--hops", default="1", show_default=True, help="File-to-file hops, or 'all'.")
 @click.option("--no-history", is_flag=True, help="Rank by the graph alone (no co-change or recency).")
-@click.option("--tenant", default=None)
+@tenant_option
 @click.option("--json", "as_json", is_flag=True)
 @run_async
 async def context_cmd(
@@ -51,7 +51,7 @@ async def context_cmd(
     as_json: bool,
 ) -> None:
     """Ranked paths around the seeds, each with the edge or signal that put it there."""
-    from palimpsest.cli.local import find_repository, local_tenant
+    from palimpsest.cli.local import find_repository
     from palimpsest.cli.session import session
     from palimpsest.core.db import tenant_tx
     from palimpsest.index.graph.query import graph_context
@@ -59,7 +59,7 @@ async def context_cmd(
     depth = parse_hops(hops)
     s = settings()
     async with session(s, services=False) as sess:
-        tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
+        tid = await local_tenant_id(sess.infra.pool, s.home, tenant)
         repo_id = await find_repository(sess.infra.pool, tid, repo)
         async with tenant_tx(sess.infra.pool, tid) as conn:
             result = await graph_context(
@@ -70,8 +70,8 @@ async def context_cmd(
 
 def _report_command(name: str, help_text: str) -> click.Command:
     @click.command(name, help=help_text)
-    @click.option("--repo", "repo", required=True, help="Repository id, name or local path.")
-    @click.option("--tenant", default=None)
+    @repo_option()
+    @tenant_option
     @click.option("--json", "as_json", is_flag=True)
     @run_async
     async def report_cmd(repo: str, tenant: str | None, as_json: bool) -> None:
@@ -88,13 +88,13 @@ report_cmd = _report_command("report", "Same as index-report.")
 
 
 async def index_report(settings: Any, repo: str, tenant: str | None) -> tuple[dict[str, Any], str]:
-    from palimpsest.cli.local import find_repository, local_tenant
+    from palimpsest.cli.local import find_repository
     from palimpsest.cli.session import session
     from palimpsest.core.db import tenant_tx
     from palimpsest.index.graph.query import graph_report
 
     async with session(settings, services=False) as sess:
-        tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, settings.home)
+        tid = await local_tenant_id(sess.infra.pool, settings.home, tenant)
         repo_id = await find_repository(sess.infra.pool, tid, repo)
         async with tenant_tx(sess.infra.pool, tid) as conn:
             snapshot, found = await graph_report(conn, repo_id)

@@ -8,6 +8,7 @@ from uuid import UUID
 
 import click
 
+from palimpsest.cli.options import check_path_target, local_tenant_id, repo_option, tenant_option
 from palimpsest.cli.output import emit, progress
 from palimpsest.cli.runtime import run_async, settings
 
@@ -19,23 +20,24 @@ __all__ = ["index_cmd", "index_result", "search_cmd", "snapshots_cmd"]
 
 @click.command("index")
 @click.argument("target")
-@click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
+@tenant_option
 @click.option("--mode", type=click.Choice(["off", "lexical", "hybrid"]), default=None)
 @click.option("--rebuild", is_flag=True, help="Build even if the head commit is already indexed.")
 @click.option("--json", "as_json", is_flag=True)
 @run_async
 async def index_cmd(target: str, tenant: str | None, mode: str | None, rebuild: bool, as_json: bool) -> None:
     """Index a repository (a local path) through the bus and wait for the snapshot."""
-    from palimpsest.cli.local import find_repository, local_tenant, register_path
+    from palimpsest.cli.local import find_repository, register_path
     from palimpsest.cli.pipeline import index_and_wait
     from palimpsest.cli.session import session
     from palimpsest.core.db import tenant_tx
     from palimpsest.index.snapshots import by_request
 
+    check_path_target(target)  # before any stack starts
     s = settings()
     async with session(s) as sess:
         pool = sess.infra.pool
-        tid = UUID(tenant) if tenant else await local_tenant(pool, s.home)
+        tid = await local_tenant_id(pool, s.home, tenant)
         path = Path(target).expanduser()
         if path.exists():
             repo_id = await register_path(pool, tid, path, mode=mode)
@@ -62,8 +64,8 @@ async def index_cmd(target: str, tenant: str | None, mode: str | None, rebuild: 
 
 @click.command("search")
 @click.argument("query")
-@click.option("--repo", "repo", required=True, help="Repository id, name or local path.")
-@click.option("--tenant", default=None)
+@repo_option()
+@tenant_option
 @click.option("--limit", default=10, show_default=True)
 @click.option("--path-prefix", default=None)
 @click.option("--language", default=None)
@@ -89,14 +91,14 @@ async def search_cmd(
     as_json: bool,
 ) -> None:
     """Search the newest ready snapshot of a repository (lexical, or hybrid with --mode hybrid)."""
-    from palimpsest.cli.local import find_repository, local_tenant
+    from palimpsest.cli.local import find_repository
     from palimpsest.cli.session import session
     from palimpsest.core.db import tenant_tx
     from palimpsest.index.search import lexical_search
 
     s = settings()
     async with session(s, services=False) as sess:
-        tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
+        tid = await local_tenant_id(sess.infra.pool, s.home, tenant)
         repo_id = await find_repository(sess.infra.pool, tid, repo)
         if mode == "hybrid":  # issue 7: palimpsest.cli.commands_embed
             from palimpsest.cli.commands_embed import hybrid_cli_search
@@ -129,20 +131,20 @@ async def search_cmd(
 
 
 @click.command("snapshots")
-@click.option("--repo", "repo", required=True)
-@click.option("--tenant", default=None)
+@repo_option()
+@tenant_option
 @click.option("--json", "as_json", is_flag=True)
 @run_async
 async def snapshots_cmd(repo: str, tenant: str | None, as_json: bool) -> None:
     """Snapshots of a repository, newest first, with state, reason and counts."""
-    from palimpsest.cli.local import find_repository, local_tenant
+    from palimpsest.cli.local import find_repository
     from palimpsest.cli.session import session
     from palimpsest.core.db import tenant_tx
     from palimpsest.index.snapshots import list_snapshots
 
     s = settings()
     async with session(s, services=False) as sess:
-        tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
+        tid = await local_tenant_id(sess.infra.pool, s.home, tenant)
         repo_id = await find_repository(sess.infra.pool, tid, repo)
         async with tenant_tx(sess.infra.pool, tid) as conn:
             rows = await list_snapshots(conn, repo_id)

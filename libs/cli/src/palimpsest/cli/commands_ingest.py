@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from palimpsest.cli.api import api_command, connect, json_option, read_secret, tenant_option
+from palimpsest.cli.options import repo_option
 from palimpsest.cli.output import emit, fail
 from palimpsest.cli.runtime import run_async
 
@@ -32,7 +33,7 @@ def tenant() -> None:
 @run_async
 async def tenant_create(name: str, as_json: bool) -> None:
     """Create a tenant; prints its tenant_id and a one-time api_token."""
-    async with connect() as api:
+    async with connect(writes=True) as api:
         created = await api.call("POST", "/v1/tenants", {"name": name})
     out = {"tenant_id": created["tenant_id"], "name": created["name"], "api_token": created["api_token"]}
     text = f"tenant_id  {out['tenant_id']}\napi_token  {out['api_token']}\n(the token is shown once; store it now)"
@@ -101,7 +102,7 @@ async def tenant_delete(tenant_id: str, yes: bool, as_json: bool) -> None:
     """Delete a tenant and every row of it (idempotent: run it again after a failure)."""
     if not yes:
         click.confirm(f"delete tenant {tenant_id} and everything of it?", abort=True, err=True)
-    async with connect() as api:
+    async with connect(writes=True) as api:
         found = await api.call("DELETE", f"/v1/tenants/{tenant_id}")
     text = f"deleted {found['deleted_rows']} rows of tenant {tenant_id}" + (
         "" if found["existed"] else " (it was already gone)"
@@ -174,7 +175,8 @@ async def installation_add(
         fail("--app-id and --private-key-file go together")
     if app_id is not None and private_key_file is not None:
         body["app_credentials"] = {"app_id": app_id, "private_key": private_key_file.read_text()}
-    async with connect() as api:
+    async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         found = await api.call("POST", f"/v1/tenants/{tenant}/installations", body)
     emit(found, as_json=as_json, text=_installation_line(found))
 
@@ -247,7 +249,8 @@ def _sync_text(report: dict[str, Any]) -> str:
 async def installation_sync(tenant: str, installation_id: str, dry_run: bool, as_json: bool) -> None:
     """Ask the provider for the installation's repositories (every page); register the missing
     ones and remove the ones it no longer lists, as its webhook would. Exit 1 on a provider error."""
-    async with connect() as api:
+    async with connect(writes=not dry_run) as api:
+        tenant = await api.tenant(tenant)
         report = await api.call(
             "POST",
             f"/v1/tenants/{tenant}/installations/{installation_id}/sync",
@@ -320,7 +323,8 @@ async def repo_add(
             if v
         }
     )
-    async with connect() as api:
+    async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         found = await api.call("POST", f"/v1/tenants/{tenant}/repositories", body)
     emit(found, as_json=as_json, text=_repo_line(found))
 
@@ -353,7 +357,8 @@ api_command(
 @run_async
 async def repo_mode(tenant: str, repository_id: str, index_mode: str, as_json: bool) -> None:
     """Change the index mode (anything but off requests an index)."""
-    async with connect() as api:
+    async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         found = await api.call(
             "PATCH", f"/v1/tenants/{tenant}/repositories/{repository_id}", {"index_mode": index_mode}
         )
@@ -379,7 +384,7 @@ api_command(
 @click.option("--provider", type=click.Choice(PROVIDERS), default=None)
 @click.option("--outcome", type=click.Choice(["accepted", "duplicate", "ignored", "rejected"]), default=None)
 @click.option("--event", default=None)
-@click.option("--repo", "repository_id", default=None, help="Only deliveries about this repository.")
+@repo_option(required=False, help_suffix=" Only deliveries about it.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
 @json_option
 @run_async
@@ -388,12 +393,14 @@ async def deliveries(
     provider: str | None,
     outcome: str | None,
     event: str | None,
-    repository_id: str | None,
+    repo: str | None,
     limit: int,
     as_json: bool,
 ) -> None:
     """Webhook deliveries received for the tenant, newest first."""
     async with connect() as api:
+        tenant = await api.tenant(tenant)
+        repository_id = await api.repository(tenant, repo) if repo else None
         page = await api.call(
             "GET",
             f"/v1/tenants/{tenant}/deliveries",

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import click
 
-from palimpsest.cli.output import fail, progress
+from palimpsest.cli.options import local_tenant_id, tenant_option
+from palimpsest.cli.output import progress
 from palimpsest.cli.runtime import run_async, settings
 from palimpsest.core.settings import BaseServiceSettings
 
@@ -23,7 +23,7 @@ __all__ = ["mcp_cmd", "serve_stdio"]
 
 
 @click.command("mcp")
-@click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
+@tenant_option
 @run_async
 async def mcp_cmd(tenant: str | None) -> None:
     """Serve the index to a coding agent over MCP (stdio): search, definitions, references,
@@ -33,27 +33,17 @@ async def mcp_cmd(tenant: str | None) -> None:
 
 async def serve_stdio(settings: BaseServiceSettings, tenant: str | None) -> None:
     """Serve the MCP tools on stdin/stdout for ``tenant`` (default: the local tenant)."""
-    from palimpsest.cli.local import local_tenant
     from palimpsest.cli.session import session
     from palimpsest.core import telemetry
-    from palimpsest.core.db import tenant_tx
     from palimpsest.core.llm import Gateway, LLMSettings
     from palimpsest.core.settings import load
     from palimpsest.ingest.mcp.tools import Deps, build_server
 
     telemetry.setup("mcp", log_level=settings.log_level, log_format=settings.log_format)  # stderr
-    try:
-        tid = UUID(tenant) if tenant else None
-    except ValueError:
-        fail("--tenant must be a tenant id")
     progress("palimpsest mcp: connecting to the stack…")
     async with session(settings, services=False) as sess:
         pool = sess.infra.pool
-        tid = tid or await local_tenant(pool, settings.home)
-        async with tenant_tx(pool, tid) as conn:
-            cur = await conn.execute("SELECT 1 FROM tenants WHERE tenant_id = %s", (tid,))
-            if await cur.fetchone() is None:
-                fail(f"no tenant {tid}")
+        tid = await local_tenant_id(pool, settings.home, tenant)
         gateways: list[Gateway] = []
 
         def gateway() -> Gateway:

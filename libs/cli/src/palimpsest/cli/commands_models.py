@@ -79,7 +79,8 @@ async def route_set(
     ):
         if value is not None:
             body[key] = value
-    async with connect() as api:
+    async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         found = await api.call("PUT", f"/v1/tenants/{tenant}/model-routes/{feature}", body)
     emit(found, as_json=as_json, text=_route_line(found))
 
@@ -102,7 +103,8 @@ api_command(
 @run_async
 async def route_remove(tenant: str, feature: str, as_json: bool) -> None:
     """Remove the tenant's FEATURE route (the services' settings apply again)."""
-    async with connect() as api:
+    async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         await api.call("DELETE", f"/v1/tenants/{tenant}/model-routes/{feature}")
     emit({"removed": feature}, as_json=as_json, text=f"removed {feature}")
 
@@ -134,7 +136,8 @@ async def budget_set(tenant: str, monthly_usd: float | None, inherit: bool, as_j
     """Set the tenant's monthly model budget to MONTHLY_USD (or --inherit)."""
     if (monthly_usd is None) == (not inherit):
         fail("give MONTHLY_USD or --inherit (one of them)")
-    async with connect() as api:
+    async with connect(writes=True) as api:
+        tenant = await api.tenant(tenant)
         found = await api.call("PUT", f"/v1/tenants/{tenant}/budget", {"monthly_usd": monthly_usd})
     emit(found, as_json=as_json, text=_budget_text(found))
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
 
 import click
 
+from palimpsest.cli.options import local_tenant_id, repo_option, tenant_option
 from palimpsest.cli.output import emit
 from palimpsest.cli.runtime import run_async, settings
 
@@ -14,8 +14,8 @@ __all__ = ["recency_cmd", "recency_text"]
 
 
 @click.command("recency")
-@click.option("--repo", "repo", required=True, help="Repository id, full name, clone URL or local path.")
-@click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
+@repo_option()
+@tenant_option
 @click.option("--json", "as_json", is_flag=True)
 @run_async
 async def recency_cmd(repo: str, tenant: str | None, as_json: bool) -> None:
@@ -24,14 +24,14 @@ async def recency_cmd(repo: str, tenant: str | None, as_json: bool) -> None:
     A doc (.md .mdx .txt .rst) is stale when it is more than six months older than the
     median date of the code files; an unknown date is never stale. Read-only.
     """
-    from palimpsest.cli.local import find_repository, local_tenant
+    from palimpsest.cli.local import find_repository
     from palimpsest.cli.session import session
     from palimpsest.core.db import tenant_tx
     from palimpsest.index.recency import list_recency
 
     s = settings()
     async with session(s, services=False) as sess:
-        tid = UUID(tenant) if tenant else await local_tenant(sess.infra.pool, s.home)
+        tid = await local_tenant_id(sess.infra.pool, s.home, tenant)
         repo_id = await find_repository(sess.infra.pool, tid, repo)
         async with tenant_tx(sess.infra.pool, tid) as conn:
             listing = await list_recency(conn, repo_id)

@@ -10,42 +10,100 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import click
-from nats.aio.client import Client as NATS
 
+from palimpsest.cli.options import as_uuid, check_path_target, local_tenant_id, tenant_option
 from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async, settings
-from palimpsest.core.db import Pool
+
+if TYPE_CHECKING:  # the bus client and the database driver load when a command runs
+    from nats.aio.client import Client as NATS
+
+    from palimpsest.core.db import Pool
 
 __all__ = ["review_cmd", "review_local"]
 
 
-@click.command("review")
-@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+class _ReviewGroup(click.Group):
+    """``palimpsest review PATH --base REF`` reviews (the ``run`` command); ``review show ID`` reads."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group("review", cls=_ReviewGroup)
+def review_cmd() -> None:
+    """Review a local repository's changes (``review [run] PATH --base REF``), or show a stored
+    review (``review show ID``)."""
+
+
+@review_cmd.command("run")
+@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--base", required=True, help="The base revision (branch, tag or sha).")
 @click.option("--head", default="HEAD", show_default=True, help="The head revision.")
-@click.option("--tenant", default=None, help="Tenant id (default: the local tenant).")
+@tenant_option
 @click.option("--timeout", "timeout_s", default=1800.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @run_async
-async def review_cmd(
+async def review_run(
     path: Path, base: str, head: str, tenant: str | None, timeout_s: float, as_json: bool
 ) -> None:
     """Review the changes from BASE to HEAD of a local repository through the reviewer service."""
-    from palimpsest.cli.local import local_tenant
+    check_path_target(str(path.expanduser().absolute()))
+    for rev in (base, head):  # both name commits: checked before any stack starts
+        _rev_parse(path, rev)
     from palimpsest.cli.session import session
 
     s = settings()
     async with session(s) as sess:
         pool = sess.infra.pool
-        tid = UUID(tenant) if tenant else await local_tenant(pool, s.home)
+        tid = await local_tenant_id(pool, s.home, tenant)
         out = await review_local(pool, sess.infra.nc, tid, path, base, head, timeout_s=timeout_s)
     emit(out, as_json=as_json, text=review_text(out))
     if out.get("state") == "failed":
         raise SystemExit(1)
+
+
+@review_cmd.command("show")
+@click.argument("review_id")
+@tenant_option
+@click.option("--json", "as_json", is_flag=True)
+@run_async
+async def review_show(review_id: str, tenant: str | None, as_json: bool) -> None:
+    """Show a stored review (by review id or request id): from the cluster's API when
+    PALIMPSEST_INGEST_URL is set, else from the local stack."""
+    from palimpsest.cli.api import connect
+    from palimpsest.cli.target import remote_url
+
+    if as_uuid(review_id) is None:
+        fail(f"{review_id!r} is not a review id")
+    if remote_url() is not None:
+        async with connect() as api:
+            tid = await api.tenant(tenant)
+            out = await api.call("GET", f"/v1/tenants/{tid}/reviews/{review_id}")
+    else:
+        out = await _local_review(tenant, UUID(review_id))
+    emit(out, as_json=as_json, text=review_text(out))
+
+
+async def _local_review(tenant: str | None, review_id: UUID) -> dict[str, Any]:
+    from palimpsest.cli.session import session
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.index.stored import load_review, review_by_request
+
+    s = settings()
+    async with session(s, services=False) as sess:
+        tid = await local_tenant_id(sess.infra.pool, s.home, tenant)
+        async with tenant_tx(sess.infra.pool, tid) as conn:
+            found = await load_review(conn, review_id) or await review_by_request(conn, review_id)
+    if found is None:
+        fail(f"no review {review_id} in tenant {tid}")
+    return found.to_json()
 
 
 def _rev_parse(path: Path, rev: str) -> str:

@@ -10,6 +10,7 @@ import click
 
 from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async, settings
+from palimpsest.cli.target import announce_local, refuse_remote
 
 # ------------------------------------------------------------------------------------------- stack
 
@@ -30,6 +31,7 @@ async def up(as_json: bool, processes: bool) -> None:
     from palimpsest.core.ops import OpsServer
     from palimpsest.core.service import install_signal_handlers
 
+    refuse_remote()
     s = settings()
     telemetry.setup("up", log_level=s.log_level, log_format=s.log_format)
     running = read_running(s.home)
@@ -98,6 +100,7 @@ async def status(as_json: bool) -> None:
     """Report each component: database, bus, consumers, the running stack."""
     from palimpsest.cli.status import collect
 
+    refuse_remote()
     s = settings()
     report = await collect(s)
     emit(report, as_json=as_json, text=_status_text(report))
@@ -127,8 +130,10 @@ async def db_migrate(as_json: bool) -> None:
     from palimpsest.cli.stack import open_stack, read_running
     from palimpsest.core.migrate import migrate
 
+    refuse_remote()
     s = settings()
     running = read_running(s.home)
+    announce_local(s, running_pid=running.pid if running is not None else None)
     configured = s.migration_database_url or s.database_url
     out: dict[str, object]
     if running is not None or configured is not None:
@@ -160,8 +165,10 @@ async def bus_init_cmd(as_json: bool) -> None:
     from palimpsest.core import bus as core_bus
     from palimpsest.core.admin import bus_config
 
+    refuse_remote()
     s = settings()
     running = read_running(s.home)
+    announce_local(s, running_pid=running.pid if running is not None else None)
     out: dict[str, object]
     if running is not None or s.nats_url:
         url = running.nats_url if running else s.nats_url

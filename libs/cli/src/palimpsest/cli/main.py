@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from palimpsest.cli.commands_admin import audit, backfill, link, token
-from palimpsest.cli.commands_analyze import analyze_cmd
+from palimpsest.cli.commands_analyze import analysis_group, analyze_cmd
 from palimpsest.cli.commands_github import github
 from palimpsest.cli.commands_graph import context_cmd, index_report_cmd, report_cmd
 from palimpsest.cli.commands_index import index_cmd, search_cmd, snapshots_cmd
@@ -19,13 +19,24 @@ from palimpsest.cli.commands_models import budget, model
 from palimpsest.cli.commands_recency import recency_cmd
 from palimpsest.cli.commands_review import review_cmd
 from palimpsest.cli.commands_stack import bus, db, dead_letters, demo, status, up
+from palimpsest.cli.output import fail
+from palimpsest.cli.settings_registry import settings_cmd
+from palimpsest.cli.target import WHERE_HELP
 from palimpsest.devtools.commands_bench import bench
 from palimpsest.devtools.commands_chaos import chaos
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=WHERE_HELP)
+@click.version_option(package_name="palimpsest", prog_name="palimpsest")
 def cli() -> None:
     """Palimpsest: a recency-aware, doc-skeptical code index and review-context platform."""
+    from palimpsest.core.errors import SettingsError
+    from palimpsest.core.settings import check_environment
+
+    try:  # a mistyped PALIMPSEST_* name stops every command before it acts
+        check_environment()
+    except SettingsError as exc:
+        fail(str(exc))
 
 
 COMMANDS: tuple[click.Command, ...] = (
@@ -45,6 +56,7 @@ COMMANDS: tuple[click.Command, ...] = (
     index_report_cmd,
     report_cmd,
     analyze_cmd,
+    analysis_group,
     review_cmd,
     mcp_cmd,
     # the ingest API
@@ -56,6 +68,7 @@ COMMANDS: tuple[click.Command, ...] = (
     link,
     audit,
     backfill,
+    settings_cmd,
     github,
     model,
     budget,

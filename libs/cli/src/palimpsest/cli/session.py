@@ -10,6 +10,7 @@ from pydantic import SecretStr
 
 from palimpsest.cli.runner import running_services
 from palimpsest.cli.stack import StackInfo, open_stack, read_running
+from palimpsest.cli.target import announce_local, refuse_remote
 from palimpsest.core.service import Infra, close_infra, open_infra
 from palimpsest.core.settings import BaseServiceSettings
 
@@ -23,8 +24,13 @@ class Session:
 
 @asynccontextmanager
 async def session(settings: BaseServiceSettings, *, services: bool = True) -> AsyncIterator[Session]:
-    """Use the running stack if there is one; otherwise start servers (and services) for this command."""
+    """Use the running stack if there is one; otherwise start servers (and services) for this command.
+
+    Refused when a remote is configured (PALIMPSEST_INGEST_URL): such a command acts only locally.
+    """
+    refuse_remote()
     running = read_running(settings.home)
+    announce_local(settings, running_pid=running.pid if running is not None else None)
     if running is not None:
         s = settings.model_copy(
             update={"database_url": SecretStr(running.app_url), "nats_url": running.nats_url}

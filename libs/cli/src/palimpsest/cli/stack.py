@@ -117,6 +117,9 @@ async def open_stack(
 
     ``servers`` (optional) receives the embedded servers, for a caller that restarts them (chaos).
     """
+    from palimpsest.cli.target import refuse_remote
+
+    refuse_remote()  # with a remote configured, no command starts a local stack
     servers = servers if servers is not None else Servers()
     timings: dict[str, float] = {}
     home = settings.home

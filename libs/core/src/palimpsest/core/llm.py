@@ -51,7 +51,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from types import ModuleType
-from typing import Any, Literal, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -59,10 +59,12 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from palimpsest.core import local_embeddings, metrics
-from palimpsest.core.db import Conn, Pool, tenant_tx
 from palimpsest.core.errors import BudgetExceeded, ModelCallFailed, NoModelConfigured
 from palimpsest.core.ids import uuid7
 from palimpsest.core.settings import ENV_PREFIX, SECRETS_DIR
+
+if TYPE_CHECKING:  # the database driver loads with the first gateway call, not with the settings
+    from palimpsest.core.db import Conn, Pool
 
 __all__ = [
     "CHAT_FEATURES",
@@ -111,22 +113,50 @@ class LLMSettings(BaseSettings):
 
     llm_model: str | None = Field(
         default=None,
-        description='Default chat model in litellm form, e.g. "openai/gpt-4o-mini" (None: no model).',
+        description='Default chat model in litellm form, e.g. "openai/gpt-4o-mini"; a tenant route wins (None: no model).',
     )
-    llm_analysis_model: str | None = None
-    llm_summary_model: str | None = None
-    llm_review_model: str | None = None
-    llm_embeddings_model: str | None = None
-    llm_rerank_model: str | None = None
+    llm_analysis_model: str | None = Field(
+        default=None, description="Model of the repository analysis (default: PALIMPSEST_LLM_MODEL)."
+    )
+    llm_summary_model: str | None = Field(
+        default=None, description="Model of the analysis summary (default: PALIMPSEST_LLM_MODEL)."
+    )
+    llm_review_model: str | None = Field(
+        default=None, description="Model of pull-request reviews (default: PALIMPSEST_LLM_MODEL)."
+    )
+    llm_embeddings_model: str | None = Field(
+        default=None,
+        description="Embeddings model of hybrid repositories, litellm form (None: no embeddings).",
+    )
+    llm_rerank_model: str | None = Field(
+        default=None, description="Rerank model of review context (None: no reranking)."
+    )
     llm_api_base: str | None = Field(default=None, description="OpenAI-compatible base URL, e.g. …/v1.")
-    llm_api_key: SecretStr | None = Field(default=None, description="From the env or a mounted secret.")
-    llm_timeout_s: float = Field(default=120.0, gt=0)
-    llm_max_retries: int = Field(default=3, ge=0, le=10)
-    llm_retry_base_s: float = Field(default=2.0, ge=0)
-    llm_retry_max_s: float = Field(default=60.0, ge=0)
-    llm_monthly_budget_usd: float | None = Field(default=None, ge=0, description="Per tenant; None: none.")
-    llm_input_usd_per_mtok: float | None = Field(default=None, ge=0, description="Price override.")
-    llm_output_usd_per_mtok: float | None = Field(default=None, ge=0)
+    llm_api_key: SecretStr | None = Field(
+        default=None,
+        description="API key of the model provider (from the env or a mounted secret).",
+    )
+    llm_timeout_s: float = Field(default=120.0, gt=0, description="Seconds one model call may take.")
+    llm_max_retries: int = Field(
+        default=3, ge=0, le=10, description="Retries of a model call that failed for a transient reason."
+    )
+    llm_retry_base_s: float = Field(
+        default=2.0, ge=0, description="First retry delay of a model call (doubling each retry)."
+    )
+    llm_retry_max_s: float = Field(default=60.0, ge=0, description="Longest retry delay of a model call.")
+    llm_monthly_budget_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Monthly model spend per tenant in USD; calls past it are refused (None: no limit).",
+    )
+    llm_input_usd_per_mtok: float | None = Field(
+        default=None,
+        ge=0,
+        description="Input price per million tokens, overriding litellm's price table.",
+    )
+    llm_output_usd_per_mtok: float | None = Field(
+        default=None, ge=0, description="Output price per million tokens, overriding litellm's price table."
+    )
 
     @field_validator(
         "llm_model",
@@ -601,6 +631,8 @@ class Gateway:
 
     async def route(self, tenant_id: UUID, feature: Feature) -> Route | None:
         """Where ``feature`` calls of ``tenant_id`` go; None when no model is configured."""
+        from palimpsest.core.db import tenant_tx
+
         async with tenant_tx(self.pool, tenant_id) as conn:
             return await resolve_route(conn, self.settings, feature)
 
@@ -866,6 +898,8 @@ class Gateway:
             return None
 
     async def _check_budget(self, tenant_id: UUID, route: Route, reference: str | None) -> None:
+        from palimpsest.core.db import tenant_tx
+
         async with tenant_tx(self.pool, tenant_id) as conn:
             budget = await tenant_budget(conn, self.settings)
             if budget is None:
@@ -956,6 +990,8 @@ class Gateway:
         if failure is not None:
             error = failure.reason + (f" (HTTP {failure.status})" if failure.status else "")
             error += f": {failure.detail}" if failure.detail else ""
+        from palimpsest.core.db import tenant_tx
+
         async with tenant_tx(self.pool, tenant_id) as conn:
             await record_usage(
                 conn,

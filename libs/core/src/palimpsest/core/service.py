@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -304,7 +305,11 @@ def main_for(
 
     for sig in (signal.SIGUSR1, signal.SIGUSR2):  # relay pause/resume: never fatal while starting
         signal.signal(sig, signal.SIG_IGN)
-    settings = load(settings_cls)
+    try:
+        settings = load(settings_cls)
+    except SettingsError as exc:  # a mistyped or invalid setting: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
 
     async def amain() -> None:
         probe = bootstrap.__module__.split(".")[1]

@@ -7,8 +7,12 @@ into a one-line :class:`SettingsError` that names the variable, so a typo in a d
 
 from __future__ import annotations
 
+import difflib
+import functools
 import json
 import os
+from collections.abc import Iterable, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -45,25 +49,71 @@ class BaseServiceSettings(BaseSettings):
     migration_database_url: SecretStr | None = Field(
         default=None, description="PostgreSQL URL of the owner role; migrations only."
     )
-    app_role: str = Field(default="palimpsest_app", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    app_role: str = Field(
+        default="palimpsest_app",
+        pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+        description="PostgreSQL role the services run as (migrations grant it access; it must lack BYPASSRLS).",
+    )
     nats_url: str | None = Field(default=None, description="NATS URL; credentials go in a file.")
-    nats_creds_file: Path | None = None
-    home: Path = Field(default_factory=default_home)
-    ops_host: str = "0.0.0.0"  # noqa: S104 - probes and scrapes come from the cluster network
-    ops_port: int = Field(default=9090, ge=0, le=65535)
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    log_format: Literal["json", "text"] = "json"
-    db_pool_min: int = Field(default=1, ge=0)
-    db_pool_max: int = Field(default=8, ge=1)
-    relay_enabled: bool = True
-    relay_batch: int = Field(default=500, ge=1, le=10_000)
-    relay_poll_s: float = Field(default=1.0, gt=0)
-    consumer_batch: int = Field(default=8, ge=1, le=256)
-    ack_wait_s: float = Field(default=60.0, gt=0)
-    max_deliver: int = Field(default=5, ge=2, le=100)
-    retry_delays_s: tuple[float, ...] = (1.0, 5.0, 30.0, 120.0)
-    stream_max_age_days: float = Field(default=7.0, gt=0)
-    duplicate_window_s: float = Field(default=3600.0, gt=0)
+    nats_creds_file: Path | None = Field(
+        default=None, description="NATS credentials file (.creds) for the bus connection."
+    )
+    home: Path = Field(
+        default_factory=default_home,
+        description="Data directory of the embedded stack (database, bus, admin token, caches); in a pod a scratch dir.",
+    )
+    ops_host: str = Field(
+        default="0.0.0.0",  # noqa: S104 - probes and scrapes come from the cluster network
+        description="Listen address of the ops endpoint (/healthz, /readyz, /metrics).",
+    )
+    ops_port: int = Field(
+        default=9090,
+        ge=0,
+        le=65535,
+        description="Listen port of the ops endpoint (/healthz, /readyz, /metrics); 0: any free port.",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="Log level of every logger."
+    )
+    log_format: Literal["json", "text"] = Field(
+        default="json", description="Log lines as JSON objects (json) or plain text (text)."
+    )
+    db_pool_min: int = Field(
+        default=1, ge=0, description="Database connections the pool keeps open at least."
+    )
+    db_pool_max: int = Field(default=8, ge=1, description="Database connections the pool opens at most.")
+    relay_enabled: bool = Field(
+        default=True, description="Run the outbox relay (publishes committed events to NATS) in this process."
+    )
+    relay_batch: int = Field(
+        default=500, ge=1, le=10_000, description="Outbox rows the relay publishes per round."
+    )
+    relay_poll_s: float = Field(
+        default=1.0, gt=0, description="Seconds the relay waits between rounds when the outbox is empty."
+    )
+    consumer_batch: int = Field(
+        default=8, ge=1, le=256, description="Messages a service's consumer fetches from JetStream at once."
+    )
+    ack_wait_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds JetStream waits for an acknowledgement before redelivering (handlers heartbeat).",
+    )
+    max_deliver: int = Field(
+        default=5, ge=2, le=100, description="Deliveries of one event before it is dead-lettered."
+    )
+    retry_delays_s: tuple[float, ...] = Field(
+        default=(1.0, 5.0, 30.0, 120.0),
+        description="Delays before the 1st, 2nd, ... redelivery of a failed event (the last repeats).",
+    )
+    stream_max_age_days: float = Field(
+        default=7.0,
+        gt=0,
+        description="How long the stream keeps events, and the relay keeps published outbox rows.",
+    )
+    duplicate_window_s: float = Field(
+        default=3600.0, gt=0, description="JetStream's duplicate-detection window for event ids (seconds)."
+    )
     encryption_key: SecretStr | None = Field(
         default=None, description="Fernet key(s), comma-separated, first encrypts; required in production."
     )
@@ -118,16 +168,109 @@ class BaseServiceSettings(BaseSettings):
         )
 
 
+# ``PALIMPSEST_*`` names that are legitimately not settings, each with what reads it: the one list
+# of them. A name ending in "_" stands for every name it begins. Any other ``PALIMPSEST_*`` name in
+# the environment (or a ``palimpsest_*`` file in the secrets directory) that no Settings class
+# declares makes the process refuse to start (:func:`check_environment`).
+NOT_SETTINGS: dict[str, str] = {
+    "PALIMPSEST_TEST_": "the test suite: external PostgreSQL / NATS URLs (tests/support/servers.py)",
+    "PALIMPSEST_INGEST_URL": "the CLI: the remote ingest API its commands act on",
+    "PALIMPSEST_API_TOKEN": "the CLI: the tenant API token it authenticates with",
+    "PALIMPSEST_TENANT": "the CLI: the default of --tenant",
+    "PALIMPSEST_NATIVE": "building palimpsest-index: compile its native module (auto|require|off)",
+    "PALIMPSEST_LAUNCH": "the image tests: what the launcher in an image runs (tests/deploy/image_launch.py)",
+    "PALIMPSEST_IMAGES_REPORT": "the image tests: the report `make images` wrote (tests/deploy/test_images_run.py)",
+}
+
+# Every setting's environment name, written from the Settings classes of all services by
+# ``make settings-doc`` (palimpsest.cli.settings_registry): a process knows the names of every
+# service's settings even where only its own service is installed (one image per service), and a
+# test fails when the file and the classes disagree.
+NAMES_FILE = "settings_names.txt"
+
+
+@functools.cache
+def setting_names() -> frozenset[str]:
+    """The environment names of every service's settings (the generated :data:`NAMES_FILE`)."""
+    text = resources.files("palimpsest.core").joinpath(NAMES_FILE).read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+
+def env_name(field: str, prefix: str = ENV_PREFIX) -> str:
+    return (prefix + field).upper()
+
+
+def is_declared(name: str, known: Iterable[str] = ()) -> bool:
+    """A setting's name, or a name :data:`NOT_SETTINGS` declares."""
+    upper = name.upper()
+    if upper in setting_names() or upper in known:
+        return True
+    return any(upper == n or (n.endswith("_") and upper.startswith(n)) for n in NOT_SETTINGS)
+
+
+def closest_name(name: str, known: Iterable[str] = ()) -> str | None:
+    """The real name a mistyped one most likely meant: the longest setting it begins with, else
+    the most similar name (difflib)."""
+    upper = name.upper()
+    candidates = sorted(setting_names() | set(known) | {n for n in NOT_SETTINGS if not n.endswith("_")})
+    prefixed = [c for c in candidates if upper.startswith(c + "_")]
+    if prefixed:
+        return max(prefixed, key=len)
+    found = difflib.get_close_matches(upper, candidates, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def undeclared_names(
+    environ: Mapping[str, str] | None = None,
+    secrets_dir: Path | None = SECRETS_DIR,
+    known: Iterable[str] = (),
+) -> list[str]:
+    """``PALIMPSEST_*`` environment names and secret-file names that no setting declares."""
+    env = os.environ if environ is None else environ
+    names = {k.upper() for k in env if k.upper().startswith(ENV_PREFIX)}
+    if secrets_dir is not None and secrets_dir.is_dir():
+        names |= {p.name.upper() for p in secrets_dir.iterdir() if p.name.upper().startswith(ENV_PREFIX)}
+    known = set(known)
+    return sorted(n for n in names if not is_declared(n, known))
+
+
+def check_environment(
+    environ: Mapping[str, str] | None = None,
+    secrets_dir: Path | None = SECRETS_DIR,
+    known: Iterable[str] = (),
+) -> None:
+    """Refuse (a one-line :class:`SettingsError`) a ``PALIMPSEST_*`` name no setting declares.
+
+    A mistyped name would otherwise be ignored without a word, and the default used instead.
+    """
+    known = set(known)
+    unknown = undeclared_names(environ, secrets_dir, known)
+    if not unknown:
+        return
+    parts = []
+    for name in unknown:
+        near = closest_name(name, known)
+        parts.append(name + (f" (did you mean {near}?)" if near else ""))
+    raise SettingsError(
+        f"unknown setting{'s' if len(parts) > 1 else ''} {', '.join(parts)}:"
+        " no Palimpsest setting has this name (`palimpsest settings` lists them)"
+    )
+
+
 _S = TypeVar("_S", bound=BaseSettings)
 _SENSITIVE = ("secret", "url", "key", "token", "password", "api_base")  # values never echoed in errors
 
 
 def load(cls: type[_S], **overrides: Any) -> _S:
-    """Build settings of ``cls`` from the environment, or raise a SettingsError naming the variable."""
+    """Build settings of ``cls`` from the environment, or raise a SettingsError naming the variable.
+
+    A ``PALIMPSEST_*`` name that no setting declares is refused first (:func:`check_environment`).
+    """
+    prefix = str(cls.model_config.get("env_prefix", ENV_PREFIX))
+    check_environment(known={env_name(f, prefix) for f in cls.model_fields})
     try:
         return cls(**overrides)
     except ValidationError as exc:
-        prefix = str(cls.model_config.get("env_prefix", ENV_PREFIX))
         problems = []
         for err in exc.errors():
             field = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")

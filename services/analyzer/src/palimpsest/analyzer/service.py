@@ -6,22 +6,7 @@
   automatic analysis (see :mod:`palimpsest.analyzer.schedule`); the scheduler, a background task,
   runs it.
 
-Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALIMPSEST_LLM_*``:
-
-==========================================  =====================================================
-``PALIMPSEST_ANALYSIS_AUTO``                analyse new snapshots automatically (default on)
-``PALIMPSEST_ANALYSIS_INTERVAL_S``          at most one automatic analysis per repository per
-                                            interval (3600)
-``PALIMPSEST_ANALYSIS_DEBOUNCE_S``          wait this long after a snapshot for newer ones (30)
-``PALIMPSEST_ANALYSIS_CHUNKS``              chunks the analysis reads (80); the summary reads
-                                            ``PALIMPSEST_SUMMARY_CHUNKS`` (40)
-``PALIMPSEST_ANALYSIS_MAX_TOKENS``          the analysis's output token limit (5120); the
-                                            summary's is ``PALIMPSEST_SUMMARY_MAX_TOKENS`` (1024)
-``PALIMPSEST_ANALYSIS_LIST_UNVERIFIED``     list doc references that never existed in the code
-                                            in ``facts.doc_check.unverified`` (default off; the
-                                            count is always there)
-``PALIMPSEST_ANALYSIS_HISTORY_TIMEOUT_S``   bound on reading history for the doc check (1800)
-==========================================  =====================================================
+Settings: the fields of :class:`Settings` (``palimpsest settings --service analyzer``, docs/settings.md).
 """
 
 from __future__ import annotations
@@ -57,17 +42,36 @@ log = logging.getLogger(__name__)
 class Settings(BaseServiceSettings, LLMSettings):
     """Settings of the analyzer service (PALIMPSEST_* variables)."""
 
-    analysis_auto: bool = True
-    analysis_interval_s: float = Field(default=3600.0, ge=0)
-    analysis_debounce_s: float = Field(default=30.0, ge=0)
-    analysis_poll_s: float = Field(default=5.0, gt=0)
-    analysis_lease_s: float = Field(default=1800.0, gt=0)
-    analysis_chunks: int = Field(default=80, ge=1, le=1000)
-    summary_chunks: int = Field(default=40, ge=1, le=1000)
-    analysis_max_tokens: int = Field(default=5120, ge=256, le=200_000)
-    summary_max_tokens: int = Field(default=1024, ge=64, le=200_000)
-    analysis_list_unverified: bool = False
-    analysis_history_timeout_s: float = Field(default=1800.0, gt=0)
+    analysis_auto: bool = Field(default=True, description="Analyse new snapshots automatically.")
+    analysis_interval_s: float = Field(
+        default=3600.0,
+        ge=0,
+        description="At most one automatic analysis per repository per this many seconds.",
+    )
+    analysis_debounce_s: float = Field(
+        default=30.0, ge=0, description="Wait this long after a snapshot for newer ones before analysing."
+    )
+    analysis_poll_s: float = Field(
+        default=5.0, gt=0, description="Seconds between the scheduler's looks for due analyses."
+    )
+    analysis_lease_s: float = Field(
+        default=1800.0, gt=0, description="A claimed automatic analysis not finished within this is retried."
+    )
+    analysis_chunks: int = Field(default=80, ge=1, le=1000, description="Chunks the analysis reads.")
+    summary_chunks: int = Field(default=40, ge=1, le=1000, description="Chunks the summary reads.")
+    analysis_max_tokens: int = Field(
+        default=5120, ge=256, le=200_000, description="Output token limit of the analysis."
+    )
+    summary_max_tokens: int = Field(
+        default=1024, ge=64, le=200_000, description="Output token limit of the summary."
+    )
+    analysis_list_unverified: bool = Field(
+        default=False,
+        description="List doc references that never existed in the code (facts.doc_check.unverified; the count is always there).",
+    )
+    analysis_history_timeout_s: float = Field(
+        default=1800.0, gt=0, description="Seconds reading history for the doc check may take."
+    )
 
     def analyzer_config(self) -> AnalyzerConfig:
         return AnalyzerConfig(

@@ -49,13 +49,31 @@ log = logging.getLogger(__name__)
 class Settings(BaseServiceSettings):
     """Instance limits (ADR-0017 defaults) and parsing parallelism."""
 
-    max_file_bytes: int = Field(default=256 * 1024, ge=1)
-    max_files: int = Field(default=50_000, ge=1)
-    tenant_storage_bytes: int = Field(default=2 * 1024**3, ge=1)
-    build_time_budget_s: float = Field(default=600.0, gt=0)
-    keep_ready_snapshots: int = Field(default=2, ge=1)
-    parse_workers: int = Field(default=0, ge=0, description="0: one per CPU; 1: parse in-process")
-    clone_timeout_s: float = Field(default=300.0, gt=0)
+    max_file_bytes: int = Field(
+        default=256 * 1024, ge=1, description="Files larger than this are left out of the index."
+    )
+    max_files: int = Field(
+        default=50_000,
+        ge=1,
+        description="Files indexed per snapshot at most; a larger repository is indexed in part.",
+    )
+    tenant_storage_bytes: int = Field(
+        default=2 * 1024**3, ge=1, description="Index bytes one tenant may store; a build past it fails."
+    )
+    build_time_budget_s: float = Field(
+        default=600.0, gt=0, description="Seconds one snapshot build may take before it fails."
+    )
+    keep_ready_snapshots: int = Field(
+        default=2, ge=1, description="Ready snapshots kept per repository (older ones are deleted)."
+    )
+    parse_workers: int = Field(
+        default=0,
+        ge=0,
+        description="Parse processes: 0, one per CPU; 1, parse in-process.",
+    )
+    clone_timeout_s: float = Field(
+        default=300.0, gt=0, description="Seconds a clone or fetch of a repository may take."
+    )
 
     def limits(self) -> Limits:
         return Limits(

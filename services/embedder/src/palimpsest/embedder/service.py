@@ -43,16 +43,39 @@ ProviderFactory = Callable[[UUID, str], Awaitable[Provider]]
 class Settings(BaseServiceSettings, LLMSettings):
     """Embedding limits (20 000 chunks per run), request shaping, and the model settings."""
 
-    embed_max_chunks_per_run: int = Field(default=20_000, ge=1)
-    embed_concurrency: int = Field(default=4, ge=1, le=32)  # requests in flight per run
-    embed_batch_inputs: int = Field(default=64, ge=1, le=2048)
-    embed_batch_tokens: int = Field(default=50_000, ge=100)
-    embed_input_tokens: int = Field(default=8_000, ge=16)
-    embed_chars_per_token: float = Field(default=3.0, gt=0.5, le=10)
-    embed_max_retries: int = Field(default=6, ge=0, le=20)
-    embed_retry_base_s: float = Field(default=1.0, ge=0)
-    embed_retry_max_s: float = Field(default=60.0, ge=0)
-    embed_request_timeout_s: float = Field(default=60.0, gt=0)
+    embed_max_chunks_per_run: int = Field(
+        default=20_000, ge=1, description="Chunks embedded per snapshot at most; the rest stays lexical-only."
+    )
+    embed_concurrency: int = Field(
+        default=4, ge=1, le=32, description="Embedding requests in flight per run."
+    )
+    embed_batch_inputs: int = Field(
+        default=64, ge=1, le=2048, description="Inputs per embedding request at most."
+    )
+    embed_batch_tokens: int = Field(
+        default=50_000, ge=100, description="Estimated tokens per embedding request at most."
+    )
+    embed_input_tokens: int = Field(
+        default=8_000, ge=16, description="Estimated tokens of one input at most (longer chunks are cut)."
+    )
+    embed_chars_per_token: float = Field(
+        default=3.0, gt=0.5, le=10, description="Characters per token, for the token estimates."
+    )
+    embed_max_retries: int = Field(
+        default=6,
+        ge=0,
+        le=20,
+        description="Retries of an embedding request that failed for a transient reason.",
+    )
+    embed_retry_base_s: float = Field(
+        default=1.0, ge=0, description="First retry delay of an embedding request (doubling each retry)."
+    )
+    embed_retry_max_s: float = Field(
+        default=60.0, ge=0, description="Longest retry delay of an embedding request."
+    )
+    embed_request_timeout_s: float = Field(
+        default=60.0, gt=0, description="Seconds one embedding request may take."
+    )
 
     def run_limits(self) -> RunLimits:
         return RunLimits(max_chunks=self.embed_max_chunks_per_run, concurrency=self.embed_concurrency)

@@ -32,9 +32,14 @@ class Settings(BaseServiceSettings):
     admin_token: SecretStr | None = Field(
         default=None, description="Operator token for tenant creation and any tenant's resources."
     )
-    bot_name: str = Field(default="palimpsest", min_length=1, max_length=100)
-    webhook_max_bytes: int = Field(default=25 * MIB, ge=1024)
-    api_max_bytes: int = Field(default=1 * MIB, ge=1024)
+    bot_name: str = Field(
+        default="palimpsest",
+        min_length=1,
+        max_length=100,
+        description="The bot's name on the provider: `@<name> review` in a comment asks for a review.",
+    )
+    webhook_max_bytes: int = Field(default=25 * MIB, ge=1024, description="Largest webhook body accepted.")
+    api_max_bytes: int = Field(default=1 * MIB, ge=1024, description="Largest /v1 API request body accepted.")
     webhook_timeout_s: float = Field(default=8.0, gt=0, description="Answer a delivery within this.")
     lookup_cache_s: float = Field(
         default=5.0, ge=0, description="How long route and token lookups are cached."
@@ -51,7 +56,9 @@ class Settings(BaseServiceSettings):
         description="Mark the web view's session cookie Secure: unset = when the request came over TLS"
         " (https, or X-Forwarded-Proto: https from the ingress); true behind any TLS-terminating proxy.",
     )
-    delivery_retention_days: float = Field(default=30.0, gt=0)
+    delivery_retention_days: float = Field(
+        default=30.0, gt=0, description="How long webhook delivery records are kept."
+    )
     backfill_interval_s: float = Field(
         default=3600.0,
         ge=0,

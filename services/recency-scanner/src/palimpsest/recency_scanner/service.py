@@ -42,10 +42,23 @@ class Settings(BaseServiceSettings):
     recency_window: str | None = Field(
         default=None, max_length=64, description='History window, e.g. "2 years ago" (default: all).'
     )
-    recency_max_files_per_commit: int = Field(default=DEFAULT_MAX_FILES_PER_COMMIT, ge=2, le=10_000)
-    recency_pair_cap: int = Field(default=DEFAULT_PAIR_CAP, ge=0, le=10_000_000)
-    recency_timeout_s: float = Field(default=600.0, gt=0)
-    recency_tmp_dir: Path | None = None
+    recency_max_files_per_commit: int = Field(
+        default=DEFAULT_MAX_FILES_PER_COMMIT,
+        ge=2,
+        le=10_000,
+        description="Commits touching more files than this are left out of co-change pairs.",
+    )
+    recency_pair_cap: int = Field(
+        default=DEFAULT_PAIR_CAP,
+        ge=0,
+        le=10_000_000,
+        description="Co-change file pairs kept per repository at most.",
+    )
+    recency_timeout_s: float = Field(default=600.0, gt=0, description="Seconds one history scan may take.")
+    recency_tmp_dir: Path | None = Field(
+        default=None,
+        description="Scratch directory of history scans (default: the system's temporary directory).",
+    )
 
     @field_validator("recency_window")
     @classmethod

@@ -13,18 +13,7 @@ finding gets its fingerprint and its position on the diff (:mod:`palimpsest.revi
 :mod:`palimpsest.reviewer.positions`), earlier findings whose anchor is gone are resolved, and the
 post adds only what is new (:mod:`palimpsest.reviewer.posting`).
 
-Settings (``PALIMPSEST_*``), beside the shared ones and the LLM gateway's ``PALIMPSEST_LLM_*``:
-
-=====================================  ===========================================================
-``PALIMPSEST_REVIEW_BUDGET_TOKENS``    context budget in tokens, split across the sources (8000)
-``PALIMPSEST_REVIEW_MAX_FINDINGS``     findings kept per review (20)
-``PALIMPSEST_REVIEW_MAX_DIFF_CHARS``   larger diffs are reviewed in parts of at most this size (120000)
-``PALIMPSEST_REVIEW_MAX_DIFF_PARTS``   at most this many parts (model calls) per review; the rest is
-                                       left out and reported (4)
-``PALIMPSEST_REVIEW_MAX_TOKENS``       the model's output token limit (2048)
-``PALIMPSEST_REVIEW_INCREMENTAL_MAX_LINES``  a push changing at most this many lines since the last
-                                       reviewed head is reviewed incrementally; 0: always full (400)
-=====================================  ===========================================================
+Settings: the fields of :class:`Settings` (``palimpsest settings --service reviewer``, docs/settings.md).
 """
 
 from __future__ import annotations
@@ -104,22 +93,57 @@ log = logging.getLogger(__name__)
 class Settings(BaseServiceSettings, LLMSettings):
     """Settings of the reviewer service (PALIMPSEST_* variables)."""
 
-    review_budget_tokens: int = Field(default=8000, ge=100, le=1_000_000)
-    review_max_findings: int = Field(default=20, ge=0, le=500)
-    review_max_diff_chars: int = Field(default=120_000, ge=1000)
-    review_max_diff_parts: int = Field(default=4, ge=1, le=50)
-    review_max_tokens: int = Field(default=2048, ge=64, le=200_000)
-    review_per_source: int = Field(default=12, ge=1, le=200)
-    review_post: bool = True  # post reviews of provider pull requests back to the provider
-    review_github_api_url: str | None = None  # default: https://api.github.com (or the GHES host's /api/v3)
-    review_gitlab_api_url: str | None = None  # default: https://<host>/api/v4
-    review_bitbucket_api_url: str | None = None  # default: https://api.bitbucket.org/2.0
-    # Resolve a new snapshot's graph when it is built (not on the first review after it) for
-    # repositories reviewed within this many days; 0 turns the warm-up off.
-    review_warm_graph_days: float = Field(default=14.0, ge=0)
-    # a push changing at most this many lines since the last reviewed head is reviewed
-    # incrementally (those commits, the whole PR as context); 0: always review the whole PR
-    review_incremental_max_lines: int = Field(default=400, ge=0)
+    review_budget_tokens: int = Field(
+        default=8000,
+        ge=100,
+        le=1_000_000,
+        description="Context budget of a review in tokens, split across the sources.",
+    )
+    review_max_findings: int = Field(default=20, ge=0, le=500, description="Findings kept per review.")
+    review_max_diff_chars: int = Field(
+        default=120_000,
+        ge=1000,
+        description="Larger diffs are reviewed in parts of at most this many characters.",
+    )
+    review_max_diff_parts: int = Field(
+        default=4,
+        ge=1,
+        le=50,
+        description="Parts (model calls) per review at most; the rest is left out and reported.",
+    )
+    review_max_tokens: int = Field(
+        default=2048, ge=64, le=200_000, description="Output token limit of the review model."
+    )
+    review_per_source: int = Field(
+        default=12,
+        ge=1,
+        le=200,
+        description="Context chunks taken from one source (lexical, graph, co-change, ...) at most.",
+    )
+    review_post: bool = Field(
+        default=True, description="Post reviews of provider pull requests back to the provider."
+    )
+    review_github_api_url: str | None = Field(
+        default=None,
+        description="GitHub REST API for posting reviews (default: https://api.github.com, or the GHES host's /api/v3).",
+    )
+    review_gitlab_api_url: str | None = Field(
+        default=None, description="GitLab REST API for posting reviews (default: https://<host>/api/v4)."
+    )
+    review_bitbucket_api_url: str | None = Field(
+        default=None,
+        description="Bitbucket REST API for posting reviews (default: https://api.bitbucket.org/2.0).",
+    )
+    review_warm_graph_days: float = Field(
+        default=14.0,
+        ge=0,
+        description="Resolve a new snapshot's graph when it is built for repositories reviewed within this many days; 0: off.",
+    )
+    review_incremental_max_lines: int = Field(
+        default=400,
+        ge=0,
+        description="A push changing at most this many lines since the last reviewed head is reviewed incrementally; 0: always the whole PR.",
+    )
 
 
 class ReviewerService:
