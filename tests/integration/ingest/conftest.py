@@ -19,6 +19,7 @@ from tests.support.servers import ServerSet
 @pytest.fixture(scope="session")
 async def served(infra: Infra, stack: ServerSet) -> AsyncIterator[Served]:
     ctx = build_context(ingest_settings(stack), infra.pool, embedded=False, resolver=fake_resolver)
+    ctx.nc = infra.nc  # as the service does: the web view reads consumer lag through it
     server = IngestServer.bind(create_app(ctx), "127.0.0.1", 0)
     stop = asyncio.Event()
     task = asyncio.create_task(server.serve(stop))

@@ -71,17 +71,17 @@ async def _bus(url: str, settings: BaseServiceSettings) -> dict[str, dict[str, A
         js = nc.jetstream()
         info = await js.stream_info(bus.STREAM)
         out["nats"] = {"ok": True, "url": url, "stream": bus.STREAM, "messages": info.state.messages}
-        for name in bus.CONSUMERS:
-            try:
-                ci = await js.consumer_info(bus.STREAM, name)
-                out[f"consumer:{name}"] = {
+        for name, lag in (await bus.consumer_lag(nc)).items():
+            out[f"consumer:{name}"] = (
+                {"ok": False, "error": lag.__class__.__name__}
+                if isinstance(lag, BaseException)
+                else {
                     "ok": True,
-                    "pending": ci.num_pending,
-                    "ack_pending": ci.num_ack_pending,
-                    "redelivered": ci.num_redelivered,
+                    "pending": lag.pending,
+                    "ack_pending": lag.ack_pending,
+                    "redelivered": lag.redelivered,
                 }
-            except Exception as exc:
-                out[f"consumer:{name}"] = {"ok": False, "error": exc.__class__.__name__}
+            )
     except Exception as exc:
         out["nats"] = {"ok": False, "url": url, "error": exc.__class__.__name__}
     finally:

@@ -209,3 +209,26 @@ async def bus_init(url: str, cfg: BusConfig, *, creds_file: Path | None = None) 
         return (await declare(nc, cfg)).status
     finally:
         await nc.close()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerLag:
+    """One durable consumer's backlog: messages not yet delivered, and delivered but not acknowledged."""
+
+    pending: int
+    ack_pending: int
+    redelivered: int
+
+
+async def consumer_lag(nc: NATS) -> dict[str, ConsumerLag | BaseException]:
+    """Every service consumer's backlog on the stream; the error in place of one the server cannot tell."""
+    js = nc.jetstream()
+    out: dict[str, ConsumerLag | BaseException] = {}
+    for name in CONSUMERS:
+        try:
+            ci = await js.consumer_info(STREAM, name)
+        except Exception as exc:  # one consumer's answer never hides the others'
+            out[name] = exc
+            continue
+        out[name] = ConsumerLag(ci.num_pending or 0, ci.num_ack_pending or 0, ci.num_redelivered or 0)
+    return out

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
+from nats.aio.client import Client as NATS
+
+from palimpsest.core.bus import ConsumerLag
 from palimpsest.core.db import Pool
 from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.llm import Gateway
@@ -65,6 +68,8 @@ class IngestContext:
     token_touched: dict[UUID, float] = field(
         default_factory=dict
     )  # token id -> when last_used_at was written
+    nc: NATS | None = None  # the process's bus connection (the web view reads consumer lag through it)
+    lag: TtlCache[str, dict[str, ConsumerLag | BaseException]] = field(default_factory=lambda: TtlCache(5.0))
 
 
 def allows_local_sources(settings: Settings, *, embedded: bool) -> bool:
@@ -96,5 +101,6 @@ def build_context(
         embedded=embedded,
         routes=TtlCache(settings.lookup_cache_s),
         tokens=TtlCache(settings.lookup_cache_s),
+        lag=TtlCache(settings.lookup_cache_s),
         github_tokens=InstallationTokens(api_url=settings.github_api_url),
     )

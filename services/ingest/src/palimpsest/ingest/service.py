@@ -49,6 +49,7 @@ def prepare(infra: Infra) -> Ingest:
     embedded = is_embedded(infra)
     settings = ingest_settings(infra.settings)
     ctx = build_context(settings, infra.pool, embedded=embedded)
+    ctx.nc = infra.nc
     mcp = McpEndpoint(ctx)
     server = IngestServer.bind(
         create_app(ctx, mcp=mcp),

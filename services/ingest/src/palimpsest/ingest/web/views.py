@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from palimpsest.core import bus
 from palimpsest.index.errors import IndexNotReady, UnknownSeed
 from palimpsest.index.graph.query import graph_context
 from palimpsest.index.recency import cochange_neighbours, last_modified_at
@@ -66,7 +67,20 @@ async def repositories_page(ctx: IngestContext, scope: Scope) -> dict[str, Any]:
                     "review": review[0] if review else None,
                 }
             )
-    return {"rows": rows}
+    return {"rows": rows, "lag": await pipeline_lag(ctx)}
+
+
+async def pipeline_lag(ctx: IngestContext) -> dict[str, bus.ConsumerLag | None] | None:
+    """Each service consumer's backlog (the same figures as ``palimpsest status``), read at most
+    once per lookup-cache window; None where this process has no bus connection, None per consumer
+    the server could not tell."""
+    if ctx.nc is None:
+        return None
+    found, lag = ctx.lag.get("lag")
+    if not found or lag is None:
+        lag = await bus.consumer_lag(ctx.nc)
+        ctx.lag.put("lag", lag)
+    return {name: None if isinstance(v, BaseException) else v for name, v in lag.items()}
 
 
 async def repository_page(ctx: IngestContext, scope: Scope, repository_id: UUID) -> dict[str, Any]:
