@@ -18,8 +18,17 @@ No model is needed. The chunker recorded, per document, the identifiers and path
    existed in the code is not drift: it is an *unverified reference*, counted (and listed only
    when asked). Without history (no readable source) no drift finding is made at all.
 
-``stale_doc`` keeps the shared rule (:mod:`palimpsest.index.staleness`), for docs that are not
-changelogs.
+Every doc (not a changelog) ends in one state (:data:`DocState`, :attr:`Judged.doc_states`):
+
+* ``drift`` -- history proves at least one of its claims false;
+* ``verified`` -- at least one of its checkable claims (an identifier, path or ``Governs:`` target
+  of this repository) holds at head and none is proved false, whatever the doc's age (a name
+  history shows was never in the code is not counted against it: it is not about this code);
+* ``reference`` -- a page made only of generated-reference directives (``.. automodule::``,
+  ``::: pkg.mod``): generated from the code, it cannot drift and is never stale;
+* ``unverified_old`` -- no claim of it holds, and it is older than the shared age rule
+  (:mod:`palimpsest.index.staleness`): reported as ``stale_doc``, apart from proved drift;
+* ``unverified`` -- no claim of it holds and it is not old.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import functools
 import posixpath
 import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -42,16 +51,21 @@ from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
 
 __all__ = [
+    "DOC_STATES",
     "MAX_FINDINGS",
     "Claim",
     "Claims",
     "DocFinding",
+    "DocState",
     "FindingKind",
     "gather_claims",
+    "generated_reference",
     "judge",
 ]
 
 FindingKind = Literal["missing_identifier", "missing_path", "unmatched_governs", "stale_doc"]
+DocState = Literal["drift", "verified", "reference", "unverified_old", "unverified"]
+DOC_STATES: tuple[DocState, ...] = ("drift", "verified", "reference", "unverified_old", "unverified")
 MAX_FINDINGS = 500
 MAX_UNVERIFIED = 200
 _GENERATED = frozenset(
@@ -81,6 +95,13 @@ _STUB = re.compile(
     re.MULTILINE,
 )
 _SHELLS = frozenset({"shell", "powershell", "batch", "fish"})
+# what a generated-reference page is made of: headings, title underlines, autodoc/mkdocstrings
+# directives and their indented options; any other line is prose a person wrote
+_REFERENCE_LINE = re.compile(
+    r"^\s*$|^\s*#{1,6}\s|^\s*([=\-~^\"'`*+#])\1{2,}\s*$|^\s*\.\.\s+(?:py:|js:)?(?:current)?(?:auto\w+|module)::"
+    r"|^\s*:::\s+\S+\s*$|^[ \t]+\S"
+)
+_TITLE = re.compile(r"^\s*[\w`:.~-][^\n]*$")
 _MIME = re.compile(r"^(?:application|text|image|audio|video|multipart|font|model|message)/[\w.+-]+$")
 _SEGMENTS = re.compile(r"\.|::|#|->")
 
@@ -132,8 +153,11 @@ class Claim:
 @dataclass(slots=True)
 class Claims:
     claims: list[Claim] = field(default_factory=list)
-    stale: list[DocFinding] = field(default_factory=list)
+    stale: list[DocFinding] = field(default_factory=list)  # docs old by the age rule (candidates)
     symbols: set[str] = field(default_factory=set)  # the snapshot's definitions
+    docs: set[str] = field(default_factory=set)  # every doc checked (not a changelog)
+    holding: Counter[str] = field(default_factory=Counter)  # doc → checkable claims that hold at head
+    reference: set[str] = field(default_factory=set)  # old docs made only of generated-reference directives
 
     @property
     def identifiers(self) -> set[str]:
@@ -149,6 +173,11 @@ class Judged:
     findings: list[DocFinding]
     unverified: list[dict[str, Any]]  # claims whose subject never existed in the code (by history)
     unverified_count: int
+    doc_states: dict[str, DocState] = field(default_factory=dict)
+
+    def state_counts(self) -> dict[str, int]:
+        counts = Counter(self.doc_states.values())
+        return {state: counts.get(state, 0) for state in DOC_STATES}
 
 
 # ----------------------------------------------------------------------------- step 1: claims
@@ -160,19 +189,18 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
     mentions = await _doc_mentions(conn, index)
     symbols = await _symbol_names(conn, index)
     languages = {f.language for f in index.files if f.language and f.kind == "code"}
-    out = Claims(stale=_stale_docs(index), symbols=symbols)
-    identifiers: list[_Mention] = []
-    for mention in mentions:
-        if mention.fact == "governs":
-            out.claims.extend(_governs_claim(mention, tree))
-        elif mention.target == "path":
-            out.claims.extend(_path_claim(mention, tree))
-        elif mention.target == "identifier" and _checked_identifier(mention, symbols, languages, tree):
-            identifiers.append(mention)
+    out = Claims(stale=_stale_docs(index), symbols=symbols, docs=_checked_docs(index))
+    identifiers = _tree_claims(mentions, tree, languages, out)
     present = await _present_lexemes(conn, index, identifiers)
     folded = {m for m in identifiers if any(lex in present for lex in _lexemes(m.name))}
     exact = await _present_names(conn, index, folded)
     missing = [m for m in identifiers if m not in folded or _last(m.name) not in exact]
+    for mention in identifiers:
+        if mention in folded and _last(mention.name) in exact:
+            out.holding[mention.doc] += 1  # used in the snapshot's code
+    old = {f.doc for f in out.stale if not out.holding[f.doc]}
+    old_texts, _ = await _doc_texts(conn, index, old)
+    out.reference = {doc for doc, text in old_texts.items() if generated_reference(text)}
     texts, lines = await _doc_texts(conn, index, {m.doc for m in missing})
     for mention in missing:
         text, line = texts.get(mention.doc, ""), lines.get((mention.doc, mention.line), "")
@@ -190,6 +218,63 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
                 )
             )
     return out
+
+
+def _tree_claims(mentions: list[_Mention], tree: _Tree, languages: set[str], out: Claims) -> list[_Mention]:
+    """Add the path and ``Governs:`` claims to ``out`` and count the claims that hold; return the
+    identifiers still to look up in the snapshot's code."""
+    identifiers: list[_Mention] = []
+    for mention in mentions:
+        if mention.fact == "governs":
+            found = _governs_claim(mention, tree)
+        elif mention.target == "path":
+            found = _path_claim(mention, tree)
+        elif mention.target == "identifier":
+            if _checked_identifier(mention, out.symbols, languages, tree):
+                identifiers.append(mention)
+            elif _defined_now(mention, out.symbols):
+                out.holding[mention.doc] += 1
+            continue
+        else:
+            continue
+        if found is None:
+            out.holding[mention.doc] += 1
+        else:
+            out.claims.extend(found)
+    return identifiers
+
+
+def _checked_docs(index: SnapshotIndex) -> set[str]:
+    return {
+        f.path
+        for f in index.files
+        if f.kind == "doc" and f.skip_reason is None and not is_history_doc(f.path)
+    }
+
+
+def _defined_now(mention: _Mention, symbols: set[str]) -> bool:
+    """An identifier the snapshot's code defines: a claim that holds."""
+    last = _last(mention.name)
+    return len(last) >= 3 and (last in symbols or mention.name in symbols)
+
+
+def generated_reference(text: str) -> bool:
+    """A page made only of generated-reference directives (``.. automodule:: pkg``, ``::: pkg.mod``)
+    with their options and headings: generated from the code, nothing on it can go stale."""
+    lines = text.splitlines()
+    directives = 0
+    for number, line in enumerate(lines):
+        if re.match(r"^\s*\.\.\s+(?:py:|js:)?auto\w+::|^\s*:::\s+\S+\s*$", line):
+            directives += 1
+        elif not _REFERENCE_LINE.match(line) and not _title(lines, number):
+            return False
+    return directives > 0
+
+
+def _title(lines: list[str], number: int) -> bool:
+    """An RST title: a line underlined (and perhaps overlined) by the next line."""
+    following = lines[number + 1] if number + 1 < len(lines) else ""
+    return bool(_TITLE.match(lines[number])) and bool(re.match(r"^\s*([=\-~^\"'`*+#])\1{2,}\s*$", following))
 
 
 @functools.lru_cache(maxsize=16)
@@ -330,8 +415,9 @@ def judge(
     lines: dict[tuple[str, int], LineOrigin] | None = None,
     list_unverified: bool = False,
 ) -> Judged:
-    """Findings: the claims history proves (with their evidence), and the stale docs."""
-    findings: list[DocFinding] = list(claims.stale)
+    """Findings: the claims history proves (with their evidence), and the docs left unverified and
+    old (``stale_doc``); with the state of every doc."""
+    findings: list[DocFinding] = []
     unverified: list[dict[str, Any]] = []
     count = 0
     for claim in claims.claims:
@@ -342,8 +428,27 @@ def judge(
         count += 1
         if list_unverified and len(unverified) < MAX_UNVERIFIED:
             unverified.append(_unverified(claim, outcome))
+    states = _doc_states(claims, {f.doc for f in findings})
+    findings += [f for f in claims.stale if states.get(f.doc) == "unverified_old"]
     findings.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
-    return Judged(findings[:MAX_FINDINGS], unverified, count)
+    return Judged(findings[:MAX_FINDINGS], unverified, count, states)
+
+
+def _doc_states(claims: Claims, drifted: set[str]) -> dict[str, DocState]:
+    old = {f.doc for f in claims.stale}
+    states: dict[str, DocState] = {}
+    for doc in sorted(claims.docs | old):
+        if doc in drifted:
+            states[doc] = "drift"
+        elif claims.holding[doc]:
+            states[doc] = "verified"
+        elif doc in claims.reference:
+            states[doc] = "reference"
+        elif doc in old:
+            states[doc] = "unverified_old"
+        else:
+            states[doc] = "unverified"
+    return states
 
 
 def _judge_one(
@@ -586,17 +691,21 @@ class _Tree:
         return segment in self.files or segment in self.dirs
 
 
-def _path_claim(mention: _Mention, tree: _Tree) -> list[Claim]:
+def _path_claim(mention: _Mention, tree: _Tree) -> list[Claim] | None:
+    """The claim a path mention makes: none (``[]``) when it is no claim about this repository's
+    tree, ``None`` when it is one and holds at head."""
     target = mention.name.strip()
     if not _is_tree_claim(target, mention.source, tree):
         return []
     resolved = _resolutions(mention.doc, target, mention.source)
-    if not resolved or any(tree.exists(p) or tree.exists_as_doc(p) for p in resolved):
+    if not resolved:
         return []
+    if any(tree.exists(p) or tree.exists_as_doc(p) for p in resolved):
+        return None
     if mention.source in ("link", "docref") and tree.mirrored(resolved[0]):
-        return []
+        return None
     if "/" in target.strip("/") and not target.startswith(("/", "../")) and tree.ends_with(target.strip("/")):
-        return []
+        return None
     if mention.source in ("link", "docref") and not target.startswith("/"):
         resolved = resolved[:1]  # a link is relative to its document, nothing else
     return [Claim(mention, "missing_path", f"`{target}`", tuple(resolved))]
@@ -634,10 +743,12 @@ def _resolutions(doc: str, target: str, source: str | None) -> list[str]:
     return out
 
 
-def _governs_claim(mention: _Mention, tree: _Tree) -> list[Claim]:
+def _governs_claim(mention: _Mention, tree: _Tree) -> list[Claim] | None:
     target = mention.name.strip().strip("/")
-    if not target or _PLACEHOLDER.search(target) or tree.exists(target):
+    if not target or _PLACEHOLDER.search(target):
         return []
+    if tree.exists(target):
+        return None
     return [Claim(mention, "unmatched_governs", f"Governs: {mention.name}", (target,))]
 
 
@@ -657,7 +768,7 @@ def _stale_docs(index: SnapshotIndex) -> list[DocFinding]:
                     "stale_doc",
                     f"last modified {when.date().isoformat()}",
                     None,
-                    stale_annotation(f.path, f.last_modified_at, median),
+                    f"unverified and old: {stale_annotation(f.path, f.last_modified_at, median)}",
                 )
             )
     return findings

@@ -66,7 +66,8 @@ async def prove(
 ) -> tuple[Judged, dict[str, Any]]:
     """The judged documentation check of ``index`` and its cost (``facts.doc_check``)."""
     if not claims.claims:
-        return judge(claims, None, list_unverified=list_unverified), {"history": "not_needed", "claims": 0}
+        judged = judge(claims, None, list_unverified=list_unverified)
+        return judged, {"history": "not_needed", "claims": 0, "docs": judged.state_counts()}
     async with open_history(
         clone_url, branch, index.commit_sha, policy=policy, auth=auth, timeout_s=timeout_s
     ) as source:
@@ -160,12 +161,14 @@ def _linked_away(claims: Claims, tree: set[str], links: dict[str, str]) -> Claim
     if not links:
         return claims
     dirs = {"/".join(p.split("/")[:i]) for p in tree for i in range(1, p.count("/") + 1)}
-    kept = [
-        c
-        for c in claims.claims
-        if c.kind == "missing_identifier" or not any(_through_links(p, links, tree, dirs) for p in c.lookups)
-    ]
-    return replace(claims, claims=kept)
+    kept = []
+    holding = claims.holding.copy()
+    for c in claims.claims:
+        if c.kind != "missing_identifier" and any(_through_links(p, links, tree, dirs) for p in c.lookups):
+            holding[c.mention.doc] += 1  # the path holds, through the link
+        else:
+            kept.append(c)
+    return replace(claims, claims=kept, holding=holding)
 
 
 async def _inherited_away(git_dir: Path, commit: str, claims: Claims, timeout_s: float) -> Claims:
@@ -213,6 +216,7 @@ def _stats(
         "claims": len(claims.claims),
         "proved": sum(1 for f in judged.findings if f.evidence is not None),
         "unverified_count": judged.unverified_count,
+        "docs": judged.state_counts(),  # docs by state: drift, verified, reference, unverified_old, …
         "seconds": round(seconds, 3),
     }
     if reason:
