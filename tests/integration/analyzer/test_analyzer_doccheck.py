@@ -322,6 +322,10 @@ async def test_every_doc_has_one_state(judged: Judged) -> None:
     assert states["docs/uploads.md"] == "unverified"  # names only what never was in the code; not old
     assert "CHANGES.md" not in states and "requirements.txt" not in states
     assert judged.state_counts()["drift"] == 3
+    # the rules that decided the mentions are counted (facts.doc_check.rules)
+    assert judged.rules["path.through_link"] == 1  # docs/settings.md
+    assert judged.rules["finding"] == sum(1 for f in judged.findings if f.evidence is not None)
+    assert judged.rules["history.never"] >= 1 and judged.rules["identifier.defined"] >= 1
 
 
 async def test_findings_are_ordered_and_only_these(findings: list[DocFinding]) -> None:

@@ -148,6 +148,8 @@ async def test_without_a_model_the_report_says_what_is_missing(
     # an old doc with proved drift is shown as drift, not as merely old
     assert "| `docs/design.md` | 2022-01-10 | drift (see the documentation check) |" in markdown
     assert stored["facts"]["doc_check"]["docs"]["drift"] >= 1
+    assert stored["facts"]["doc_check"]["rules"]["finding"] >= 2
+    assert "_Doc mentions by the rule that decided them: " in markdown
     kinds = {(f["doc"], f["kind"]) for f in stored["doc_findings"]}
     assert ("README.md", "missing_identifier") in kinds
     assert ("docs/design.md", "missing_path") in kinds

@@ -252,7 +252,17 @@ def _check_line(facts: dict[str, Any]) -> list[str]:
         " that never existed in this repository's code (not drift; listed only with"
         " PALIMPSEST_ANALYSIS_LIST_UNVERIFIED)._",
         "",
+        *_rules_line(check),
     ]
+
+
+def _rules_line(check: dict[str, Any]) -> list[str]:
+    """How many doc mentions each rule of the check decided (:mod:`palimpsest.analyzer.rules`)."""
+    counted = sorted((check.get("rules") or {}).items(), key=lambda item: (-item[1], item[0]))
+    if not counted:
+        return []
+    shown = ", ".join(f"`{name}` {n}" for name, n in counted[:12])
+    return [f"_Doc mentions by the rule that decided them: {shown}._", ""]
 
 
 # ----------------------------------------------------------------------------- whole reports
