@@ -60,6 +60,7 @@ __all__ = [
     "DocFinding",
     "DocState",
     "FindingKind",
+    "explains",
     "gather_claims",
     "generated_reference",
     "judge",
@@ -161,11 +162,33 @@ class Claims:
     holding: Counter[str] = field(default_factory=Counter)  # doc → checkable claims that hold at head
     reference: set[str] = field(default_factory=set)  # old docs made only of generated-reference directives
     rules: Counter[str] = field(default_factory=Counter)  # rule name → mentions it decided (resolve, prove)
+    explain: str | None = None  # a claim to follow (``name``, ``doc:line``): its steps go to ``steps``
+    steps: list[dict[str, Any]] = field(default_factory=list)
 
     def decided(self, mention: _Mention, rule: Rule) -> None:
         self.rules[rule.name] += 1
         if rule.verdict == "holds":
             self.holding[mention.doc] += 1
+        self.step(mention, rule.stage, rule.name, rule.verdict, rule.doc)
+
+    def step(self, mention: _Mention, stage: str, rule: str, verdict: str, why: str) -> None:
+        """Record one step of the explained claim's path (nothing when no claim is explained)."""
+        if self.explain is not None and explains(self.explain, mention):
+            # proof judges twice (before and after dating the lines): the later step replaces the earlier
+            key = (mention.doc, mention.line, mention.name, stage)
+            self.steps = [s for s in self.steps if (s["doc"], s["line"], s["name"], s["stage"]) != key]
+            self.steps.append(
+                {
+                    "doc": mention.doc,
+                    "line": mention.line,
+                    "name": mention.name,
+                    "form": mention.source or mention.fact,
+                    "stage": stage,
+                    "rule": rule,
+                    "verdict": verdict,
+                    "why": why,
+                }
+            )
 
     @property
     def identifiers(self) -> set[str]:
@@ -174,6 +197,13 @@ class Claims:
     @property
     def lines(self) -> set[tuple[str, int]]:
         return {(c.mention.doc, c.mention.line) for c in self.claims}
+
+
+def explains(wanted: str, mention: _Mention) -> bool:
+    """Whether ``wanted`` (a name as the doc wrote it, with or without backticks, or ``doc:line``)
+    is ``mention``."""
+    wanted = wanted.strip().strip("`").removesuffix("()")
+    return wanted in (mention.name, _last(mention.name), f"{mention.doc}:{mention.line}")
 
 
 @dataclass(slots=True)
@@ -192,13 +222,14 @@ class Judged:
 # ----------------------------------------------------------------------------- step 1: claims
 
 
-async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
-    """The doc mentions the snapshot does not satisfy, and the stale docs (read transaction)."""
+async def gather_claims(conn: Conn, index: SnapshotIndex, *, explain: str | None = None) -> Claims:
+    """The doc mentions the snapshot does not satisfy, and the stale docs (read transaction);
+    with ``explain``, the steps that claim's mentions took (:attr:`Claims.steps`)."""
     tree = _Tree.of(f.path for f in index.files)
     mentions = await _doc_mentions(conn, index)
     symbols = await _symbol_names(conn, index)
     languages = {f.language for f in index.files if f.language and f.kind == "code"}
-    out = Claims(stale=_stale_docs(index), symbols=symbols, docs=_checked_docs(index))
+    out = Claims(stale=_stale_docs(index), symbols=symbols, docs=_checked_docs(index), explain=explain)
     identifiers = _tree_claims(mentions, tree, languages, out)
     present = await _present_lexemes(conn, index, identifiers)
     folded = {m for m in identifiers if any(lex in present for lex in _lexemes(m.name))}
@@ -219,6 +250,9 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
         if elsewhere is not None:
             out.decided(mention, elsewhere)
         else:
+            out.step(
+                mention, "resolve", "claim", "claim", "Neither defined nor used at head: history is asked."
+            )
             out.claims.append(
                 Claim(
                     mention,
@@ -251,6 +285,7 @@ def _tree_claims(mentions: list[_Mention], tree: _Tree, languages: set[str], out
             continue
         if isinstance(found, Claim):
             out.claims.append(found)
+            out.step(mention, "resolve", "claim", "claim", "Not satisfied at head: history is asked.")
         elif found is not None:
             out.decided(mention, found)
     return identifiers
@@ -439,7 +474,9 @@ def judge(
         outcome = _judge_one(claim, history, claims.symbols, lines or {})
         if isinstance(outcome, DocFinding):
             findings.append(outcome)
+            claims.step(claim.mention, "judge", R.FINDING.name, "finding", outcome.detail or R.FINDING.doc)
             continue
+        claims.step(claim.mention, outcome.stage, outcome.name, outcome.verdict, outcome.doc)
         judged_by.append(outcome)
         count += 1
         if list_unverified and len(unverified) < MAX_UNVERIFIED:
