@@ -333,7 +333,7 @@ async def run_bench_drift_history(
         with tempfile.TemporaryDirectory(prefix="palimpsest-drift-history-") as scratch:
             clone = Path(scratch) / repo.name
             _git(Path(scratch), "clone", "--quiet", "--shared", str(repo), str(clone))
-            _git(clone, "checkout", "--quiet", "--detach", commit)
+            _git(clone, "checkout", "--quiet", "-B", "drift-history", commit)  # a branch: indexed as any
             view = await run_analysis(sess, settings, str(clone), reindex=True, timeout_s=timeout_s)
             drift = [f for f in view["doc_findings"] if f["kind"] != "stale_doc"]
             matched: set[int] = set()
