@@ -357,8 +357,13 @@ async def run_bench_drift_history(
 
 
 def _names(claim: str, window: Window) -> bool:
-    shown = claim.strip("`")
-    return shown in (window.written, window.subject) or shown.split(".")[-1] == window.subject
+    """Whether a finding's claim is the window's subject (``./x.md`` and ``x.md`` are one target)."""
+    shown = _plain(claim.strip("`"))
+    return shown in (_plain(window.written), window.subject) or shown.split(".")[-1] == window.subject
+
+
+def _plain(written: str) -> str:
+    return written.removeprefix("./").removesuffix("()")
 
 
 def _report(
