@@ -46,7 +46,16 @@ _LINK = re.compile(r"\]\(\s*<?([^)\s>#]+)")
 _PROSE_PATH = re.compile(r"(?<![\w/.:@`(])((?:\.{1,2}/)?[\w-][\w.-]*(?:/[\w.-]+)+)(?![\w/`])")
 _NAME = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+# the product's code: not docs, and not tests (a name only a test defined is no claim of the docs)
 _NOT_DOC_PATHSPEC = (
+    ":(exclude,glob)**/*_test.*",
+    ":(exclude,glob)**/test_*",
+    ":(exclude,glob)**/*.test.*",
+    ":(exclude,glob)**/*.spec.*",
+    ":(exclude,glob)**/test/**",
+    ":(exclude,glob)**/tests/**",
+    ":(exclude,glob)**/__tests__/**",
+    ":(exclude,glob)**/testdata/**",
     ":(exclude)*.md",
     ":(exclude)*.rst",
     ":(exclude)*.txt",
@@ -216,7 +225,7 @@ def _window(
         if re.search(rf"\b(?:def|class|function|func|fn)\s+{re.escape(subject)}\b", before):
             return None  # the doc's own example defines it
     else:
-        path = _resolved_path(repo, doc, subject, parent)
+        path = _resolved_path(repo, doc, subject, parent, linked=form == "link")
         if path is None:
             return None
         removal = _git(
@@ -270,11 +279,13 @@ def _defined_before(repo: Path, name: str, removal: str) -> bool:
     return proc.returncode == 0
 
 
-def _resolved_path(repo: Path, doc: str, written: str, parent: str) -> str | None:
+def _resolved_path(repo: Path, doc: str, written: str, parent: str, *, linked: bool) -> str | None:
     """The repository path ``written`` names that is missing at ``parent`` (relative to the doc
-    first, then to the root), or None when it exists or never did."""
+    first, then to the root; a link only relative to its doc), or None when it exists or never did."""
     here = posixpath.dirname(doc)
     forms = [written.lstrip("/")] if written.startswith("/") else [posixpath.join(here, written), written]
+    if linked and not written.startswith("/"):
+        forms = forms[:1]
     for candidate in (posixpath.normpath(f) for f in forms):
         if candidate.startswith(("..", "/")) or candidate == ".":
             continue
