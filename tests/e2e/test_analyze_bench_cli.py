@@ -42,6 +42,12 @@ def test_planted_renames_and_moves_are_found_with_their_exact_evidence(tmp_path:
     head = commit(repo, "2024-02-01", {"shop/ledger.py": CODE["shop/ledger.py"] + "\nLIMIT = 3\n"})
     out = bench(tmp_path, repo, "--plant", "3", "--plant-paths", "1", "--seed", "7")
     assert out["commit"] == head and out["findings_by_kind"].get("missing_identifier") is None
+    assert (out["link_check"]["broken"], out["link_check"]["recall"], out["link_check"]["missed"]) == (
+        0,
+        None,
+        [],
+    )
+    assert "rules" in out["history"] and "docs" in out["history"]
     planted = out["planted"]
     assert planted["head"] == head and planted["planted"] == 4, planted
     assert planted["found"] == 4 and planted["item_recall"] == 1.0, planted["items"]

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from palimpsest.cli.commands_analyze import AnalyzeFailed, render_text, run_analysis
+from palimpsest.cli.commands_analyze import (
+    AnalyzeFailed,
+    explain_claim,
+    render_explain,
+    render_text,
+    run_analysis,
+)
 from palimpsest.cli.main import cli
 from palimpsest.cli.session import Session
 from palimpsest.cli.stack import StackInfo
@@ -70,6 +76,16 @@ async def test_analyze_indexes_when_needed_and_returns_the_json_view(
         assert snapshots[0]["n"] == 1  # the head was indexed already: no second build
         commit(repo, "2024-02-01T00:00:00+00:00", {"app/cache.py": "def get(key):\n    return key\n"})
         third = await run_analysis(sess, settings, f"file://{repo}", tenant=tenant, timeout_s=120)
+        explained = await explain_claim(sess, settings, str(repo), "`serve_forever()`", tenant=tenant)
+        nothing = await explain_claim(sess, settings, str(repo), "never_named", tenant=tenant)
+    # --explain: the claim's path through the check, rule by rule
+    assert [(e["doc"], e["line"], e["stage"], e["rule"]) for e in explained] == [
+        ("README.md", 3, "resolve", "claim"),
+        ("README.md", 3, "judge", "finding"),
+    ]
+    assert "defined in app/main.py" in explained[-1]["why"]
+    assert "**finding**" in render_explain("serve_forever", explained)
+    assert nothing == [] and "No doc mention" in render_explain("never_named", nothing)
     assert view["state"] == "completed" and view["mode"] == "mechanical"
     assert view["analysis"].startswith("# Repository analysis: cli-repo")
     assert view["summary"]
@@ -113,7 +129,14 @@ async def test_analyze_indexes_when_needed_and_returns_the_json_view(
 
 def test_the_cli_has_the_analyze_command() -> None:
     command = cli.commands["analyze"]
-    assert [p.name for p in command.params] == ["target", "tenant", "reindex", "timeout_s", "as_json"]
+    assert [p.name for p in command.params] == [
+        "target",
+        "tenant",
+        "reindex",
+        "timeout_s",
+        "as_json",
+        "explain",
+    ]
 
 
 async def test_analyze_refuses_an_internal_url_before_git_runs(

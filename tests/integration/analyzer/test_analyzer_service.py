@@ -145,7 +145,11 @@ async def test_without_a_model_the_report_says_what_is_missing(
         assert title in markdown
     assert "PALIMPSEST_LLM_MODEL" in markdown
     assert "## Selection facts" in markdown and "### Documentation freshness" in markdown
-    assert "| `docs/design.md` | 2022-01-10 | stale — " in markdown
+    # an old doc with proved drift is shown as drift, not as merely old
+    assert "| `docs/design.md` | 2022-01-10 | drift (see the documentation check) |" in markdown
+    assert stored["facts"]["doc_check"]["docs"]["drift"] >= 1
+    assert stored["facts"]["doc_check"]["rules"]["finding"] >= 2
+    assert "_Doc mentions by the rule that decided them: " in markdown
     kinds = {(f["doc"], f["kind"]) for f in stored["doc_findings"]}
     assert ("README.md", "missing_identifier") in kinds
     assert ("docs/design.md", "missing_path") in kinds
@@ -163,7 +167,10 @@ async def test_without_a_model_the_report_says_what_is_missing(
     why = {s["path"]: s["why"] for s in stored["selection"]}
     assert why["README.md"] == "root README" and why["src/app.py"] == "entry point of src"
     assert stored["facts"]["primary_packages"] == [{"root": "src", "declared_by": "largest code tree"}]
-    assert stored["summary"].startswith("repo: ") and "stale" in stored["summary"]
+    assert (
+        stored["summary"].startswith("repo: ")
+        and "1 verified against the code, 0 unverified and old" in stored["summary"]
+    )
     assert stored["median_code"] is not None
     assert {s["path"] for s in stored["selection"]} >= {"src/app.py", "README.md", "docs/design.md"}
     assert all(set(s) >= {"path", "kind", "last_modified_at", "stale"} for s in stored["selection"])

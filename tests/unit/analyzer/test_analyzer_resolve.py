@@ -221,9 +221,9 @@ def test_an_example_can_only_use_public_api() -> None:
         "`NewRunner`",
         "`runAll`",
     ]  # inline code may name private code
-    assert {u["claim"]: u["why"] for u in judged.unverified} == {
-        "`addCmd`": "a private name used in an example",
-        "`_helper`": "a private name used in an example",
+    assert {u["claim"]: u["rule"] for u in judged.unverified} == {
+        "`addCmd`": "judge.private_in_example",
+        "`_helper`": "judge.private_in_example",
     }
 
 
@@ -232,7 +232,7 @@ def test_a_name_written_after_its_definition_was_gone_is_not_a_finding() -> None
     history = _history(build_only="flask/app.py")
     later = {("docs/guide.md", 10): LineOrigin("l" * 40, datetime(2023, 1, 1, tzinfo=UTC))}
     judged = judge(claims, history, lines=later, list_unverified=True)
-    assert judged.findings == [] and judged.unverified[0]["why"] == "written after the definition was removed"
+    assert judged.findings == [] and judged.unverified[0]["rule"] == "judge.written_after"
     assert judge(claims, history).findings[0].evidence is not None  # without blame: reported, date unknown
 
 
@@ -269,7 +269,7 @@ def test_a_setting_only_a_deleted_file_read_may_live_on_elsewhere() -> None:
     judged = judge(claims, history, list_unverified=True)
     assert [f.claim for f in judged.findings] == ["`friendfeed_consumer_key`"]
     assert "read as a key in tornado/auth.py" in judged.findings[0].detail
-    assert judged.unverified[0]["why"] == "a setting read only by a file since deleted"
+    assert judged.unverified[0]["rule"] == "judge.deleted_reader"
 
 
 def test_a_shell_session_names_commands_not_definitions() -> None:
@@ -310,11 +310,12 @@ def test_an_example_s_own_names_are_not_the_repository_s() -> None:
     history.identifiers["feed_url"].how = "read"
     judged = judge(claims, history, list_unverified=True)
     assert [f.claim for f in judged.findings] == ["`chord_join`"]
-    assert {u["why"].split(":")[0] for u in judged.unverified} == {
-        "a method of this repository called as a plain function",
-        "a quoted name in an example (its own data, not a setting of this repository)",
-        "called in a Python example that never imports it",
+    assert {u["rule"] for u in judged.unverified} == {
+        "judge.method_called_bare",
+        "judge.quoted_name",
+        "judge.unimported_call",
     }
+    assert judged.rules["finding"] == 1 and judged.rules["judge.quoted_name"] == 1
 
 
 def test_an_attribute_chain_is_judged_by_its_root() -> None:

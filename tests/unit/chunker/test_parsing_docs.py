@@ -323,3 +323,14 @@ def test_a_line_citing_a_legacy_folder_keeps_its_claims() -> None:
     }
     assert ("legacy/loader.py", "path") in mentions
     assert ("load_everything", "identifier") in mentions
+
+
+def test_a_path_written_as_a_link_s_text_is_a_prose_path() -> None:
+    md = "# X\n\nDefaults are in [lib/defaults.js](https://example.invalid/lib/defaults/index.js#L28).\n"
+    mentions = {
+        (f.name, f.target, f.detail)
+        for f in _kinds(analyze_file("README.md", md, "markdown").facts, "mention")
+    }
+    assert mentions == {("lib/defaults.js", "path", "prose")}  # the URL target is no claim
+    image = "# X\n\n![docs/diagram.svg](https://example.invalid/d.svg)\n"
+    assert not _kinds(analyze_file("README.md", image, "markdown").facts, "mention")  # alt text is not prose

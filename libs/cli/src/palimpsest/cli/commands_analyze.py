@@ -31,7 +31,15 @@ if TYPE_CHECKING:  # the stack, the database driver and git load when a command 
     from palimpsest.core.settings import BaseServiceSettings
     from palimpsest.core.sources import CloneTarget, SourcePolicy
 
-__all__ = ["AnalyzeFailed", "analysis_group", "analyze_cmd", "render_text", "run_analysis"]
+__all__ = [
+    "AnalyzeFailed",
+    "analysis_group",
+    "analyze_cmd",
+    "explain_claim",
+    "render_explain",
+    "render_text",
+    "run_analysis",
+]
 
 DEFAULT_TIMEOUT_S = 3600.0
 
@@ -46,19 +54,32 @@ class AnalyzeFailed(PalimpsestError):
 @click.option("--reindex", is_flag=True, help="Index again even if the head already has a snapshot.")
 @click.option("--timeout", "timeout_s", default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds.")
 @click.option("--json", "as_json", is_flag=True)
+@click.option(
+    "--explain",
+    "explain",
+    default=None,
+    metavar="CLAIM",
+    help="Also show the path one doc claim took through the check (a name as the doc writes it, or"
+    " DOC:LINE): each rule that decided it, by stage. Local repositories only.",
+)
 @run_async
 async def analyze_cmd(
-    target: str, tenant: str | None, reindex: bool, timeout_s: float, as_json: bool
+    target: str, tenant: str | None, reindex: bool, timeout_s: float, as_json: bool, explain: str | None
 ) -> None:
     """Analyse a repository (a local path or a clone URL): index it if needed, then analyse it."""
     check_path_target(target)  # before anything loads or starts
     from palimpsest.cli.session import session
 
     s = settings()
+    if explain is not None and _local_path(target) is None:
+        raise click.UsageError("--explain needs a local repository (its history is read in place)")
     async with session(s) as sess:
         tid = await local_tenant_id(sess.infra.pool, s.home, tenant)
         view = await run_analysis(sess, s, target, tenant=tid, reindex=reindex, timeout_s=timeout_s)
-    emit(view, as_json=as_json, text=render_text(view))
+        if explain is not None:
+            view["explain"] = await explain_claim(sess, s, target, explain, tenant=tid, timeout_s=timeout_s)
+    text = render_text(view) + (render_explain(explain, view["explain"]) if explain is not None else "")
+    emit(view, as_json=as_json, text=text)
     if view["state"] == "failed":
         raise SystemExit(1)
 
@@ -109,6 +130,54 @@ async def _local_analysis(repo: str, tenant: str | None) -> dict[str, Any]:
     if view is None:
         fail(f"repository {repo} has no analysis yet (palimpsest analyze makes one)")
     return view.to_json()
+
+
+async def explain_claim(
+    sess: Session,
+    settings: BaseServiceSettings,
+    target: str,
+    claim: str,
+    *,
+    tenant: UUID | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> list[dict[str, Any]]:
+    """The steps one claim's mentions take through the check of the local repository's newest
+    snapshot: the same claims, proof and judgement as the analysis, followed for one claim."""
+    from palimpsest.analyzer.doccheck import gather_claims
+    from palimpsest.analyzer.proof import prove_in
+    from palimpsest.analyzer.snapshot import load_snapshot
+    from palimpsest.cli.local import local_tenant
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.index.snapshots import readable
+
+    pool = sess.infra.pool
+    tid = tenant or await local_tenant(pool, settings.home)
+    repo_id, local = await _repository(pool, tid, target, settings.source_policy())
+    async with tenant_tx(pool, tid) as conn:
+        snapshot = await readable(conn, repo_id, None)
+        if snapshot is None or local is None:
+            return []
+        index = await load_snapshot(conn, repo_id, snapshot)
+        claims = await gather_claims(conn, index, explain=claim)
+    await prove_in(local, claims, index.commit_sha, timeout_s=timeout_s)
+    return claims.steps
+
+
+def render_explain(claim: str, steps: list[dict[str, Any]]) -> str:
+    """The explained claim's path, one line per step."""
+    lines = [f"\n## How the check read `{claim}`\n"]
+    if not steps:
+        lines.append(
+            "No doc mention by that name reached the check: the chunker recorded none (not in inline code,"
+            " a fence, a role, a link or a prose path; or on a line or in a section that tells history;"
+            " or in a changelog)."
+        )
+    for step in steps:
+        lines.append(
+            f"- `{step['doc']}:{step['line']}` `{step['name']}` ({step['form']}) — {step['stage']}:"
+            f" **{step['rule']}** ({step['verdict']}): {step['why']}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def render_text(view: dict[str, Any]) -> str:

@@ -345,6 +345,44 @@ async def bench_replay(
     emit(result, as_json=as_json, text=None)
 
 
+@bench.command("drift-history")
+@_repo_option
+@click.option(
+    "--commits", default=2000, show_default=True, help="First-parent commits mined for drift windows."
+)
+@click.option(
+    "--at", "at", default=3, show_default=True, help="Commits analysed (those covering the most windows)."
+)
+@click.option(
+    "--report",
+    "report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the JSON here.",
+)
+@click.option("--timeout", "timeout_s", default=7200.0, show_default=True, help="Seconds per analysis.")
+@_json_option
+@run_async
+async def bench_drift_history(
+    repo: Path, commits: int, at: int, report: Path | None, timeout_s: float, as_json: bool
+) -> None:
+    """Recall on the repository's own history: drift its maintainers fixed (truth from git alone),
+    analysed at the commits inside the drift windows."""
+    import json
+
+    from palimpsest.cli.session import session
+    from palimpsest.devtools.bench.drift_history import run_bench_drift_history
+
+    s = settings()
+    async with session(s) as sess:
+        result = await run_bench_drift_history(
+            sess, s, repo.resolve(), commits=commits, at=at, timeout_s=timeout_s
+        )
+    if report is not None:
+        report.write_text(json.dumps(result, indent=2, default=str))
+    emit(result, as_json=as_json)
+
+
 @bench.command("analyze")
 @_repo_option
 @click.option("--timeout", "timeout_s", default=7200.0, show_default=True, help="Seconds.")

@@ -25,7 +25,13 @@ from uuid import UUID
 from palimpsest.analyzer.doccheck import DocFinding, gather_claims
 from palimpsest.analyzer.prompts import RepositoryFacts, analysis_messages, summary_messages
 from palimpsest.analyzer.proof import AuthProvider, prove
-from palimpsest.analyzer.report import mechanical_report, mechanical_summary, model_report, selection_facts
+from palimpsest.analyzer.report import (
+    apply_doc_states,
+    mechanical_report,
+    mechanical_summary,
+    model_report,
+    selection_facts,
+)
 from palimpsest.analyzer.selection import Selection, select_from_index, selection_plan
 from palimpsest.analyzer.snapshot import SnapshotIndex, load_snapshot
 from palimpsest.analyzer.store import AnalysisRecord, Trigger
@@ -141,6 +147,7 @@ class Analyzer:
         repo = RepositoryFacts(repo_row["full_name"], index.commit_sha, len(index.files), len(index.chunks))
         facts = selection_facts(index, analysis)
         facts["doc_check"] = check
+        apply_doc_states(facts, judged.doc_states)
         return _Read(repo, index, analysis, summary, judged.findings, facts)
 
     # ------------------------------------------------------------------------ model phase

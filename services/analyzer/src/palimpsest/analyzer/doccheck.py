@@ -18,8 +18,17 @@ No model is needed. The chunker recorded, per document, the identifiers and path
    existed in the code is not drift: it is an *unverified reference*, counted (and listed only
    when asked). Without history (no readable source) no drift finding is made at all.
 
-``stale_doc`` keeps the shared rule (:mod:`palimpsest.index.staleness`), for docs that are not
-changelogs.
+Every doc (not a changelog) ends in one state (:data:`DocState`, :attr:`Judged.doc_states`):
+
+* ``drift`` -- history proves at least one of its claims false;
+* ``verified`` -- at least one of its checkable claims (an identifier, path or ``Governs:`` target
+  of this repository) holds at head and none is proved false, whatever the doc's age (a name
+  history shows was never in the code is not counted against it: it is not about this code);
+* ``reference`` -- a page made only of generated-reference directives (``.. automodule::``,
+  ``::: pkg.mod``): generated from the code, it cannot drift and is never stale;
+* ``unverified_old`` -- no claim of it holds, and it is older than the shared age rule
+  (:mod:`palimpsest.index.staleness`): reported as ``stale_doc``, apart from proved drift;
+* ``unverified`` -- no claim of it holds and it is not old.
 """
 
 from __future__ import annotations
@@ -28,13 +37,15 @@ import functools
 import posixpath
 import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from palimpsest.analyzer import rules as R
 from palimpsest.analyzer.history import Evidence, History, LineOrigin, defined_names
+from palimpsest.analyzer.rules import Rule
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
 from palimpsest.index.codefacts import is_doc, is_history_doc
@@ -42,16 +53,22 @@ from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
 
 __all__ = [
+    "DOC_STATES",
     "MAX_FINDINGS",
     "Claim",
     "Claims",
     "DocFinding",
+    "DocState",
     "FindingKind",
+    "explains",
     "gather_claims",
+    "generated_reference",
     "judge",
 ]
 
 FindingKind = Literal["missing_identifier", "missing_path", "unmatched_governs", "stale_doc"]
+DocState = Literal["drift", "verified", "reference", "unverified_old", "unverified"]
+DOC_STATES: tuple[DocState, ...] = ("drift", "verified", "reference", "unverified_old", "unverified")
 MAX_FINDINGS = 500
 MAX_UNVERIFIED = 200
 _GENERATED = frozenset(
@@ -81,6 +98,13 @@ _STUB = re.compile(
     re.MULTILINE,
 )
 _SHELLS = frozenset({"shell", "powershell", "batch", "fish"})
+# what a generated-reference page is made of: headings, title underlines, autodoc/mkdocstrings
+# directives and their indented options; any other line is prose a person wrote
+_REFERENCE_LINE = re.compile(
+    r"^\s*$|^\s*#{1,6}\s|^\s*([=\-~^\"'`*+#])\1{2,}\s*$|^\s*\.\.\s+(?:py:|js:)?(?:current)?(?:auto\w+|module)::"
+    r"|^\s*:::\s+\S+\s*$|^[ \t]+\S"
+)
+_TITLE = re.compile(r"^\s*[\w`:.~-][^\n]*$")
 _MIME = re.compile(r"^(?:application|text|image|audio|video|multipart|font|model|message)/[\w.+-]+$")
 _SEGMENTS = re.compile(r"\.|::|#|->")
 
@@ -132,8 +156,39 @@ class Claim:
 @dataclass(slots=True)
 class Claims:
     claims: list[Claim] = field(default_factory=list)
-    stale: list[DocFinding] = field(default_factory=list)
+    stale: list[DocFinding] = field(default_factory=list)  # docs old by the age rule (candidates)
     symbols: set[str] = field(default_factory=set)  # the snapshot's definitions
+    docs: set[str] = field(default_factory=set)  # every doc checked (not a changelog)
+    holding: Counter[str] = field(default_factory=Counter)  # doc → checkable claims that hold at head
+    reference: set[str] = field(default_factory=set)  # old docs made only of generated-reference directives
+    rules: Counter[str] = field(default_factory=Counter)  # rule name → mentions it decided (resolve, prove)
+    explain: str | None = None  # a claim to follow (``name``, ``doc:line``): its steps go to ``steps``
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def decided(self, mention: _Mention, rule: Rule) -> None:
+        self.rules[rule.name] += 1
+        if rule.verdict == "holds":
+            self.holding[mention.doc] += 1
+        self.step(mention, rule.stage, rule.name, rule.verdict, rule.doc)
+
+    def step(self, mention: _Mention, stage: str, rule: str, verdict: str, why: str) -> None:
+        """Record one step of the explained claim's path (nothing when no claim is explained)."""
+        if self.explain is not None and explains(self.explain, mention):
+            # proof judges twice (before and after dating the lines): the later step replaces the earlier
+            key = (mention.doc, mention.line, mention.name, stage)
+            self.steps = [s for s in self.steps if (s["doc"], s["line"], s["name"], s["stage"]) != key]
+            self.steps.append(
+                {
+                    "doc": mention.doc,
+                    "line": mention.line,
+                    "name": mention.name,
+                    "form": mention.source or mention.fact,
+                    "stage": stage,
+                    "rule": rule,
+                    "verdict": verdict,
+                    "why": why,
+                }
+            )
 
     @property
     def identifiers(self) -> set[str]:
@@ -144,41 +199,60 @@ class Claims:
         return {(c.mention.doc, c.mention.line) for c in self.claims}
 
 
+def explains(wanted: str, mention: _Mention) -> bool:
+    """Whether ``wanted`` (a name as the doc wrote it, with or without backticks, or ``doc:line``)
+    is ``mention``."""
+    wanted = wanted.strip().strip("`").removesuffix("()")
+    return wanted in (mention.name, _last(mention.name), f"{mention.doc}:{mention.line}")
+
+
 @dataclass(slots=True)
 class Judged:
     findings: list[DocFinding]
     unverified: list[dict[str, Any]]  # claims whose subject never existed in the code (by history)
     unverified_count: int
+    doc_states: dict[str, DocState] = field(default_factory=dict)
+    rules: dict[str, int] = field(default_factory=dict)  # rule name → mentions it decided, every stage
+
+    def state_counts(self) -> dict[str, int]:
+        counts = Counter(self.doc_states.values())
+        return {state: counts.get(state, 0) for state in DOC_STATES}
 
 
 # ----------------------------------------------------------------------------- step 1: claims
 
 
-async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
-    """The doc mentions the snapshot does not satisfy, and the stale docs (read transaction)."""
+async def gather_claims(conn: Conn, index: SnapshotIndex, *, explain: str | None = None) -> Claims:
+    """The doc mentions the snapshot does not satisfy, and the stale docs (read transaction);
+    with ``explain``, the steps that claim's mentions took (:attr:`Claims.steps`)."""
     tree = _Tree.of(f.path for f in index.files)
     mentions = await _doc_mentions(conn, index)
     symbols = await _symbol_names(conn, index)
     languages = {f.language for f in index.files if f.language and f.kind == "code"}
-    out = Claims(stale=_stale_docs(index), symbols=symbols)
-    identifiers: list[_Mention] = []
-    for mention in mentions:
-        if mention.fact == "governs":
-            out.claims.extend(_governs_claim(mention, tree))
-        elif mention.target == "path":
-            out.claims.extend(_path_claim(mention, tree))
-        elif mention.target == "identifier" and _checked_identifier(mention, symbols, languages, tree):
-            identifiers.append(mention)
+    out = Claims(stale=_stale_docs(index), symbols=symbols, docs=_checked_docs(index), explain=explain)
+    identifiers = _tree_claims(mentions, tree, languages, out)
     present = await _present_lexemes(conn, index, identifiers)
     folded = {m for m in identifiers if any(lex in present for lex in _lexemes(m.name))}
     exact = await _present_names(conn, index, folded)
     missing = [m for m in identifiers if m not in folded or _last(m.name) not in exact]
+    for mention in identifiers:
+        if mention in folded and _last(mention.name) in exact:
+            out.decided(mention, R.IDENTIFIER_USED)
+    old = {f.doc for f in out.stale if not out.holding[f.doc]}
+    old_texts, _ = await _doc_texts(conn, index, old)
+    out.reference = {doc for doc, text in old_texts.items() if generated_reference(text)}
     texts, lines = await _doc_texts(conn, index, {m.doc for m in missing})
     for mention in missing:
         text, line = texts.get(mention.doc, ""), lines.get((mention.doc, mention.line), "")
-        if not _about_something_else(mention, text, tree) and not _foreign_attribute(
-            mention, line, text, tree
-        ):
+        elsewhere = _about_something_else(mention, text, tree) or (
+            R.IDENTIFIER_FOREIGN_ATTRIBUTE if _foreign_attribute(mention, line, text, tree) else None
+        )
+        if elsewhere is not None:
+            out.decided(mention, elsewhere)
+        else:
+            out.step(
+                mention, "resolve", "claim", "claim", "Neither defined nor used at head: history is asked."
+            )
             out.claims.append(
                 Claim(
                     mention,
@@ -192,33 +266,85 @@ async def gather_claims(conn: Conn, index: SnapshotIndex) -> Claims:
     return out
 
 
+def _tree_claims(mentions: list[_Mention], tree: _Tree, languages: set[str], out: Claims) -> list[_Mention]:
+    """Add the path and ``Governs:`` claims to ``out`` and count the claims that hold; return the
+    identifiers still to look up in the snapshot's code."""
+    identifiers: list[_Mention] = []
+    for mention in mentions:
+        found: Claim | Rule | None
+        if mention.fact == "governs":
+            found = _governs_claim(mention, tree)
+        elif mention.target == "path":
+            found = _path_claim(mention, tree)
+        elif mention.target == "identifier":
+            found = _identifier_rule(mention, out.symbols, languages, tree)
+            if found is None:
+                identifiers.append(mention)
+                continue
+        else:
+            continue
+        if isinstance(found, Claim):
+            out.claims.append(found)
+            out.step(mention, "resolve", "claim", "claim", "Not satisfied at head: history is asked.")
+        elif found is not None:
+            out.decided(mention, found)
+    return identifiers
+
+
+def _checked_docs(index: SnapshotIndex) -> set[str]:
+    return {
+        f.path
+        for f in index.files
+        if f.kind == "doc" and f.skip_reason is None and not is_history_doc(f.path)
+    }
+
+
+def generated_reference(text: str) -> bool:
+    """A page made only of generated-reference directives (``.. automodule:: pkg``, ``::: pkg.mod``)
+    with their options and headings: generated from the code, nothing on it can go stale."""
+    lines = text.splitlines()
+    directives = 0
+    for number, line in enumerate(lines):
+        if re.match(r"^\s*\.\.\s+(?:py:|js:)?auto\w+::|^\s*:::\s+\S+\s*$", line):
+            directives += 1
+        elif not _REFERENCE_LINE.match(line) and not _title(lines, number):
+            return False
+    return directives > 0
+
+
+def _title(lines: list[str], number: int) -> bool:
+    """An RST title: a line underlined (and perhaps overlined) by the next line."""
+    following = lines[number + 1] if number + 1 < len(lines) else ""
+    return bool(_TITLE.match(lines[number])) and bool(re.match(r"^\s*([=\-~^\"'`*+#])\1{2,}\s*$", following))
+
+
 @functools.lru_cache(maxsize=16)
 def _without_stubs(text: str) -> bytes:
     """A doc's text without its signature listings, encoded: asked once per doc, not per mention."""
     return _STUB.sub("", text).encode()
 
 
-def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> bool:
+def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | None:
     """A name the doc's own example defines (``app = Flask(...)``, ``def show(...)``), or an
     unqualified name in a doc whose examples import only other packages (a page about
     ``sphinxcontrib.websupport`` kept in Sphinx's docs): not a claim about this repository."""
     if not text:
-        return False
+        return None
     last = _last(mention.name)
     if last in defined_names(_without_stubs(text), {last}):
-        return True
+        return R.IDENTIFIER_OWN_EXAMPLE
     for imported in re.finditer(
         rf"^[ \t>.]*from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\b{re.escape(last)}\b", text, re.M
     ):
         module = imported.group(1)
         if module.split(".")[0] not in _STANDARD_LIBRARIES and not tree.module(module):
-            return True  # ``from myapp.tasks import MyPeriodicTask``: the reader's own code
+            return R.IDENTIFIER_READERS_IMPORT  # ``from myapp.tasks import MyPeriodicTask``
     if _SEGMENTS.search(mention.name):
-        return False  # qualified: its root was already checked against the repository
+        return None  # qualified: its root was already checked against the repository
     written = {next((g for g in m.groups() if g), "") for m in _IMPORT.finditer(text)}
     roots = {r.split(".")[0].split("/")[0].lstrip("@") for r in written} - {""}
     roots -= _STANDARD_LIBRARIES  # ``import os`` says nothing about which package a page is about
-    return bool(roots) and not any(tree.has_stem(r) for r in roots)
+    return R.IDENTIFIER_OTHER_PACKAGE if roots and not any(tree.has_stem(r) for r in roots) else None
 
 
 async def _doc_texts(
@@ -296,24 +422,32 @@ def _bound(name: str, text: str) -> bool:
 
 
 def _checked_identifier(mention: _Mention, symbols: set[str], languages: set[str], tree: _Tree) -> bool:
-    """An identifier worth asking history about: long enough, not defined now, qualified (if
-    at all) by something of this repository, and from fenced code only when the fence is in one
-    of the repository's own languages."""
+    """An identifier worth asking history about (:func:`_identifier_rule` sets none aside)."""
+    return _identifier_rule(mention, symbols, languages, tree) is None
+
+
+def _identifier_rule(mention: _Mention, symbols: set[str], languages: set[str], tree: _Tree) -> Rule | None:
+    """The rule that decides an identifier mention without history, or None: it is worth asking
+    history about (long enough, not defined now, qualified by something of this repository, and
+    from fenced code only when the fence is in one of the repository's own languages)."""
     last = _last(mention.name)
-    if len(last) < 3 or last in symbols or mention.name in symbols:
-        return False
+    if len(last) < 3:
+        return R.IDENTIFIER_SHORT
+    if last in symbols or mention.name in symbols:
+        return R.IDENTIFIER_DEFINED
     root = next((s for s in _SEGMENTS.split(mention.name) if s), last)
     if root != last and root not in symbols and not tree.has_stem(root):
-        return False  # ``tempfile.gettempdir``, ``sphinxcontrib.websupport.X``: another package
+        return R.IDENTIFIER_FOREIGN_ROOT
     source = mention.source or ""
     if source.startswith("fence"):
         language = source.partition(":")[2]
         if language == "literal":  # an RST literal block: Sphinx highlights it as Python by default
             language = "python"
-        # a shell session names commands, flags and build tasks (``./gradlew okcurl:nativeImage``),
-        # not definitions, even in a repository that keeps shell scripts
-        return bool(language) and language in languages and language not in _SHELLS
-    return True
+        if language in _SHELLS:
+            return R.IDENTIFIER_SHELL
+        if not language or language not in languages:
+            return R.IDENTIFIER_FOREIGN_FENCE
+    return None
 
 
 def _last(name: str) -> str:
@@ -330,31 +464,56 @@ def judge(
     lines: dict[tuple[str, int], LineOrigin] | None = None,
     list_unverified: bool = False,
 ) -> Judged:
-    """Findings: the claims history proves (with their evidence), and the stale docs."""
-    findings: list[DocFinding] = list(claims.stale)
+    """Findings: the claims history proves (with their evidence), and the docs left unverified and
+    old (``stale_doc``); with the state of every doc."""
+    findings: list[DocFinding] = []
     unverified: list[dict[str, Any]] = []
+    judged_by: list[Rule] = []
     count = 0
     for claim in claims.claims:
         outcome = _judge_one(claim, history, claims.symbols, lines or {})
         if isinstance(outcome, DocFinding):
             findings.append(outcome)
+            claims.step(claim.mention, "judge", R.FINDING.name, "finding", outcome.detail or R.FINDING.doc)
             continue
+        claims.step(claim.mention, outcome.stage, outcome.name, outcome.verdict, outcome.doc)
+        judged_by.append(outcome)
         count += 1
         if list_unverified and len(unverified) < MAX_UNVERIFIED:
             unverified.append(_unverified(claim, outcome))
+    states = _doc_states(claims, {f.doc for f in findings})
+    decided = claims.rules + Counter(r.name for r in judged_by) + Counter({R.FINDING.name: len(findings)})
+    findings += [f for f in claims.stale if states.get(f.doc) == "unverified_old"]
     findings.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
-    return Judged(findings[:MAX_FINDINGS], unverified, count)
+    return Judged(findings[:MAX_FINDINGS], unverified, count, states, dict(sorted(decided.items())))
+
+
+def _doc_states(claims: Claims, drifted: set[str]) -> dict[str, DocState]:
+    old = {f.doc for f in claims.stale}
+    states: dict[str, DocState] = {}
+    for doc in sorted(claims.docs | old):
+        if doc in drifted:
+            states[doc] = "drift"
+        elif claims.holding[doc]:
+            states[doc] = "verified"
+        elif doc in claims.reference:
+            states[doc] = "reference"
+        elif doc in old:
+            states[doc] = "unverified_old"
+        else:
+            states[doc] = "unverified"
+    return states
 
 
 def _judge_one(
     claim: Claim, history: History | None, symbols: set[str], lines: dict[tuple[str, int], LineOrigin]
-) -> DocFinding | str:
-    """The finding a claim makes, or why it makes none."""
+) -> DocFinding | Rule:
+    """The finding a claim makes, or the rule by which it makes none."""
     if history is None:
-        return "history unavailable"
+        return R.HISTORY_UNAVAILABLE
     proved = _prove(claim, history)
     if proved is None:
-        return "never in the code by history"
+        return R.HISTORY_NEVER
     read_as, evidence = proved
     if claim.kind == "missing_identifier" and evidence.renamed_to not in symbols:
         evidence = replace(evidence, renamed_to=None)  # what it became must exist now
@@ -365,7 +524,7 @@ def _judge_one(
     return _finding(claim, read_as, replace(evidence, subject=read_as))
 
 
-def _not_about_the_code(claim: Claim, evidence: Evidence) -> str | None:
+def _not_about_the_code(claim: Claim, evidence: Evidence) -> Rule | None:
     """Why a proved identifier still does not make a finding, or None.
 
     A name written after its definition was gone names something else (another library's API,
@@ -376,32 +535,38 @@ def _not_about_the_code(claim: Claim, evidence: Evidence) -> str | None:
     if claim.kind != "missing_identifier":
         return None
     if evidence.written_while_existed is False:
-        return "written after the definition was removed"
+        return R.JUDGE_WRITTEN_AFTER
     if evidence.how == "read" and (claim.mention.source or "").startswith("fence"):
-        return "a quoted name in an example (its own data, not a setting of this repository)"
+        return R.JUDGE_QUOTED_NAME
     if evidence.how == "member" and claim.bare_call:
-        return "a method of this repository called as a plain function: the example's own"
+        return R.JUDGE_METHOD_CALLED_BARE
     if claim.bare_call and claim.unimported and _python_fence(claim.mention.source):
         # ``return do_work()`` in a Python example that never imports ``do_work``: a placeholder
         # for the reader's code (a function of this repository would have to be imported)
-        return "called in a Python example that never imports it: a placeholder"
+        return R.JUDGE_UNIMPORTED_CALL
     if evidence.how == "read" and evidence.reader_deleted:
         # an installer script moved to a repository of its own still reads POETRY_VERSION: a
         # setting only a deleted file read may well live on elsewhere (a definition is named
         # by this repository's own API; a quoted setting name is not)
-        return "a setting read only by a file since deleted"
+        return R.JUDGE_DELETED_READER
     name = claim.lookups[0]
     if (claim.mention.source or "").startswith("fence") and evidence.seen_in:
         private = (evidence.seen_in.endswith(".go") and name[:1].islower()) or (
             evidence.seen_in.endswith(".py") and name.startswith("_")
         )
         if private:
-            return "a private name used in an example"
+            return R.JUDGE_PRIVATE_IN_EXAMPLE
     return None
 
 
-def _unverified(claim: Claim, why: str) -> dict[str, Any]:
-    return {"doc": claim.mention.doc, "line": claim.mention.line, "claim": claim.shown, "why": why}
+def _unverified(claim: Claim, rule: Rule) -> dict[str, Any]:
+    return {
+        "doc": claim.mention.doc,
+        "line": claim.mention.line,
+        "claim": claim.shown,
+        "rule": rule.name,
+        "why": rule.doc,
+    }
 
 
 def _prove(claim: Claim, history: History) -> tuple[str, Evidence] | None:
@@ -586,34 +751,47 @@ class _Tree:
         return segment in self.files or segment in self.dirs
 
 
-def _path_claim(mention: _Mention, tree: _Tree) -> list[Claim]:
+def _path_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
+    """The claim a path mention makes, or the rule that decides it without history."""
     target = mention.name.strip()
-    if not _is_tree_claim(target, mention.source, tree):
-        return []
+    rule = _tree_rule(target, mention.source, tree)
+    if rule is not None:
+        return rule
     resolved = _resolutions(mention.doc, target, mention.source)
-    if not resolved or any(tree.exists(p) or tree.exists_as_doc(p) for p in resolved):
-        return []
+    if not resolved:
+        return R.PATH_OUTSIDE
+    if any(tree.exists(p) or tree.exists_as_doc(p) for p in resolved):
+        return R.PATH_EXISTS
     if mention.source in ("link", "docref") and tree.mirrored(resolved[0]):
-        return []
+        return R.PATH_MIRRORED
     if "/" in target.strip("/") and not target.startswith(("/", "../")) and tree.ends_with(target.strip("/")):
-        return []
+        return R.PATH_SUFFIX
     if mention.source in ("link", "docref") and not target.startswith("/"):
         resolved = resolved[:1]  # a link is relative to its document, nothing else
-    return [Claim(mention, "missing_path", f"`{target}`", tuple(resolved))]
+    return Claim(mention, "missing_path", f"`{target}`", tuple(resolved))
 
 
 def _is_tree_claim(target: str, source: str | None, tree: _Tree) -> bool:
     """Whether a path a doc names is a claim about this repository's tree."""
+    return _tree_rule(target, source, tree) is None
+
+
+def _tree_rule(target: str, source: str | None, tree: _Tree) -> Rule | None:
+    """The rule by which a path a doc names is no claim about this repository's tree, or None."""
     if not target or _PLACEHOLDER.search(target) or target.startswith(("~", "#", "-")):
-        return False  # a placeholder, a home path, an anchor, a command-line flag (``-f/--file``)
+        return R.PATH_PLACEHOLDER
     if _MIME.match(target):
-        return False  # ``multipart/form-data``
+        return R.PATH_MIME
     if "/" not in target.strip("/") and source not in ("link", "docref"):
-        return False  # a bare file name in inline code is often a runtime file, not a claim
+        return R.PATH_BARE_NAME
     first = target.lstrip("./").split("/", 1)[0]
-    if first in _GENERATED or (_DOMAIN.match(first) and not tree.top_level(first)):
-        return False
-    return not (target.startswith("/") and not tree.top_level(first))  # /etc/…: a system path
+    if first in _GENERATED:
+        return R.PATH_GENERATED
+    if _DOMAIN.match(first) and not tree.top_level(first):
+        return R.PATH_DOMAIN
+    if target.startswith("/") and not tree.top_level(first):
+        return R.PATH_SYSTEM
+    return None
 
 
 def _resolutions(doc: str, target: str, source: str | None) -> list[str]:
@@ -634,11 +812,13 @@ def _resolutions(doc: str, target: str, source: str | None) -> list[str]:
     return out
 
 
-def _governs_claim(mention: _Mention, tree: _Tree) -> list[Claim]:
+def _governs_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     target = mention.name.strip().strip("/")
-    if not target or _PLACEHOLDER.search(target) or tree.exists(target):
-        return []
-    return [Claim(mention, "unmatched_governs", f"Governs: {mention.name}", (target,))]
+    if not target or _PLACEHOLDER.search(target):
+        return R.GOVERNS_PLACEHOLDER
+    if tree.exists(target):
+        return R.GOVERNS_EXISTS
+    return Claim(mention, "unmatched_governs", f"Governs: {mention.name}", (target,))
 
 
 # ----------------------------------------------------------------------------- stale docs
@@ -657,7 +837,7 @@ def _stale_docs(index: SnapshotIndex) -> list[DocFinding]:
                     "stale_doc",
                     f"last modified {when.date().isoformat()}",
                     None,
-                    stale_annotation(f.path, f.last_modified_at, median),
+                    f"unverified and old: {stale_annotation(f.path, f.last_modified_at, median)}",
                 )
             )
     return findings

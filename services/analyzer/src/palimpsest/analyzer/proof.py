@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from palimpsest.analyzer import rules as R
 from palimpsest.analyzer.doccheck import Claim, Claims, Judged, judge
 from palimpsest.analyzer.history import History, first_mentions, read_history
 from palimpsest.analyzer.snapshot import SnapshotIndex
@@ -66,7 +67,13 @@ async def prove(
 ) -> tuple[Judged, dict[str, Any]]:
     """The judged documentation check of ``index`` and its cost (``facts.doc_check``)."""
     if not claims.claims:
-        return judge(claims, None, list_unverified=list_unverified), {"history": "not_needed", "claims": 0}
+        judged = judge(claims, None, list_unverified=list_unverified)
+        return judged, {
+            "history": "not_needed",
+            "claims": 0,
+            "docs": judged.state_counts(),
+            "rules": judged.rules,
+        }
     async with open_history(
         clone_url, branch, index.commit_sha, policy=policy, auth=auth, timeout_s=timeout_s
     ) as source:
@@ -160,11 +167,12 @@ def _linked_away(claims: Claims, tree: set[str], links: dict[str, str]) -> Claim
     if not links:
         return claims
     dirs = {"/".join(p.split("/")[:i]) for p in tree for i in range(1, p.count("/") + 1)}
-    kept = [
-        c
-        for c in claims.claims
-        if c.kind == "missing_identifier" or not any(_through_links(p, links, tree, dirs) for p in c.lookups)
-    ]
+    kept = []
+    for c in claims.claims:
+        if c.kind != "missing_identifier" and any(_through_links(p, links, tree, dirs) for p in c.lookups):
+            claims.decided(c.mention, R.PATH_THROUGH_LINK)
+        else:
+            kept.append(c)
     return replace(claims, claims=kept)
 
 
@@ -180,6 +188,9 @@ async def _inherited_away(git_dir: Path, commit: str, claims: Claims, timeout_s:
         return claims
     foreign = await _foreign_bases(git_dir, commit, sorted(owners)[:MAX_CLASSES], claims.symbols, timeout_s)
     dropped = {id(c) for name in foreign for c in owners[name]}
+    for claim in claims.claims:
+        if id(claim) in dropped:
+            claims.decided(claim.mention, R.IDENTIFIER_INHERITED)
     return replace(claims, claims=[c for c in claims.claims if id(c) not in dropped])
 
 
@@ -213,6 +224,8 @@ def _stats(
         "claims": len(claims.claims),
         "proved": sum(1 for f in judged.findings if f.evidence is not None),
         "unverified_count": judged.unverified_count,
+        "docs": judged.state_counts(),  # docs by state: drift, verified, reference, unverified_old, …
+        "rules": judged.rules,  # rule name → mentions it decided (palimpsest.analyzer.rules)
         "seconds": round(seconds, 3),
     }
     if reason:

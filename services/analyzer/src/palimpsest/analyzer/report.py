@@ -10,11 +10,11 @@ can be traced to evidence that did not come from the model.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from palimpsest.analyzer.doccheck import DocFinding
+from palimpsest.analyzer.doccheck import DocFinding, DocState
 from palimpsest.analyzer.prompts import SECTION_TITLES, RepositoryFacts
 from palimpsest.analyzer.selection import Selection
 from palimpsest.analyzer.snapshot import SnapshotIndex
@@ -87,6 +87,18 @@ def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any
     }
 
 
+def apply_doc_states(facts: dict[str, Any], states: Mapping[str, DocState]) -> None:
+    """Give the freshness table and the selected files the doc check's states: a doc is ``stale``
+    only when it is ``unverified_old`` (an old doc whose claims hold is verified, an old page of
+    generated-reference directives is never stale)."""
+    for entry in (*facts["doc_freshness"], *facts["top_files"]):
+        state = states.get(entry["path"])
+        if state is not None:
+            entry["state"] = state
+            entry["stale"] = state == "unverified_old"
+    facts["doc_freshness"].sort(key=lambda d: not d["stale"])  # stable: oldest first within each
+
+
 def _packages(selection: Selection) -> list[dict[str, str]]:
     found = selection.packages
     if found is None:
@@ -155,8 +167,11 @@ def _facts_section(facts: dict[str, Any]) -> list[str]:
     lines += ["| doc | last modified | status |", "|---|---|---|"]
     for doc in docs[:MAX_TABLE_ROWS]:
         when = doc["last_modified_at"][:10] if doc["last_modified_at"] else "unknown"
+        state = doc.get("state")
         if doc["stale"]:
-            status = f"stale — {doc['age']}"
+            status = f"unverified and old — {doc['age']}" if state else f"stale — {doc['age']}"
+        elif state in _STATE_TEXT:
+            status = _STATE_TEXT[state]
         elif doc["last_modified_at"] is None:
             status = "age unknown"
         else:
@@ -167,12 +182,19 @@ def _facts_section(facts: dict[str, Any]) -> list[str]:
     return lines
 
 
+_STATE_TEXT = {
+    "drift": "drift (see the documentation check)",
+    "verified": "verified (its claims hold at this commit)",
+    "reference": "generated reference (never stale)",
+}
+
+
 def findings_section(findings: Sequence[DocFinding], title: str) -> list[str]:
     lines = [title, ""]
     if not findings:
         lines.append(
             "No drift found: no identifier, path or `Governs:` target the documentation names was removed "
-            "from the code by history, and no doc is stale by the rule."
+            "from the code by history, and no doc is both unverified and old."
         )
         return lines
     counts = Counter(f.kind for f in findings)
@@ -230,7 +252,17 @@ def _check_line(facts: dict[str, Any]) -> list[str]:
         " that never existed in this repository's code (not drift; listed only with"
         " PALIMPSEST_ANALYSIS_LIST_UNVERIFIED)._",
         "",
+        *_rules_line(check),
     ]
+
+
+def _rules_line(check: dict[str, Any]) -> list[str]:
+    """How many doc mentions each rule of the check decided (:mod:`palimpsest.analyzer.rules`)."""
+    counted = sorted((check.get("rules") or {}).items(), key=lambda item: (-item[1], item[0]))
+    if not counted:
+        return []
+    shown = ", ".join(f"`{name}` {n}" for name, n in counted[:12])
+    return [f"_Doc mentions by the rule that decided them: {shown}._", ""]
 
 
 # ----------------------------------------------------------------------------- whole reports
@@ -278,10 +310,12 @@ def mechanical_summary(repo: RepositoryFacts, facts: dict[str, Any], findings: S
     """A one-paragraph summary made of facts (the model-written one needs a model)."""
     langs = ", ".join(x["language"] for x in facts["languages"][:3]) or "no recognised language"
     stale = sum(1 for d in facts["doc_freshness"] if d["stale"])
+    verified = sum(1 for d in facts["doc_freshness"] if d.get("state") == "verified")
     drift = sum(1 for f in findings if f.kind != "stale_doc")
     median = facts.get("median_code")
     return (
-        f"{repo.name}: {facts['files']} files, mostly {langs}; {facts['doc_files']} docs, {stale} of them stale; "
+        f"{repo.name}: {facts['files']} files, mostly {langs}; {facts['doc_files']} docs, {verified} verified against"
+        f" the code, {stale} unverified and old; "
         f"{drift} documentation claim(s) the code no longer supports"
         + (f"; typical code last modified {median[:10]}." if median else "; file ages unknown.")
     )

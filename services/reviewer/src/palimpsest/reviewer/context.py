@@ -6,8 +6,9 @@ supplies candidates only — from the ready snapshot of the base commit, else th
 
 1. gather the five sources (:mod:`palimpsest.reviewer.candidates`);
 2. drop candidates whose content no longer matches head (``stale``);
-3. rank: the tenant's rerank model when one is routed, else the sources' reciprocal rank fusion
-   normalised to 0..1;
+3. rank: the tenant's rerank model when one is routed, else the calibrated per-source model
+   (:func:`_score`: each source's n-th file is relevant with a measured probability, sources
+   combine as independent witnesses; cross-repository chunks keep a reciprocal rank);
 4. :func:`apply_recency` — THE shared rule (:mod:`palimpsest.index.staleness`) with the median
    taken from the retrieved code chunks: stale docs dropped unless their score is ≥ 0.6
    (``stale_doc``), surviving docs headed ``(documentation — verify against code)``, dated chunks

@@ -54,7 +54,40 @@ async def run_bench_analyze(
         "analysis_duration_s": view["duration_s"],
         **check,
         "selection": selection_share(view),
+        "link_check": link_check(repo, view["commit"], view["doc_findings"], check["unverified_listed"]),
         "findings": view["doc_findings"],
+    }
+
+
+def link_check(
+    repo: Path, commit: str, findings: list[dict[str, Any]], unverified: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The yardstick measured in the same run: a plain link checker's broken relative links at
+    ``commit`` (:mod:`palimpsest.devtools.bench.links`), and which of them the check reported (a
+    ``missing_path`` finding on the same doc line); each miss says what the check made of it."""
+    from palimpsest.devtools.bench.links import broken_links
+
+    checked, broken = broken_links(repo, commit)
+    reported = {(f["doc"], f["line"]) for f in findings if f["kind"] == "missing_path"}
+    why = {(u["doc"], u["line"], u["claim"].strip("`")): u.get("rule") or u["why"] for u in unverified}
+    missed = [
+        {
+            "doc": b.doc,
+            "line": b.line,
+            "target": b.target,
+            "check": why.get((b.doc, b.line, b.target))
+            or why.get((b.doc, b.line, b.target.split("#")[0]))
+            or "no claim",
+        }
+        for b in broken
+        if (b.doc, b.line) not in reported
+    ]
+    return {
+        "links_checked": checked,
+        "broken": len(broken),
+        "reported_by_check": len(broken) - len(missed),
+        "recall": round((len(broken) - len(missed)) / len(broken), 3) if broken else None,
+        "missed": missed[:200],
     }
 
 

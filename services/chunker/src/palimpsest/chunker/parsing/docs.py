@@ -474,7 +474,8 @@ def _prose_mentions(found: _Mentions, line: str, number: int) -> None:
     """Paths in plain prose: a slash and a known file extension, or a trailing slash."""
     if "/" not in line or any(p.match(line) for p in (_HEADER_FACT, _MD_REFERENCE, _RST_DIRECTIVE)):
         return
-    prose = _INLINE_CODE.sub(" ", _MD_LINK.sub(" ", _RST_LINK.sub(" ", line)))
+    # a link's target is read as a link; its text is prose (``[lib/defaults.js](https://…)`` names a path)
+    prose = _INLINE_CODE.sub(" ", _MD_LINK.sub(_link_text, _RST_LINK.sub(" ", line)))
     if "://" in prose:
         prose = re.sub(r"\S*://\S*", " ", prose)
     for match in _PROSE_PATH.finditer(prose):
@@ -483,6 +484,11 @@ def _prose_mentions(found: _Mentions, line: str, number: int) -> None:
         extension = last.rsplit(".", 1)[-1].lower() if "." in last else ""
         if (path.endswith("/") and path.count("/") >= 2) or f".{extension}" in KNOWN_EXTENSIONS:
             found.add(path.removeprefix("./").rstrip("/"), number, "path", "prose")
+
+
+def _link_text(link: re.Match[str]) -> str:
+    text = re.match(r"!?\[([^\]\n]*)\]", link.group(0))
+    return f" {text.group(1)} " if text and not link.group(0).startswith("!") else " "
 
 
 def _fenced_mentions(found: _Mentions, line: str, number: int, source: str) -> None:

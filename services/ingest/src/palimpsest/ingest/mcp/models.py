@@ -164,4 +164,10 @@ class DocFindingsResult(_Result):
     commit: str | None
     analysed_at: str | None
     note: str | None = None
+    doc_states: dict[str, int] | None = Field(
+        default=None,
+        description="Docs by state: drift (a claim proved false), verified (its claims hold), reference"
+        " (generated-reference directives only, never stale), unverified_old (reported as stale_doc),"
+        " unverified.",
+    )
     findings: list[DocFinding]

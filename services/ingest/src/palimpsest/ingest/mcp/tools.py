@@ -500,7 +500,8 @@ class _Tools:
         self, ctx: Context, repository: RepositoryArg, budget_tokens: Budget = 4000
     ) -> models.DocFindingsResult:
         """Documentation the code no longer supports, from the newest completed analysis: each
-        claim (doc, line), its kind (missing path or identifier, stale doc…), the nearest name the
+        claim (doc, line), its kind (missing path or identifier, or ``stale_doc``: an old doc none of
+        whose claims holds), the docs counted by state, the nearest name the
         code has now, and the proof from git history (the commit where it last existed, the one
         that removed it, with dates)."""
         async with self._tx(ctx) as conn:
@@ -540,6 +541,7 @@ class _Tools:
             analysis_id=str(view.analysis_id),
             commit=view.commit,
             analysed_at=view.created_at.isoformat(),
+            doc_states=(view.facts.get("doc_check") or {}).get("docs"),
             findings=kept,
             left_out=left,
             budget_tokens=budget_tokens,

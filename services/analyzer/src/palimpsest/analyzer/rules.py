@@ -1,0 +1,156 @@
+"""The documentation check's rules: every reason a doc mention is set aside, holds, or is reported.
+
+Each rule is named, says in one line what it decides, at which stage and with which verdict:
+
+* stages: ``resolve`` (a mention against the snapshot, in the read transaction), ``prove``
+  (against git: symbolic links, inherited members, history), ``judge`` (a proved claim that
+  still makes no finding);
+* verdicts: ``not_a_claim`` (the mention says nothing about this repository's code), ``holds``
+  (it is true at head), ``unverified`` (history does not prove it false), ``finding``.
+
+The check counts how many mentions each rule decided (``facts.doc_check.rules``). The cases each
+rule must decide, and must not, are one table in ``tests/unit/analyzer/test_analyzer_rules.py``.
+(The extract stage -- what a doc line claims at all, history words, changelog sections -- is the
+chunker's reading of a doc, :mod:`palimpsest.chunker.parsing.docs`.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["RULES", "Rule", "Stage", "Verdict"]
+
+Stage = Literal["resolve", "prove", "judge"]
+Verdict = Literal["not_a_claim", "holds", "unverified", "finding"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    stage: Stage
+    verdict: Verdict
+    doc: str
+
+
+RULES: dict[str, Rule] = {}
+
+
+def _rule(name: str, stage: Stage, verdict: Verdict, doc: str) -> Rule:
+    assert name not in RULES, name
+    found = RULES[name] = Rule(name, stage, verdict, doc)
+    return found
+
+
+# ----------------------------------------------------------------------------- resolve: paths
+PATH_PLACEHOLDER = _rule(
+    "path.placeholder", "resolve", "not_a_claim",
+    "A placeholder, home path, anchor or command-line flag is no path of this repository.",
+)  # fmt: skip
+PATH_MIME = _rule("path.mime", "resolve", "not_a_claim", "A MIME type (``multipart/form-data``) is no path.")
+PATH_BARE_NAME = _rule(
+    "path.bare_name", "resolve", "not_a_claim",
+    "A bare file name outside a link is usually a file made at run time, not a claim about the tree.",
+)  # fmt: skip
+PATH_GENERATED = _rule(
+    "path.generated", "resolve", "not_a_claim",
+    "A path under a build-output, cache, virtual-env or vendored folder is not kept in git.",
+)  # fmt: skip
+PATH_DOMAIN = _rule(
+    "path.domain", "resolve", "not_a_claim", "A host name followed by a path is a URL without its scheme."
+)
+PATH_SYSTEM = _rule(
+    "path.system", "resolve", "not_a_claim",
+    "An absolute path whose first folder is not one of the repository's is a system path.",
+)  # fmt: skip
+PATH_OUTSIDE = _rule("path.outside", "resolve", "not_a_claim", "A relative path that leaves the repository.")
+PATH_EXISTS = _rule("path.exists", "resolve", "holds", "The path, or its document form, exists at head.")
+PATH_MIRRORED = _rule(
+    "path.mirrored", "resolve", "holds",
+    "A link to a page the docs publish under another folder of the tree.",
+)  # fmt: skip
+PATH_SUFFIX = _rule(
+    "path.suffix", "resolve", "holds",
+    "A path relative to the folder a doc is about: a path of the snapshot ends in it.",
+)  # fmt: skip
+GOVERNS_PLACEHOLDER = _rule(
+    "governs.placeholder", "resolve", "not_a_claim", "An empty or placeholder Governs: target."
+)
+GOVERNS_EXISTS = _rule("governs.exists", "resolve", "holds", "The Governs: target exists at head.")
+
+# ----------------------------------------------------------------------------- resolve: identifiers
+IDENTIFIER_SHORT = _rule(
+    "identifier.short", "resolve", "not_a_claim", "A name shorter than three characters."
+)
+IDENTIFIER_DEFINED = _rule("identifier.defined", "resolve", "holds", "The snapshot's code defines the name.")
+IDENTIFIER_USED = _rule("identifier.used", "resolve", "holds", "The snapshot's code uses the name, exactly.")
+IDENTIFIER_FOREIGN_ROOT = _rule(
+    "identifier.foreign_root", "resolve", "not_a_claim",
+    "A qualified name rooted in nothing of this repository (another package's API).",
+)  # fmt: skip
+IDENTIFIER_SHELL = _rule(
+    "identifier.shell", "resolve", "not_a_claim",
+    "A name in a shell session: commands, flags and tasks, not definitions.",
+)  # fmt: skip
+IDENTIFIER_FOREIGN_FENCE = _rule(
+    "identifier.foreign_fence", "resolve", "not_a_claim",
+    "A name in fenced code of a language the repository is not written in (or none).",
+)  # fmt: skip
+IDENTIFIER_OWN_EXAMPLE = _rule(
+    "identifier.own_example", "resolve", "not_a_claim",
+    "The doc's own example defines the name (signature listings excepted).",
+)  # fmt: skip
+IDENTIFIER_READERS_IMPORT = _rule(
+    "identifier.readers_import", "resolve", "not_a_claim",
+    "The doc imports the name from a module that is neither this repository's nor the standard library.",
+)  # fmt: skip
+IDENTIFIER_OTHER_PACKAGE = _rule(
+    "identifier.other_package", "resolve", "not_a_claim",
+    "An unqualified name in a doc whose examples import only packages this repository does not have.",
+)  # fmt: skip
+IDENTIFIER_FOREIGN_ATTRIBUTE = _rule(
+    "identifier.foreign_attribute", "resolve", "not_a_claim",
+    "An example reaches the name only through an object the doc never made and the repository does not name.",
+)  # fmt: skip
+
+# ----------------------------------------------------------------------------- prove
+PATH_THROUGH_LINK = _rule(
+    "path.through_link", "prove", "holds", "The path exists once symbolic links are followed."
+)
+IDENTIFIER_INHERITED = _rule(
+    "identifier.inherited", "prove", "not_a_claim",
+    "A member of a class that extends a class from outside the repository: it may be inherited.",
+)  # fmt: skip
+HISTORY_UNAVAILABLE = _rule(
+    "history.unavailable", "prove", "unverified", "No readable history: nothing can be proved."
+)
+HISTORY_NEVER = _rule("history.never", "prove", "unverified", "History never had it in the code: not drift.")
+
+# ----------------------------------------------------------------------------- judge
+JUDGE_WRITTEN_AFTER = _rule(
+    "judge.written_after", "judge", "unverified",
+    "The doc named it only after its definition was gone: it names something else.",
+)  # fmt: skip
+JUDGE_QUOTED_NAME = _rule(
+    "judge.quoted_name", "judge", "unverified",
+    "An example's quoted name that the code only ever read as a key: the example's own data.",
+)  # fmt: skip
+JUDGE_METHOD_CALLED_BARE = _rule(
+    "judge.method_called_bare", "judge", "unverified",
+    "A name the code only had as a method, called as a plain function in an example.",
+)  # fmt: skip
+JUDGE_UNIMPORTED_CALL = _rule(
+    "judge.unimported_call", "judge", "unverified",
+    "Called in a Python example that never imports it: a placeholder for the reader's code.",
+)  # fmt: skip
+JUDGE_DELETED_READER = _rule(
+    "judge.deleted_reader", "judge", "unverified",
+    "A setting only a since-deleted file read: its behaviour may live on elsewhere.",
+)  # fmt: skip
+JUDGE_PRIVATE_IN_EXAMPLE = _rule(
+    "judge.private_in_example", "judge", "unverified",
+    "A private name (``_x`` in Python, lower case in Go) used in an example: the example's own.",
+)  # fmt: skip
+FINDING = _rule(
+    "finding", "judge", "finding", "History proves the subject existed in the code and was removed."
+)

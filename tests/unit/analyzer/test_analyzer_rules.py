@@ -1,0 +1,239 @@
+"""Every rule of the documentation check, with the cases it must decide and the ones it must not.
+
+One table: each row names a rule, an input at the rule's stage, and whether that rule decides it.
+A rule with no positive and no negative row fails ``test_every_rule_has_cases``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from palimpsest.analyzer.doccheck import (
+    Claim,
+    Claims,
+    _about_something_else,
+    _foreign_attribute,
+    _governs_claim,
+    _identifier_rule,
+    _Mention,
+    _not_about_the_code,
+    _path_claim,
+    _Tree,
+    judge,
+)
+from palimpsest.analyzer.history import Evidence, History
+from palimpsest.analyzer.rules import RULES, Rule
+
+TREE = _Tree.of(
+    [
+        "src/shop/cart.py",
+        "src/shop/__init__.py",
+        "docs/guide/index.rst",
+        "docs/install.md",
+        "examples/tutorial/flaskr/blog.py",
+    ]
+)
+SYMBOLS = {"add_item", "Cart", "shop"}
+LANGUAGES = {"python"}
+T0, T1, T2 = (
+    datetime(2023, 1, 1, tzinfo=UTC),
+    datetime(2024, 1, 1, tzinfo=UTC),
+    datetime(2024, 6, 1, tzinfo=UTC),
+)
+
+
+def _mention(
+    name: str, target: str = "identifier", source: str = "code", doc: str = "docs/guide.md"
+) -> _Mention:
+    return _Mention(doc, 3, "mention", name, target, source)
+
+
+def path(target: str, source: str = "code", doc: str = "docs/guide.md") -> str:
+    found = _path_claim(_mention(target, "path", source, doc), TREE)
+    return found.name if isinstance(found, Rule) else "claim"
+
+
+def governs(target: str) -> str:
+    found = _governs_claim(_Mention("docs/x.md", 3, "governs", target, None, None), TREE)
+    return found.name if isinstance(found, Rule) else "claim"
+
+
+def identifier(name: str, source: str = "code") -> str:
+    found = _identifier_rule(_mention(name, source=source), SYMBOLS, LANGUAGES, TREE)
+    return found.name if found is not None else "claim"
+
+
+def elsewhere(name: str, text: str) -> str:
+    found = _about_something_else(_mention(name, source="fence:python"), text, TREE)
+    return found.name if found is not None else "claim"
+
+
+def attribute(name: str, line: str, text: str = "") -> str:
+    return (
+        "identifier.foreign_attribute"
+        if _foreign_attribute(_mention(name, source="fence:python"), line, text or line, TREE)
+        else "claim"
+    )
+
+
+def judged(
+    name: str = "make_cart",
+    source: str = "code",
+    *,
+    how: str = "defined",
+    seen_in: str = "src/shop/cart.py",
+    written: datetime | None = T0,
+    bare_call: bool = False,
+    unimported: bool = False,
+    reader_deleted: bool = False,
+) -> str:
+    claim = Claim(
+        _mention(name, source=source), "missing_identifier", f"`{name}`", (name,), bare_call, unimported
+    )
+    evidence = Evidence(
+        "a" * 40, T1, "b" * 40, T2, seen_in=seen_in, how=how, reader_deleted=reader_deleted,
+        line_commit="c" * 40 if written else None, line_written_at=written,
+    )  # fmt: skip
+    found = _not_about_the_code(claim, evidence)
+    return found.name if found is not None else "finding"
+
+
+def proved(history: History | None) -> str:
+    claims = Claims(
+        claims=[Claim(_mention("make_cart"), "missing_identifier", "`make_cart`", ("make_cart",))]
+    )
+    result = judge(claims, history)
+    return "finding" if result.findings else next(iter(k for k in result.rules if k != "finding"))
+
+
+def removed_history() -> History:
+    history = History()
+    from palimpsest.analyzer.history import _Removal
+
+    history.identifiers["make_cart"] = _Removal(
+        1, "b" * 40, T2, "a" * 40, seen_in="src/shop/cart.py", how="defined"
+    )
+    history.dates["a" * 40] = T1
+    return history
+
+
+Case = tuple[str, Callable[[], str], bool]
+CASES: list[Case] = [
+    # resolve: paths
+    ("path.placeholder", lambda: path("path/to/your/file.py"), True),
+    ("path.placeholder", lambda: path("~/.config/app.toml"), True),
+    ("path.placeholder", lambda: path("-f/--file"), True),
+    ("path.placeholder", lambda: path("src/shop/gone.py"), False),
+    ("path.mime", lambda: path("multipart/form-data"), True),
+    ("path.mime", lambda: path("src/form-data"), False),
+    ("path.bare_name", lambda: path("settings.toml"), True),
+    ("path.bare_name", lambda: path("settings.toml", "link"), False),
+    ("path.generated", lambda: path("dist/app.js"), True),
+    ("path.generated", lambda: path("node_modules/x/index.js"), True),
+    ("path.generated", lambda: path("distribution/app.js"), False),
+    ("path.domain", lambda: path("example.com/docs/page"), True),
+    ("path.domain", lambda: path("src/shop/x.py"), False),
+    ("path.system", lambda: path("/etc/app/app.conf"), True),
+    ("path.system", lambda: path("/src/shop/gone.py"), False),
+    ("path.outside", lambda: path("../../elsewhere/x.md", "link"), True),
+    ("path.outside", lambda: path("../install.md", "link", "docs/guide/a.md"), False),
+    ("path.exists", lambda: path("src/shop/cart.py"), True),
+    ("path.exists", lambda: path("guide/index", "docref", "docs/index.rst"), True),
+    ("path.exists", lambda: path("src/shop/gone.py"), False),
+    ("path.suffix", lambda: path("flaskr/blog.py"), True),
+    ("path.suffix", lambda: path("flaskr/views.py"), False),
+    ("governs.placeholder", lambda: governs("path/to/x"), True),
+    ("governs.placeholder", lambda: governs("src/gone"), False),
+    ("governs.exists", lambda: governs("src/shop"), True),
+    ("governs.exists", lambda: governs("src/gone"), False),
+    # resolve: identifiers
+    ("identifier.short", lambda: identifier("ab"), True),
+    ("identifier.short", lambda: identifier("abc_gone"), False),
+    ("identifier.defined", lambda: identifier("add_item"), True),
+    ("identifier.defined", lambda: identifier("Cart.add_item"), True),
+    ("identifier.defined", lambda: identifier("remove_item"), False),
+    ("identifier.foreign_root", lambda: identifier("tempfile.gettempdir"), True),
+    ("identifier.foreign_root", lambda: identifier("shop.gone_helper"), False),
+    ("identifier.shell", lambda: identifier("build_all", "fence:shell"), True),
+    ("identifier.shell", lambda: identifier("build_all", "fence:python"), False),
+    ("identifier.foreign_fence", lambda: identifier("build_all", "fence:ruby"), True),
+    ("identifier.foreign_fence", lambda: identifier("build_all", "fence"), True),
+    ("identifier.foreign_fence", lambda: identifier("build_all", "fence:literal"), False),
+    (
+        "identifier.own_example",
+        lambda: elsewhere("show_page", "```python\ndef show_page(x):\n    return x\n```"),
+        True,
+    ),
+    (
+        "identifier.own_example",
+        lambda: elsewhere("show_page", "```python\ndef show_page(x): ...\n```"),
+        False,
+    ),
+    ("identifier.readers_import", lambda: elsewhere("MyTask", "from myapp.tasks import MyTask\n"), True),
+    ("identifier.readers_import", lambda: elsewhere("Cart", "from shop.cart import Cart\n"), False),
+    (
+        "identifier.other_package",
+        lambda: elsewhere("render_widget", "import otherpkg\n\nrender_widget()\n"),
+        True,
+    ),
+    (
+        "identifier.other_package",
+        lambda: elsewhere("render_widget", "import shop\n\nrender_widget()\n"),
+        False,
+    ),
+    ("identifier.foreign_attribute", lambda: attribute("from_url", "client = redis.from_url('x')"), True),
+    ("identifier.foreign_attribute", lambda: attribute("from_url", "client = shop.from_url('x')"), False),
+    ("identifier.foreign_attribute", lambda: attribute("from_url", "client = from_url('x')"), False),
+    # prove
+    ("history.unavailable", lambda: proved(None), True),
+    ("history.unavailable", lambda: proved(History()), False),
+    ("history.never", lambda: proved(History()), True),
+    ("history.never", lambda: proved(removed_history()), False),
+    ("finding", lambda: proved(removed_history()), True),
+    ("finding", lambda: proved(History()), False),
+    # judge
+    ("judge.written_after", lambda: judged(written=datetime(2025, 1, 1, tzinfo=UTC)), True),
+    ("judge.written_after", lambda: judged(written=T0), False),
+    ("judge.written_after", lambda: judged(written=None), False),
+    ("judge.quoted_name", lambda: judged(source="fence:python", how="read"), True),
+    ("judge.quoted_name", lambda: judged(source="code", how="read"), False),
+    ("judge.method_called_bare", lambda: judged(source="fence:python", how="member", bare_call=True), True),
+    ("judge.method_called_bare", lambda: judged(source="fence:python", how="member"), False),
+    ("judge.unimported_call", lambda: judged(source="fence:python", bare_call=True, unimported=True), True),
+    ("judge.unimported_call", lambda: judged(source="fence:python", bare_call=True), False),
+    ("judge.deleted_reader", lambda: judged(how="read", reader_deleted=True), True),
+    ("judge.deleted_reader", lambda: judged(how="read"), False),
+    ("judge.private_in_example", lambda: judged("_helper", "fence:python"), True),
+    ("judge.private_in_example", lambda: judged("addCmd", "fence:go", seen_in="cmd/root.go"), True),
+    ("judge.private_in_example", lambda: judged("_helper", "code"), False),
+    ("judge.private_in_example", lambda: judged("AddCmd", "fence:go", seen_in="cmd/root.go"), False),
+]
+# decided against git or the stored index, in the integration tests (a symbolic link, a class with a
+# base from elsewhere, a published docs mirror, a name the code uses)
+DECIDED_ELSEWHERE = {"path.through_link", "identifier.inherited", "path.mirrored", "identifier.used"}
+
+
+@pytest.mark.parametrize(
+    ("rule", "case", "decides"), CASES, ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(CASES)]
+)
+def test_the_rule_decides_its_cases(rule: str, case: Callable[[], str], decides: bool) -> None:
+    assert rule in RULES
+    outcome = case()
+    assert (outcome == rule) is decides, outcome
+
+
+def test_every_rule_has_cases() -> None:
+    positive = {r for r, _, d in CASES if d}
+    negative = {r for r, _, d in CASES if not d}
+    for name in RULES:
+        if name not in DECIDED_ELSEWHERE:
+            assert name in positive and name in negative, name
+
+
+def test_every_rule_says_what_it_decides_in_one_line() -> None:
+    for rule in RULES.values():
+        assert rule.doc and "\n" not in rule.doc and rule.doc.endswith("."), rule.name
+        assert rule.stage in ("resolve", "prove", "judge") and rule.name.count(".") <= 1

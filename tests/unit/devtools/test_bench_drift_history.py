@@ -1,0 +1,51 @@
+"""The drift-history truth, mined from a history made here with plain git."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from palimpsest.devtools.bench.drift_history import mine_windows, pick_commits
+from tests.support.gitrepo import commit, init_repo
+
+README = (
+    "# App\n\nCall `start_service()` to start; `helper_fn()` helps.\n"
+    "See [the notes](notes/old.md).\n\n```python\ndef own_example():\n    pass\n```\n"
+)
+FIXED = "# App\n\nCall `start_app()` to start.\n\n```python\ndef own_example():\n    pass\n```\n"
+APP = "def start_service():\n    return 1\n\n\ndef helper_fn():\n    return 2\n\n\ndef own_example():\n    return 3\n"
+
+
+def test_windows_come_from_git_alone(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    commit(
+        repo,
+        "2023-01-01T00:00:00+00:00",
+        {
+            "src/app.py": APP,
+            "README.md": README,
+            "notes/old.md": "# Notes\n",
+            "CHANGES.md": "- `start_service`\n",
+        },
+    )
+    removal = commit(
+        repo,
+        "2023-06-01T00:00:00+00:00",
+        {
+            "src/app.py": APP.replace("start_service", "start_app").replace("own_example", "other"),
+            "notes/old.md": None,
+        },
+    )
+    between = commit(repo, "2023-07-01T00:00:00+00:00", {"src/db.py": "def connect():\n    return 0\n"})
+    fix = commit(repo, "2023-08-01T00:00:00+00:00", {"README.md": FIXED, "CHANGES.md": "- gone\n"})
+    windows, order = mine_windows(repo, commits=50)
+    assert order[:3] == [fix, between, removal]
+    found = {(w.doc, w.subject, w.kind, w.form, w.line, w.fixed_in, w.removed_in) for w in windows}
+    assert (
+        found
+        == {
+            ("README.md", "start_service", "name", "code", 3, fix, removal),
+            ("README.md", "notes/old.md", "path", "link", 4, fix, removal),
+        }
+    )  # helper_fn: still in the code at the fix's parent; own_example: defined in the doc; CHANGES: a changelog
+    assert pick_commits(windows, order, 1) == [between]  # inside both windows [removal, fix)
+    assert pick_commits([], order, 3) == []

@@ -1,0 +1,53 @@
+"""The plain link checker the documentation check is measured against, on a repository made here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from palimpsest.devtools.bench.links import broken_links
+from tests.support.gitrepo import commit, init_repo
+
+README = """\
+# Project
+
+See [the guide](docs/guide.md), [the API](docs/api) and [an anchor](#usage).
+![coverage](./coverage.svg) and [the old example](test/babel/index.js).
+<img src="assets/logo.png"> <a href="https://example.invalid/x">out</a> [mail](mailto:a@b.invalid)
+[ref]: docs/missing-ref.md
+
+```markdown
+[inside a fence](nowhere.md)
+```
+
+    [indented code](nowhere-either.md)
+"""
+GUIDE = "# Guide\n\nBack to [the readme](../README.md); [the API page](../api/) from its directory URL.\n"
+INDEX_RST = "Index\n=====\n\nSee `the code <../src/app.py>`_ and `gone <../src/gone.py>`__.\n\n.. image:: ../img/arch.png\n"
+
+
+def test_broken_relative_links_and_images_are_found(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    commit(
+        repo,
+        "2024-01-01T00:00:00+00:00",
+        {
+            "README.md": README,
+            "docs/guide.md": GUIDE,
+            "docs/api.md": "# API\n",
+            "docs/index.rst": INDEX_RST,
+            "src/app.py": "x = 1\n",
+            "assets/logo.png": b"\x89PNG",
+            "CHANGES.md": "- removed [old](old/thing.md)\n",  # a changelog is not checked
+        },
+    )
+    checked, broken = broken_links(repo, "HEAD")
+    found = {(b.doc, b.line, b.target) for b in broken}
+    assert found == {
+        ("README.md", 4, "./coverage.svg"),
+        ("README.md", 4, "test/babel/index.js"),
+        ("README.md", 6, "docs/missing-ref.md"),
+        ("docs/index.rst", 4, "../src/gone.py"),
+        ("docs/index.rst", 6, "../img/arch.png"),
+    }
+    # guide, api (extensionless), logo, readme, api dir URL, the code: resolved and present
+    assert checked == len(found) + 6
