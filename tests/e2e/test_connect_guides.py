@@ -100,6 +100,11 @@ def guide_stack(
         env = _env(stack, tmp_path / "home", port)
         env.update(
             {
+                # the session's servers, embedded or external: the set-up's SQL below needs the
+                # database `up` runs on
+                "PALIMPSEST_MIGRATION_DATABASE_URL": stack.owner_url,
+                "PALIMPSEST_DATABASE_URL": stack.app_url,
+                "PALIMPSEST_NATS_URL": stack.nats_url,
                 # the quickstart's model settings, pointed at the fake model
                 "PALIMPSEST_LLM_MODEL": "openai/fake-model",
                 "PALIMPSEST_LLM_API_BASE": model.base_url,
@@ -229,7 +234,7 @@ def test_a_guide_check_it_works(
     provider: str,
 ) -> None:
     env, api, _model, keys = guide_stack
-    owner_url = env.get("PALIMPSEST_MIGRATION_DATABASE_URL") or stack.owner_url
+    owner_url = env["PALIMPSEST_MIGRATION_DATABASE_URL"]
     t = Transcript()
     t.say(f"## docs/connect-{provider}.md — check it works (loopback fakes)")
     tid = _cli(t, env, "tenant", "create", f"northwind-{provider}", "--json")["tenant_id"]
