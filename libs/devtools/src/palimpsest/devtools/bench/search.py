@@ -58,14 +58,13 @@ from palimpsest.core.db import Pool, open_pool, tenant_tx
 from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.git import resolve_ref, run_git
 from palimpsest.core.settings import BaseServiceSettings
-from palimpsest.devtools.bench.index import _db_bytes, _pct, copy_repository, make_repository
+from palimpsest.devtools.bench.index import _db_bytes, _pct, copy_repository, make_repository, wait_for_graph
 from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.search import lexical_search
 
 __all__ = ["SHAPES", "Query", "ensure_ripgrep", "run_bench_search"]
 
 SHAPES = ("identifier", "phrase2", "phrase3", "rare", "common", "path", "language")
-GRAPH_WAIT_S = 300.0  # the snapshot's graph is stored within this, or the search is measured anyway
 _SAMPLE_CHUNKS = 3000
 _COMMENT = re.compile(r"^\s*(?://+|#+|/?\*+|--|;+)\s*(.+)$", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z]{3,}")
@@ -263,20 +262,6 @@ def _ratio(a: float | int | None, b: float | int | None) -> float | None:
 # ----------------------------------------------------------------------------- the run
 
 
-async def _wait_for_graph(pool: Pool, tenant: UUID, snapshot_id: UUID, timeout_s: float) -> float:
-    """Seconds until the reviewer stored ``snapshot_id``'s graph (the build's follow-up work)."""
-    started = time.perf_counter()
-    while time.perf_counter() - started < timeout_s:
-        async with tenant_tx(pool, tenant) as conn:
-            cur = await conn.execute(
-                "SELECT 1 FROM code_graphs WHERE snapshot_id = %s LIMIT 1", (snapshot_id,)
-            )
-            if await cur.fetchone() is not None:
-                break
-        await asyncio.sleep(0.2)
-    return round(time.perf_counter() - started, 2)
-
-
 async def _corpus(
     root: Path, source: Path | None, rev: str, files: int, total_bytes: int
 ) -> tuple[Path, str, dict[str, Any], Path]:
@@ -319,7 +304,7 @@ async def run_bench_search(
             built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))[SnapshotBuilt]
             if built.state != "ready" or built.snapshot_id is None:
                 return {"error": f"build {built.state}: {built.reason}"}
-            graph_wait_s = await _wait_for_graph(infra.pool, tenant, built.snapshot_id, GRAPH_WAIT_S)
+            graph_wait_s = await wait_for_graph(infra.pool, tenant, built.snapshot_id)
             db_bytes = await _db_bytes(infra, tenant)
             drawn = await draw_queries(infra.pool, tenant, repo_id, built.snapshot_id, queries)
             embedded = stack.embedded_db
