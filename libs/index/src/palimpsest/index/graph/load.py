@@ -18,6 +18,7 @@ from psycopg.rows import tuple_row
 
 from palimpsest.core.db import Conn
 from palimpsest.index.graph.facts import FactRow, FileFacts, SnapshotFacts, SymbolRow, is_config_file
+from palimpsest.index.graph.gcpause import gc_paused
 from palimpsest.index.records import decode_facts, decode_symbols
 
 __all__ = ["load_snapshot_facts"]
@@ -69,6 +70,7 @@ async def load_snapshot_facts(conn: Conn, repository_id: UUID, snapshot_id: UUID
     return await asyncio.to_thread(_assemble, files, records, chunks)
 
 
+@gc_paused
 def _assemble(
     files: list[tuple[Any, ...]], records: list[tuple[Any, ...]], chunk_rows: list[tuple[Any, ...]]
 ) -> SnapshotFacts:
