@@ -2,7 +2,8 @@
 
 The query goes through the same tokenizer as the chunks (:func:`palimpsest.index.tokens.query_terms`).
 Scores are ``ts_rank_cd`` normalised to 0..1, plus 1 for the chunk that defines the identifier
-the query names and a small bonus for definition chunks over plain windows. A first pass asks for
+the query names and a small bonus for definition chunks over plain windows. A query of several
+plain words is first looked up as a phrase (the words in order, adjacent: ``<->``). The next pass asks for
 chunks that contain *every* token (an identifier matches its whole form and its parts); if that
 yields fewer than ``limit`` hits, a second pass accepts chunks that hold *any* of the query's
 terms, where a term is held by its whole form or by all of its words (``getUserName``: the
@@ -74,7 +75,13 @@ def passes(query: str) -> list[str]:
     every = _tsquery(tokens, "&")
     if len(terms) == 1 and not _widens(terms[0]):
         return [every]
-    return [every, " | ".join(map(_held, terms))]
+    # words in the query's order, next to each other, first (``account the cart``): the AND pass
+    # ranks at most ``candidates`` chunks that hold every word somewhere, and where thousands do,
+    # the ones that say the phrase were often not among them
+    phrase = (
+        [" <-> ".join(f"'{t.tokens[0]}'" for t in terms)] if all(len(t.tokens) == 1 for t in terms) else []
+    )
+    return [*phrase, every, " | ".join(map(_held, terms))]
 
 
 def hit_filters(
