@@ -157,16 +157,26 @@ async def _run(
         "limit": limit,
         "cand": candidates,
         "ident": ident,
-        # filters apply after ranking, so rank a deeper pool when there are filters
-        "pool": limit * 20 if (path_prefix or language or kind) else limit * 2 + 10,
+        "pool": limit * 2 + 10,  # a blob of an older kept snapshot drops out at the join
     }
     filters = hit_filters(params, path_prefix=path_prefix, language=language, kind=kind)
     # candidates come from a SECURITY DEFINER function that can use the GIN index under RLS
-    # (migration 0004 explains why); paths and content are then read under the tenant's policy
+    # (migration 0004 explains why); paths and content are then read under the tenant's policy.
+    # With filters, the candidates are those that pass them (migration 0041): filtering a ranked
+    # pool afterwards left a language or folder with few of the best-ranked chunks nearly empty
+    candidates_sql = (
+        "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_filtered_candidates("
+        " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s,"
+        " %(language)s, %(prefix)s, %(kind)s)"
+        if filters
+        else "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_candidates("
+        " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s)"
+    )
+    if filters:
+        params = {"language": None, "prefix": None, "kind": None, **params}
     return await fetch_hits(
         conn,
-        "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_candidates("
-        " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s)",
+        candidates_sql,
         params,
         filters,
         descending=True,
