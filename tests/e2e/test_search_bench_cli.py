@@ -59,6 +59,8 @@ def test_bench_search_on_a_scratch_stack(tmp_path: Path) -> None:
     assert out["chunks"] > 150 and out["db_mb"] > 0
     assert "ripgrep" in out["ripgrep"] and out["git"].startswith("git version")
     assert set(out["shapes"]) == set(SHAPES)
+    assert out["all_shapes"]["ours_ms"]["n"] == 4 * len(SHAPES)
+    assert out["chunk_storage"]["rows"] == out["chunks"]
     for shape, fig in out["shapes"].items():
         assert fig["queries"] == 4, shape
         for tool in ("ours_ms", "rg_ms", "git_grep_ms"):

@@ -306,6 +306,7 @@ async def run_bench_search(
                 return {"error": f"build {built.state}: {built.reason}"}
             graph_wait_s = await wait_for_graph(infra.pool, tenant, built.snapshot_id)
             db_bytes = await _db_bytes(infra, tenant)
+            storage = await chunk_storage(infra.pool, tenant, repo_id)
             drawn = await draw_queries(infra.pool, tenant, repo_id, built.snapshot_id, queries)
             embedded = stack.embedded_db
         # the services are stopped: the search runs in a quiet process, as an API replica serves it
@@ -332,6 +333,7 @@ async def run_bench_search(
         "first_build_s": built.duration_s,
         "db_mb": round(db_bytes / 1e6, 1),
         "graph_wait_s": graph_wait_s,
+        "chunk_storage": storage,
         "cold": (
             f"embedded PostgreSQL restarted {cold_restarts} times, one query per shape after each"
             " (the OS page cache kept)"
@@ -342,6 +344,7 @@ async def run_bench_search(
         "git": _version("git"),
         "load_avg_at_end": [round(x, 2) for x in load],
         "cores": os.cpu_count(),
+        "all_shapes": _all(rows),
         "shapes": _by_shape(rows, cold),
     }
 
@@ -375,6 +378,38 @@ async def _cold(
                 ms, _ = await _ours(pool, tenant, repo_id, first[shape])
                 cold[shape].append(ms)
     return pool
+
+
+async def chunk_storage(pool: Pool, tenant: UUID, repo_id: UUID) -> dict[str, int]:
+    """How the repository's chunk rows are stored: how many contents and lexical vectors are
+    compressed (migration 0039's target) or moved out of line to TOAST, which a search that ranks
+    or returns them decompresses or reads back."""
+    async with tenant_tx(pool, tenant) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS rows,"
+            " count(*) FILTER (WHERE pg_column_compression(content) IS NOT NULL) AS content_compressed,"
+            " count(*) FILTER (WHERE pg_column_toast_chunk_id(content) IS NOT NULL) AS content_out_of_line,"
+            " count(*) FILTER (WHERE pg_column_compression(lexical) IS NOT NULL) AS lexical_compressed,"
+            " count(*) FILTER (WHERE pg_column_toast_chunk_id(lexical) IS NOT NULL) AS lexical_out_of_line"
+            " FROM code_chunks WHERE repository_id = %s",
+            (repo_id,),
+        )
+        row = await cur.fetchone()
+    return {k: int(v) for k, v in (row or {}).items()}
+
+
+def _all(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every shape's queries together: the three tools' percentiles and the ratios of their p95."""
+    ours = _stats([r["ours_ms"] for r in rows])
+    rg_s = _stats([r["rg_ms"] for r in rows if r["rg_ms"] is not None])
+    gg = _stats([r["git_grep_ms"] for r in rows])
+    return {
+        "ours_ms": ours,
+        "rg_ms": rg_s,
+        "git_grep_ms": gg,
+        "rg_p95_over_ours_p95": _ratio(rg_s["p95"], ours["p95"]),
+        "git_grep_p95_over_ours_p95": _ratio(gg["p95"], ours["p95"]),
+    }
 
 
 def _by_shape(rows: list[dict[str, Any]], cold: dict[str, list[float]]) -> dict[str, Any]:
