@@ -295,6 +295,31 @@ async def test_exact_identifier_outranks_substring_mention(
         assert [h.path for h in only_b] == ["b_defines.py"]
 
 
+async def test_a_filter_finds_its_few_chunks_beneath_many_better_ranked_ones(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    """The filters select the candidates, not a ranked pool of them: 250 Python files say
+    "widget" often (they rank first); the three Go files and the one under go/ still come back."""
+    r = init_repo(tmp_path / "filtered")
+    files = {
+        f"py/mod{i}.py": "def widget():\n    " + f"widget = widget + {i}\n    " * 8 + "return widget\n"
+        for i in range(250)
+    }
+    files |= {
+        f"go/w{i}.go": f"package w\n\n// a widget\nfunc W{i}() int {{ return {i} }}\n" for i in range(3)
+    }
+    commit(r, "2024-01-01", files)
+    tenant = await create_tenant(infra.pool, "filtered")
+    repo_id = await register_path(infra.pool, tenant, r)
+    await build(infra, tenant, repo_id)
+    async with tenant_tx(infra.pool, tenant) as conn:
+        go = await lexical_search(conn, repo_id, "widget", language="go", limit=10)
+        assert sorted(h.path for h in go) == ["go/w0.go", "go/w1.go", "go/w2.go"]
+        under = await lexical_search(conn, repo_id, "widget", path_prefix="go/", limit=10)
+        assert sorted(h.path for h in under) == ["go/w0.go", "go/w1.go", "go/w2.go"]
+        assert len(await lexical_search(conn, repo_id, "widget", limit=10)) == 10
+
+
 async def test_an_identifier_is_padded_with_chunks_holding_all_its_words_not_one(
     infra: Infra, tmp_path: Path, chunker: None
 ) -> None:

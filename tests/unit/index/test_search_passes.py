@@ -15,13 +15,14 @@ def test_an_identifier_is_relaxed_to_all_of_its_words_never_to_one() -> None:
     ]
 
 
-def test_words_of_a_phrase_each_count_in_the_second_pass() -> None:
-    assert passes("user name") == ["'user' & 'name'", "'user' | 'name'"]
+def test_words_are_a_phrase_first_then_all_then_each() -> None:
+    assert passes("user name") == ["'user' <-> 'name'", "'user' & 'name'", "'user' | 'name'"]
+    assert passes("account the cart")[0] == "'account' <-> 'the' <-> 'cart'"
 
 
 def test_several_identifiers_each_keep_their_words_together() -> None:
     assert passes("KafkaProducer send") == [
-        "'kafkaproducer' & 'kafka' & 'producer' & 'send'",
+        "'kafkaproducer' & 'kafka' & 'producer' & 'send'",  # a compound: no phrase pass
         "('kafkaproducer' | 'kafka' & 'producer') | 'send'",
     ]
 

@@ -146,6 +146,52 @@ async def bench_index(
     emit(result, as_json=True)
 
 
+@bench.command("search")
+@_files_option
+@_total_mb_option
+@click.option("--queries", default=40, show_default=True, help="Queries per shape.")
+@click.option(
+    "--repo",
+    "source",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Index this git repository's tree at --rev instead of a generated one (--files and --total-mb are then unused).",
+)
+@click.option("--rev", default="HEAD", show_default=True, help="The commit of --repo to index.")
+@click.option(
+    "--cold-restarts",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Restarts of the embedded PostgreSQL, each followed by one cold query per shape.",
+)
+@_json_option
+@run_async
+async def bench_search(
+    files: int,
+    total_mb: float,
+    queries: int,
+    source: Path | None,
+    rev: str,
+    cold_restarts: int,
+    as_json: bool,
+) -> None:
+    """Lexical search p50/p95/p99 per query shape, cold and warm, beside rg and git grep on a checkout of the same commit."""
+    from palimpsest.devtools.bench.search import run_bench_search
+
+    if files < 10 or queries < 1:
+        fail("--files must be at least 10 and --queries at least 1")
+    result = await run_bench_search(
+        settings(),
+        files=files,
+        total_bytes=int(total_mb * 1e6),
+        queries=queries,
+        source=source,
+        rev=rev,
+        cold_restarts=cold_restarts,
+    )
+    emit(result, as_json=True)
+
+
 @bench.command("recency")
 @click.option("--commits", default=100_000, show_default=True, help="Commits of the generated history.")
 @click.option("--files", default=20_000, show_default=True, help="Files in the generated tree.")

@@ -2,7 +2,8 @@
 
 The query goes through the same tokenizer as the chunks (:func:`palimpsest.index.tokens.query_terms`).
 Scores are ``ts_rank_cd`` normalised to 0..1, plus 1 for the chunk that defines the identifier
-the query names and a small bonus for definition chunks over plain windows. A first pass asks for
+the query names and a small bonus for definition chunks over plain windows. A query of several
+plain words is first looked up as a phrase (the words in order, adjacent: ``<->``). The next pass asks for
 chunks that contain *every* token (an identifier matches its whole form and its parts); if that
 yields fewer than ``limit`` hits, a second pass accepts chunks that hold *any* of the query's
 terms, where a term is held by its whole form or by all of its words (``getUserName``: the
@@ -74,7 +75,13 @@ def passes(query: str) -> list[str]:
     every = _tsquery(tokens, "&")
     if len(terms) == 1 and not _widens(terms[0]):
         return [every]
-    return [every, " | ".join(map(_held, terms))]
+    # words in the query's order, next to each other, first (``account the cart``): the AND pass
+    # ranks at most ``candidates`` chunks that hold every word somewhere, and where thousands do,
+    # the ones that say the phrase were often not among them
+    phrase = (
+        [" <-> ".join(f"'{t.tokens[0]}'" for t in terms)] if all(len(t.tokens) == 1 for t in terms) else []
+    )
+    return [*phrase, every, " | ".join(map(_held, terms))]
 
 
 def hit_filters(
@@ -150,17 +157,32 @@ async def _run(
         "limit": limit,
         "cand": candidates,
         "ident": ident,
-        # filters apply after ranking, so rank a deeper pool when there are filters
+        # filters apply after ranking here, so rank a deeper pool when there are filters
         "pool": limit * 20 if (path_prefix or language or kind) else limit * 2 + 10,
     }
     filters = hit_filters(params, path_prefix=path_prefix, language=language, kind=kind)
     # candidates come from a SECURITY DEFINER function that can use the GIN index under RLS
     # (migration 0004 explains why); paths and content are then read under the tenant's policy
-    return await fetch_hits(
+    found = await fetch_hits(
         conn,
         "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_candidates("
         " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s)",
         params,
+        filters,
+        descending=True,
+        score=float,
+    )
+    if not filters or len(found) >= limit:
+        return found
+    # too few of the best-ranked chunks pass the filters: ask for the candidates that pass them
+    # (migration 0041), which reads every GIN match (on kafka 30-150 ms against 2-10), so only now.
+    # A language or folder with few of the best-ranked chunks otherwise came back nearly empty
+    return await fetch_hits(
+        conn,
+        "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_filtered_candidates("
+        " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s,"
+        " %(language)s, %(prefix)s, %(kind)s)",
+        {"language": None, "prefix": None, "kind": None, **params},
         filters,
         descending=True,
         score=float,

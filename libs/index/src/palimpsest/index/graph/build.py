@@ -33,6 +33,7 @@ from pathlib import PurePosixPath
 from palimpsest.index.codefacts import is_test
 from palimpsest.index.graph.docs import governed_paths, superseded_docs
 from palimpsest.index.graph.facts import FactRow, FileFacts, SnapshotFacts
+from palimpsest.index.graph.gcpause import gc_paused
 from palimpsest.index.graph.imports import ImportResolver, ResolveContext
 from palimpsest.index.graph.model import EdgeKind, Graph, GraphBuilder
 from palimpsest.index.graph.report import (
@@ -254,6 +255,7 @@ def _extension(path: str) -> str:
     return suffix if suffix and suffix != name.lower() else name
 
 
+@gc_paused
 def build_graph(snapshot: SnapshotFacts, *, max_definers: int = MAX_DEFINERS) -> tuple[Graph, GraphReport]:
     """The graph of one snapshot and the report of what it could not resolve."""
     resolution = _Resolution(snapshot, max_definers)

@@ -20,7 +20,6 @@ with its snapshot (a foreign key, so pruning, repository and tenant deletion tak
 from __future__ import annotations
 
 import asyncio
-import gc
 import hashlib
 import json
 import logging
@@ -40,6 +39,7 @@ import psycopg
 
 from palimpsest.core.db import Conn
 from palimpsest.index.graph.build import build_graph
+from palimpsest.index.graph.gcpause import gc_paused
 from palimpsest.index.graph.load import load_snapshot_facts
 from palimpsest.index.graph.model import Graph
 from palimpsest.index.graph.report import (
@@ -135,6 +135,7 @@ def _ungrouped(offsets: array[int], members: array[int]) -> list[list[int]]:
     return list(map(every.__getitem__, map(slice, offsets, offsets[1:])))
 
 
+@gc_paused
 def encode_graph(graph: Graph, report: GraphReport) -> bytes:
     """The graph and its report as one compressed payload (CPU-bound: run it in a thread)."""
     columns: dict[str, array[Any]] = {name: getattr(graph, name) for name, _ in _ARRAYS[:5]}
@@ -156,17 +157,10 @@ def encode_graph(graph: Graph, report: GraphReport) -> bytes:
     return _MAGIC + zlib.compress(b"".join(body), 1)
 
 
+@gc_paused  # it makes ~300 000 lists and tuples at once
 def decode_graph(payload: bytes) -> tuple[Graph, GraphReport]:
     """The graph and report of :func:`encode_graph`; ``ValueError`` for anything else."""
-    # it makes ~300 000 lists and tuples at once: the cyclic collector would walk them again and
-    # again (40% of the time); none of them can be garbage before this returns
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return _decode(payload)
-    finally:
-        if paused:
-            gc.enable()
+    return _decode(payload)
 
 
 def _decode(payload: bytes) -> tuple[Graph, GraphReport]:
