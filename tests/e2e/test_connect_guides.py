@@ -28,11 +28,12 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from palimpsest.core.db import with_user
 from palimpsest.devtools.fakes.llm import FakeLLM
 from tests.e2e.test_ingest_cli import CLI, _env, _free_port
 from tests.support.fake_providers import FakeApp, FakeProviders
 from tests.support.gitrepo import git
-from tests.support.servers import ServerSet
+from tests.support.servers import APP_ROLE, ServerSet, scratch_database
 from tests.unit.ingest.webhook_support import SECRET, TOKEN, encode, headers_for, load
 
 PROVIDER_TOKEN = "ghs_guide-check-token-7a1f"
@@ -95,16 +96,18 @@ def guide_stack(
     with (
         FakeProviders(token=PROVIDER_TOKEN, app=app) as api,
         FakeLLM(reply=REPLY, api_key=MODEL_KEY) as model,
+        scratch_database(stack, "guides") as owner_url,
     ):
         port = _free_port()
         env = _env(stack, tmp_path / "home", port)
+        env.pop("PALIMPSEST_NATS_URL", None)
         env.update(
             {
-                # the session's servers, embedded or external: the set-up's SQL below needs the
-                # database `up` runs on
-                "PALIMPSEST_MIGRATION_DATABASE_URL": stack.owner_url,
-                "PALIMPSEST_DATABASE_URL": stack.app_url,
-                "PALIMPSEST_NATS_URL": stack.nats_url,
+                # a database of its own on the session's server, embedded or external (the set-up's
+                # SQL below needs the database `up` runs on), and up's own embedded NATS: up
+                # declares the bus with its production settings, which the session's must keep
+                "PALIMPSEST_MIGRATION_DATABASE_URL": owner_url,
+                "PALIMPSEST_DATABASE_URL": with_user(owner_url, APP_ROLE),
                 # the quickstart's model settings, pointed at the fake model
                 "PALIMPSEST_LLM_MODEL": "openai/fake-model",
                 "PALIMPSEST_LLM_API_BASE": model.base_url,

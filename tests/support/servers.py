@@ -87,6 +87,20 @@ def session_servers() -> Iterator[ServerSet]:
                 pg.stop(quiet=True)
 
 
+@contextlib.contextmanager
+def scratch_database(servers: ServerSet, prefix: str) -> Iterator[str]:
+    """A fresh database beside the session's, on the same server (its owner URL), dropped after:
+    for a process that migrates and runs a whole stack of its own without touching the session's."""
+    dbname = f"{prefix}_{secrets.token_hex(4)}"
+    with psycopg.connect(servers.owner_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{dbname}"')
+    try:
+        yield _database_url(servers.owner_url, dbname)
+    finally:
+        with psycopg.connect(servers.owner_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+
+
 async def reset_streams(nats_url: str) -> None:
     """Delete Palimpsest's streams on a test NATS so the session starts from nothing."""
     nc = await nats.connect(nats_url)
