@@ -45,10 +45,8 @@ def test_demo_prints_the_mechanical_analysis(tmp_path: Path) -> None:
     assert out.returncode == 0, stderr[-3000:]
     assert stdout.startswith("# Repository analysis: demo-repo")
     assert "No model is configured" in stdout and "PALIMPSEST_LLM_MODEL" in stdout
-    assert (
-        "| `README.md` | 2022-01-01 | stale — 2 years 4 months older than typical code in this repo |"
-        in stdout
-    )
+    # an old doc whose claim the history disproves is drift, reported as such rather than as old
+    assert "| `README.md` | 2022-01-01 | drift (see the documentation check) |" in stdout
     assert "`launch_rocket`" in stdout and "Governs: src/engine" in stdout
     assert "## Summary" in stdout
     assert "analysis.requested → analysis.completed" in stderr
