@@ -59,6 +59,7 @@ def test_all_on_renders_every_optional_kind(all_on_render: Rendered) -> None:
         "PodDisruptionBudget",
         "NetworkPolicy",
         "ServiceMonitor",
+        "PrometheusRule",
         "ConfigMap",
     } <= kinds
     assert "Secret" not in kinds

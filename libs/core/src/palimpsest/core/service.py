@@ -143,6 +143,14 @@ async def _poll_lag(infra: Infra, specs: list[bus.ConsumerSpec], stop: asyncio.E
                 metrics.CONSUMER_ACK_PENDING.labels(spec.name).set(info.num_ack_pending or 0)
             except Exception:
                 log.debug("consumer_info %s failed", spec.name, exc_info=True)
+        try:  # the stream's followers, on a JetStream cluster (none on one server)
+            for replica in (await bus.stream_cluster(infra.nc)).followers:
+                metrics.STREAM_REPLICA_LAG.labels(replica.name).set(replica.lag)
+                metrics.STREAM_REPLICA_CURRENT.labels(replica.name).set(
+                    1 if replica.current and not replica.offline else 0
+                )
+        except Exception:
+            log.debug("stream_info failed", exc_info=True)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 10.0)
 
