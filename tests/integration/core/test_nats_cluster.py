@@ -8,12 +8,14 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from palimpsest.cli.embedded import EmbeddedNatsCluster
 from palimpsest.cli.status import cluster_view
-from palimpsest.core import bus
+from palimpsest.core import bus, metrics
+from palimpsest.core.service import _poll_lag
 
 BOUND_S = 60.0  # every wait on the cluster (forming, electing a leader) gives up after this
 
@@ -88,6 +90,21 @@ async def test_bus_init_replicates_streams_and_consumers(cluster: EmbeddedNatsCl
         assert view["ok"] is True and view["leader"] == shown.leader and view["replicas"] == 3
         assert {k for k in view if k.startswith("replica:")} == {f"replica:{r.name}" for r in shown.followers}
         assert all("lag=" in str(view[f"replica:{r.name}"]) for r in shown.followers)
+
+        # every service exports the followers' state, which PalimpsestStreamReplicaBehind alerts on
+        stop = asyncio.Event()
+        poller = asyncio.create_task(_poll_lag(SimpleNamespace(nc=nc), [], stop))  # type: ignore[arg-type]
+
+        async def exported() -> bool:
+            return all(
+                metrics.STREAM_REPLICA_CURRENT.labels(r.name)._value.get() == 1 for r in shown.followers
+            )
+
+        try:
+            await _until("the replica gauges set", exported, timeout=10)
+        finally:
+            stop.set()
+            await poller
     finally:
         await nc.close()
 
