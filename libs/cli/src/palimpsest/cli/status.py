@@ -42,7 +42,9 @@ async def collect(settings: BaseServiceSettings) -> dict[str, Any]:
 
 async def _database(url: str) -> dict[str, Any]:
     try:
-        async with await psycopg.AsyncConnection.connect(url, connect_timeout=5) as conn:
+        async with await psycopg.AsyncConnection.connect(
+            url, connect_timeout=5, prepare_threshold=None
+        ) as conn:
             row = await (await conn.execute("SELECT current_setting('server_version')")).fetchone()
             ext = await (
                 await conn.execute(
