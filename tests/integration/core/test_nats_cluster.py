@@ -9,13 +9,17 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from palimpsest.cli.embedded import EmbeddedNatsCluster
-from palimpsest.cli.status import cluster_view
+from palimpsest.cli.status import cluster_view, collect
 from palimpsest.core import bus, metrics
+from palimpsest.core.admin import bus_config
 from palimpsest.core.service import _poll_lag
+from tests.conftest import settings_for
+from tests.support.servers import ServerSet
 
 BOUND_S = 60.0  # every wait on the cluster (forming, electing a leader) gives up after this
 
@@ -158,3 +162,23 @@ async def test_losing_the_stream_leader_loses_nothing(cluster: EmbeddedNatsClust
 async def _current(nc: object, name: str) -> bool:
     c = await bus.stream_cluster(nc)  # type: ignore[arg-type]
     return any(r.name == name and r.current and r.lag == 0 for r in c.followers) or c.leader == name
+
+
+async def test_status_reports_the_stream_cluster(
+    cluster: EmbeddedNatsCluster, stack: ServerSet, tmp_path: Path
+) -> None:
+    """`palimpsest status` against the cluster's seed list: the stream's leader and replicas."""
+    settings = settings_for(stack, nats_url=cluster.url, stream_replicas=3, home=tmp_path / "home")
+    await bus.bus_init(cluster.url, bus_config(settings))
+
+    async def reported() -> dict[str, Any] | None:
+        report = await collect(settings)
+        shown = report["components"].get("stream:cluster", {})
+        return report if shown.get("ok") else None
+
+    report = await _until("status shows the stream's three replicas current", reported)
+    assert isinstance(report, dict) and report["ok"] is True
+    shown = report["components"]["stream:cluster"]
+    assert shown["replicas"] == 3 and shown["leader"] in {"n0", "n1", "n2"}
+    assert len([k for k in shown if k.startswith("replica:")]) == 2
+    assert all(report["components"][f"consumer:{name}"]["ok"] for name in bus.CONSUMERS)
