@@ -8,17 +8,24 @@ row locks, no snapshot between statements) and ends when the run does; a pod tha
 too. Being transaction-scoped, it holds behind a transaction-mode pooler (PgBouncer), which pins a
 server connection to a client only for the length of a transaction. Each attempt is a short
 transaction of its own, so a waiting run pins no server connection; while it waits, the message is
-heart-beaten so JetStream does not redeliver it.
+heart-beaten so JetStream does not redeliver it. A server-side ``idle_in_transaction_session_timeout``
+(or PgBouncer's ``idle_transaction_timeout``) shorter than a run would end the holding transaction,
+and with it the lock: leave them at 0 or above the longest run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from uuid import UUID
 
+import psycopg
+
 from palimpsest.core.db import Pool
+
+log = logging.getLogger(__name__)
 
 _TRY = "SELECT pg_try_advisory_xact_lock(hashtextextended('palimpsest-embed:' || %s, 0)) AS ok"
 
@@ -39,4 +46,12 @@ async def repository_lock(
         try:
             yield
         finally:
-            await conn.rollback()  # ends the transaction, and with it the lock
+            try:
+                await conn.rollback()  # ends the transaction, and with it the lock
+            except psycopg.Error as exc:  # the holder was ended meanwhile: the lock went with it
+                log.warning(
+                    "embedding lock of repository %s was lost during the run (%s); an"
+                    " idle_in_transaction_session_timeout shorter than a run ends it",
+                    repository_id,
+                    exc.__class__.__name__,
+                )
