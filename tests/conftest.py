@@ -27,6 +27,7 @@ def servers() -> Iterator[ServerSet]:
 def settings_for(servers: ServerSet, **overrides: object) -> BaseServiceSettings:
     values: dict[str, object] = {
         "database_url": SecretStr(servers.app_url),
+        "database_direct_url": SecretStr(servers.direct_url),
         "migration_database_url": SecretStr(servers.owner_url),
         "nats_url": servers.nats_url,
         "home": servers.home,

@@ -3,7 +3,7 @@
 The chart is rendered by ``helm-python-sdk`` (Helm's Go engine through its C ABI: no helm
 binary, no cluster, no network) a few times per session, and every rendered manifest is
 validated offline: built-in kinds with ``kubernetes-validate``'s bundled schemas, the KEDA
-``ScaledObject`` and Prometheus Operator ``ServiceMonitor`` with the CRD schemas in
+``ScaledObject`` and Prometheus Operator ``ServiceMonitor`` and ``PrometheusRule`` with the CRD schemas in
 ``tests/deploy/schemas``.
 """
 
@@ -36,6 +36,7 @@ CONSUMERS = tuple(s for s in SERVICES if s != "ingest")
 CRD_SCHEMAS = {
     ("keda.sh/v1alpha1", "ScaledObject"): "keda.sh_v1alpha1_scaledobject.json",
     ("monitoring.coreos.com/v1", "ServiceMonitor"): "monitoring.coreos.com_v1_servicemonitor.json",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "monitoring.coreos.com_v1_prometheusrule.json",
 }
 
 # Every optional feature switched on, with non-default references to exercise the templates.
@@ -48,7 +49,10 @@ ALL_ON: dict[str, Any] = {
             "authenticationRef": {"name": "nats-monitoring", "kind": "TriggerAuthentication"},
         },
     },
-    "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
+    "metrics": {
+        "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+        "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
+    },
     "ingest": {
         "ingress": {
             "enabled": True,

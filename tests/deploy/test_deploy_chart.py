@@ -59,6 +59,7 @@ def test_all_on_renders_every_optional_kind(all_on_render: Rendered) -> None:
         "PodDisruptionBudget",
         "NetworkPolicy",
         "ServiceMonitor",
+        "PrometheusRule",
         "ConfigMap",
     } <= kinds
     assert "Secret" not in kinds
@@ -334,3 +335,32 @@ def test_the_validators_catch_a_bad_manifest(crd_validators: Any) -> None:
     assert validate_manifest(deployment, crd_validators)
     assert validate_manifest(scaled, crd_validators)
     assert validate_manifest(monitor, crd_validators)
+
+
+def test_clustered_nats_and_a_pooler(default_render: Rendered) -> None:
+    """A three-node JetStream seed list with three stream replicas, and PgBouncer in front of
+    PostgreSQL: the services get the direct URL for the relay's LISTEN, the hook Job keeps only the
+    owner's (direct) URL, and the defaults add neither."""
+    seeds = ",".join(f"nats://nats-{i}.nats-headless.nats.svc:4222" for i in range(3))
+    clustered = render(
+        {
+            "config": {"natsUrl": seeds, "streamReplicas": 3},
+            "secrets": {"databaseDirectUrl": {"secretName": "palimpsest", "key": "database-direct-url"}},
+        }
+    )
+    for _, pod in pod_specs(clustered):
+        for container in containers(pod):
+            env = {e["name"]: e.get("value") for e in container["env"]}
+            assert env["PALIMPSEST_NATS_URL"] == seeds
+            assert env["PALIMPSEST_STREAM_REPLICAS"] == "3"
+    for service in SERVICES:
+        mounted = _secret_files(clustered.named("Deployment", service)["spec"]["template"]["spec"])
+        assert mounted["palimpsest_database_direct_url"] == "palimpsest/database-direct-url"
+        default = _secret_files(default_render.named("Deployment", service)["spec"]["template"]["spec"])
+        assert "palimpsest_database_direct_url" not in default
+    job = _secret_files(clustered.named("Job", "migrations")["spec"]["template"]["spec"])
+    assert "palimpsest_database_direct_url" not in job
+    assert job["palimpsest_migration_database_url"] == "palimpsest/migration-database-url"
+    for _, pod in pod_specs(default_render):
+        for container in containers(pod):
+            assert {e["name"]: e.get("value") for e in container["env"]}["PALIMPSEST_STREAM_REPLICAS"] == "1"

@@ -54,6 +54,9 @@ def test_up_status_and_clean_shutdown(stack: ServerSet, tmp_path: Path) -> None:
         assert report["ok"] is True
         assert report["components"]["database"]["ok"] is True
         assert report["components"]["nats"]["stream"] == "PALIMPSEST"
+        one_server = report["components"]["stream:cluster"]  # a single server: one copy, no followers
+        assert one_server["ok"] is True and one_server["replicas"] == 1
+        assert not [k for k in one_server if k.startswith("replica:")]
         assert report["components"]["stack"]["pid"] == proc.pid
         if stack.db_mode == "embedded":
             assert report["components"]["database"]["pgvector_available"] is True

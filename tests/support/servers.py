@@ -3,6 +3,10 @@
 ``PALIMPSEST_TEST_DATABASE_URL`` (an owner/superuser URL) and ``PALIMPSEST_TEST_NATS_URL`` switch to
 external servers. Each session gets a fresh database (dropped at the end) and, on an external NATS,
 a clean stream, so runs never see each other's events.
+
+``PALIMPSEST_TEST_PGBOUNCER=1`` puts PgBouncer in transaction mode (:mod:`tests.support.pgbouncer`)
+between the services and PostgreSQL: ``app_url`` goes through it, while ``owner_url`` (migrations,
+as the chart's hook Job does) and ``direct_url`` (the relay's LISTEN) stay direct.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from palimpsest.cli.embedded import EmbeddedNats, EmbeddedPostgres
 from palimpsest.core import bus
 from palimpsest.core.db import with_user
+from tests.support.pgbouncer import PgBouncer
 
 APP_ROLE = "palimpsest_app"
 
@@ -29,13 +34,15 @@ APP_ROLE = "palimpsest_app"
 @dataclass(slots=True)
 class ServerSet:
     owner_url: str  # owner of the session's database (runs migrations)
-    app_url: str  # the application role, subject to RLS
+    app_url: str  # the application role, subject to RLS (through PgBouncer when the run uses it)
     nats_url: str
     db_mode: str
     nats_mode: str
     home: Path
     pg: EmbeddedPostgres | None = None
     nats_server: EmbeddedNats | None = None
+    direct_url: str = ""  # the application role, never through a pooler (the relay LISTENs there)
+    pooler: PgBouncer | None = None
     cleanups: list[object] = field(default_factory=list)
 
 
@@ -49,10 +56,12 @@ def _database_url(base: str, dbname: str) -> str:
 def session_servers() -> Iterator[ServerSet]:
     ext_db = os.environ.get("PALIMPSEST_TEST_DATABASE_URL")
     ext_nats = os.environ.get("PALIMPSEST_TEST_NATS_URL")
+    pooled = os.environ.get("PALIMPSEST_TEST_PGBOUNCER", "") not in ("", "0")
     with tempfile.TemporaryDirectory(prefix="palimpsest-test-") as tmp:
         home = Path(tmp)
         pg = None
         nats_srv = None
+        pooler = None
         try:
             if ext_db:
                 base = ext_db
@@ -68,9 +77,16 @@ def session_servers() -> Iterator[ServerSet]:
             else:
                 nats_srv = EmbeddedNats(home / "nats")
                 nats_url = nats_srv.start()
+            direct = with_user(owner, APP_ROLE)
+            if pooled:
+                owner_user = str(conninfo_to_dict(owner).get("user", "postgres"))
+                pooler = PgBouncer(base, users=tuple(sorted({owner_user, APP_ROLE})))
+                pooler.start()
             yield ServerSet(
                 owner_url=owner,
-                app_url=with_user(owner, APP_ROLE),
+                app_url=pooler.url(direct) if pooler is not None else direct,
+                direct_url=direct,
+                pooler=pooler,
                 nats_url=nats_url,
                 db_mode="external" if ext_db else "embedded",
                 nats_mode="external" if ext_nats else "embedded",
@@ -81,6 +97,8 @@ def session_servers() -> Iterator[ServerSet]:
             with psycopg.connect(base, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
         finally:
+            if pooler is not None:
+                pooler.stop()
             if nats_srv is not None:
                 nats_srv.stop()
             if pg is not None:

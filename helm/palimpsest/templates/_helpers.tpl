@@ -89,6 +89,9 @@ The projected-volume sources of the secrets a component reads:
 {{- $refs = append $refs (dict "ref" $s.migrationDatabaseUrl "file" "palimpsest_migration_database_url") }}
 {{- else }}
 {{- $refs = append $refs (dict "ref" $s.encryptionKey "file" "palimpsest_encryption_key") }}
+{{- if $s.databaseDirectUrl.secretName }}
+{{- $refs = append $refs (dict "ref" $s.databaseDirectUrl "file" "palimpsest_database_direct_url") }}
+{{- end }}
 {{- $llm := $s.llmApiKey }}
 {{- if include "palimpsest.secretApplies" (dict "ref" $llm "component" .component) }}
 {{- $refs = append $refs (dict "ref" $llm "file" "palimpsest_llm_api_key") }}
@@ -116,6 +119,8 @@ The projected-volume sources of the secrets a component reads:
 {{- $v := .root.Values -}}
 - name: PALIMPSEST_NATS_URL
   value: {{ $v.config.natsUrl | quote }}
+- name: PALIMPSEST_STREAM_REPLICAS
+  value: {{ $v.config.streamReplicas | quote }}
 {{- if $v.secrets.natsCreds.secretName }}
 - name: PALIMPSEST_NATS_CREDS_FILE
   value: {{ printf "%s/nats.creds" (include "palimpsest.secretsDir" .root) | quote }}

@@ -89,13 +89,13 @@ async def test_relay_killed_between_publish_and_mark(infra: Infra, stack: Server
         async def crash(_: list[str]) -> None:
             raise SystemExit("relay process killed after PubAck")
 
-        crashing = Relay(infra.pool, infra.nc, listen_url=stack.app_url, batch=100)
+        crashing = Relay(infra.pool, infra.nc, listen_url=stack.direct_url, batch=100)
         crashing.after_publish = crash
         with pytest.raises(SystemExit):
             await crashing.publish_pending()
         assert await _unpublished(infra, ids) == 20  # the claim rolled back with the "process"
         await rec.wait_for(20)  # the consumer got the first copies
-        restarted = Relay(infra.pool, infra.nc, listen_url=stack.app_url, batch=100)
+        restarted = Relay(infra.pool, infra.nc, listen_url=stack.direct_url, batch=100)
         assert await restarted.publish_pending() == 20  # published again, then marked
         await asyncio.sleep(1.0)  # give any duplicate a chance to show up
     assert {k: rec.applied[k] for k in ids} == dict.fromkeys(ids, 1)

@@ -211,6 +211,8 @@ async def test_the_monthly_budget_stops_calls_before_they_are_made(
     assert len(fake.requests("chat")) == 1  # no call was made
     assert [r["outcome"] for r in await usage(infra, tenant)] == ["ok", "budget_exceeded"]
     assert metrics.LLM_REQUESTS.labels("analysis", "budget_exceeded")._value.get() == before + 1
+    # what PalimpsestModelBudgetNearlyExhausted alerts on: the share spent, as of the last check
+    assert metrics.LLM_BUDGET_USED_RATIO.labels(str(tenant))._value.get() == pytest.approx(0.009 / 0.005)
 
 
 async def test_rerank_entry_point(infra: Infra, tenant: UUID, fake: FakeLLM, closing: list[Gateway]) -> None:

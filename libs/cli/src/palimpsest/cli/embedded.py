@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +259,10 @@ class EmbeddedNats:
     port: int = 0
     monitor_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
+    # a node of a JetStream cluster (EmbeddedNatsCluster): its name, route port and peers' routes
+    server_name: str | None = None
+    cluster_port: int = 0
+    routes: tuple[str, ...] = ()
 
     def start(self) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -280,6 +284,9 @@ class EmbeddedNats:
             "-l",
             str(self.data_dir / "nats.log"),
         ]
+        if self.server_name is not None:
+            args += ["-n", self.server_name, "--cluster_name", "palimpsest"]
+            args += ["--cluster", f"nats://127.0.0.1:{self.cluster_port}", "--routes", ",".join(self.routes)]
         self.proc = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL,
@@ -308,3 +315,44 @@ class EmbeddedNats:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(5)
+
+
+@dataclass(slots=True)
+class EmbeddedNatsCluster:
+    """``size`` nats-servers forming one JetStream cluster over loopback routes, each storing under
+    ``data_dir/<name>``; :attr:`url` is the comma-separated seed list a client is given."""
+
+    data_dir: Path
+    size: int = 3
+    nodes: list[EmbeddedNats] = field(default_factory=list)
+
+    def start(self) -> str:
+        routes_ports = [free_port() for _ in range(self.size)]
+        routes = tuple(f"nats://127.0.0.1:{p}" for p in routes_ports)
+        self.nodes = [
+            EmbeddedNats(
+                self.data_dir / f"n{i}",
+                server_name=f"n{i}",
+                cluster_port=routes_ports[i],
+                routes=tuple(r for j, r in enumerate(routes) if j != i),
+            )
+            for i in range(self.size)
+        ]
+        try:
+            for node in self.nodes:
+                node.start()
+        except Exception:
+            self.stop()
+            raise
+        return self.url
+
+    @property
+    def url(self) -> str:
+        return ",".join(n.url for n in self.nodes)
+
+    def node(self, name: str) -> EmbeddedNats:
+        return next(n for n in self.nodes if n.server_name == name)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()

@@ -132,8 +132,9 @@ def child_environment(settings: BaseServiceSettings, stack: StackInfo) -> dict[s
         }
     )
     env.pop("PALIMPSEST_MIGRATION_DATABASE_URL", None)  # services never run as the owner
-    if stack.embedded_db:
+    if stack.embedded_db:  # no pooler in front of the embedded database: the relay LISTENs on it
         env.setdefault("PALIMPSEST_ALLOW_LOCAL_SOURCES", "true")
+        env["PALIMPSEST_DATABASE_DIRECT_URL"] = stack.app_url
     if not env.get("PALIMPSEST_ENCRYPTION_KEY"):
         load_box(None, home=settings.home, generate=True)  # made once, 0600, like in-process
         env["PALIMPSEST_ENCRYPTION_KEY"] = (Path(settings.home) / KEY_FILE).read_text("ascii").strip()

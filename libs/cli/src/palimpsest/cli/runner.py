@@ -37,8 +37,9 @@ async def running_services(
     from pydantic import SecretStr
 
     update: dict[str, object] = {"database_url": SecretStr(stack.app_url), "nats_url": stack.nats_url}
-    if stack.embedded_db:  # the embedded default indexes local paths
+    if stack.embedded_db:  # the embedded default indexes local paths; no pooler in front of it
         update["allow_local_sources"] = True
+        update["database_direct_url"] = SecretStr(stack.app_url)
     s = settings.model_copy(update=update)
     infra = await open_infra(s, "palimpsest")
     infra.embedded_db = stack.embedded_db

@@ -42,7 +42,9 @@ async def collect(settings: BaseServiceSettings) -> dict[str, Any]:
 
 async def _database(url: str) -> dict[str, Any]:
     try:
-        async with await psycopg.AsyncConnection.connect(url, connect_timeout=5) as conn:
+        async with await psycopg.AsyncConnection.connect(
+            url, connect_timeout=5, prepare_threshold=None
+        ) as conn:
             row = await (await conn.execute("SELECT current_setting('server_version')")).fetchone()
             ext = await (
                 await conn.execute(
@@ -61,6 +63,23 @@ async def _database(url: str) -> dict[str, Any]:
         return {"ok": False, "server": describe(url), "error": exc.__class__.__name__}
 
 
+def cluster_view(c: bus.StreamCluster) -> dict[str, Any]:
+    """The stream's replicas: ok when the count it asks for is there, led, and every follower current."""
+    behind = [r.name for r in c.followers if r.offline or not r.current]
+    out: dict[str, Any] = {
+        "ok": (c.leader is not None or c.replicas == 1) and len(c.followers) == c.replicas - 1 and not behind,
+        "cluster": c.cluster or "-",
+        "leader": c.leader or "-",
+        "replicas": c.replicas,
+    }
+    for r in c.followers:
+        state = "offline" if r.offline else "current" if r.current else "behind"
+        out[f"replica:{r.name}"] = f"{state} lag={r.lag} seen={r.active_s}s"
+    if behind:
+        out["behind"] = ",".join(behind)
+    return out
+
+
 async def _bus(url: str, settings: BaseServiceSettings) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     try:
@@ -71,6 +90,7 @@ async def _bus(url: str, settings: BaseServiceSettings) -> dict[str, dict[str, A
         js = nc.jetstream()
         info = await js.stream_info(bus.STREAM)
         out["nats"] = {"ok": True, "url": url, "stream": bus.STREAM, "messages": info.state.messages}
+        out["stream:cluster"] = cluster_view(await bus.stream_cluster(nc))
         for name, lag in (await bus.consumer_lag(nc)).items():
             out[f"consumer:{name}"] = (
                 {"ok": False, "error": lag.__class__.__name__}

@@ -22,6 +22,7 @@ def bus_config(settings: BaseServiceSettings) -> bus.BusConfig:
         max_deliver=settings.max_deliver,
         max_age_days=settings.stream_max_age_days,
         duplicate_window_s=settings.duplicate_window_s,
+        replicas=settings.stream_replicas,
     )
 
 

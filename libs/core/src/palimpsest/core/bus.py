@@ -9,6 +9,12 @@ and ``max_deliver``. Backoff is applied by the consumer: a failed handler NAKs w
 alike — seen on nats-server 2.15 — so it is deliberately not set; a crashed handler is redelivered
 after ``ack_wait``, and a long handler extends it with in-progress heartbeats.) A second stream captures the server's ``MAX_DELIVERIES`` advisories so each service can
 record its poison messages as dead letters even if it was restarted in between.
+
+On a JetStream cluster both streams have ``replicas`` copies (``PALIMPSEST_STREAM_REPLICAS``; 3 on the
+usual three-node cluster), so losing the node that leads a stream loses neither it nor a durable
+consumer: ``bus init`` creates the streams with that count or updates them to it, and each consumer
+is declared without a count of its own, so it has its stream's and scales with it. The client is given every seed of the cluster
+(``PALIMPSEST_NATS_URL`` as a comma-separated list) and reconnects across them.
 """
 
 from __future__ import annotations
@@ -71,13 +77,22 @@ class BusConfig:
     max_age_days: float = 7.0
     duplicate_window_s: float = 3600.0
     max_ack_pending: int = 64
+    replicas: int = 1
+
+
+def seeds(url: str) -> list[str]:
+    """The servers of ``PALIMPSEST_NATS_URL``: one URL, or a cluster's comma-separated seed list."""
+    found = [u.strip() for u in url.split(",") if u.strip()]
+    if not found:
+        raise BusError("PALIMPSEST_NATS_URL names no server")
+    return found
 
 
 async def connect(url: str, *, name: str, creds_file: Path | None = None, reconnect: bool = True) -> NATS:
     """Connect to NATS; with ``reconnect`` the client keeps retrying forever after a drop."""
     try:
         return await nats.connect(
-            servers=[url],
+            servers=seeds(url),
             name=f"palimpsest-{name}",
             user_credentials=str(creds_file) if creds_file else None,
             allow_reconnect=reconnect,
@@ -98,6 +113,7 @@ def stream_config(cfg: BusConfig) -> api.StreamConfig:
         max_age=cfg.max_age_days * 86400,
         duplicate_window=cfg.duplicate_window_s,
         discard=api.DiscardPolicy.OLD,
+        num_replicas=cfg.replicas,
         description="Palimpsest events (outbox relay → services)",
     )
 
@@ -109,11 +125,13 @@ def advisory_stream_config(cfg: BusConfig) -> api.StreamConfig:
         retention=api.RetentionPolicy.LIMITS,
         storage=api.StorageType.FILE,
         max_age=cfg.max_age_days * 86400,
+        num_replicas=cfg.replicas,
         description="MAX_DELIVERIES advisories of Palimpsest consumers (→ dead_letters)",
     )
 
 
 def consumer_config(spec: ConsumerSpec, cfg: BusConfig) -> api.ConsumerConfig:
+    """No replica count: the consumer inherits its stream's, and follows it when the stream scales."""
     return api.ConsumerConfig(
         name=spec.name,
         durable_name=spec.name,
@@ -148,7 +166,7 @@ async def _ensure_stream(js: nats.js.JetStreamContext, config: api.StreamConfig)
     except NotFoundError:
         await js.add_stream(config=config)
         return "created"
-    await js.update_stream(config=config)
+    await js.update_stream(config=config)  # also scales the replicas up or down, consumers with them
     return "updated"
 
 
@@ -232,3 +250,44 @@ async def consumer_lag(nc: NATS) -> dict[str, ConsumerLag | BaseException]:
             continue
         out[name] = ConsumerLag(ci.num_pending or 0, ci.num_ack_pending or 0, ci.num_redelivered or 0)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """One copy of a stream on a JetStream cluster, as its leader sees it."""
+
+    name: str
+    current: bool
+    offline: bool
+    lag: int  # operations this replica is behind the leader
+    active_s: float  # seconds since the leader last heard from it
+
+
+@dataclass(frozen=True, slots=True)
+class StreamCluster:
+    """Where a stream lives: the cluster, its leader, and every other replica (none on one server)."""
+
+    cluster: str | None
+    leader: str | None
+    replicas: int
+    followers: tuple[Replica, ...]
+
+
+async def stream_cluster(nc: NATS, stream: str = STREAM) -> StreamCluster:
+    info = await nc.jetstream().stream_info(stream)
+    c = info.cluster
+    return StreamCluster(
+        cluster=c.name if c else None,
+        leader=c.leader if c else None,
+        replicas=info.config.num_replicas or 1,
+        followers=tuple(
+            Replica(
+                name=p.name or "",
+                current=bool(p.current),
+                offline=bool(p.offline),
+                lag=int(p.lag or 0),
+                active_s=round((p.active or 0) / 1e9, 3),
+            )
+            for p in (c.replicas or [] if c else [])
+        ),
+    )

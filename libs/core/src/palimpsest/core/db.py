@@ -5,6 +5,11 @@ Every unit of work that touches tenant data runs inside :func:`tenant_tx`, which
 filters every statement. ``SET LOCAL`` cannot take a bind parameter under psycopg 3's server-side
 binding, hence ``set_config``. Infrastructure tables (outbox, inbox, dead letters) are reached with
 :func:`system_tx`, which sets no tenant and therefore sees no tenant rows at all.
+
+Nothing here relies on session state, so every pool works behind a transaction-mode pooler
+(PgBouncer ``pool_mode = transaction``): settings are transaction-local, locks are
+transaction-scoped, and psycopg never prepares statements (``prepare_threshold=None``), since a
+pooler may run the next execution on a server connection that never saw the PREPARE.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ async def open_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str
         max_size=max_size,
         name=name,
         open=False,
-        kwargs={"row_factory": dict_row, "application_name": name},
+        kwargs={"row_factory": dict_row, "application_name": name, "prepare_threshold": None},
         configure=configure,
         connection_class=AsyncConnection[DictRow],
         reconnect_timeout=30.0,

@@ -905,6 +905,8 @@ class Gateway:
             if budget is None:
                 return
             spent = await month_spend(conn)
+            if budget > 0:
+                metrics.LLM_BUDGET_USED_RATIO.labels(str(tenant_id)).set(spent / budget)
             if spent < budget:
                 return
             await record_usage(

@@ -62,6 +62,18 @@ CONSUMER_ACK_PENDING = Gauge(
     ["consumer"],
     registry=REGISTRY,
 )
+STREAM_REPLICA_LAG = Gauge(
+    "palimpsest_stream_replica_lag_operations",
+    "Operations a follower of the event stream is behind its leader, by replica (JetStream cluster).",
+    ["replica"],
+    registry=REGISTRY,
+)
+STREAM_REPLICA_CURRENT = Gauge(
+    "palimpsest_stream_replica_current",
+    "1 while a follower of the event stream is current and online, 0 while it is behind or offline.",
+    ["replica"],
+    registry=REGISTRY,
+)
 DEAD_LETTERS = Counter(
     "palimpsest_dead_letters",
     "Messages that exhausted max_deliver and were recorded as dead letters.",
@@ -124,6 +136,12 @@ LLM_COST_USD = Counter(
     "palimpsest_llm_cost_usd",
     "Model spend in US dollars where the price is known, by feature and tenant.",
     ["feature", "tenant"],
+    registry=REGISTRY,
+)
+LLM_BUDGET_USED_RATIO = Gauge(
+    "palimpsest_llm_budget_used_ratio",
+    "The share of its monthly model budget a tenant has spent (1 = exhausted), as of its last model call.",
+    ["tenant"],
     registry=REGISTRY,
 )
 LLM_REQUESTS = Counter(

@@ -75,13 +75,21 @@ async def migrate(owner_url: str, *, app_role: str, until: int | None = None) ->
     ``until`` stops after that version (a database kept at an older schema, as an upgrade test
     starts from); the default applies every migration.
     """
+    # One migrator at a time: a transaction-scoped advisory lock, held by a transaction of its own
+    # (on a second connection) for as long as the migrations run, so it holds behind a
+    # transaction-mode pooler too, and ends with that transaction, or with a migrator that dies.
+    # The holding transaction takes no snapshot between statements, so it never holds back
+    # vacuum nor a CREATE INDEX CONCURRENTLY.
     try:
-        async with await psycopg.AsyncConnection.connect(owner_url, autocommit=True) as conn:
-            await conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+        async with (
+            await psycopg.AsyncConnection.connect(owner_url, prepare_threshold=None) as holder,
+            await psycopg.AsyncConnection.connect(owner_url, autocommit=True, prepare_threshold=None) as conn,
+        ):
+            await holder.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             try:
                 return await _migrate_locked(conn, app_role, until)
             finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+                await holder.rollback()
     except psycopg.Error as exc:
         raise MigrationError(f"migration failed: {exc}") from exc
 

@@ -6,6 +6,10 @@ PubAck, then marks exactly the acknowledged rows published — in the same trans
 claim. A relay killed after a PubAck but before its commit leaves the rows unpublished; the next
 pass publishes them again and JetStream's duplicate window drops the copy (and the consumer inbox
 would catch it even outside the window). ``pg_notify`` wakes the relay; polling is the safety net.
+
+``LISTEN`` needs a session of its own, which a transaction-mode pooler (PgBouncer) hands to another
+client after every transaction: the relay listens only on ``listen_url``, a direct connection
+(``PALIMPSEST_DATABASE_DIRECT_URL``), and without one it polls every ``poll_s``. It logs which at start.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ class Relay:
         pool: Pool,
         nc: NATS,
         *,
-        listen_url: str,
+        listen_url: str | None,
         batch: int = 500,
         poll_s: float = 1.0,
         publish_timeout_s: float = 5.0,
@@ -142,7 +146,19 @@ class Relay:
     async def run(self, stop: asyncio.Event) -> None:
         """Publish on every notify and every ``poll_s``, until ``stop`` is set."""
         wake = asyncio.Event()
-        listener = asyncio.create_task(self._listen(wake, stop), name="relay-listen")
+        listener: asyncio.Task[None] | None = None
+        if self.listen_url is not None:
+            log.info(
+                "relay: woken by LISTEN %s on the direct database connection, polling every %.1f s as well",
+                CHANNEL,
+                self.poll_s,
+            )
+            listener = asyncio.create_task(self._listen(self.listen_url, wake, stop), name="relay-listen")
+        else:
+            log.info(
+                "relay: polling the outbox every %.1f s (no PALIMPSEST_DATABASE_DIRECT_URL to LISTEN on)",
+                self.poll_s,
+            )
         backoff = 0.2
         last_prune = 0.0
         try:
@@ -171,13 +187,14 @@ class Relay:
                 for w in pending:
                     w.cancel()
         finally:
-            listener.cancel()
-            await asyncio.gather(listener, return_exceptions=True)
+            if listener is not None:
+                listener.cancel()
+                await asyncio.gather(listener, return_exceptions=True)
 
-    async def _listen(self, wake: asyncio.Event, stop: asyncio.Event) -> None:
+    async def _listen(self, url: str, wake: asyncio.Event, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
-                async with await psycopg.AsyncConnection.connect(self.listen_url, autocommit=True) as conn:
+                async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     wake.set()  # catch up on anything written while we were not listening
                     while not stop.is_set():

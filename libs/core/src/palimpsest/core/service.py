@@ -72,6 +72,7 @@ class Infra:
             max_deliver=s.max_deliver,
             max_age_days=s.stream_max_age_days,
             duplicate_window_s=s.duplicate_window_s,
+            replicas=s.stream_replicas,
         )
 
 
@@ -142,6 +143,14 @@ async def _poll_lag(infra: Infra, specs: list[bus.ConsumerSpec], stop: asyncio.E
                 metrics.CONSUMER_ACK_PENDING.labels(spec.name).set(info.num_ack_pending or 0)
             except Exception:
                 log.debug("consumer_info %s failed", spec.name, exc_info=True)
+        try:  # the stream's followers, on a JetStream cluster (none on one server)
+            for replica in (await bus.stream_cluster(infra.nc)).followers:
+                metrics.STREAM_REPLICA_LAG.labels(replica.name).set(replica.lag)
+                metrics.STREAM_REPLICA_CURRENT.labels(replica.name).set(
+                    1 if replica.current and not replica.offline else 0
+                )
+        except Exception:
+            log.debug("stream_info failed", exc_info=True)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 10.0)
 
@@ -170,7 +179,9 @@ async def run(
         relay_obj = Relay(
             infra.pool,
             infra.nc,
-            listen_url=infra.database_url,
+            listen_url=settings.database_direct_url.get_secret_value()
+            if settings.database_direct_url is not None
+            else None,
             batch=settings.relay_batch,
             poll_s=settings.relay_poll_s,
             retention=timedelta(days=settings.stream_max_age_days),
@@ -206,7 +217,7 @@ def _consumer_broker(
     ``unfiltered`` names the consumers the server does not filter (:class:`bus.Declared`)."""
     settings = infra.settings
     broker = NatsBroker(
-        servers=[infra.nats_url],
+        servers=bus.seeds(infra.nats_url),
         name="palimpsest-consumers",
         user_credentials=str(settings.nats_creds_file) if settings.nats_creds_file else None,
         max_reconnect_attempts=-1,

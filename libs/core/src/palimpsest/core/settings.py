@@ -49,12 +49,21 @@ class BaseServiceSettings(BaseSettings):
     migration_database_url: SecretStr | None = Field(
         default=None, description="PostgreSQL URL of the owner role; migrations only."
     )
+    database_direct_url: SecretStr | None = Field(
+        default=None,
+        description="PostgreSQL URL of the application role that bypasses a transaction-mode pooler"
+        " (PgBouncer): the relay LISTENs there for new outbox rows; unset, it polls every relay_poll_s.",
+    )
     app_role: str = Field(
         default="palimpsest_app",
         pattern=r"^[a-z_][a-z0-9_]{0,62}$",
         description="PostgreSQL role the services run as (migrations grant it access; it must lack BYPASSRLS).",
     )
-    nats_url: str | None = Field(default=None, description="NATS URL; credentials go in a file.")
+    nats_url: str | None = Field(
+        default=None,
+        description="NATS URL, or a comma-separated seed list of a cluster's servers (the client"
+        " reconnects across them); credentials go in a file.",
+    )
     nats_creds_file: Path | None = Field(
         default=None, description="NATS credentials file (.creds) for the bus connection."
     )
@@ -110,6 +119,13 @@ class BaseServiceSettings(BaseSettings):
         default=7.0,
         gt=0,
         description="How long the stream keeps events, and the relay keeps published outbox rows.",
+    )
+    stream_replicas: int = Field(
+        default=1,
+        ge=1,
+        le=5,
+        description="Replicas of the event streams on a JetStream cluster (3 on a three-node cluster);"
+        " bus init creates or updates the streams with it, consumers follow the stream.",
     )
     duplicate_window_s: float = Field(
         default=3600.0, gt=0, description="JetStream's duplicate-detection window for event ids (seconds)."

@@ -1,22 +1,33 @@
 """One embedding run per repository at a time, across every embedder pod.
 
 Two pushes in a row produce two ``snapshot.built`` events whose pending chunks overlap; run
-together they would pay twice for the same vectors. A session-level advisory lock, held on a
-dedicated autocommit connection for the run (never inside an open transaction), serialises them,
-and the second run then finds the first one's vectors already stored. While it waits, the
-message is heart-beaten so JetStream does not redeliver it.
+together they would pay twice for the same vectors. A transaction-scoped advisory lock serialises
+them, and the second run then finds the first one's vectors already stored. The lock lives in a
+transaction of its own, on a pool connection set aside for the run, that holds nothing else (no
+row locks, no snapshot between statements) and ends when the run does; a pod that dies ends it
+too. Being transaction-scoped, it holds behind a transaction-mode pooler (PgBouncer), which pins a
+server connection to a client only for the length of a transaction. Each attempt is a short
+transaction of its own, so a waiting run pins no server connection; while it waits, the message is
+heart-beaten so JetStream does not redeliver it. A server-side ``idle_in_transaction_session_timeout``
+(or PgBouncer's ``idle_transaction_timeout``) shorter than a run would end the holding transaction,
+and with it the lock: leave them at 0 or above the longest run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from uuid import UUID
 
+import psycopg
+
 from palimpsest.core.db import Pool
 
-_KEY = "SELECT hashtextextended('palimpsest-embed:' || %s, 0) AS k"
+log = logging.getLogger(__name__)
+
+_TRY = "SELECT pg_try_advisory_xact_lock(hashtextextended('palimpsest-embed:' || %s, 0)) AS ok"
 
 
 @asynccontextmanager
@@ -24,21 +35,23 @@ async def repository_lock(
     pool: Pool, repository_id: UUID, *, beat: Callable[[], Awaitable[None]], poll_s: float = 0.5
 ) -> AsyncIterator[None]:
     async with pool.connection() as conn:
-        await conn.set_autocommit(True)
+        while True:
+            cur = await conn.execute(_TRY, (str(repository_id),))  # opens the holding transaction
+            got = await cur.fetchone()
+            if got and got["ok"]:
+                break
+            await conn.rollback()
+            await beat()
+            await asyncio.sleep(poll_s)
         try:
-            cur = await conn.execute(_KEY, (str(repository_id),))
-            row = await cur.fetchone()
-            key = int(row["k"]) if row else 0
-            while True:
-                cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,))
-                got = await cur.fetchone()
-                if got and got["ok"]:
-                    break
-                await beat()
-                await asyncio.sleep(poll_s)
-            try:
-                yield
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            yield
         finally:
-            await conn.set_autocommit(False)
+            try:
+                await conn.rollback()  # ends the transaction, and with it the lock
+            except psycopg.Error as exc:  # the holder was ended meanwhile: the lock went with it
+                log.warning(
+                    "embedding lock of repository %s was lost during the run (%s); an"
+                    " idle_in_transaction_session_timeout shorter than a run ends it",
+                    repository_id,
+                    exc.__class__.__name__,
+                )

@@ -1,0 +1,142 @@
+"""What must hold behind PgBouncer in transaction mode (run with PALIMPSEST_TEST_PGBOUNCER=1, as CI
+does; directly, the same tests pin the behaviour): the embedder's repository lock and the migrator's
+lock are transaction-scoped, the relay LISTENs only on the direct URL and otherwise polls, and the
+pool prepares no statement."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+import pytest
+
+from palimpsest.cli.tenants import create_tenant
+from palimpsest.core.db import open_pool, system_tx, tenant_tx
+from palimpsest.core.events import Probe
+from palimpsest.core.migrate import migrate
+from palimpsest.core.outbox import emit
+from palimpsest.core.relay import Relay
+from palimpsest.core.service import Infra
+from palimpsest.embedder.locking import repository_lock
+from tests.support.servers import APP_ROLE, ServerSet
+
+
+async def _beat() -> None:
+    return None
+
+
+async def test_the_repository_lock_admits_one_run_at_a_time(stack: ServerSet) -> None:
+    pool = await open_pool(stack.app_url, min_size=1, max_size=6, name="lock-test")
+    try:
+        repo, other = uuid.uuid4(), uuid.uuid4()
+        order: list[str] = []
+        first_in = asyncio.Event()
+        release = asyncio.Event()
+
+        async def first() -> None:
+            async with repository_lock(pool, repo, beat=_beat, poll_s=0.05):
+                order.append("first in")
+                first_in.set()
+                await release.wait()
+                order.append("first out")
+
+        async def second() -> None:
+            await first_in.wait()
+            async with repository_lock(pool, repo, beat=_beat, poll_s=0.05):
+                order.append("second in")
+
+        t1 = asyncio.create_task(first())
+        t2 = asyncio.create_task(second())
+        await first_in.wait()
+        async with asyncio.timeout(10):  # another repository is not held up by it
+            async with repository_lock(pool, other, beat=_beat, poll_s=0.05):
+                order.append("other in")
+        for _ in range(10):  # the second run keeps polling, and stays out, while the first holds it
+            await asyncio.sleep(0.05)
+            # statements on the pool's other connections go through the pooler meanwhile
+            async with system_tx(pool) as conn:
+                await conn.execute("SELECT 1")
+        assert "second in" not in order
+        release.set()
+        async with asyncio.timeout(10):
+            await asyncio.gather(t1, t2)
+        assert order == ["first in", "other in", "first out", "second in"]
+    finally:
+        await pool.close()
+
+
+async def test_concurrent_migrators_wait_for_each_other(stack: ServerSet) -> None:
+    reports = await asyncio.gather(*(migrate(stack.owner_url, app_role=APP_ROLE) for _ in range(3)))
+    assert all(r.applied == [] for r in reports)  # the session's schema is current; each one saw it
+
+
+async def test_the_relay_polls_without_a_direct_url_and_says_so(
+    stack: ServerSet, infra: Infra, caplog: pytest.LogCaptureFixture
+) -> None:
+    tenant = await create_tenant(infra.pool, f"poll-{uuid.uuid4().hex[:8]}")
+    relay = Relay(infra.pool, infra.nc, listen_url=None, poll_s=0.1)
+    event = Probe(tenant_id=tenant, note="polled")
+    stop = asyncio.Event()
+    with caplog.at_level(logging.INFO, logger="palimpsest.core.relay"):
+        task = asyncio.create_task(relay.run(stop))
+        await asyncio.sleep(0.3)
+        async with tenant_tx(infra.pool, tenant) as conn:
+            await emit(conn, event)
+        try:
+            async with asyncio.timeout(20):
+                while True:
+                    async with system_tx(infra.pool) as conn:
+                        cur = await conn.execute("SELECT published_at FROM outbox WHERE id = %s", (event.id,))
+                        row = await cur.fetchone()
+                    if row and row["published_at"] is not None:
+                        break
+                    await asyncio.sleep(0.1)
+        finally:
+            stop.set()
+            await task
+    said = [r.getMessage() for r in caplog.records if r.name == "palimpsest.core.relay"]
+    assert any("polling the outbox every 0.1 s" in m for m in said), said
+    assert not any("LISTEN" in m and "woken" in m for m in said)
+
+
+async def test_the_relay_listens_on_the_direct_url(
+    stack: ServerSet, infra: Infra, caplog: pytest.LogCaptureFixture
+) -> None:
+    relay = Relay(infra.pool, infra.nc, listen_url=stack.direct_url, poll_s=30.0)
+    stop = asyncio.Event()
+    with caplog.at_level(logging.INFO, logger="palimpsest.core.relay"):
+        task = asyncio.create_task(relay.run(stop))
+        await asyncio.sleep(0.2)
+        stop.set()
+        await task
+    assert any("woken by LISTEN" in r.getMessage() for r in caplog.records)
+
+
+async def test_pool_connections_never_prepare(stack: ServerSet) -> None:
+    pool = await open_pool(stack.app_url, min_size=1, max_size=1, name="prepare-test")
+    try:
+        for _ in range(10):  # past psycopg's default threshold of 5
+            async with system_tx(pool) as conn:
+                await conn.execute("SELECT %s::int AS n", (1,))
+        async with system_tx(pool) as conn:
+            assert conn.prepare_threshold is None
+            cur = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")
+            row = await cur.fetchone()
+            assert row is not None and row["n"] == 0
+    finally:
+        await pool.close()
+
+
+async def test_the_app_url_goes_through_the_pooler_when_the_run_uses_one(stack: ServerSet) -> None:
+    if stack.pooler is None:
+        pytest.skip("this run has no PgBouncer (PALIMPSEST_TEST_PGBOUNCER=1 adds one)")
+    assert f"port={stack.pooler.port}" in stack.app_url
+    pool = await open_pool(stack.app_url, min_size=1, max_size=1, name="pooler-test")
+    try:
+        async with system_tx(pool) as conn:
+            cur = await conn.execute("SELECT inet_server_port() AS port")
+            row = await cur.fetchone()
+        assert row is not None and row["port"] != stack.pooler.port  # PostgreSQL's own, behind it
+    finally:
+        await pool.close()
