@@ -17,6 +17,7 @@ from palimpsest.core.settings import BaseServiceSettings, load
 
 
 def bus_config(settings: BaseServiceSettings) -> bus.BusConfig:
+    """The stream and consumer policy the settings describe (bus init, every process's Infra)."""
     return bus.BusConfig(
         ack_wait_s=settings.ack_wait_s,
         max_deliver=settings.max_deliver,

@@ -25,6 +25,7 @@ from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from nats.aio.client import Client as NATS
 
 from palimpsest.core import bus, deadletters, metrics, topology
+from palimpsest.core.admin import bus_config
 from palimpsest.core.consumer import ConsumerRuntime, Handler, Retry
 from palimpsest.core.db import Pool, open_pool, system_tx
 from palimpsest.core.errors import SettingsError
@@ -66,14 +67,7 @@ class Infra:
 
     @property
     def bus_config(self) -> bus.BusConfig:
-        s = self.settings
-        return bus.BusConfig(
-            ack_wait_s=s.ack_wait_s,
-            max_deliver=s.max_deliver,
-            max_age_days=s.stream_max_age_days,
-            duplicate_window_s=s.duplicate_window_s,
-            replicas=s.stream_replicas,
-        )
+        return bus_config(self.settings)
 
 
 @dataclass(slots=True)
