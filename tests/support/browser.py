@@ -79,9 +79,10 @@ class Browser:
         found = await asyncio.to_thread(self.driver.get_cookie, name)
         return dict(found) if found else None
 
-    @property
-    def url(self) -> str:
-        return str(self.driver.current_url)
+    async def url(self) -> str:
+        """The page's URL, read off the event loop: the driver waits for a navigation in flight,
+        whose server may be served by this very loop."""
+        return str(await asyncio.to_thread(lambda: self.driver.current_url))
 
 
 @contextmanager

@@ -286,7 +286,8 @@ async def test_every_page_in_a_real_browser(served: Served, site: Site, tmp_path
 
         await visit(site.repo_ui(), "sign-in", "Sign in", "API token")
         await b.fill_and_submit("token", site.world.token)
-        assert b.url.endswith(site.repo_ui()), b.url  # back where it was going
+        url = await b.url()
+        assert url.endswith(site.repo_ui()), url  # back where it was going
         await visit(
             site.ui("/"),
             "repositories",
