@@ -172,12 +172,11 @@ async def world(api: httpx.AsyncClient, infra: Infra) -> AsyncIterator[World]:
 
 
 async def _sync(
-    api: httpx.AsyncClient, world: World, provider: str, *, dry_run: bool = False
+    api: httpx.AsyncClient, world: World, provider: str, *, dry_run: bool = False, force: bool = False
 ) -> dict[str, Any]:
     iid = world.installations[provider]["installation_id"]
-    res = await api.post(
-        world.path(f"/installations/{iid}/sync"), params={"dry_run": str(dry_run).lower()}, headers=world.auth
-    )
+    params = {"dry_run": str(dry_run).lower(), "force": str(force).lower()}
+    res = await api.post(world.path(f"/installations/{iid}/sync"), params=params, headers=world.auth)
     assert res.status_code == 200, res.text
     return dict(res.json())
 
@@ -251,6 +250,30 @@ async def test_sync_registers_what_the_provider_lists_and_removes_what_it_no_lon
 
     again = await _sync(api, world, provider)
     assert (again["added"], again["removed"], len(again["unchanged"])) == ([], [], len(items))
+
+
+@pytest.mark.parametrize("provider", ["github", "bitbucket"])
+async def test_an_empty_listing_removes_nothing_unless_forced(
+    provider: str, fake: FakeProviders, api: httpx.AsyncClient, world: World, infra: Infra
+) -> None:
+    items = [MAKE[provider](n) for n in range(1, 4)]
+    fake.listings[LISTING[provider]] = items
+    first = await _sync(api, world, provider)
+    assert len(first["added"]) == 3 and first["errors"] == []
+
+    fake.listings[LISTING[provider]] = []  # a revoked grant answers 200 with nothing in it
+    for dry in (True, False):
+        refused = await _sync(api, world, provider, dry_run=dry)
+        assert [e["status"] for e in refused["errors"]] == [None], refused
+        assert "listed no repositories while 3 are registered" in refused["errors"][0]["message"]
+        assert (refused["added"], refused["removed"], refused["listed"]) == ([], [], 0)
+        assert len(await _names(api, world, provider)) == 3
+
+    forced = await _sync(api, world, provider, force=True)
+    assert forced["errors"] == [] and len(forced["removed"]) == 3
+    assert await _names(api, world, provider) == {}
+    again = await _sync(api, world, provider)  # nothing registered: an empty listing is no error
+    assert again["errors"] == [] and again["removed"] == []
 
 
 RATE_LIMITS: dict[str, tuple[int, dict[str, str]]] = {

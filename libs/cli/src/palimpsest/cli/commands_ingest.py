@@ -244,17 +244,26 @@ def _sync_text(report: dict[str, Any]) -> str:
 @tenant_option
 @click.argument("installation_id")
 @click.option("--dry-run", is_flag=True, help="Only show what would be added and removed.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Remove every registered repository when the provider lists none (refused without it).",
+)
 @json_option
 @run_async
-async def installation_sync(tenant: str, installation_id: str, dry_run: bool, as_json: bool) -> None:
+async def installation_sync(
+    tenant: str, installation_id: str, dry_run: bool, force: bool, as_json: bool
+) -> None:
     """Ask the provider for the installation's repositories (every page); register the missing
-    ones and remove the ones it no longer lists, as its webhook would. Exit 1 on a provider error."""
+    ones and remove the ones it no longer lists, as its webhook would. Exit 1 on a provider error,
+    or when it lists none while repositories are registered (unless --force)."""
     async with connect(writes=not dry_run) as api:
         tenant = await api.tenant(tenant)
         report = await api.call(
             "POST",
             f"/v1/tenants/{tenant}/installations/{installation_id}/sync",
             dry_run=str(dry_run).lower(),
+            force=str(force).lower(),
         )
     emit(report, as_json=as_json, text=_sync_text(report))
     if report["errors"]:

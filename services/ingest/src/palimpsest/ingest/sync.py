@@ -18,7 +18,10 @@ no longer lists go through the cascade of an ``installation`` delivery
 (:func:`palimpsest.ingest.decisions.apply_repos_changed`): missing ones are registered (an index
 request each, the source policy applied), known ones brought up to date, gone ones deleted. A dry
 run does the same in a transaction it rolls back. A listing that fails on any page changes
-nothing. The report names what was added, removed and unchanged, and each provider error with its
+nothing, and so does an empty listing while the installation still has registered repositories
+(a provider answering 200 with no repositories is more often a revoked grant or a misconfigured
+token than a real removal of everything): the report names it as an error, and only
+``force`` (``palimpsest installation sync --force``) removes them all; the backfill tick never forces. The report names what was added, removed and unchanged, and each provider error with its
 HTTP status; the token travels only in a header and appears in no message.
 
 The APIs are ``PALIMPSEST_GITHUB_API_URL``, ``PALIMPSEST_GITLAB_API_URL`` and
@@ -132,10 +135,11 @@ _INSTALLATION = (
 
 
 async def sync_installation(
-    ctx: IngestContext, scope: Scope, installation_id: UUID, *, dry_run: bool = False
+    ctx: IngestContext, scope: Scope, installation_id: UUID, *, dry_run: bool = False, force: bool = False
 ) -> SyncReport:
     """Sync one installation of the tenant; NotFound when it has none such, Conflict when suspended.
-    Provider errors are in the report, never raised."""
+    Provider errors are in the report, never raised; so is an empty listing that would remove every
+    registered repository, unless ``force``."""
     tenant_id = scope.tenant_id
     async with scoped_tx(ctx, scope) as conn:
         row = await fetch_one(conn, _INSTALLATION, (installation_id,))
@@ -153,6 +157,10 @@ async def sync_installation(
         return report
     report.listed = len(listed)
     async with tenant_tx(ctx.pool, tenant_id) as conn:
+        if not listed and not force and (held := await _registered(conn, inst)):
+            report.errors.append({"status": None, "message": _EMPTY_LISTING.format(held=held)})
+            metrics.INSTALLATION_SYNCS.labels(inst.provider, "error").inc()
+            return report
         if dry_run:
             async with conn.transaction(force_rollback=True):
                 await _apply(ctx, conn, tenant_id, inst, listed, report)
@@ -161,6 +169,19 @@ async def sync_installation(
             await emit(conn, *events)
     metrics.INSTALLATION_SYNCS.labels(inst.provider, "ok").inc()
     return report
+
+
+_EMPTY_LISTING: Final = (
+    "the provider listed no repositories while {held} are registered for this installation:"
+    " nothing was removed (check the installation's access; sync with force to remove them all)"
+)
+
+
+async def _registered(conn: Conn, inst: _Installation) -> int:
+    found = await repositories.list_repositories(
+        conn, provider=inst.provider, installation_id=inst.installation_id
+    )
+    return len(found)
 
 
 async def _apply(

@@ -185,12 +185,13 @@ async def resume_installation(installation_id: UUID, ctx: Ctx, scope: ManageScop
 
 @router.post("/tenants/{tenant_id}/installations/{installation_id}/sync", tags=["installations"])
 async def sync_installation(
-    installation_id: UUID, ctx: Ctx, scope: ManageScope, dry_run: bool = False
+    installation_id: UUID, ctx: Ctx, scope: ManageScope, dry_run: bool = False, force: bool = False
 ) -> InstallationSync:
     """Ask the provider for the installation's repositories (every page): register the missing
     ones, delete the ones it no longer lists, as an installation delivery would; provider errors
-    are in ``errors`` with their HTTP status. ``dry_run``: report only."""
-    report = await sync.sync_installation(ctx, scope, installation_id, dry_run=dry_run)
+    are in ``errors`` with their HTTP status. ``dry_run``: report only. An empty listing while
+    repositories are registered changes nothing and is an error unless ``force``."""
+    report = await sync.sync_installation(ctx, scope, installation_id, dry_run=dry_run, force=force)
     return InstallationSync.model_validate(report.as_dict())
 
 
