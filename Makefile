@@ -37,9 +37,13 @@ browser: ## install chromium and chromium-driver (Debian packages) when missing,
 	      chromium chromium-driver >/dev/null; } || echo "apt-get could not install chromium chromium-driver: the browser test will skip"; \
 	fi
 
-lock: ## re-resolve requirements.in into requirements.lock (hashes, no index URLs)
+# The current lock is the resolver's preference (uv keeps a pinned version that still fits), so adding
+# one package moves no other pin; UPGRADE=1 re-resolves everything to the newest allowed.
+lock: ## resolve requirements.in into requirements.lock, keeping today's pins (UPGRADE=1: all newest)
+	@tmp=$$(mktemp --suffix=.lock) && trap 'rm -f "$$tmp"' EXIT && cp requirements.lock "$$tmp" && \
 	$(BIN)/uv pip compile requirements.in --generate-hashes --python-version 3.11 --no-header \
-	  --no-annotate 2>/dev/null | grep -v '^-e ' > requirements.lock
+	  --no-annotate $(if $(UPGRADE),--upgrade,) -o "$$tmp" >/dev/null && \
+	grep -v '^-e ' "$$tmp" > requirements.lock
 
 lint: $(STAMP) ## ruff
 	$(BIN)/ruff check .
