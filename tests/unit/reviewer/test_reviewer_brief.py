@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from uuid import uuid4
 
-from palimpsest.reviewer.candidates import Candidate
-from palimpsest.reviewer.context import DOC_ANNOTATION, FROM_HEAD_NOTE, ReviewContext, _fresh_only
-from palimpsest.reviewer.diff import ChangedFile, DiffNames
+from palimpsest.index.context.assemble import DOC_ANNOTATION, FROM_HEAD_NOTE, ReviewContext, _fresh_only
+from palimpsest.index.context.candidates import Candidate
+from palimpsest.index.context.diff import ChangedFile, DiffNames
 from palimpsest.reviewer.review import BRIEF_LIST, brief
 
 

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from palimpsest.reviewer.context import DOC_ANNOTATION, ReviewContext
-from palimpsest.reviewer.diff import ChangedFile
+from palimpsest.index.context.assemble import DOC_ANNOTATION, ReviewContext
+from palimpsest.index.context.diff import ChangedFile
+from palimpsest.index.context.rules import SEVERITIES
 
 CODE_IS_AUTHORITATIVE = "Where documentation and code conflict, the code is authoritative."
 OTHER_REPOSITORIES_ARE_HINTS = (
@@ -30,7 +31,6 @@ NEEDS_MODEL = (
     "No model is configured for reviews, so this review is the context brief only; findings need a"
     " model (set PALIMPSEST_LLM_REVIEW_MODEL or PALIMPSEST_LLM_MODEL, or route 'review' for the tenant)."
 )
-SEVERITIES = ("info", "minor", "major", "critical")
 _SEVERITY_ALIASES = {"low": "minor", "medium": "major", "high": "major", "warning": "minor", "error": "major"}
 SOURCE_TITLES = {
     "definitions": "Definitions of symbols the diff changes and calls",

@@ -178,7 +178,7 @@ async def _warning(
     changes with these, not in this pull request"), and at the same length the two baselines —
     raw ``git log`` co-change counts and the list the reviewer gave before issue 43 (partners by
     decayed evidence with 2+ shared commits, from the same index)."""
-    from palimpsest.reviewer.candidates import partners
+    from palimpsest.index.context.candidates import partners
 
     listed = [str(m["path"]) for m in review.get("cochange_missing") or [] if isinstance(m, dict)]
     n = len(listed)
@@ -257,7 +257,7 @@ async def _signals(
 ) -> dict[str, dict[str, int]]:
     """Every candidate file's rank in each source that found it (the context assembled once more,
     directly, for ``--signals``)."""
-    from palimpsest.reviewer.context import assemble_context
+    from palimpsest.index.context.assemble import assemble_context
 
     diff = git(scratch, "diff", change.parent, head)
     at_head: dict[str, str | None] = {}
@@ -388,7 +388,7 @@ def fit_precision(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, floa
 def ablation(records: Iterable[dict[str, Any]]) -> dict[str, float]:
     """Recall of targets and usages together at the context's file count when the files are ranked
     from every source (``all``) and from all but one: what each source adds to the ranking."""
-    from palimpsest.reviewer.context import SOURCE_PRECISION, file_chance
+    from palimpsest.index.context.assemble import SOURCE_PRECISION, file_chance
 
     rows = [r for r in records if r.get("signals") and (r["targets"] or r["usages"])]
     out: dict[str, float] = {}

@@ -33,6 +33,10 @@ from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.llm import Gateway
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.sources import SourcePolicy
+from palimpsest.index.context import candidates
+from palimpsest.index.context.assemble import estimate_tokens
+from palimpsest.index.context.errors import ReviewFailed
+from palimpsest.index.context.preview import preview_context, query_embedder, reranker
 from palimpsest.index.errors import IndexNotReady, InvalidQuery, SemanticUnavailable, UnknownSeed
 from palimpsest.index.graph.query import graph_context
 from palimpsest.index.hybrid import hybrid_search
@@ -41,10 +45,6 @@ from palimpsest.index.search import lexical_search
 from palimpsest.index.snapshots import Snapshot, list_snapshots, newest_ready
 from palimpsest.index.stored import analysis_view
 from palimpsest.ingest.mcp import models
-from palimpsest.reviewer import candidates
-from palimpsest.reviewer.context import estimate_tokens
-from palimpsest.reviewer.errors import ReviewFailed
-from palimpsest.reviewer.preview import preview_context, query_embedder, reranker
 
 __all__ = ["SERVER_NAME", "TOOLS", "Deps", "build_server"]
 

@@ -4,7 +4,7 @@
 and the files at head come from the caller (the provider or the local repository); the index
 supplies candidates only — from the ready snapshot of the base commit, else the newest ready one:
 
-1. gather the five sources (:mod:`palimpsest.reviewer.candidates`);
+1. gather the five sources (:mod:`palimpsest.index.context.candidates`);
 2. drop candidates whose content no longer matches head (``stale``);
 3. rank: the tenant's rerank model when one is routed, else the calibrated per-source model
    (:func:`_score`: each source's n-th file is relevant with a measured probability, sources
@@ -15,7 +15,7 @@ supplies candidates only — from the ready snapshot of the base commit, else th
    ``last modified <date>``; unknown dates change nothing;
 5. split the token budget across the sources; what does not fit is reported (``budget``).
 
-Cross-repository context (:mod:`palimpsest.reviewer.crossrepo`, links read from the base commit's
+Cross-repository context (:mod:`palimpsest.index.context.crossrepo`, links read from the base commit's
 ``.palimpsest/config.yml`` by the caller) is gathered first and takes at most ``cross_share``
 (25 %) of the budget — chunks past that are dropped as ``cross_repo_budget`` — and the PR's own
 repository gets the rest. Those chunks are labelled ``linked``/``pattern`` with their repository's
@@ -37,15 +37,15 @@ from palimpsest.core.db import Conn
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner
 from palimpsest.index.codefacts import is_doc
+from palimpsest.index.context import candidates as sources
+from palimpsest.index.context import crossrepo
+from palimpsest.index.context.candidates import OWN_SOURCES, SOURCES, Candidate, QueryEmbedder, Source
+from palimpsest.index.context.crossrepo import LinkConfig
+from palimpsest.index.context.diff import ChangedFile, DiffNames, changed_paths, diff_names, parse_diff
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.recency import last_modified_at
 from palimpsest.index.snapshots import Snapshot, for_commit, newest_ready
 from palimpsest.index.staleness import is_stale, median_code_date
-from palimpsest.reviewer import candidates as sources
-from palimpsest.reviewer import crossrepo
-from palimpsest.reviewer.candidates import OWN_SOURCES, SOURCES, Candidate, QueryEmbedder, Source
-from palimpsest.reviewer.crossrepo import LinkConfig
-from palimpsest.reviewer.diff import ChangedFile, DiffNames, changed_paths, diff_names, parse_diff
 
 log = logging.getLogger(__name__)
 
