@@ -273,13 +273,15 @@ def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
         )
     )
     shown = {i.path for i in ctx.items}
-    stale = list(
-        dict.fromkeys(d["path"] for d in ctx.dropped if d["reason"] == "stale_doc" and d["path"] not in shown)
+    stale, drift = (
+        list(dict.fromkeys(d["path"] for d in ctx.dropped if d["reason"] == why and d["path"] not in shown))
+        for why in ("stale_doc", "drift_doc")
     )
     lines.append(
         "Documentation in play: "
         + (capped(docs) if docs else "none")
         + (f"; stale docs left out: {capped(stale)}" if stale else "")
+        + (f"; docs with proved drift left out: {capped(drift)}" if drift else "")
         + "."
     )
     others = list(dict.fromkeys(f"{i.repository} ({i.source})" for i in ctx.items if i.repository))

@@ -441,6 +441,7 @@ class _Tools:
             dropped=rc.dropped,
             ranking=rc.ranking,
             median_code_date=_iso(rc.median_code_date),
+            doc_rule=rc.doc_rule,
             left_out=sum(1 for d in rc.dropped if d.get("reason") == "budget"),
             budget_tokens=budget_tokens,
         )
