@@ -1,8 +1,8 @@
 """The MCP tools over the index: one server definition for both transports.
 
 :func:`build_server` returns an ``mcp`` SDK server whose tools read the tenant's index through
-the read functions the CLI and the /v1 API use (:mod:`palimpsest.index`, the reviewer's context
-assembly), each in a tenant transaction (``tenant_tx``: row-level security scopes every read).
+the read functions the CLI and the /v1 API use (:mod:`palimpsest.index`, and the review context
+the reviewer assembles, :mod:`palimpsest.index.context`), each in a tenant transaction (``tenant_tx``: row-level security scopes every read).
 Which tenant a call acts for is the transport's business (:class:`Deps.tenant_of`): over HTTP the
 bearer token's tenant (:mod:`palimpsest.ingest.mcp.http`), over stdio the CLI's tenant.
 
