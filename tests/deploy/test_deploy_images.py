@@ -255,27 +255,55 @@ def _first_party_services(service: str) -> list[str]:
     return [service, *(n for n in names if n in SERVICES)]
 
 
+def _index_modules_used(files: list[Path]) -> set[Path]:
+    """The ``palimpsest.index`` modules ``files`` import, directly or through each other (every
+    image installs the index, but only the parts a service imports run in it)."""
+    index_src = REPO_ROOT / "libs" / "index" / "src"
+    found: set[Path] = set()
+    queue = list(files)
+    while queue:
+        for node in ast.walk(ast.parse(queue.pop().read_text("utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                if isinstance(node, ast.ImportFrom) and node.module
+                else []
+            )
+            for name in names:
+                if not name.startswith("palimpsest.index."):
+                    continue
+                base = index_src.joinpath(*name.split("."))
+                for path in (base.with_suffix(".py"), base / "__init__.py"):
+                    if path.is_file() and path not in found:
+                        found.add(path)
+                        queue.append(path)
+    return found
+
+
 def _services_whose_code_matches(pattern: str) -> set[str]:
-    """The services whose image installs code matching ``pattern`` (its own, or a service's it uses)."""
-    return {
-        service
-        for service in SERVICES
-        if any(
-            re.search(pattern, f.read_text())
+    """The services whose image runs code matching ``pattern``: its own, a service's it uses, or
+    the ``palimpsest.index`` modules they import (ingest runs the review context for /mcp)."""
+    matching = set()
+    for service in SERVICES:
+        own = [
+            f
             for used in _first_party_services(service)
             for f in (REPO_ROOT / "services" / used / "src").rglob("*.py")
-        )
-    }
+        ]
+        if any(re.search(pattern, f.read_text()) for f in [*own, *_index_modules_used(own)]):
+            matching.add(service)
+    return matching
 
 
 def test_each_image_builds_the_services_it_depends_on() -> None:
     """The Dockerfile reads each service's first-party service dependencies from its pyproject.toml
-    (ingest runs the reviewer's context assembly for /mcp); each image installs their code."""
+    (none does today: ingest runs the review context from palimpsest.index); each image installs their code."""
     text = (REPO_ROOT / "deploy" / "Dockerfile").read_text()
     assert "COPY services /src/services" in text
     assert 'tomllib.load(open(f"/src/services/{sys.argv[1]}/pyproject.toml", "rb"))' in text
     assert "/src/services/${SERVICE} ${deps}" in text
-    assert _first_party_services("ingest") == ["ingest", "reviewer"]
+    assert _first_party_services("ingest") == ["ingest"]
 
 
 def test_services_that_call_a_model_get_litellm_and_the_key() -> None:

@@ -195,16 +195,15 @@ async def test_the_prompt_the_model_receives(infra: Infra, indexed: tuple[UUID, 
     # code first, then the banner, then the docs
     banner = user.index(DOC_BANNER)
     assert user.index("// src/app.py (last modified 2024-03-05)") < banner
-    assert user.index("// docs/guide.md (last modified 2024-03-05)") > banner
-    # annotations only with dates; the relative phrase only for the stale doc
+    assert user.index("// docs/guide.md (last modified 2024-03-05") > banner
+    # annotations only with dates; each doc headed with the state the report gives it: the two
+    # 2022 docs are proved drift (not merely old), the guide's claim holds
     assert "// src/undated.py\n" in user and "// src/undated.py (" not in user
-    assert (
-        "// docs/design.md (last modified 2022-01-10 — 2 years 2 months older than typical code in this repo)"
-        in user
-    )
-    assert "// docs/guide.md (last modified 2024-03-05)\n" in user
-    assert "// README.md (last modified 2022-01-10 — 2 years 2 months older" in user
-    assert user.split(FINDINGS_BANNER)[0].count("older than typical code") == 2
+    drift = "drift: the documentation check proved a claim of it false"
+    assert f"// docs/design.md (last modified 2022-01-10; {drift})\n" in user
+    assert f"// README.md (last modified 2022-01-10; {drift})\n" in user
+    assert "// docs/guide.md (last modified 2024-03-05; verified: its claims hold at this commit)\n" in user
+    assert "older than typical code" not in user.split(FINDINGS_BANNER)[0]
     # the mechanical check is the evidence for Documentation Accuracy
     assert "Mechanical documentation check" in user and "`start_service`" in user
     # the summary: 40 chunks, the framing line, no seventh section

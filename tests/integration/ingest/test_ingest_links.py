@@ -10,7 +10,7 @@ from uuid import UUID
 import httpx
 
 from palimpsest.core.db import tenant_tx
-from palimpsest.reviewer.crossrepo import LinkConfig, resolve_links
+from palimpsest.index.context.crossrepo import LinkConfig, resolve_links
 from tests.integration.ingest.support import Served, World, bearer, world_of
 
 

@@ -19,7 +19,7 @@ from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import IndexRequested, ReviewCompleted, ReviewRequested, SnapshotBuilt
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
-from palimpsest.reviewer.crossrepo import LinkConfig, resolve_links
+from palimpsest.index.context.crossrepo import LinkConfig, resolve_links
 from palimpsest.reviewer.service import Settings as ReviewerSettings
 from palimpsest.reviewer.service import definition as reviewer_definition
 from tests.integration.analyzer.support import _scoped, indexer_definitions, running

@@ -26,7 +26,7 @@ from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra
 from palimpsest.devtools.fakes.llm import FakeLLM, count_tokens
-from palimpsest.reviewer.crossrepo import LinkConfig, resolve_links
+from palimpsest.index.context.crossrepo import LinkConfig, resolve_links
 from palimpsest.reviewer.review import OTHER_REPOSITORIES_ARE_HINTS
 from palimpsest.reviewer.service import ReviewerService
 from palimpsest.reviewer.store import ReviewRecord

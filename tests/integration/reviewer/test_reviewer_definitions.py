@@ -9,7 +9,7 @@ from typing import Any
 from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
-from palimpsest.reviewer.candidates import definitions
+from palimpsest.index.context.candidates import definitions
 from tests.integration.graph.support import index_path, running_chunker
 from tests.support.gitrepo import commit, init_repo
 

@@ -20,8 +20,8 @@ from palimpsest.core.events import ReviewCompleted, ReviewRequested
 from palimpsest.core.llm import Gateway
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.devtools.fakes.llm import FakeLLM
+from palimpsest.index.context.assemble import DOC_ANNOTATION, FROM_HEAD_NOTE, STALE_USAGE_NOTE
 from palimpsest.index.stored import load_review
-from palimpsest.reviewer.context import DOC_ANNOTATION, FROM_HEAD_NOTE, STALE_USAGE_NOTE
 from palimpsest.reviewer.review import CODE_IS_AUTHORITATIVE, NEEDS_MODEL
 from palimpsest.reviewer.service import Settings
 from palimpsest.reviewer.service import definition as reviewer_definition

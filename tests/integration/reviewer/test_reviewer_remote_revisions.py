@@ -11,8 +11,8 @@ import pytest
 
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.devtools.fakes.git_http import GitHttpServer
-from palimpsest.reviewer.errors import ReviewFailed
-from palimpsest.reviewer.source import fetch_refspecs, open_repository, pull_request_diff, rev_parse
+from palimpsest.index.context.errors import ReviewFailed
+from palimpsest.index.context.source import fetch_refspecs, open_repository, pull_request_diff, rev_parse
 from tests.support.gitrepo import commit, git, head, init_repo
 
 POLICY = SourcePolicy(private_hosts=frozenset({"127.0.0.1"}))

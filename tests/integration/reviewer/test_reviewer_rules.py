@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from palimpsest.reviewer.candidates import Candidate, Source
-from palimpsest.reviewer.context import DOC_ANNOTATION, apply_recency
-from palimpsest.reviewer.diff import diff_names, parse_diff
+from palimpsest.index.context.assemble import DOC_ANNOTATION, apply_recency
+from palimpsest.index.context.candidates import Candidate, Source
+from palimpsest.index.context.diff import diff_names, parse_diff
 from palimpsest.reviewer.review import read_reply
 
 

@@ -33,9 +33,9 @@ from palimpsest.core.ids import uuid7
 from palimpsest.core.service import Infra
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.devtools.fakes.git_http import GitHttpServer
+from palimpsest.index.context.errors import ReviewFailed
+from palimpsest.index.context.source import open_repository
 from palimpsest.recency_scanner.source import installation_auth
-from palimpsest.reviewer.errors import ReviewFailed
-from palimpsest.reviewer.source import open_repository
 from tests.integration.ingest.support import Served, deliver, stream_events, world_of
 from tests.integration.recency_service.support import (
     request_index,

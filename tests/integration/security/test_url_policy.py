@@ -22,9 +22,9 @@ from palimpsest.core.git_errors import GitError, GitFailure
 from palimpsest.core.service import Infra
 from palimpsest.core.sources import SourcePolicy, SourceRefused, check_clone_url
 from palimpsest.devtools.fakes.git_http import GitHttpServer
+from palimpsest.index.context.errors import ReviewFailed
+from palimpsest.index.context.source import open_repository
 from palimpsest.recency_scanner.clone import scan_remote
-from palimpsest.reviewer.errors import ReviewFailed
-from palimpsest.reviewer.source import open_repository
 from tests.integration.recency_service.support import (
     register,
     request_index,

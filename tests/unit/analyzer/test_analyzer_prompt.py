@@ -49,6 +49,28 @@ def test_headers_carry_dates_only_when_known_and_the_phrase_only_when_stale() ->
     assert header(SELECTION.chunks[4]) == "// docs/unknown.md"
 
 
+def test_the_documentation_checks_states_head_the_docs_as_the_report_and_the_review_say() -> None:
+    judged = SELECTION.with_doc_states(
+        {"docs/design.md": "verified", "docs/current.md": "drift", "docs/unknown.md": "reference"}
+    )
+    design, current, unknown = judged.docs
+    assert not design.stale  # old, but its claims hold: not stale, and no age phrase
+    assert (
+        header(design)
+        == "// docs/design.md (last modified 2024-08-12; verified: its claims hold at this commit)"
+    )
+    assert header(current) == (
+        "// docs/current.md (last modified 2026-04-01; drift: the documentation check proved a claim of it false)"
+    )
+    assert header(unknown) == "// docs/unknown.md (generated reference, never stale)"
+    old = SELECTION.with_doc_states({"docs/design.md": "unverified_old"}).docs[0]
+    assert old.stale and header(old) == (
+        "// docs/design.md (last modified 2024-08-12 — 20 months older than typical code in this repo;"
+        " unverified and old)"
+    )
+    assert judged.code == SELECTION.code  # code has no state
+
+
 def test_code_comes_before_the_banner_and_the_docs() -> None:
     text = format_context(SELECTION)
     assert text.index("// src/undated.ts") < text.index(DOC_BANNER) < text.index("// docs/design.md")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from uuid import uuid4
 
-from palimpsest.reviewer.candidates import Candidate
-from palimpsest.reviewer.context import DOC_ANNOTATION, FROM_HEAD_NOTE, ReviewContext, _fresh_only
-from palimpsest.reviewer.diff import ChangedFile, DiffNames
+from palimpsest.index.context.assemble import DOC_ANNOTATION, FROM_HEAD_NOTE, ReviewContext, _fresh_only
+from palimpsest.index.context.candidates import Candidate
+from palimpsest.index.context.diff import ChangedFile, DiffNames
 from palimpsest.reviewer.review import BRIEF_LIST, brief
 
 
@@ -30,12 +30,13 @@ def test_a_doc_is_in_play_or_left_out_never_both() -> None:
         {"path": "docs/guide.md", "reason": "stale_doc"},  # another chunk of the same doc
         {"path": "docs/old.md", "reason": "stale_doc"},
         {"path": "docs/old.md", "reason": "stale_doc"},
+        {"path": "docs/wrong.md", "reason": "drift_doc"},  # the analysis proved a claim of it false
     ]
     text = brief(_ctx([guide], dropped, []), [ChangedFile("src/billing.py")])
     [line] = [line for line in text.splitlines() if line.startswith("Documentation in play")]
     assert line == (
         f"Documentation in play: docs/guide.md ({DOC_ANNOTATION}, last modified 2024-03-01);"
-        " stale docs left out: docs/old.md."
+        " stale docs left out: docs/old.md; docs with proved drift left out: docs/wrong.md."
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from palimpsest.reviewer.crossrepo import MAX_CONFIG_BYTES, may_receive, parse_config
+from palimpsest.index.context.crossrepo import MAX_CONFIG_BYTES, may_receive, parse_config
 from palimpsest.reviewer.parts import CUT_NOTE, merge, plan_parts
 from palimpsest.reviewer.review import Finding, Outcome
 

@@ -8,9 +8,9 @@ from uuid import uuid4
 
 import pytest
 
-from palimpsest.reviewer.candidates import Candidate, Source, focus, paired_tests
-from palimpsest.reviewer.context import SOURCE_PRECISION, ReviewContext, _score
-from palimpsest.reviewer.diff import DiffNames, parse_diff
+from palimpsest.index.context.assemble import SOURCE_PRECISION, ReviewContext, _score
+from palimpsest.index.context.candidates import Candidate, Source, focus, paired_tests
+from palimpsest.index.context.diff import DiffNames, parse_diff
 
 
 def cand(source: Source, path: str, reason: str = "", ordinal: int = 0) -> Candidate:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from palimpsest.reviewer.rules import parse_rules, severe_enough
+from palimpsest.index.context.rules import parse_rules, severe_enough
 
 GOOD = """
 review:
@@ -83,7 +83,7 @@ def test_severity_order() -> None:
 
 
 def test_cochange_rules() -> None:
-    from palimpsest.reviewer.rules import parse_rules
+    from palimpsest.index.context.rules import parse_rules
 
     rules = parse_rules("review:\n  cochange_max: 2\n  cochange_include: [ci, changelog]\n")
     assert rules.cochange_max == 2 and rules.cochange_include == {"ci", "changelog"} and not rules.problems

@@ -2,9 +2,16 @@
 
 Every command is defined at module level in its area's module; this is the one place that puts
 them together. No command module imports this one.
+
+The measurement commands (``bench``, ``chaos``) live in ``palimpsest.devtools``, which drives the
+services through this package's embedded stack: it imports the CLI, so the CLI never imports it.
+A distribution adds commands through the ``palimpsest.commands`` entry-point group (devtools
+declares its two there); without devtools installed the command simply has no ``bench``.
 """
 
 from __future__ import annotations
+
+from importlib.metadata import entry_points
 
 import click
 
@@ -22,8 +29,8 @@ from palimpsest.cli.commands_stack import bus, db, dead_letters, demo, status, u
 from palimpsest.cli.output import fail
 from palimpsest.cli.settings_registry import settings_cmd
 from palimpsest.cli.target import WHERE_HELP
-from palimpsest.devtools.commands_bench import bench
-from palimpsest.devtools.commands_chaos import chaos
+
+COMMAND_GROUP = "palimpsest.commands"  # entry points: name → a click command to add
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=WHERE_HELP)
@@ -72,12 +79,22 @@ COMMANDS: tuple[click.Command, ...] = (
     github,
     model,
     budget,
-    # measurement (palimpsest.devtools)
-    bench,
-    chaos,
 )
 
-for _command in COMMANDS:
+
+def plugin_commands() -> list[click.Command]:
+    """The commands other distributions declare under :data:`COMMAND_GROUP` (devtools: ``bench``,
+    ``chaos``), by name; one that does not load is an error, not a silently missing command."""
+    found = []
+    for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+        command = entry.load()
+        if not isinstance(command, click.Command):
+            raise TypeError(f"entry point {entry.name} = {entry.value} is not a click command")
+        found.append(command)
+    return found
+
+
+for _command in (*COMMANDS, *plugin_commands()):
     cli.add_command(_command)
 
 

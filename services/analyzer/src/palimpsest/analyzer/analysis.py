@@ -148,6 +148,7 @@ class Analyzer:
         facts = selection_facts(index, analysis)
         facts["doc_check"] = check
         apply_doc_states(facts, judged.doc_states)
+        analysis = analysis.with_doc_states(judged.doc_states)  # the prompt says what the report says
         return _Read(repo, index, analysis, summary, judged.findings, facts)
 
     # ------------------------------------------------------------------------ model phase

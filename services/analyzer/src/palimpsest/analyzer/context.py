@@ -2,8 +2,9 @@
 
 Each chunk is headed ``// path (last modified YYYY-MM-DD)``; a chunk of unknown age gets no
 annotation at all (never a guessed date). Docs follow the code under :data:`DOC_BANNER`, and a
-doc that is stale by the shared rule carries the relative phrase
-(``— 14 months older than typical code in this repo``). The order and the banner are what make
+doc that is stale carries the relative phrase (``— 14 months older than typical code in this
+repo``), and a doc the documentation check judged carries its state (drift, verified, generated
+reference, unverified and old: the same states the report and the review context use). The order and the banner are what make
 the model treat prose as a claim to verify rather than a fact.
 """
 
@@ -23,14 +24,25 @@ def day(when: datetime | None) -> str | None:
     return when.date().isoformat() if when is not None else None
 
 
+# what a doc's state (the documentation check's, palimpsest.index.docstates) adds to its header
+STATE_NOTES = {
+    "drift": "drift: the documentation check proved a claim of it false",
+    "verified": "verified: its claims hold at this commit",
+    "reference": "generated reference, never stale",
+    "unverified_old": "unverified and old",
+}
+
+
 def header(chunk: AnalysisChunk) -> str:
-    """``// path (last modified 2026-05-28)``, with the relative phrase for a stale doc."""
+    """``// path (last modified 2026-05-28)``, with the relative phrase for a stale doc and the
+    doc's state when the documentation check judged it."""
     date = day(chunk.last_modified_at)
-    if date is None:
-        return f"// {chunk.path}"
-    if chunk.kind == "doc" and chunk.stale and chunk.age:
-        return f"// {chunk.path} (last modified {date} — {chunk.age})"
-    return f"// {chunk.path} (last modified {date})"
+    notes = [f"last modified {date}"] if date is not None else []
+    if chunk.kind == "doc" and chunk.stale and chunk.age and date is not None:
+        notes[0] += f" — {chunk.age}"
+    if chunk.kind == "doc" and chunk.state in STATE_NOTES:
+        notes.append(STATE_NOTES[chunk.state])
+    return f"// {chunk.path} ({'; '.join(notes)})" if notes else f"// {chunk.path}"
 
 
 def _body(chunk: AnalysisChunk, max_chars: int) -> str:

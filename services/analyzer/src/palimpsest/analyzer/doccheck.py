@@ -18,7 +18,9 @@ No model is needed. The chunker recorded, per document, the identifiers and path
    existed in the code is not drift: it is an *unverified reference*, counted (and listed only
    when asked). Without history (no readable source) no drift finding is made at all.
 
-Every doc (not a changelog) ends in one state (:data:`DocState`, :attr:`Judged.doc_states`):
+Every doc (not a changelog) ends in one state (:data:`palimpsest.index.docstates.DocState`,
+:attr:`Judged.doc_states`; the review context reads them back through
+:func:`palimpsest.index.docstates.doc_states`):
 
 * ``drift`` -- history proves at least one of its claims false;
 * ``verified`` -- at least one of its checkable claims (an identifier, path or ``Governs:`` target
@@ -49,16 +51,15 @@ from palimpsest.analyzer.rules import Rule
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
 from palimpsest.index.codefacts import is_doc, is_history_doc
+from palimpsest.index.docstates import DOC_STATES, DocState
 from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
 
 __all__ = [
-    "DOC_STATES",
     "MAX_FINDINGS",
     "Claim",
     "Claims",
     "DocFinding",
-    "DocState",
     "FindingKind",
     "explains",
     "gather_claims",
@@ -67,8 +68,6 @@ __all__ = [
 ]
 
 FindingKind = Literal["missing_identifier", "missing_path", "unmatched_governs", "stale_doc"]
-DocState = Literal["drift", "verified", "reference", "unverified_old", "unverified"]
-DOC_STATES: tuple[DocState, ...] = ("drift", "verified", "reference", "unverified_old", "unverified")
 MAX_FINDINGS = 500
 MAX_UNVERIFIED = 200
 _GENERATED = frozenset(

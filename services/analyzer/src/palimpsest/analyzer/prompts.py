@@ -119,7 +119,7 @@ def findings_block(findings: Sequence[DocFinding]) -> str:
     if not findings:
         return (
             f"{FINDINGS_BANNER}\nNo findings: every identifier, path and Governs: target the documentation "
-            "names exists in this snapshot, and no doc is stale by the rule."
+            "names exists in this snapshot, and no doc is both unverified and old."
         )
     shown = [finding_line(f) for f in findings[:MAX_PROMPT_FINDINGS]]
     if len(findings) > MAX_PROMPT_FINDINGS:

@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from palimpsest.analyzer.doccheck import DocFinding, DocState
+from palimpsest.analyzer.doccheck import DocFinding
 from palimpsest.analyzer.prompts import SECTION_TITLES, RepositoryFacts
 from palimpsest.analyzer.selection import Selection
 from palimpsest.analyzer.snapshot import SnapshotIndex
+from palimpsest.index.docstates import DocState
 from palimpsest.index.staleness import is_stale, stale_annotation
 
 MAX_TABLE_ROWS = 40

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -49,6 +49,7 @@ from palimpsest.analyzer.snapshot import (
     load_snapshot,
 )
 from palimpsest.core.db import Conn
+from palimpsest.index.docstates import DocState
 from palimpsest.index.snapshots import readable
 from palimpsest.index.staleness import FileKind, is_stale, stale_annotation
 
@@ -111,6 +112,7 @@ class AnalysisChunk:
     age: str | None  # "14 months older than typical code in this repo", stale docs only
     why: str = ""  # why the selection took this file
     primary: bool = False  # source of a primary package
+    state: DocState | None = None  # a doc's state by the documentation check (with_doc_states)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -150,6 +152,19 @@ class Selection:
     @property
     def docs(self) -> list[AnalysisChunk]:
         return [c for c in self.chunks if c.kind == "doc"]
+
+    def with_doc_states(self, states: Mapping[str, DocState]) -> Selection:
+        """The selection with each judged doc's state: a doc is ``stale`` only when it is
+        ``unverified_old`` (verified and generated-reference docs are not, whatever their age)."""
+        return replace(
+            self,
+            chunks=[
+                replace(c, state=states[c.path], stale=states[c.path] == "unverified_old")
+                if c.kind == "doc" and c.path in states
+                else c
+                for c in self.chunks
+            ],
+        )
 
 
 # ----------------------------------------------------------------------------- the pure rule

@@ -1,5 +1,5 @@
 """The reviewer: recency-aware, doc-skeptical pull-request reviews (docs/architecture.md, "Reviewer").
 
-:func:`palimpsest.reviewer.context.assemble_context` is the one core both callers share; the
+:func:`palimpsest.index.context.assemble.assemble_context` is the one core both callers share; the
 service (:mod:`palimpsest.reviewer.service`) runs it for every ``review.requested``.
 """

@@ -21,7 +21,7 @@ import hashlib
 import re
 from dataclasses import replace
 
-from palimpsest.reviewer.diff import definition_name
+from palimpsest.index.context.diff import definition_name
 from palimpsest.reviewer.review import Finding
 
 __all__ = [

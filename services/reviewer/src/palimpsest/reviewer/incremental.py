@@ -15,7 +15,7 @@ from pathlib import Path
 
 from palimpsest.core.git import run_git
 from palimpsest.core.git_errors import GitError
-from palimpsest.reviewer.diff import ChangedFile, parse_diff
+from palimpsest.index.context.diff import ChangedFile, parse_diff
 
 MAX_COMMITS = 500
 

@@ -39,8 +39,8 @@ import httpx
 from palimpsest.core.credentials import Credential, installation_credential
 from palimpsest.core.db import Conn
 from palimpsest.core.github_app import provider_api_url
+from palimpsest.index.context.errors import ReviewFailed
 from palimpsest.reviewer.details import fit
-from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.review import Finding
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from palimpsest.reviewer.context import DOC_ANNOTATION, ReviewContext
-from palimpsest.reviewer.diff import ChangedFile
+from palimpsest.index.context.assemble import DOC_ANNOTATION, ReviewContext
+from palimpsest.index.context.diff import ChangedFile
+from palimpsest.index.context.rules import SEVERITIES
 
 CODE_IS_AUTHORITATIVE = "Where documentation and code conflict, the code is authoritative."
 OTHER_REPOSITORIES_ARE_HINTS = (
@@ -30,7 +31,6 @@ NEEDS_MODEL = (
     "No model is configured for reviews, so this review is the context brief only; findings need a"
     " model (set PALIMPSEST_LLM_REVIEW_MODEL or PALIMPSEST_LLM_MODEL, or route 'review' for the tenant)."
 )
-SEVERITIES = ("info", "minor", "major", "critical")
 _SEVERITY_ALIASES = {"low": "minor", "medium": "major", "high": "major", "warning": "minor", "error": "major"}
 SOURCE_TITLES = {
     "definitions": "Definitions of symbols the diff changes and calls",
@@ -273,13 +273,15 @@ def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
         )
     )
     shown = {i.path for i in ctx.items}
-    stale = list(
-        dict.fromkeys(d["path"] for d in ctx.dropped if d["reason"] == "stale_doc" and d["path"] not in shown)
+    stale, drift = (
+        list(dict.fromkeys(d["path"] for d in ctx.dropped if d["reason"] == why and d["path"] not in shown))
+        for why in ("stale_doc", "drift_doc")
     )
     lines.append(
         "Documentation in play: "
         + (capped(docs) if docs else "none")
         + (f"; stale docs left out: {capped(stale)}" if stale else "")
+        + (f"; docs with proved drift left out: {capped(drift)}" if drift else "")
         + "."
     )
     others = list(dict.fromkeys(f"{i.repository} ({i.source})" for i in ctx.items if i.repository))

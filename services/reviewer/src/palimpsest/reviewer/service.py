@@ -2,12 +2,12 @@
 
 Both callers — the webhook flow (GitHub, GitLab, Bitbucket pull/merge requests through ingest) and
 the local flow (``palimpsest review``) — arrive here as the same event and go through the same
-core (:func:`palimpsest.reviewer.context.assemble_context`). Slow work (git, the index, the model)
+core (:func:`palimpsest.index.context.assemble.assemble_context`). Slow work (git, the index, the model)
 runs first; the review and its event are written in the inbox transaction. Idempotent per
 (repository, head sha): a redelivered or repeated request answers with the stored review (a
 ``full`` request — ``@bot review full`` — reviews the head again and replaces it).
 
-For a provider pull request the base's repository rules apply (:mod:`palimpsest.reviewer.rules`),
+For a provider pull request the base's repository rules apply (:mod:`palimpsest.index.context.rules`),
 a push is reviewed incrementally when it can be (:mod:`palimpsest.reviewer.incremental`), each
 finding gets its fingerprint and its position on the diff (:mod:`palimpsest.reviewer.identity`,
 :mod:`palimpsest.reviewer.positions`), earlier findings whose anchor is gone are resolved, and the
@@ -45,29 +45,29 @@ from palimpsest.core.secretbox import KEY_FILE, SecretBox, load_box
 from palimpsest.core.service import Background, Infra, ServiceDefinition, closed_on_stop
 from palimpsest.core.settings import BaseServiceSettings, service_settings
 from palimpsest.core.suspension import suspended_reason
+from palimpsest.index.context.assemble import ContextOptions, Reranker, ReviewContext, assemble_context
+from palimpsest.index.context.candidates import QueryEmbedder
+from palimpsest.index.context.change import opened_change
+from palimpsest.index.context.crossrepo import LinkConfig
+from palimpsest.index.context.diff import parse_diff
+from palimpsest.index.context.errors import ReviewFailed
+from palimpsest.index.context.preview import query_embedder, reranker
+from palimpsest.index.context.rules import RepoRules, read_rules, severe_enough
+from palimpsest.index.context.source import (
+    GitHead,
+    PullRequestDiff,
+    files_at,
+)
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.graph import snapshot_graph
 from palimpsest.index.graph.persisted import store_snapshot_graph
 from palimpsest.index.stored import finish_submission, submission
-from palimpsest.reviewer.candidates import QueryEmbedder
-from palimpsest.reviewer.change import opened_change
-from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
-from palimpsest.reviewer.crossrepo import LinkConfig
-from palimpsest.reviewer.diff import parse_diff
-from palimpsest.reviewer.errors import ReviewFailed
 from palimpsest.reviewer.identity import anchor_present, identify
 from palimpsest.reviewer.incremental import Increment, increment
 from palimpsest.reviewer.parts import plan_parts, review_in_parts
 from palimpsest.reviewer.positions import diff_map, locate
 from palimpsest.reviewer.posting import Shown, installation_target, post_review
-from palimpsest.reviewer.preview import query_embedder, reranker
 from palimpsest.reviewer.review import Finding, Framing, Outcome, brief, messages
-from palimpsest.reviewer.rules import RepoRules, read_rules, severe_enough
-from palimpsest.reviewer.source import (
-    GitHead,
-    PullRequestDiff,
-    files_at,
-)
 from palimpsest.reviewer.store import (
     ExistingReview,
     ReviewRecord,

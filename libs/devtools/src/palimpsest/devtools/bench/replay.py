@@ -37,6 +37,7 @@ from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench import history as replay
 from palimpsest.devtools.bench.history import Change, Truth, git, recall
 from palimpsest.devtools.scratch import scratch_pipeline
+from palimpsest.index.docstates import DEMOTED, doc_states
 
 __all__ = ["STRATEGIES", "run_bench_replay", "summarize"]
 
@@ -122,6 +123,9 @@ def _scratch_repository(source: Path, path: Path) -> Path:
     return path
 
 
+DEMOTED_DOC = frozenset(DEMOTED.values())  # the reasons a doc is left out of a context
+
+
 async def _replay_one(
     pool: Pool, nc: NATS, tenant: UUID, repo: Path, scratch: Path, change: Change, *, with_signals: bool
 ) -> dict[str, Any]:
@@ -133,6 +137,8 @@ async def _replay_one(
     ]
     truth = await asyncio.to_thread(replay.truth_of, repo, change)
     head = _seed_commit(scratch, change, truth.seed)
+    async with tenant_tx(pool, tenant) as conn:  # the analyzer runs too: has it judged the docs yet?
+        doc_rule = "age" if await doc_states(conn, repo_id) is None else "analysis"
     started = time.perf_counter()
     review = await review_local(pool, nc, tenant, scratch, change.parent, head, say=lambda _: None)
     wall_ms = (time.perf_counter() - started) * 1000
@@ -159,6 +165,10 @@ async def _replay_one(
         "snapshot_on_base": (review.get("sources") or {}).get("snapshot_on_base"),
         "assembly_ms": timings.get("total"),
         "review_ms": round(wall_ms, 1),
+        "doc_rule": doc_rule,  # docs demoted by the newest analysis's states, or by age (none yet)
+        "doc_demoted": _add_up(
+            {d["reason"]: 1} for d in review.get("dropped", []) if d["reason"] in DEMOTED_DOC
+        ),
         "recall": {name: _recalls(paths, truth) for name, paths in found.items()},
         "found_first": _found_first(review, truth),
         "source_tokens": _source_tokens(review),
@@ -178,7 +188,7 @@ async def _warning(
     changes with these, not in this pull request"), and at the same length the two baselines —
     raw ``git log`` co-change counts and the list the reviewer gave before issue 43 (partners by
     decayed evidence with 2+ shared commits, from the same index)."""
-    from palimpsest.reviewer.candidates import partners
+    from palimpsest.index.context.candidates import partners
 
     listed = [str(m["path"]) for m in review.get("cochange_missing") or [] if isinstance(m, dict)]
     n = len(listed)
@@ -257,7 +267,7 @@ async def _signals(
 ) -> dict[str, dict[str, int]]:
     """Every candidate file's rank in each source that found it (the context assembled once more,
     directly, for ``--signals``)."""
-    from palimpsest.reviewer.context import assemble_context
+    from palimpsest.index.context.assemble import assemble_context
 
     diff = git(scratch, "diff", change.parent, head)
     at_head: dict[str, str | None] = {}
@@ -388,7 +398,7 @@ def fit_precision(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, floa
 def ablation(records: Iterable[dict[str, Any]]) -> dict[str, float]:
     """Recall of targets and usages together at the context's file count when the files are ranked
     from every source (``all``) and from all but one: what each source adds to the ranking."""
-    from palimpsest.reviewer.context import SOURCE_PRECISION, file_chance
+    from palimpsest.index.context.assemble import SOURCE_PRECISION, file_chance
 
     rows = [r for r in records if r.get("signals") and (r["targets"] or r["usages"])]
     out: dict[str, float] = {}
@@ -448,6 +458,8 @@ def summarize(records: dict[str, dict[str, Any]], samples: dict[int, list[Change
         "tokens_mean": round(statistics.fmean(r["tokens"] for r in rows), 1) if rows else 0,
         "assembly_ms": _percentiles([r["assembly_ms"] for r in rows if r["assembly_ms"] is not None]),
         "review_ms": _percentiles([r["review_ms"] for r in rows]),
+        "doc_rule": _add_up({r["doc_rule"]: 1} for r in rows),
+        "doc_demoted": _add_up(r["doc_demoted"] for r in rows),
     }
 
 

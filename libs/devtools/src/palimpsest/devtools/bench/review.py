@@ -52,7 +52,7 @@ async def _time_contexts(
     import time
 
     from palimpsest.core.db import tenant_tx
-    from palimpsest.reviewer.context import assemble_context
+    from palimpsest.index.context.assemble import assemble_context
 
     rng = random.Random(29)  # noqa: S311 - reproducible PRs
     code = [(p, t) for p, t in corpus if p.endswith(".ts")]

@@ -1,7 +1,7 @@
 """Admin links and organisation-wide pattern repositories (``repository_links``, ADR-0017 D8).
 
 Used by the reviewer beside the links of a repository's ``.palimpsest/config.yml``, with the same
-visibility rules and limits (see ``palimpsest.reviewer.crossrepo``). Every route needs ``manage``.
+visibility rules and limits (see ``palimpsest.index.context.crossrepo``). Every route needs ``manage``.
 """
 
 from __future__ import annotations

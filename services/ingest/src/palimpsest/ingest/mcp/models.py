@@ -123,10 +123,15 @@ class ReviewContextResult(_Result):
         " confident first: path, source, together, out_of, since, share, confidence, lift, reason."
     )
     dropped: list[dict[str, Any]] = Field(
-        description="Candidates left out and why (stale, stale_doc, budget, …)."
+        description="Candidates left out and why (stale, stale_doc, drift_doc, budget, …)."
     )
     ranking: str
     median_code_date: str | None
+    doc_rule: str = Field(
+        default="age",
+        description="How docs were demoted: analysis (the newest analysis's doc states: drift and"
+        " unverified_old demoted, verified and reference never) or age (no analysis: the age rule).",
+    )
 
 
 class RecencyFile(BaseModel):

@@ -1,8 +1,8 @@
 """The MCP tools over the index: one server definition for both transports.
 
 :func:`build_server` returns an ``mcp`` SDK server whose tools read the tenant's index through
-the read functions the CLI and the /v1 API use (:mod:`palimpsest.index`, the reviewer's context
-assembly), each in a tenant transaction (``tenant_tx``: row-level security scopes every read).
+the read functions the CLI and the /v1 API use (:mod:`palimpsest.index`, and the review context
+the reviewer assembles, :mod:`palimpsest.index.context`), each in a tenant transaction (``tenant_tx``: row-level security scopes every read).
 Which tenant a call acts for is the transport's business (:class:`Deps.tenant_of`): over HTTP the
 bearer token's tenant (:mod:`palimpsest.ingest.mcp.http`), over stdio the CLI's tenant.
 
@@ -33,6 +33,10 @@ from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.llm import Gateway
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.sources import SourcePolicy
+from palimpsest.index.context import candidates
+from palimpsest.index.context.assemble import estimate_tokens
+from palimpsest.index.context.errors import ReviewFailed
+from palimpsest.index.context.preview import preview_context, query_embedder, reranker
 from palimpsest.index.errors import IndexNotReady, InvalidQuery, SemanticUnavailable, UnknownSeed
 from palimpsest.index.graph.query import graph_context
 from palimpsest.index.hybrid import hybrid_search
@@ -41,10 +45,6 @@ from palimpsest.index.search import lexical_search
 from palimpsest.index.snapshots import Snapshot, list_snapshots, newest_ready
 from palimpsest.index.stored import analysis_view
 from palimpsest.ingest.mcp import models
-from palimpsest.reviewer import candidates
-from palimpsest.reviewer.context import estimate_tokens
-from palimpsest.reviewer.errors import ReviewFailed
-from palimpsest.reviewer.preview import preview_context, query_embedder, reranker
 
 __all__ = ["SERVER_NAME", "TOOLS", "Deps", "build_server"]
 
@@ -441,6 +441,7 @@ class _Tools:
             dropped=rc.dropped,
             ranking=rc.ranking,
             median_code_date=_iso(rc.median_code_date),
+            doc_rule=rc.doc_rule,
             left_out=sum(1 for d in rc.dropped if d.get("reason") == "budget"),
             budget_tokens=budget_tokens,
         )

@@ -34,12 +34,12 @@ import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs
 
 from palimpsest.core.git_errors import GitError
 from palimpsest.index.cochange import DEFAULT_LIMIT, EXCLUDABLE_KINDS
-from palimpsest.reviewer.crossrepo import CONFIG_PATHS, MAX_CONFIG_BYTES
-from palimpsest.reviewer.review import SEVERITIES
-from palimpsest.reviewer.source import files_at
+from palimpsest.index.context.crossrepo import CONFIG_PATHS, MAX_CONFIG_BYTES
+from palimpsest.index.context.source import files_at
 
 log = logging.getLogger(__name__)
 
+SEVERITIES = ("info", "minor", "major", "critical")  # a finding's severity, least first
 Auto = Literal["on", "off", "ready_only"]
 AUTOMATIC_TRIGGERS = frozenset({"opened", "reopened", "synchronize", "ready_for_review", "updated"})
 MAX_INSTRUCTIONS_CHARS = 8000

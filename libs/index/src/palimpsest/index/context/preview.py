@@ -2,11 +2,11 @@
 
 The MCP server's ``review_context`` tool (:mod:`palimpsest.ingest.mcp`) calls
 :func:`preview_context`. It takes the reviewer service's own steps: the same
-:func:`~palimpsest.reviewer.change.opened_change` (the repository opened under the deployment's
+:func:`~palimpsest.index.context.change.opened_change` (the repository opened under the deployment's
 source policy with the installation's credentials, the base, the base commit's
 ``.palimpsest/config.yml``, the head — a revision or a submitted diff as an overlay commit — and
 the pull request's diff from the merge base), then
-:func:`~palimpsest.reviewer.context.assemble_context` with the same options, reranker and query
+:func:`~palimpsest.index.context.assemble.assemble_context` with the same options, reranker and query
 embedder. So the items, their provenance (source, reason, annotation, dates), what was
 dropped and why, and the co-change partners the change lacks are those a review of the same change
 would get. Nothing is written: no review, no event, no model call other than a routed reranker's
@@ -24,11 +24,11 @@ from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.git import GitAuth
 from palimpsest.core.llm import Gateway, UsageFeature
 from palimpsest.core.sources import SourcePolicy
-from palimpsest.reviewer.candidates import QueryEmbedder
-from palimpsest.reviewer.change import opened_change
-from palimpsest.reviewer.context import ContextOptions, Reranker, ReviewContext, assemble_context
-from palimpsest.reviewer.diff import ChangedFile
-from palimpsest.reviewer.rules import read_rules
+from palimpsest.index.context.assemble import ContextOptions, Reranker, ReviewContext, assemble_context
+from palimpsest.index.context.candidates import QueryEmbedder
+from palimpsest.index.context.change import opened_change
+from palimpsest.index.context.diff import ChangedFile
+from palimpsest.index.context.rules import read_rules
 
 __all__ = ["Preview", "preview_context", "query_embedder", "reranker"]
 

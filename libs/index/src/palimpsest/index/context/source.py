@@ -27,8 +27,8 @@ from palimpsest.core.git import (
 )
 from palimpsest.core.git_errors import GitError, source_reason
 from palimpsest.core.sources import SourcePolicy
-from palimpsest.reviewer.diff import ChangedFile, parse_diff
-from palimpsest.reviewer.errors import ReviewFailed
+from palimpsest.index.context.diff import ChangedFile, parse_diff
+from palimpsest.index.context.errors import ReviewFailed
 
 TIMEOUT_S = 300.0
 
@@ -171,7 +171,7 @@ async def files_at(git_dir: Path, rev: str, paths: Sequence[str]) -> dict[str, s
 
 @dataclass(frozen=True, slots=True)
 class GitHead:
-    """:class:`~palimpsest.reviewer.context.HeadReader` over a git directory."""
+    """:class:`~palimpsest.index.context.assemble.HeadReader` over a git directory."""
 
     git_dir: Path
     head: str

@@ -2,11 +2,11 @@
 
 :func:`opened_change` is the one sequence of git steps both the reviewer service
 (:meth:`palimpsest.reviewer.service.ReviewerService.review`) and the review context preview
-(:mod:`palimpsest.reviewer.preview`, the MCP server's ``review_context``) take: open the
-repository under the source policy (:func:`~palimpsest.reviewer.source.open_repository`), resolve
+(:mod:`palimpsest.index.context.preview`, the MCP server's ``review_context``) take: open the
+repository under the source policy (:func:`~palimpsest.index.context.source.open_repository`), resolve
 the base, read the base commit's ``.palimpsest/config.yml`` (never the head's: a change cannot
 widen its own context), make the head (a revision, or a submitted diff applied to the base as a
-temporary overlay commit — :mod:`palimpsest.reviewer.overlay`) and take the pull request's diff
+temporary overlay commit — :mod:`palimpsest.index.context.overlay`) and take the pull request's diff
 from the merge base. Everything it made is removed when the block ends.
 """
 
@@ -18,9 +18,15 @@ from dataclasses import dataclass
 
 from palimpsest.core.git import GitAuth
 from palimpsest.core.sources import SourcePolicy
-from palimpsest.reviewer.crossrepo import LinkConfig, read_config
-from palimpsest.reviewer.overlay import head_commit
-from palimpsest.reviewer.source import GitHead, PullRequestDiff, open_repository, pull_request_diff, rev_parse
+from palimpsest.index.context.crossrepo import LinkConfig, read_config
+from palimpsest.index.context.overlay import head_commit
+from palimpsest.index.context.source import (
+    GitHead,
+    PullRequestDiff,
+    open_repository,
+    pull_request_diff,
+    rev_parse,
+)
 
 __all__ = ["OpenedChange", "opened_change"]
 

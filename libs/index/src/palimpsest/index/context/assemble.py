@@ -4,18 +4,21 @@
 and the files at head come from the caller (the provider or the local repository); the index
 supplies candidates only — from the ready snapshot of the base commit, else the newest ready one:
 
-1. gather the five sources (:mod:`palimpsest.reviewer.candidates`);
+1. gather the five sources (:mod:`palimpsest.index.context.candidates`);
 2. drop candidates whose content no longer matches head (``stale``);
 3. rank: the tenant's rerank model when one is routed, else the calibrated per-source model
    (:func:`_score`: each source's n-th file is relevant with a measured probability, sources
    combine as independent witnesses; cross-repository chunks keep a reciprocal rank);
-4. :func:`apply_recency` — THE shared rule (:mod:`palimpsest.index.staleness`) with the median
-   taken from the retrieved code chunks: stale docs dropped unless their score is ≥ 0.6
-   (``stale_doc``), surviving docs headed ``(documentation — verify against code)``, dated chunks
-   ``last modified <date>``; unknown dates change nothing;
+4. :func:`apply_recency` — docs demoted by the analyzer's doc states, read through
+   :func:`palimpsest.index.docstates.doc_states` (the newest analysis): ``drift`` and
+   ``unverified_old`` docs dropped unless their score is ≥ 0.6 (``drift_doc``, ``stale_doc``),
+   ``verified`` and ``reference`` docs never demoted for their age; with no analysis, THE shared
+   age rule (:mod:`palimpsest.index.staleness`, the median taken from the retrieved code chunks).
+   Surviving docs are headed ``(documentation — verify against code)`` with their state, dated
+   chunks ``last modified <date>``; unknown dates change nothing;
 5. split the token budget across the sources; what does not fit is reported (``budget``).
 
-Cross-repository context (:mod:`palimpsest.reviewer.crossrepo`, links read from the base commit's
+Cross-repository context (:mod:`palimpsest.index.context.crossrepo`, links read from the base commit's
 ``.palimpsest/config.yml`` by the caller) is gathered first and takes at most ``cross_share``
 (25 %) of the budget — chunks past that are dropped as ``cross_repo_budget`` — and the PR's own
 repository gets the rest. Those chunks are labelled ``linked``/``pattern`` with their repository's
@@ -37,15 +40,16 @@ from palimpsest.core.db import Conn
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner
 from palimpsest.index.codefacts import is_doc
+from palimpsest.index.context import candidates as sources
+from palimpsest.index.context import crossrepo
+from palimpsest.index.context.candidates import OWN_SOURCES, SOURCES, Candidate, QueryEmbedder, Source
+from palimpsest.index.context.crossrepo import LinkConfig
+from palimpsest.index.context.diff import ChangedFile, DiffNames, changed_paths, diff_names, parse_diff
+from palimpsest.index.docstates import DocState, demotion, doc_states
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.recency import last_modified_at
 from palimpsest.index.snapshots import Snapshot, for_commit, newest_ready
-from palimpsest.index.staleness import is_stale, median_code_date
-from palimpsest.reviewer import candidates as sources
-from palimpsest.reviewer import crossrepo
-from palimpsest.reviewer.candidates import OWN_SOURCES, SOURCES, Candidate, QueryEmbedder, Source
-from palimpsest.reviewer.crossrepo import LinkConfig
-from palimpsest.reviewer.diff import ChangedFile, DiffNames, changed_paths, diff_names, parse_diff
+from palimpsest.index.staleness import median_code_date
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +57,13 @@ DOC_ANNOTATION = "(documentation — verify against code)"
 KEEP_STALE_DOC_SCORE = 0.6
 FROM_HEAD_NOTE = "shown as of the pull request's head"
 STALE_USAGE_NOTE = "stale: names what this change touches, may need updating"
+DRIFT_USAGE_NOTE = "drift: names what this change touches, may need updating"
+# what a kept doc's state adds to its header (a demoted state says so whether kept or not)
+STATE_NOTES: dict[DocState, str] = {
+    "drift": "drift: the latest analysis proved a claim of it out of date",
+    "verified": "verified: its claims held at the latest analysis",
+    "reference": "generated reference",
+}
 RRF_K = 60  # cross-repository chunks: reciprocal rank in their source
 # The chance that a source's n-th file (0-based) belongs in the review is a · (1 + n) ** -k, as
 # measured on real merged changes replayed as pull requests (`palimpsest bench replay --signals`: 96 changes
@@ -115,6 +126,7 @@ class ReviewContext:
     # the co-change warning (palimpsest.index.cochange.MissingPartner.as_dict), most confident first
     cochange_missing: list[dict[str, Any]] = field(default_factory=list)
     median_code_date: datetime | None = None
+    doc_rule: str = "age"  # how docs were demoted: "analysis" (stored doc states) | "age" (none stored)
     ranking: str = "fused"  # fused | rerank
     cross: dict[str, Any] = field(default_factory=dict)  # cross-repository context: config, links, tokens
     timings: dict[str, float] = field(default_factory=dict)  # phase → milliseconds, for operators
@@ -209,7 +221,9 @@ async def assemble_context(
     fresh = _fresh_only(found, at_head, ctx.dropped, own=frozenset(ctx.changed))
     ctx.ranking = await _score(fresh, ctx, rerank)
     await _dates(conn, repository_id, fresh)
-    ctx.median_code_date, kept = apply_recency(fresh, ctx.dropped)
+    states = await doc_states(conn, repository_id)
+    ctx.doc_rule = "age" if states is None else "analysis"
+    ctx.median_code_date, kept = apply_recency(fresh, ctx.dropped, states)
     own_budget = budget - sum(c.tokens for c in cross)
     ctx.items = _within_budget(kept, own_budget, options, ctx.dropped) + cross
     ctx.timings["total"] = round((time.perf_counter() - started) * 1000, 2)
@@ -391,32 +405,42 @@ async def _dates(conn: Conn, repository_id: UUID, found: Sequence[Candidate]) ->
 
 
 def apply_recency(
-    ranked: Sequence[Candidate], dropped: list[dict[str, Any]]
+    ranked: Sequence[Candidate],
+    dropped: list[dict[str, Any]],
+    states: Mapping[str, DocState] | None = None,
 ) -> tuple[datetime | None, list[Candidate]]:
-    """Stale-doc demotion and annotation, after ranking (the seed's shared helper).
+    """Doc demotion and annotation, after ranking.
 
-    The median is the median date of the retrieved *code* chunks' files; a doc stale by the
-    shared rule is dropped unless its score is ≥ 0.6 or it names a definition the diff changes
-    (``usage``: the change may be what makes it wrong, so it is shown, marked). Kept docs are headed
-    ``(documentation — verify against code)``; every chunk with a known date carries
-    ``last modified <date>``. Missing dates → no demotion, no annotation.
+    A doc is demoted by its stored state (``states``, from :func:`~palimpsest.index.docstates.doc_states`):
+    ``drift`` (``drift_doc``) and ``unverified_old`` (``stale_doc``); ``verified`` and ``reference``
+    docs never are, whatever their age. A doc the analysis did not judge, or every doc when there
+    is no analysis (``states`` None), is demoted by the shared age rule: stale against the median
+    date of the retrieved *code* chunks' files (``stale_doc``). A demoted doc is dropped unless its
+    score is ≥ 0.6 or it names a definition the diff changes (``usage``: the change may be what
+    makes it wrong, so it is shown, marked). Kept docs are headed ``(documentation — verify against
+    code)`` and their state; every chunk with a known date carries ``last modified <date>``.
     """
     median = median_code_date((c.path, c.last_modified_at) for c in ranked)
     kept: list[Candidate] = []
     for cand in ranked:
-        stale = is_stale(cand.path, cand.last_modified_at, median)
-        if stale and cand.score < KEEP_STALE_DOC_SCORE and cand.source != "usage":
-            dropped.append(_drop(cand, "stale_doc"))
+        demoted = demotion(cand.path, cand.last_modified_at, median, states)
+        if demoted and cand.score < KEEP_STALE_DOC_SCORE and cand.source != "usage":
+            dropped.append(_drop(cand, demoted))
             continue
-        _annotate(cand)
-        if stale and cand.source == "usage":
-            cand.annotation = f"{cand.annotation}, {STALE_USAGE_NOTE}"
+        _annotate(cand, states.get(cand.path) if states else None)
+        if demoted and cand.source == "usage":
+            note = DRIFT_USAGE_NOTE if demoted == "drift_doc" else STALE_USAGE_NOTE
+            cand.annotation = f"{cand.annotation}, {note}"
+        elif demoted == "drift_doc":
+            cand.annotation = f"{cand.annotation}, {STATE_NOTES['drift']}"
         kept.append(cand)
     return median, kept
 
 
-def _annotate(cand: Candidate) -> None:
+def _annotate(cand: Candidate, state: DocState | None = None) -> None:
     notes = [DOC_ANNOTATION] if is_doc(cand.path) else []
+    if notes and state in ("verified", "reference"):
+        notes.append(STATE_NOTES[state])
     if cand.last_modified_at is not None:
         notes.append(f"last modified {cand.last_modified_at.date().isoformat()}")
     cand.annotation = ", ".join(notes) or None

@@ -1,10 +1,10 @@
 """The context sources of a review, read from one snapshot of the code index.
 
 Five sources read the PR's own repository; ``linked`` and ``pattern`` chunks come from other
-repositories of the tenant through the same queries (:mod:`palimpsest.reviewer.crossrepo`).
+repositories of the tenant through the same queries (:mod:`palimpsest.index.context.crossrepo`).
 
 Each source returns ranked :class:`Candidate` chunks (best first); the core
-(:mod:`palimpsest.reviewer.context`) fuses, checks them against head, demotes and budgets them.
+(:mod:`palimpsest.index.context.assemble`) fuses, checks them against head, demotes and budgets them.
 Every query runs in the caller's tenant transaction and stays on indexed access paths (symbol
 names, blob ids, snapshot paths) so a review of a 50 000-file repository stays fast.
 """

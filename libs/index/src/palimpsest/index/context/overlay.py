@@ -20,8 +20,8 @@ from pathlib import Path
 
 from palimpsest.core.git import run_git, temporary_clone_dir
 from palimpsest.core.git_errors import GitError
-from palimpsest.reviewer.errors import ReviewFailed
-from palimpsest.reviewer.source import rev_parse
+from palimpsest.index.context.errors import ReviewFailed
+from palimpsest.index.context.source import rev_parse
 
 __all__ = ["COMMIT_MESSAGE", "applied_diff", "head_commit"]
 

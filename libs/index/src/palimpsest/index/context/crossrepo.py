@@ -49,12 +49,12 @@ import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; types-PyYA
 
 from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.core.git_errors import GitError
+from palimpsest.index.context import candidates as sources
+from palimpsest.index.context.candidates import Candidate
+from palimpsest.index.context.diff import DiffNames
+from palimpsest.index.context.source import files_at
 from palimpsest.index.recency import last_modified_at
 from palimpsest.index.snapshots import newest_ready
-from palimpsest.reviewer import candidates as sources
-from palimpsest.reviewer.candidates import Candidate
-from palimpsest.reviewer.diff import DiffNames
-from palimpsest.reviewer.source import files_at
 
 log = logging.getLogger(__name__)
 
