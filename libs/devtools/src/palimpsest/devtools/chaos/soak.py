@@ -127,6 +127,9 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
         if settings.nats_url is not None:
             raise RuntimeError("--nats-cluster starts its own cluster: unset PALIMPSEST_NATS_URL")
         settings = settings.model_copy(update={"stream_replicas": cfg.nats_cluster})
+        # the harness's own NATS clients (probe, cluster queries) lose their server on purpose:
+        # the client library's connection tracebacks are expected noise; the checks judge the run
+        logging.getLogger("nats.aio.client").setLevel(logging.CRITICAL)
     rng = random.Random(cfg.seed)  # noqa: S311 - a reproducible schedule, not security
     api = FakeGitHubAPI()
     model = chaos_model("sk-chaos-" + secrets.token_urlsafe(18))
@@ -144,6 +147,11 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
             # every service declares the bus too: with the stream's replicas, never scaling it down
             "PALIMPSEST_STREAM_REPLICAS": str(settings.stream_replicas),
         }
+        if cfg.pgbouncer:
+            # after a failed server login (PostgreSQL restarting) PgBouncer refuses every login for
+            # server_login_retry (15 s, its default kept here): the retries before a dead letter must
+            # outlast it plus the restart, as the production defaults (1, 5, 30, 120 s) do
+            env["PALIMPSEST_RETRY_DELAYS_S"] = "[1, 3, 8, 16]"
         async with (
             open_stack(
                 settings, servers=servers, nats_cluster=cfg.nats_cluster, pgbouncer=cfg.pgbouncer
