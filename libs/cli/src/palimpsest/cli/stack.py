@@ -50,7 +50,7 @@ class StackInfo:
     def public(self) -> dict[str, Any]:
         d = asdict(self)
         for key in ("owner_url", "app_url", "direct_url"):
-            d[key] = _redact(d[key])
+            d[key] = _redact(d[key]) if d[key] else d[key]
         return d
 
 
