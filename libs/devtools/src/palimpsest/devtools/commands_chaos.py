@@ -87,6 +87,8 @@ async def chaos(
     """
     if nats_cluster == 1:
         raise click.BadParameter("a cluster has 2 nodes or more (0: one server)", param_hint="--nats-cluster")
+    if nats_cluster and settings().nats_url is not None:
+        raise click.UsageError("--nats-cluster starts its own cluster on loopback: unset PALIMPSEST_NATS_URL")
     from palimpsest.devtools.chaos.soak import ChaosConfig, run_chaos
 
     cfg = ChaosConfig(
