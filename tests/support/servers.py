@@ -4,7 +4,7 @@
 external servers. Each session gets a fresh database (dropped at the end) and, on an external NATS,
 a clean stream, so runs never see each other's events.
 
-``PALIMPSEST_TEST_PGBOUNCER=1`` puts PgBouncer in transaction mode (:mod:`tests.support.pgbouncer`)
+``PALIMPSEST_TEST_PGBOUNCER=1`` puts PgBouncer in transaction mode (:mod:`palimpsest.cli.pgbouncer`)
 between the services and PostgreSQL: ``app_url`` goes through it, while ``owner_url`` (migrations,
 as the chart's hook Job does) and ``direct_url`` (the relay's LISTEN) stay direct.
 """
@@ -24,9 +24,9 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from palimpsest.cli.embedded import EmbeddedNats, EmbeddedPostgres
+from palimpsest.cli.pgbouncer import PgBouncer
 from palimpsest.core import bus
 from palimpsest.core.db import with_user
-from tests.support.pgbouncer import PgBouncer
 
 APP_ROLE = "palimpsest_app"
 

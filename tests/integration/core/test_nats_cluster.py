@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from palimpsest.cli.status import cluster_view, collect
 from palimpsest.core import bus, metrics
 from palimpsest.core.admin import bus_config
 from palimpsest.core.service import _poll_lag
+from palimpsest.devtools.chaos.cluster import NodeLoss, StallProbe, lose_node
 from tests.conftest import settings_for
 from tests.support.servers import ServerSet
 
@@ -182,3 +184,42 @@ async def test_status_reports_the_stream_cluster(
     assert shown["replicas"] == 3 and shown["leader"] in {"n0", "n1", "n2"}
     assert len([k for k in shown if k.startswith("replica:")]) == 2
     assert all(report["components"][f"consumer:{name}"]["ok"] for name in bus.CONSUMERS)
+
+
+async def test_the_soak_loses_each_node_once_and_measures_the_stalls(cluster: EmbeddedNatsCluster) -> None:
+    """The clustered soak's NATS faults on a real cluster: the stream leader is lost first, every
+    node once, one at a time, each rejoining; the probe measures each loss's publish and consume
+    stall against its normal gap, and loses no probe message."""
+    await _until(  # every peer joined (placing three replicas needs all three)
+        "the stream placed on three nodes", lambda: bus.bus_init(cluster.url, bus.BusConfig(replicas=3))
+    )
+    probe = StallProbe(cluster.url, interval_s=0.05)
+    await probe.start()
+    nc = await bus.connect(cluster.url, name="test")
+    killed: set[str] = set()
+    losses: list[NodeLoss] = []
+    try:
+        await _until("the probe flowing", lambda: asyncio.sleep(0, len(probe.received) >= 5))
+        leader = (await bus.stream_cluster(nc)).leader
+        for _ in range(3):
+            loss = await lose_node(cluster, nc, killed, down_s=1.0, timeout_s=BOUND_S)
+            assert loss is not None and loss.error is None, loss
+            losses.append(loss)
+        assert await lose_node(cluster, nc, killed, down_s=1.0, timeout_s=BOUND_S) is None  # each once
+        await asyncio.sleep(1.0)
+    finally:
+        await probe.stop()
+        await nc.close()
+    assert losses[0].node == leader and losses[0].was_leader and losses[0].leader_after_s is not None
+    assert {loss.node for loss in losses} == {"n0", "n1", "n2"}
+    assert all(loss.rejoined_s is not None and loss.rejoined_s >= 1.0 for loss in losses)
+    assert all(a.end <= b.at for a, b in itertools.pairwise(losses))  # never two nodes down at once
+    normal = probe.baseline()
+    assert normal["publish_gap_median_s"] is not None and normal["publish_gap_median_s"] < 1.0
+    first = losses[0].report(losses[0].at, probe)
+    # losing the leader stops publishing until a new one is elected: longer than a normal gap
+    assert (
+        first["publish_stall_s"] is not None and first["publish_stall_s"] > 2 * normal["publish_gap_median_s"]
+    )
+    assert first["consume_stall_s"] is not None and first["at_s"] == 0.0
+    assert len(probe.published_ids) > 0 and probe.lost() == 0  # every acknowledged publish consumed

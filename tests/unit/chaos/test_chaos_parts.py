@@ -13,10 +13,11 @@ from pathlib import Path
 
 import httpx
 
+from palimpsest.devtools.chaos.cluster import longest_gap, next_victim
 from palimpsest.devtools.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
 from palimpsest.devtools.chaos.model import calls, chaos_model, first_added_line, reply_for
 from palimpsest.devtools.chaos.repos import ChaosRepo
-from palimpsest.devtools.chaos.soak import ChaosConfig, _fault_schedule, _plan
+from palimpsest.devtools.chaos.soak import KILLABLE, ChaosConfig, _fault_schedule, _plan
 from palimpsest.devtools.chaos.verify import _check_events, secret_leaks
 
 
@@ -62,13 +63,46 @@ def test_the_plan_is_reproducible_and_never_updates_an_unopened_pull_request(tmp
 
 
 def test_faults_are_spread_over_the_run() -> None:
-    class _Run:
-        cfg = ChaosConfig(deliveries=2000)
-
-    schedule = _fault_schedule(_Run(), 2000)  # type: ignore[arg-type]
+    schedule = _fault_schedule(ChaosConfig(deliveries=2000), 2000)
     names = [n for _, n in schedule]
     assert names.count("kill") == 13 and names.count("restart_nats") == names.count("restart_postgres") == 1
     assert all(0 < at < 2000 for at, _ in schedule)
+    assert not any(n == "lose_nats_node" or n.startswith("kill_replica:") for n in names)
+
+
+def test_a_clustered_run_loses_each_node_once_and_one_replica_of_each_service() -> None:
+    cfg = ChaosConfig(deliveries=400, kills=5, replicas=2, nats_cluster=3)
+    schedule = _fault_schedule(cfg, 400, nodes=3)
+    names = [n for _, n in schedule]
+    assert names.count("lose_nats_node") == 3 and "restart_nats" not in names  # instead of the one server's
+    assert names.count("restart_postgres") == 1 and names.count("kill") == 5
+    assert sorted(n.split(":", 1)[1] for n in names if n.startswith("kill_replica:")) == sorted(KILLABLE)
+    losses = [at for at, n in schedule if n == "lose_nats_node"]
+    assert len(set(losses)) == 3 and all(0 < at < 400 for at in losses)  # spread, not at once
+    assert schedule == sorted(schedule)
+
+
+def test_the_next_node_to_lose_is_the_leader_until_it_was_lost() -> None:
+    nodes = ["n0", "n1", "n2"]
+    killed: set[str] = set()
+    assert next_victim(nodes, killed, "n1") == "n1"
+    killed.add("n1")
+    assert next_victim(nodes, killed, "n1") == "n0"  # the old leader was lost: another one, once
+    assert next_victim(nodes, killed, "n2") == "n2"  # the new leader, while it was not lost
+    killed.add("n2")
+    assert next_victim(nodes, killed, None) == "n0"  # no leader known: the first not lost
+    killed.add("n0")
+    assert next_victim(nodes, killed, "n0") is None  # each node once
+
+
+def test_a_stall_is_the_longest_gap_overlapping_the_loss() -> None:
+    acks = [0.0, 0.1, 0.2, 0.3, 2.8, 2.9, 3.0, 6.0, 6.1]
+    assert longest_gap(acks, 0.25, 3.0) == 2.5  # from the last ack before the loss to the next after
+    assert longest_gap(acks, 2.9, 3.05) == 3.0  # a later gap that starts inside the window counts
+    assert longest_gap(acks, 6.05, 7.0) == 0.9  # still open at the window's end: counted until it
+    assert longest_gap([1.0, 1.1], 0.0, 0.5) == 1.0  # nothing before the window: from its start
+    assert longest_gap(acks, 6.2, 7.0) is None  # no ack since the loss at all
+    assert longest_gap([], 0.0, 1.0) is None
 
 
 def test_generated_repositories_change_like_real_ones(tmp_path: Path) -> None:

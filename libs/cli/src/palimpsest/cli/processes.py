@@ -49,6 +49,8 @@ class ServiceProcess:
     starts: int = 0
     ready: bool = False  # this start answered /readyz, so its signal handlers are installed
     exits: list[int] = field(default_factory=list)
+    service: str = ""  # the service it runs ("" → name); replicas beyond the first are named <service>.<n>
+    held_until: float = 0.0  # a killed replica kept down until then (monotonic), while its twin works
     _log: IO[bytes] | None = None
 
     @property
@@ -62,7 +64,7 @@ class ServiceProcess:
         if self._log is None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = self.log_path.open("ab")
-        module = f"palimpsest.{self.name.replace('-', '_')}"
+        module = f"palimpsest.{(self.service or self.name).replace('-', '_')}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", module],
             env=self.env,
@@ -132,8 +134,11 @@ def child_environment(settings: BaseServiceSettings, stack: StackInfo) -> dict[s
         }
     )
     env.pop("PALIMPSEST_MIGRATION_DATABASE_URL", None)  # services never run as the owner
-    if stack.embedded_db:  # no pooler in front of the embedded database: the relay LISTENs on it
+    if stack.embedded_db:
         env.setdefault("PALIMPSEST_ALLOW_LOCAL_SOURCES", "true")
+    if stack.direct_url:  # our pooler in front (chaos --pgbouncer): the relay LISTENs past it
+        env["PALIMPSEST_DATABASE_DIRECT_URL"] = stack.direct_url
+    elif stack.embedded_db:  # no pooler in front of the embedded database: the relay LISTENs on it
         env["PALIMPSEST_DATABASE_DIRECT_URL"] = stack.app_url
     if not env.get("PALIMPSEST_ENCRYPTION_KEY"):
         load_box(None, home=settings.home, generate=True)  # made once, 0600, like in-process
@@ -156,20 +161,27 @@ class Supervisor:
         services: tuple[str, ...] = SERVICES,
         extra_env: Mapping[str, str] | None = None,
         ingest_port: int | None = None,
+        replicas: int = 1,
     ) -> None:
         base = child_environment(settings, stack)
         base.update(extra_env or {})
         self.home = Path(settings.home)
         self.ingest_port = ingest_port if ingest_port is not None else _ingest_port(base)
         self.processes: dict[str, ServiceProcess] = {}
-        for name in services:
-            env = dict(base)
-            ops_port = free_port()
-            env["PALIMPSEST_OPS_PORT"] = str(ops_port)
-            if name == "ingest":
-                env["PALIMPSEST_INGEST_PORT"] = str(self.ingest_port)
-                env.setdefault("PALIMPSEST_INGEST_HOST", "127.0.0.1")
-            self.processes[name] = ServiceProcess(name, env, self.home / "logs" / f"{name}.log", ops_port)
+        self.ingest_ports: list[int] = []
+        for service in services:
+            for n in range(1, replicas + 1):
+                name = service if n == 1 else f"{service}.{n}"
+                env = dict(base)
+                ops_port = free_port()
+                env["PALIMPSEST_OPS_PORT"] = str(ops_port)
+                if service == "ingest":
+                    port = self.ingest_port if n == 1 else free_port()
+                    self.ingest_ports.append(port)
+                    env["PALIMPSEST_INGEST_PORT"] = str(port)
+                    env.setdefault("PALIMPSEST_INGEST_HOST", "127.0.0.1")
+                log_path = self.home / "logs" / f"{name}.log"
+                self.processes[name] = ServiceProcess(name, env, log_path, ops_port, service=service)
         self.restarts = 0
         self.relays_paused = False
         self._readiness: set[asyncio.Task[None]] = set()
@@ -179,12 +191,23 @@ class Supervisor:
     def ingest_url(self) -> str:
         return f"http://127.0.0.1:{self.ingest_port}"
 
+    @property
+    def ingest_urls(self) -> list[str]:
+        """Every ingest replica's URL (the first is :attr:`ingest_url`), as a load balancer sees them."""
+        return [f"http://127.0.0.1:{port}" for port in self.ingest_ports]
+
+    def replicas_of(self, service: str) -> list[str]:
+        """The process names running ``service``."""
+        return [name for name, p in self.processes.items() if (p.service or p.name) == service]
+
     def pids(self) -> dict[str, int | None]:
         return {name: p.pid for name, p in self.processes.items()}
 
-    def kill(self, name: str) -> bool:
-        """``kill -9`` one service process; the watcher restarts it."""
-        return self.processes[name].signal(signal.SIGKILL)
+    def kill(self, name: str, *, hold_s: float = 0.0) -> bool:
+        """``kill -9`` one service process; the watcher restarts it (after ``hold_s`` at least)."""
+        p = self.processes[name]
+        p.held_until = time.monotonic() + hold_s
+        return p.signal(signal.SIGKILL)
 
     def pause_relays(self, paused: bool) -> None:
         """Pause or resume every relay. A process still starting gets the state once it is ready:
@@ -237,6 +260,8 @@ class Supervisor:
         while not stop.is_set():
             for p in self.processes.values():
                 if self._stopping or p.proc is None or p.proc.poll() is None:
+                    continue
+                if time.monotonic() < p.held_until:  # kept down: its twin carries the load meanwhile
                     continue
                 code = p.proc.returncode
                 p.exits.append(code)
@@ -297,9 +322,13 @@ async def supervised(
     services: tuple[str, ...] = SERVICES,
     extra_env: Mapping[str, str] | None = None,
     ingest_port: int | None = None,
+    replicas: int = 1,
 ) -> AsyncIterator[Supervisor]:
-    """The services running as processes (ready), watched and restarted until the block exits."""
-    sup = Supervisor(settings, stack, services=services, extra_env=extra_env, ingest_port=ingest_port)
+    """The services running as processes (ready), watched and restarted until the block exits;
+    ``replicas`` processes of each service (two share its consumers, as two pods would)."""
+    sup = Supervisor(
+        settings, stack, services=services, extra_env=extra_env, ingest_port=ingest_port, replicas=replicas
+    )
     stop = asyncio.Event()
     sup.start()
     watcher = asyncio.create_task(sup.watch(stop), name="supervisor")

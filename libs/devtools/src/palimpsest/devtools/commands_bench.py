@@ -58,6 +58,31 @@ async def bench_stack(runs: int, as_json: bool) -> None:
     emit(result, as_json=True)
 
 
+@bench.command("fleet")
+@click.option("--repos", default=24, show_default=True, type=click.IntRange(2, 5000))
+@click.option("--tenants", default=4, show_default=True, type=click.IntRange(1, 500))
+@click.option(
+    "--replicas", default=1, show_default=True, type=click.IntRange(1, 4), help="Processes of every service."
+)
+@click.option(
+    "--large-files", default=2000, show_default=True, help="Files of each large repository (about 5 %)."
+)
+@click.option("--seed", default=1, show_default=True)
+@_json_option
+@run_async
+async def bench_fleet(
+    repos: int, tenants: int, replicas: int, large_files: int, seed: int, as_json: bool
+) -> None:
+    """A fleet onboarded at once: time until all are ready against a linear one-repository yardstick,
+    fairness between tenants, peak RSS per service, database growth per repository and file."""
+    from palimpsest.devtools.bench.fleet import run_bench_fleet
+
+    result = await run_bench_fleet(
+        settings(), repos=repos, tenants=tenants, replicas=replicas, large_files=large_files, seed=seed
+    )
+    emit(result, as_json=True)
+
+
 @bench.command("ingest")
 @click.option("--deliveries", "count", default=5000, show_default=True, help="Measured deliveries.")
 @click.option("--concurrency", default=12, show_default=True, help="Requests in flight.")

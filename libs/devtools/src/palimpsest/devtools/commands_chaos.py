@@ -34,6 +34,26 @@ __all__ = ["chaos", "chaos_text"]
     help="Scratch home (default: a new temp dir).",
 )
 @click.option("--keep", is_flag=True, help="Keep the scratch home even when every check passed.")
+@click.option(
+    "--nats-cluster",
+    default=0,
+    type=click.IntRange(0, 5),
+    help="A JetStream cluster of this many nodes on loopback (stream replicas = nodes); each node"
+    " is lost once, the stream leader first, and the stall each loss caused is reported.",
+)
+@click.option(
+    "--replicas",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 4),
+    help="Processes of every service; with 2+, one replica of each is killed and kept down a while.",
+)
+@click.option(
+    "--pgbouncer",
+    is_flag=True,
+    help="The services' database URL through a loopback PgBouncer in transaction mode (Debian's"
+    " pgbouncer); migrations and the relay's LISTEN stay direct.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @run_async
 async def chaos(
@@ -45,6 +65,9 @@ async def chaos(
     timeout_s: float,
     home: Path | None,
     keep: bool,
+    nats_cluster: int,
+    replicas: int,
+    pgbouncer: bool,
     as_json: bool,
 ) -> None:
     """A bounded soak with faults on loopback; exits 1 when any promise did not hold.
@@ -56,7 +79,16 @@ async def chaos(
     waits for quiescence and verifies: one event per accepted delivery, each applied once per
     consumer, snapshots equal to git, each review stored and posted once, no dead letters,
     no cross-tenant reads, no secret in logs, events or process arguments.
+
+    Clustered (``--nats-cluster 3 --replicas 2 --pgbouncer``): three NATS nodes with the stream
+    on all three, two processes of every service, PgBouncer in transaction mode in front of the
+    database; it loses each NATS node once instead of restarting the one server and kills one
+    replica of each service while its twin keeps consuming. Same checks.
     """
+    if nats_cluster == 1:
+        raise click.BadParameter("a cluster has 2 nodes or more (0: one server)", param_hint="--nats-cluster")
+    if nats_cluster and settings().nats_url is not None:
+        raise click.UsageError("--nats-cluster starts its own cluster on loopback: unset PALIMPSEST_NATS_URL")
     from palimpsest.devtools.chaos.soak import ChaosConfig, run_chaos
 
     cfg = ChaosConfig(
@@ -68,6 +100,9 @@ async def chaos(
         quiescence_timeout_s=timeout_s,
         home=home,
         keep=keep,
+        nats_cluster=nats_cluster,
+        replicas=replicas,
+        pgbouncer=pgbouncer,
     )
     report = await run_chaos(cfg, settings())
     emit(report, as_json=as_json, text=chaos_text(report))
@@ -84,6 +119,19 @@ def chaos_text(report: dict[str, Any]) -> str:
     lines += [
         f"fault at {f['at_s']} s: {f['fault']} {f.get('service', '')}".rstrip() for f in report["faults"]
     ]
+    cluster = report.get("nats_cluster")
+    if cluster:
+        probe = cluster["probe"]
+        lines.append(
+            f"nats cluster of {cluster['nodes']}: probe median gap publish {probe.get('publish_gap_median_s')} s,"
+            f" consume {probe.get('consume_gap_median_s')} s"
+        )
+        lines += [
+            f"  lost {loss['node']}{' (leader)' if loss['was_stream_leader'] else ''} at {loss['at_s']} s:"
+            f" publish stall {loss.get('publish_stall_s')} s, consume stall {loss.get('consume_stall_s')} s,"
+            f" rejoined after {loss.get('rejoined_after_s')} s"
+            for loss in cluster["losses"]
+        ]
     problems = report["discrepancies"]
     lines.append(f"discrepancies: {len(problems)}")
     lines += [f"  - {p}" for p in problems[:50]]

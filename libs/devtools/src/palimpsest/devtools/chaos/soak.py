@@ -15,6 +15,14 @@ are paused (SIGUSR1) and resumed (SIGUSR2); random service processes are killed 
 supervisor restarts them); the embedded NATS server is killed and restarted once; the embedded
 PostgreSQL is restarted once. With configured (external) servers the server restarts are skipped
 and reported so.
+
+Clustered (``--nats-cluster 3 --replicas 2 [--pgbouncer]``, issue 39): a JetStream cluster of that
+many nodes on loopback with stream replicas equal to its size, ``replicas`` processes of every
+service, and the services' database URL through a loopback PgBouncer in transaction mode. Instead
+of the single server's restart, each NATS node is lost once (kill -9, the stream leader first,
+restarted after a few seconds; see :mod:`palimpsest.devtools.chaos.cluster`), with a probe
+measuring how long each loss stalled publishing and consuming; and one replica of each service is
+killed and kept down a while, so its twin carries its consumers meanwhile. The checks are the same.
 """
 
 from __future__ import annotations
@@ -39,7 +47,9 @@ import httpx
 from palimpsest.cli.output import progress
 from palimpsest.cli.processes import Supervisor, supervised
 from palimpsest.cli.stack import Servers, StackInfo, open_stack
+from palimpsest.core import bus
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.chaos.cluster import NodeLoss, StallProbe, lose_node
 from palimpsest.devtools.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
 from palimpsest.devtools.chaos.model import MODEL, calls, chaos_model
 from palimpsest.devtools.chaos.repos import ChaosRepo
@@ -62,6 +72,11 @@ class ChaosConfig:
     relay_pause_s: float = 5.0
     home: Path | None = None
     keep: bool = False
+    nats_cluster: int = 0  # ≥ 2: a JetStream cluster of that many nodes, stream replicas = its size
+    replicas: int = 1  # processes of every service
+    pgbouncer: bool = False  # the services' database URL through PgBouncer in transaction mode
+    node_down_s: float = 5.0  # how long a lost NATS node stays down
+    replica_hold_s: float = 8.0  # how long a killed replica stays down while its twin works
 
 
 @dataclass(slots=True)
@@ -97,11 +112,24 @@ class Run:
     kills: int = 0
     restarts: dict[str, int] = field(default_factory=lambda: {"nats": 0, "postgres": 0})
     started: float = field(default_factory=time.monotonic)
+    probe: StallProbe | None = None
+    node_losses: list[NodeLoss] = field(default_factory=list)
+    nodes_lost: set[str] = field(default_factory=set)
+    nats_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    sends: int = 0
 
 
 async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str, Any]:
     home = cfg.home or Path(tempfile.mkdtemp(prefix="palimpsest-chaos-"))
     settings = settings.model_copy(update={"home": home})
+    clustered = cfg.nats_cluster > 1
+    if clustered:
+        if settings.nats_url is not None:
+            raise RuntimeError("--nats-cluster starts its own cluster: unset PALIMPSEST_NATS_URL")
+        settings = settings.model_copy(update={"stream_replicas": cfg.nats_cluster})
+        # the harness's own NATS clients (probe, cluster queries) lose their server on purpose:
+        # the client library's connection tracebacks are expected noise; the checks judge the run
+        logging.getLogger("nats.aio.client").setLevel(logging.CRITICAL)
     rng = random.Random(cfg.seed)  # noqa: S311 - a reproducible schedule, not security
     api = FakeGitHubAPI()
     model = chaos_model("sk-chaos-" + secrets.token_urlsafe(18))
@@ -116,12 +144,23 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
             "PALIMPSEST_LLM_API_KEY": str(model.api_key),
             "PALIMPSEST_RETRY_DELAYS_S": "[0.5, 1, 2, 4]",
             "PALIMPSEST_ALLOW_LOCAL_SOURCES": "true",  # the soak's repositories are local paths
+            # every service declares the bus too: with the stream's replicas, never scaling it down
+            "PALIMPSEST_STREAM_REPLICAS": str(settings.stream_replicas),
         }
+        if cfg.pgbouncer:
+            # after a failed server login (PostgreSQL restarting) PgBouncer refuses every login for
+            # server_login_retry (15 s, its default kept here): the retries before a dead letter must
+            # outlast it plus the restart, as the production defaults (1, 5, 30, 120 s) do
+            env["PALIMPSEST_RETRY_DELAYS_S"] = "[1, 3, 8, 16]"
         async with (
-            open_stack(settings, servers=servers) as stack,
+            open_stack(
+                settings, servers=servers, nats_cluster=cfg.nats_cluster, pgbouncer=cfg.pgbouncer
+            ) as stack,
             # a port of its own unless one is configured: the ingest is killed and restarted, and on
             # a shared machine a fixed port (8080) can be taken by another process meanwhile
-            supervised(settings, stack, extra_env=env, ingest_port=_ingest_port()) as sup,
+            supervised(
+                settings, stack, extra_env=env, ingest_port=_ingest_port(), replicas=cfg.replicas
+            ) as sup,
             httpx.AsyncClient(timeout=30.0) as http,
         ):
             tenants = await _tenants(sup, http, rng)
@@ -131,12 +170,28 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
             progress(f"chaos: {len(repos)} repositories indexed; sending {cfg.deliveries} deliveries")
             await _send_all(run)
             sup.pause_relays(False)
+            cluster_report = _cluster_report(run)
             sending_s = round(time.monotonic() - run.started, 1)
             progress("chaos: deliveries sent; waiting for quiescence")
             expectations = _expectations(run)
             report = await verify(run.stack, run.sup, run.tenants, run.repos, run.api, expectations, cfg)
         for name, p in sup.processes.items():
             report.setdefault("process_starts", {})[name] = p.starts
+    if cluster_report is not None:
+        report["nats_cluster"] = cluster_report
+        report["discrepancies"].extend(
+            f"NATS node {loss['node']}: {loss['error']}"
+            for loss in cluster_report["losses"]
+            if "error" in loss
+        )
+        if cluster_report["probe"]["lost"]:
+            report["discrepancies"].append(
+                f"{cluster_report['probe']['lost']} acknowledged probe publishes were never consumed"
+            )
+        if len(cluster_report["losses"]) < cfg.nats_cluster:
+            report["discrepancies"].append(
+                f"only {len(cluster_report['losses'])} of {cfg.nats_cluster} NATS nodes were lost once"
+            )
     report["model_calls"], refused = calls(model)
     if refused:
         report["discrepancies"].append(f"the review model refused {refused} call(s) (wrong key)")
@@ -150,6 +205,8 @@ async def run_chaos(cfg: ChaosConfig, settings: BaseServiceSettings) -> dict[str
             "faults": run.faults,
             "send_s": sending_s,
             "seed": cfg.seed,
+            "replicas": cfg.replicas,
+            "pgbouncer": cfg.pgbouncer,
         }
     )
     if report["discrepancies"] or cfg.home is not None or cfg.keep:
@@ -329,7 +386,8 @@ async def _send_all(run: Run) -> None:
     cfg = run.cfg
     plan = _plan(cfg, run.repos, run.rng)
     total = len(plan)
-    faults = _fault_schedule(run, total)
+    cluster = run.servers.nats_cluster
+    faults = _fault_schedule(cfg, total, cluster.size if cluster is not None else 0)
     queue: asyncio.Queue[tuple[int, str, ChaosRepo] | None] = asyncio.Queue()
     for i, (kind, repo) in enumerate(plan):
         queue.put_nowait((i, kind, repo))
@@ -339,6 +397,9 @@ async def _send_all(run: Run) -> None:
     pr_numbers: dict[str, int] = {}
     done = 0
     fault_tasks: list[asyncio.Task[None]] = []
+    if run.servers.nats_cluster is not None:
+        run.probe = StallProbe(run.stack.nats_url)
+        await run.probe.start()
 
     async def worker() -> None:
         nonlocal done
@@ -357,6 +418,9 @@ async def _send_all(run: Run) -> None:
     for late in [d for ds in held.values() for d in ds]:  # anything still held goes out last
         await _send(run, late)
     await asyncio.gather(*fault_tasks)
+    if run.probe is not None:
+        await asyncio.sleep(2.0)  # the probe's view after the last loss
+        await run.probe.stop()
 
 
 async def _make(
@@ -453,11 +517,16 @@ async def _send(run: Run, d: Delivery) -> None:
     }
     deadline = time.monotonic() + SEND_GIVE_UP_S
     delay = 0.25
+    urls = run.sup.ingest_urls
     while True:
         d.attempts += 1
+        run.sends += 1  # round robin over the ingest replicas, like a load balancer (a retry moves on)
         try:
             r = await run.http.post(
-                f"{run.sup.ingest_url}/webhooks/github", content=d.body, headers=headers, timeout=15.0
+                f"{urls[run.sends % len(urls)]}/webhooks/github",
+                content=d.body,
+                headers=headers,
+                timeout=15.0,
             )
             if r.status_code < 500:
                 d.status = r.status_code
@@ -478,25 +547,29 @@ async def _send(run: Run, d: Delivery) -> None:
 # ------------------------------------------------------------------------------------ faults
 
 
-def _fault_schedule(run: Run, total: int) -> list[tuple[int, str]]:
-    kills = run.cfg.kills if run.cfg.kills is not None else max(3, total // 150)
-    schedule = [
-        (int(total * 0.15), "pause_relays"),
-        (int(total * 0.35), "restart_nats"),
-        (int(total * 0.6), "restart_postgres"),
-    ]
+def _fault_schedule(cfg: ChaosConfig, total: int, nodes: int = 0) -> list[tuple[int, str]]:
+    """(delivery index, fault) in order; ``nodes``: the size of the NATS cluster (0: one server)."""
+    kills = cfg.kills if cfg.kills is not None else max(3, total // 150)
+    schedule = [(int(total * 0.15), "pause_relays"), (int(total * 0.6), "restart_postgres")]
+    if nodes:  # each node lost once, one at a time (the losses queue behind each other)
+        schedule += [(int(total * (0.2 + 0.6 * k / nodes)), "lose_nats_node") for k in range(nodes)]
+    else:
+        schedule.append((int(total * 0.35), "restart_nats"))
     for k in range(kills):
         schedule.append((int(total * (0.1 + 0.8 * (k + 0.5) / kills)), "kill"))
+    if cfg.replicas > 1:  # one replica of each service down a while, its twin consuming
+        for k, service in enumerate(KILLABLE):
+            schedule.append((int(total * (0.12 + 0.76 * k / len(KILLABLE))), f"kill_replica:{service}"))
     return sorted(schedule)
 
 
 async def _fault(run: Run, name: str) -> None:
     at = round(time.monotonic() - run.started, 1)
-    if name == "kill":
-        victim = run.rng.choice(KILLABLE)
-        if run.sup.kill(victim):
-            run.kills += 1
-            run.faults.append({"at_s": at, "fault": "kill -9", "service": victim})
+    if name == "kill" or name.startswith("kill_replica:"):
+        _kill(run, name, at)
+        return
+    if name == "lose_nats_node":
+        await _lose_nats_node(run)
         return
     if name == "pause_relays":
         run.sup.pause_relays(True)
@@ -525,6 +598,63 @@ async def _fault(run: Run, name: str) -> None:
         await asyncio.to_thread(pg.start)
         run.restarts["postgres"] += 1
         run.faults.append({"at_s": at, "fault": "postgres restart (fast shutdown)"})
+
+
+def _kill(run: Run, name: str, at: float) -> None:
+    """``kill``: a random service process (restarted at once); ``kill_replica:<service>``: one
+    replica of that service, kept down ``replica_hold_s`` while its twin consumes."""
+    if name == "kill":
+        victim = run.rng.choice(KILLABLE)
+        replicas = run.sup.replicas_of(victim)
+        if len(replicas) > 1:
+            victim = run.rng.choice(replicas)
+        if run.sup.kill(victim):
+            run.kills += 1
+            run.faults.append({"at_s": at, "fault": "kill -9", "service": victim})
+        return
+    victim = run.rng.choice(run.sup.replicas_of(name.split(":", 1)[1]))
+    if run.sup.kill(victim, hold_s=run.cfg.replica_hold_s):
+        run.kills += 1
+        run.faults.append(
+            {"at_s": at, "fault": "kill -9, kept down", "service": victim, "for_s": run.cfg.replica_hold_s}
+        )
+
+
+async def _lose_nats_node(run: Run) -> None:
+    cluster = run.servers.nats_cluster
+    assert cluster is not None
+    async with run.nats_lock:  # one node down at a time: three nodes keep a quorum through one
+        nc = await bus.connect(run.stack.nats_url, name="chaos-cluster")
+        try:
+            loss = await lose_node(cluster, nc, run.nodes_lost, down_s=run.cfg.node_down_s)
+        finally:
+            await nc.close()
+    if loss is not None:
+        run.node_losses.append(loss)
+        run.restarts["nats"] += 1
+        what = "nats node kill -9 + restart" + (" (stream leader)" if loss.was_leader else "")
+        run.faults.append({"at_s": round(loss.at - run.started, 1), "fault": what, "service": loss.node})
+
+
+def _cluster_report(run: Run) -> dict[str, Any] | None:
+    """The cluster's figures: each node loss with the publish/consume stall it caused, and the
+    probe's median gap over the whole sending phase (what no stall looks like on this machine)."""
+    cluster = run.servers.nats_cluster
+    if cluster is None:
+        return None
+    probe = run.probe
+    return {
+        "nodes": cluster.size,
+        "stream_replicas": cluster.size,
+        "losses": [loss.report(run.started, probe) for loss in run.node_losses],
+        "probe": {
+            **(probe.baseline() if probe else {}),
+            "published": len(probe.published) if probe else 0,
+            "received": len(probe.received) if probe else 0,
+            "lost": probe.lost() if probe else 0,  # acknowledged, never consumed
+            "errors": probe.errors if probe else 0,
+        },
+    }
 
 
 def _expectations(run: Run) -> Expectations:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import psycopg
+from nats.js.errors import ServiceUnavailableError
 from psycopg.rows import dict_row
 
 from palimpsest.cli.processes import Supervisor
@@ -190,12 +191,20 @@ async def _stream_events(stack: StackInfo, tenant_ids: list[str]) -> list[dict[s
     try:
         js = nc.jetstream()
         sub = await js.pull_subscribe(bus.SUBJECTS[0], durable=None, stream=bus.STREAM)
+        unavailable = 0
         try:
             while True:
                 try:
                     msgs = await sub.fetch(500, timeout=2.0)
                 except TimeoutError:
                     break
+                except ServiceUnavailableError:
+                    # on a cluster the new consumer may not answer yet (no leader placed): retried
+                    unavailable += 1
+                    if unavailable > 60:
+                        raise
+                    await asyncio.sleep(0.5)
+                    continue
                 for m in msgs:
                     payload = json.loads(m.data)
                     if payload.get("tenant_id") in wanted:

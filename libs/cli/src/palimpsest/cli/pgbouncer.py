@@ -1,10 +1,12 @@
-"""PgBouncer in transaction mode on loopback, in front of the test PostgreSQL.
+"""PgBouncer in transaction mode on loopback, in front of a PostgreSQL (the tests' or the soak's).
 
+As platform teams run Palimpsest behind CloudNativePG's pooler or a PgBouncer Deployment, every
+client transaction may land on another server connection, so any reliance on session state (a
+session advisory lock, ``SET``, ``LISTEN``, a prepared statement) breaks. Two users of it:
 ``PALIMPSEST_TEST_PGBOUNCER=1`` makes :func:`tests.support.servers.session_servers` hand out the
-application role's URL through it, as platform teams run Palimpsest behind CloudNativePG's pooler or
-a PgBouncer Deployment: every client transaction may land on another server connection, so any
-reliance on session state (a session advisory lock, ``SET``, ``LISTEN``, a prepared statement)
-breaks. It uses Debian's ``pgbouncer`` binary (1.18 and later), installed by ``.ci/run``.
+application role's URL through it, and ``palimpsest chaos --pgbouncer`` gives the services their
+database URL through it (migrations and the relay's ``LISTEN`` stay direct). It uses Debian's
+``pgbouncer`` binary (1.18 and later), installed by ``.ci/run``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import IO
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from palimpsest.cli.embedded import free_port
+from palimpsest.core.errors import EmbeddedStackError
 
 
 def pgbouncer_binary() -> str | None:
@@ -45,7 +48,7 @@ class PgBouncer:
     def start(self) -> None:
         binary = pgbouncer_binary()
         if binary is None:
-            raise RuntimeError("pgbouncer is not installed (apt-get install pgbouncer)")
+            raise EmbeddedStackError("pgbouncer is not installed (apt-get install pgbouncer)")
         params = conninfo_to_dict(self.upstream)
         self.directory = Path(tempfile.mkdtemp(prefix="palimpsest-pgbouncer-"))
         self.directory.chmod(0o755)  # PgBouncer drops root for `nobody`, which reads the files
@@ -86,14 +89,14 @@ class PgBouncer:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"pgbouncer exited at start: {self.log_tail()}")
+                raise EmbeddedStackError(f"pgbouncer exited at start: {self.log_tail()}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
                 return
             except OSError:
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"pgbouncer did not listen on 127.0.0.1:{self.port}: {self.log_tail()}")
+        raise EmbeddedStackError(f"pgbouncer did not listen on 127.0.0.1:{self.port}: {self.log_tail()}")
 
     def url(self, direct: str) -> str:
         """``direct`` (a URL of the upstream server) through this PgBouncer."""
