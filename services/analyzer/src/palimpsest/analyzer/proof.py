@@ -237,6 +237,10 @@ def _stats(
             blobs_read=history.blobs_read,
             bytes_read=history.bytes_read,
             complete=history.complete,
+            # old blobs by how their definitions were read ({tree_sitter: n, regex: m}), and how
+            # many of them the definitions cache already had
+            definitions=dict(sorted(history.definitions.items())),
+            definitions_cached=history.definitions_cached,
         )
     if judged.unverified:
         stats["unverified"] = judged.unverified
