@@ -20,7 +20,7 @@ import argparse
 import sys
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
@@ -34,6 +34,9 @@ HEADER = (
 )
 BUILD_TARGET = "build"
 BUILD_ROOTS = ("hatchling",)
+# a service package's extra holding what only its own image needs (a package that depends on the
+# service, as ingest depends on the reviewer, does not get it)
+IMAGE_EXTRA = "image"
 
 # The image is CPython 3.11 on Linux; a marker counts when it holds on either architecture.
 _TARGET_ENVIRONMENTS: tuple[dict[str, str], ...] = tuple(
@@ -75,6 +78,8 @@ class LocalPackage:
     name: NormalizedName
     path: Path
     dependencies: tuple[Requirement, ...]
+    extras: Mapping[str, tuple[Requirement, ...]] = field(default_factory=dict)
+    """``[project.optional-dependencies]``: what each extra adds (``palimpsest-index[treesitter]``)."""
 
 
 def parse_lock(text: str) -> dict[NormalizedName, LockEntry]:
@@ -120,7 +125,11 @@ def local_packages(root: Path) -> dict[NormalizedName, LocalPackage]:
         project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
         name = canonicalize_name(project["name"])
         deps = tuple(Requirement(d) for d in project.get("dependencies", []))
-        packages[name] = LocalPackage(name, pyproject.parent, deps)
+        extras = {
+            canonicalize_name(extra): tuple(Requirement(d) for d in requirements)
+            for extra, requirements in project.get("optional-dependencies", {}).items()
+        }
+        packages[name] = LocalPackage(name, pyproject.parent, deps, extras)
     return packages
 
 
@@ -174,7 +183,10 @@ def _dependencies(
     local: Mapping[NormalizedName, LocalPackage],
 ) -> list[Requirement]:
     if name in local:
-        requirements = list(local[name].dependencies)
+        package = local[name]
+        requirements = list(package.dependencies)
+        for extra in sorted(extras):
+            requirements.extend(package.extras.get(canonicalize_name(extra), ()))
     else:
         entry = lock.get(name)
         if entry is None:
@@ -205,7 +217,9 @@ def derived_files(root: Path) -> dict[Path, str]:
         )
     }
     for service in service_names(root):
-        roots = [Requirement(f"palimpsest-{service}")]
+        package = local[canonicalize_name(f"palimpsest-{service}")]
+        extra = f"[{IMAGE_EXTRA}]" if IMAGE_EXTRA in package.extras else ""
+        roots = [Requirement(f"palimpsest-{service}{extra}")]
         files[out_dir / f"{service}.txt"] = render(service, closure(roots, lock, local))
     return files
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -170,7 +171,8 @@ class History:
     removed_paths: dict[str, _Removal] = field(default_factory=dict)
     identifiers: dict[str, _Removal] = field(default_factory=dict)
     dates: dict[str, datetime] = field(default_factory=dict)  # every commit walked
-    # old blobs whose definitions the pass used, by how they were read (tree_sitter, regex, skipped)
+    # old blobs by how their definitions were read: tree_sitter, regex (no grammar), skipped (binary
+    # or too large), no_candidate (read, but names no candidate: not parsed)
     definitions: dict[str, int] = field(default_factory=dict)
     definitions_cached: int = 0  # … of which the definitions cache had
 
@@ -419,7 +421,8 @@ class _Walker:
                 self._resolve(commit)
 
     async def _read(self, blobs: dict[str, str]) -> None:
-        """Definitions of ``blobs`` (blob id → path): from the cache, else read and parsed."""
+        """Definitions of ``blobs`` (blob id → path): from the cache, else read and, when the
+        blob names a candidate at all (one trie regex over its bytes), parsed and cached."""
         missing: dict[str, str] = {}
         for sha, path in blobs.items():
             found = self.blob_cache.get(sha)
@@ -430,10 +433,18 @@ class _Walker:
                 self._learn(sha, found)
         if not missing:
             return
+        probe = _probe(self.unresolved)
         try:
             async for sha, content in read_blobs(self.git_dir, missing, missing_ok=True, lazy_fetch=False):
                 self.history.blobs_read += 1
                 self.history.bytes_read += len(content)
+                if probe is None or probe.search(content) is None:
+                    # names no candidate: nothing to learn now (the candidates only shrink)
+                    self.cache[sha] = frozenset()
+                    self.history.definitions[_NO_CANDIDATE] = (
+                        self.history.definitions.get(_NO_CANDIDATE, 0) + 1
+                    )
+                    continue
                 found = definitions(missing[sha], content)
                 self.blob_cache.put(sha, found)
                 self._learn(sha, found)
@@ -460,24 +471,33 @@ class _Walker:
             self.members_only[sha] = members
 
     def _resolve(self, commit: _Commit) -> None:
-        for entry in commit.entries:
+        """The candidates ``commit``'s old blobs define are removed by it; where several of its
+        files had one, the file that defined it outright speaks (a Go interface lists the method
+        its implementation defines: ``defined`` before ``member`` before ``read``)."""
+        best: dict[str, tuple[int, _Entry, str]] = {}
+        for position, entry in enumerate(commit.entries):
             if not _code_entry(entry):
                 continue
             for name in self.cache.get(entry.old_blob, frozenset()) & self.unresolved:
-                self.unresolved.discard(name)
-                assert commit.parent is not None
-                self.history.identifiers[name] = _Removal(
-                    commit.order,
-                    commit.sha,
-                    commit.when,
-                    commit.parent,
-                    seen_in=entry.old_path,
-                    new_blob=_blob(entry.new_blob),
-                    new_path=entry.new_path,
-                    old_blob=entry.old_blob,
-                    siblings=_siblings(commit, entry),
-                    how=self._how(name, entry.old_blob),
-                )
+                how = self._how(name, entry.old_blob)
+                known = best.get(name)
+                if known is None or _HOW_RANK[how] < _HOW_RANK[known[2]]:
+                    best[name] = (position, entry, how)
+        assert commit.parent is not None or not best
+        for name, (_, entry, how) in best.items():
+            self.unresolved.discard(name)
+            self.history.identifiers[name] = _Removal(
+                commit.order,
+                commit.sha,
+                commit.when,
+                commit.parent or "",
+                seen_in=entry.old_path,
+                new_blob=_blob(entry.new_blob),
+                new_path=entry.new_path,
+                old_blob=entry.old_blob,
+                siblings=_siblings(commit, entry),
+                how=how,
+            )
 
     def _how(self, name: str, blob: str) -> str:
         if name in self.read_only.get(blob, ()):
@@ -524,6 +544,37 @@ class _Walker:
                 self.blob_cache.put(sha, found)
                 out[sha] = found.names()
         return out
+
+
+_HOW_RANK = {"defined": 0, "member": 1, "read": 2}
+_NO_CANDIDATE = "no_candidate"  # read, named no candidate, so not parsed
+
+
+def _probe(names: Iterable[str]) -> re.Pattern[bytes] | None:
+    """Any of ``names`` as a whole token: one trie regex, ~2x faster than tokenising a blob."""
+    encoded = sorted({n.encode() for n in names})
+    return re.compile(rb"(?<![\w$])" + _trie(encoded) + rb"(?![\w$])") if encoded else None
+
+
+def _trie(words: list[bytes]) -> bytes:
+    """A regex matching exactly ``words``, with common prefixes shared."""
+    root: dict[int, Any] = {}
+    for word in words:
+        node = root
+        for byte in word:
+            node = node.setdefault(byte, {})
+        node[-1] = {}  # the end of a word
+    return _trie_node(root)
+
+
+def _trie_node(node: dict[int, Any]) -> bytes:
+    branches = [
+        re.escape(bytes([key])) + _trie_node(child) for key, child in sorted(node.items()) if key >= 0
+    ]
+    if not branches:
+        return b""
+    body = branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+    return b"(?:" + body + b")?" if -1 in node else body
 
 
 def _blob(sha: str) -> str | None:

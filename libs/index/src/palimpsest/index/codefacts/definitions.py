@@ -273,11 +273,17 @@ def _local(content: bytes, match: re.Match[bytes]) -> bool:
 
 # names a statement imports: ``import a, b``, ``from m import (a, b)``, ``import {a} from 'm'``,
 # ``const {a} = require('m')``; the group holds the imported names
-_IMPORT_FORMS = (
-    re.compile(rb"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+([^\n(]*)$", re.MULTILINE),
-    re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\(([^)]*)\)", re.MULTILINE),
-    re.compile(rb"\bimport[ \t]+(?:type[ \t]+)?([^;'\"]*?)\bfrom[ \t]*['\"]"),
-    re.compile(rb"\b(?:const|let|var)[ \t]+([^=;\n]*?)=[ \t]*require\("),
+_IMPORT_FORMS = (  # (a word the statement needs: a cheap test first, the pattern)
+    (b"import", re.compile(rb"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+([^\n(]*)$", re.MULTILINE)),
+    (b"import", re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\(([^)]*)\)", re.MULTILINE)),
+    (
+        b"from",
+        re.compile(
+            rb"\bimport[ \t]+(?:type[ \t]+)?((?:[\w$]+[ \t]*,?[ \t]*)?(?:\{[^}]*\}|\*[ \t]+as[ \t]+[\w$]+)?)"
+            rb"[ \t]*from[ \t]*['\"]"
+        ),
+    ),
+    (b"require(", re.compile(rb"\b(?:const|let|var)[ \t]+([\w$]+|\{[^}]*\})[ \t]*=[ \t]*require\(")),
 )
 _TOKEN = re.compile(_IDENTIFIER)
 
@@ -286,7 +292,9 @@ def _imported(content: bytes) -> set[str]:
     """Names ``content`` imports (``OpenSSL = None`` after ``import OpenSSL`` is a fallback for a
     missing package, not a definition: where the repository really defines it, that file says so)."""
     found: set[str] = set()
-    for form in _IMPORT_FORMS:
+    for word, form in _IMPORT_FORMS:
+        if word not in content:
+            continue
         for match in form.finditer(content):
             found.update(t.decode("utf-8", "replace") for t in _TOKEN.findall(match.group(1)))
     return found
