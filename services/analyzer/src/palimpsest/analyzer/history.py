@@ -18,9 +18,10 @@ going back one commit, a candidate can only reappear in that commit's *old* blob
 commit whose old blob of a code file defines it is where it was removed. What a blob defines is
 the code-facts library's answer (:func:`palimpsest.index.codefacts.definitions`: the chunker's
 tree-sitter tags, a keyword regex for languages without a grammar). Old blobs are read in batches
-through one ``cat-file --batch`` per batch; their definitions are cached by blob id for the
-process (:data:`DEFINITIONS_CACHE`), so a blob is read and parsed once across analyses (reverts,
-renames and cherry-picks share blobs too). Reading stops as soon as every candidate is resolved,
+through one ``cat-file --batch`` per batch; only a blob that names a candidate is parsed, and its
+definitions are cached by blob id for the process (:data:`DEFINITIONS_CACHE`, which the analyzer
+passes), so a blob is parsed once across analyses (reverts, renames and cherry-picks share blobs
+too). Reading stops as soon as every candidate is resolved,
 and at ``max_blob_bytes``.
 
 Whether the doc named X while X existed comes from the doc's own history: the oldest commit
@@ -68,6 +69,7 @@ __all__ = [
 DEFAULT_MAX_BLOB_BYTES = 2 * 1024**3
 # definitions of blobs by blob id, for every pass of this process; bounded by the definitions held
 DEFINITIONS_CACHE = LruDefinitionsCache(max_definitions=2_000_000)
+_PASS_CACHE_DEFINITIONS = 200_000  # one pass's own cache, when it is given none
 BATCH_COMMITS = 400
 MAX_BLAMES = 300
 MAX_SIBLINGS = 40  # other code files of a removing commit searched for what a name became
@@ -258,9 +260,13 @@ async def read_history(
     exact_renames: bool = False,
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES,
     timeout_s: float = 1800.0,
-    cache: DefinitionsCache = DEFINITIONS_CACHE,
+    cache: DefinitionsCache | None = None,
 ) -> History:
-    """One pass over ``head``'s first-parent history: removed paths and removed definitions."""
+    """One pass over ``head``'s first-parent history: removed paths and removed definitions.
+    ``cache``: definitions by blob id shared with other passes (the analyzer passes
+    :data:`DEFINITIONS_CACHE`); without one the pass keeps its own."""
+    if cache is None:
+        cache = LruDefinitionsCache(max_definitions=_PASS_CACHE_DEFINITIONS)
     walker = _Walker(git_dir, set(identifiers), set(head_paths), max_blob_bytes, cache)
     parser = _RawLogParser()
     stream = stream_git(log_args(head, exact_renames=exact_renames), cwd=git_dir, timeout_s=timeout_s)
@@ -441,13 +447,12 @@ class _Walker:
                 if probe is None or probe.search(content) is None:
                     # names no candidate: nothing to learn now (the candidates only shrink)
                     self.cache[sha] = frozenset()
-                    self.history.definitions[_NO_CANDIDATE] = (
-                        self.history.definitions.get(_NO_CANDIDATE, 0) + 1
-                    )
-                    continue
-                found = definitions(missing[sha], content)
-                self.blob_cache.put(sha, found)
-                self._learn(sha, found)
+                    counts = self.history.definitions
+                    counts[_NO_CANDIDATE] = counts.get(_NO_CANDIDATE, 0) + 1
+                else:
+                    found = definitions(missing[sha], content)
+                    self.blob_cache.put(sha, found)
+                    self._learn(sha, found)
                 if self.history.bytes_read > self.max_bytes:
                     self.history.complete = False
                     break
