@@ -279,3 +279,30 @@ async def test_a_name_only_ever_a_method_is_proved_as_a_member(tmp_path: Path) -
     assert method is not None and method.how == "member"
     assert function is not None and function.how == "defined"
     assert history.identifier("use_template") is None  # functional tests are tests
+
+
+async def test_a_second_analysis_reads_old_definitions_from_the_cache(tmp_path: Path) -> None:
+    """The analyzer's passes share one cache by blob id: the second parses and reads nothing it
+    parsed before, and still proves the same removal. A name unique to this test keeps the blobs
+    its own."""
+    unique = f"fetch_{tmp_path.name.replace('-', '_')}"
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2023-01-01",
+        {
+            "lib/client.py": f"class Client:\n    def {unique}(self):\n        return 1\n",
+            "tool.ex": f"def {unique}",
+        },
+    )
+    commit(repo, "2023-02-01", {"lib/client.py": "class Client:\n    def get(self):\n        return 1\n"})
+    last = commit(repo, "2023-03-01", {"tool.ex": "# gone\n"})
+    first = await _read_history(repo, last, {unique}, _paths(repo), 60.0)
+    second = await _read_history(repo, last, {unique}, _paths(repo), 60.0)
+
+    assert first.definitions == {"tree_sitter": 1, "regex": 1} and first.definitions_cached == 0
+    assert second.definitions == first.definitions and second.definitions_cached == 2
+    assert (first.blobs_read, second.blobs_read) == (2, 0)
+    for history in (first, second):
+        evidence = history.identifier(unique)
+        assert evidence is not None and evidence.seen_in == "tool.ex" and evidence.how == "defined"
