@@ -231,7 +231,7 @@ def _optional_distributions() -> set[str]:
     return {
         canonicalize_name(requirement.name)
         for package in lock_subset.local_packages(REPO_ROOT).values()
-        if not package.path.parent.name == "services"
+        if package.path.parent.name != "services"
         for requirements in package.extras.values()
         for requirement in requirements
     }
