@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from palimpsest.analyzer.doccheck import Claims, judge
 from palimpsest.analyzer.history import blame_lines, first_mentions, read_history
-from palimpsest.analyzer.proof import _read_history
+from palimpsest.analyzer.proof import _read_history, _stats
 from palimpsest.analyzer.source import open_history
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
@@ -306,3 +307,20 @@ async def test_a_second_analysis_reads_old_definitions_from_the_cache(tmp_path: 
     for history in (first, second):
         evidence = history.identifier(unique)
         assert evidence is not None and evidence.seen_in == "tool.ex" and evidence.how == "defined"
+
+
+async def test_the_check_facts_count_blobs_by_how_their_definitions_were_read(tmp_path: Path) -> None:
+    """``facts.doc_check.definitions``: old blobs read by tree-sitter, by the regex fallback (no
+    grammar), or not parsed at all (they name no candidate); and how many the cache had."""
+    unique = f"parse_{tmp_path.name.replace('-', '_')}"
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2023-01-01",
+        {"a.py": f"def {unique}():\n    pass\n", "b.ex": f"def {unique}", "c.py": "x = 1\n"},
+    )
+    last = commit(repo, "2023-02-01", {"a.py": "pass\n", "b.ex": "# gone\n", "c.py": "x = 2\n"})
+    history = await _read_history(repo, last, {unique}, _paths(repo), 60.0)
+    stats = _stats(Claims(), judge(Claims(), history), history, 0.1)
+    assert stats["definitions"] == {"no_candidate": 1, "regex": 1, "tree_sitter": 1}
+    assert stats["definitions_cached"] == 0
