@@ -68,7 +68,8 @@ __all__ = [
 
 DEFAULT_MAX_BLOB_BYTES = 2 * 1024**3
 # definitions of blobs by blob id, for every pass of this process; bounded by the definitions held
-DEFINITIONS_CACHE = LruDefinitionsCache(max_definitions=2_000_000)
+# (~180 bytes each with the entry around them, names interned: some 55 MB at most)
+DEFINITIONS_CACHE = LruDefinitionsCache(max_definitions=300_000)
 _PASS_CACHE_DEFINITIONS = 200_000  # one pass's own cache, when it is given none
 BATCH_COMMITS = 400
 MAX_BLAMES = 300

@@ -14,6 +14,7 @@ blob id (:class:`DefinitionsCache`).
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -140,7 +141,10 @@ def _tree_sitter(content: bytes, spec: Any) -> tuple[Definition, ...]:
         parent = tag.parent
         while parent is not None and parent.role == "binding":
             parent = parent.parent
-        found.append(Definition(tag.name, tag.kind, tag.symbol_start, parent is not None, binding))
+        # interned: the versions of one file in a cache share their names
+        found.append(
+            Definition(sys.intern(tag.name), tag.kind, tag.symbol_start, parent is not None, binding)
+        )
         if binding:
             bound.add(tag.name)
     if bound:
