@@ -246,11 +246,6 @@ def test_defined_names_with_a_path_reads_the_grammar_without_one_the_regex() -> 
     assert defined_names(source, {"Model", "nothing"}) == {"Model"}
 
 
-def test_definitions_survive_the_cache_round_trip() -> None:
-    found = definitions("src/client.py", PYTHON)
-    assert Definitions.from_json(found.as_json()) == found
-
-
 def test_the_cache_is_bounded_by_the_definitions_it_holds() -> None:
     cache = LruDefinitionsCache(max_definitions=20)
     small = definitions("mux.go", GO)  # 8 definitions: weighs 9, two fit

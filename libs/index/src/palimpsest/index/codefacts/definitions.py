@@ -70,23 +70,6 @@ class Definitions:
             nested - {d.name for d in self.items if not d.nested or d.kind not in _FUNCTION_KINDS}
         )
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "items": [[d.name, d.kind, d.line, d.nested, d.binding] for d in self.items],
-            "keys_read": sorted(self.keys_read),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Definitions:
-        return cls(
-            data["method"],
-            tuple(
-                Definition(str(n), str(k), int(ln), bool(ne), bool(b)) for n, k, ln, ne, b in data["items"]
-            ),
-            frozenset(data["keys_read"]),
-        )
-
 
 def definitions(path: str, content: bytes) -> Definitions:
     """What ``content`` (the blob at ``path``) defines; never raises for bad source."""
