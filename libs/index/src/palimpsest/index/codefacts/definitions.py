@@ -20,9 +20,12 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from palimpsest.index.languages import detect_language
+
+if TYPE_CHECKING:
+    from palimpsest.index.codefacts.queries import LanguageSpec
 
 __all__ = [
     "MAX_BLOB_SIZE",
@@ -111,7 +114,7 @@ def defined_names(content: bytes, names: set[str], path: str | None = None) -> s
 # ------------------------------------------------------------------------------ tree-sitter
 
 
-def _tree_sitter(content: bytes, spec: Any) -> tuple[Definition, ...]:
+def _tree_sitter(content: bytes, spec: LanguageSpec) -> tuple[Definition, ...]:
     from palimpsest.index.codefacts.tags import read_tags
 
     tagged = read_tags(content, spec, content.count(b"\n") + 1, bindings=True)
