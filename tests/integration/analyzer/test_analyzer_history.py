@@ -324,3 +324,25 @@ async def test_the_check_facts_count_blobs_by_how_their_definitions_were_read(tm
     stats = _stats(Claims(), judge(Claims(), history), history, 0.1)
     assert stats["definitions"] == {"no_candidate": 1, "regex": 1, "tree_sitter": 1}
     assert stats["definitions_cached"] == 0
+
+
+async def test_the_file_that_defines_a_name_outright_speaks_for_its_removal(tmp_path: Path) -> None:
+    """One commit renames a method in the interface that lists it (a.go, first in the commit)
+    and in the type that defines it (mux.go): the evidence is the definition, not the listing."""
+    router = "package chi\n\ntype Router interface {\n\t{name}(pattern string)\n}\n"
+    mux = "package chi\n\ntype Mux struct{}\n\nfunc (mx *Mux) {name}(pattern string) {}\n"
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2023-01-01",
+        {"a.go": router.replace("{name}", "HandleFunc"), "mux.go": mux.replace("{name}", "HandleFunc")},
+    )
+    last = commit(
+        repo,
+        "2023-02-01",
+        {"a.go": router.replace("{name}", "HandleRoute"), "mux.go": mux.replace("{name}", "HandleRoute")},
+    )
+    history = await read_history(repo, last, {"HandleFunc"}, head_paths=_paths(repo))
+    evidence = history.identifier("HandleFunc")
+    assert evidence is not None and evidence.removed_in_commit == last
+    assert (evidence.seen_in, evidence.how, evidence.renamed_to) == ("mux.go", "defined", "HandleRoute")
