@@ -20,7 +20,7 @@ import argparse
 import sys
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
@@ -75,6 +75,8 @@ class LocalPackage:
     name: NormalizedName
     path: Path
     dependencies: tuple[Requirement, ...]
+    extras: Mapping[str, tuple[Requirement, ...]] = field(default_factory=dict)
+    """``[project.optional-dependencies]``: what each extra adds (``palimpsest-index[treesitter]``)."""
 
 
 def parse_lock(text: str) -> dict[NormalizedName, LockEntry]:
@@ -120,7 +122,11 @@ def local_packages(root: Path) -> dict[NormalizedName, LocalPackage]:
         project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
         name = canonicalize_name(project["name"])
         deps = tuple(Requirement(d) for d in project.get("dependencies", []))
-        packages[name] = LocalPackage(name, pyproject.parent, deps)
+        extras = {
+            canonicalize_name(extra): tuple(Requirement(d) for d in requirements)
+            for extra, requirements in project.get("optional-dependencies", {}).items()
+        }
+        packages[name] = LocalPackage(name, pyproject.parent, deps, extras)
     return packages
 
 
@@ -174,7 +180,10 @@ def _dependencies(
     local: Mapping[NormalizedName, LocalPackage],
 ) -> list[Requirement]:
     if name in local:
-        requirements = list(local[name].dependencies)
+        package = local[name]
+        requirements = list(package.dependencies)
+        for extra in sorted(extras):
+            requirements.extend(package.extras.get(canonicalize_name(extra), ()))
     else:
         entry = lock.get(name)
         if entry is None:

@@ -225,9 +225,22 @@ def _third_party_imports(source_dirs: list[Path]) -> dict[str, set[str]]:
     return found
 
 
+def _optional_distributions() -> set[str]:
+    """Distributions only an extra of a first-party library brings (``palimpsest-index[treesitter]``):
+    the library imports them lazily and works without them (tests/unit/index: the fallback)."""
+    return {
+        canonicalize_name(requirement.name)
+        for package in lock_subset.local_packages(REPO_ROOT).values()
+        if package.path.parent.name != "services"
+        for requirements in package.extras.values()
+        for requirement in requirements
+    }
+
+
 @pytest.mark.parametrize("service", SERVICES)
 def test_every_module_an_image_imports_is_installed_in_it(service: str) -> None:
     installed = set(lock_subset.parse_lock((REQUIREMENTS_DIR / f"{service}.txt").read_text("utf-8")))
+    optional = _optional_distributions()
     owners = metadata.packages_distributions()
     sources = [
         REPO_ROOT / "libs" / "core" / "src",
@@ -241,6 +254,8 @@ def test_every_module_an_image_imports_is_installed_in_it(service: str) -> None:
         dists = {canonicalize_name(d) for d in owners.get(module, [])}
         if dists & installed:
             continue
+        if dists and dists <= optional and not any(f.startswith("services/") for f in files):
+            continue  # a library's optional extra, not installed in this image
         if module in _NOT_IN_IMAGES and _NOT_IN_IMAGES[module] in dockerfile:
             continue
         missing[module] = sorted(files)

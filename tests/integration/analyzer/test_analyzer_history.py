@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from palimpsest.analyzer.doccheck import Claims, judge
 from palimpsest.analyzer.history import blame_lines, first_mentions, read_history
-from palimpsest.analyzer.proof import _read_history
+from palimpsest.analyzer.proof import _read_history, _stats
 from palimpsest.analyzer.source import open_history
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
@@ -279,3 +280,69 @@ async def test_a_name_only_ever_a_method_is_proved_as_a_member(tmp_path: Path) -
     assert method is not None and method.how == "member"
     assert function is not None and function.how == "defined"
     assert history.identifier("use_template") is None  # functional tests are tests
+
+
+async def test_a_second_analysis_reads_old_definitions_from_the_cache(tmp_path: Path) -> None:
+    """The analyzer's passes share one cache by blob id: the second parses and reads nothing it
+    parsed before, and still proves the same removal. A name unique to this test keeps the blobs
+    its own."""
+    unique = f"fetch_{tmp_path.name.replace('-', '_')}"
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2023-01-01",
+        {
+            "lib/client.py": f"class Client:\n    def {unique}(self):\n        return 1\n",
+            "tool.ex": f"def {unique}",
+        },
+    )
+    commit(repo, "2023-02-01", {"lib/client.py": "class Client:\n    def get(self):\n        return 1\n"})
+    last = commit(repo, "2023-03-01", {"tool.ex": "# gone\n"})
+    first = await _read_history(repo, last, {unique}, _paths(repo), 60.0)
+    second = await _read_history(repo, last, {unique}, _paths(repo), 60.0)
+
+    assert first.definitions == {"tree_sitter": 1, "regex": 1} and first.definitions_cached == 0
+    assert second.definitions == first.definitions and second.definitions_cached == 2
+    assert (first.blobs_read, second.blobs_read) == (2, 0)
+    for history in (first, second):
+        evidence = history.identifier(unique)
+        assert evidence is not None and evidence.seen_in == "tool.ex" and evidence.how == "defined"
+
+
+async def test_the_check_facts_count_blobs_by_how_their_definitions_were_read(tmp_path: Path) -> None:
+    """``facts.doc_check.definitions``: old blobs read by tree-sitter, by the regex fallback (no
+    grammar), or not parsed at all (they name no candidate); and how many the cache had."""
+    unique = f"parse_{tmp_path.name.replace('-', '_')}"
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2023-01-01",
+        {"a.py": f"def {unique}():\n    pass\n", "b.ex": f"def {unique}", "c.py": "x = 1\n"},
+    )
+    last = commit(repo, "2023-02-01", {"a.py": "pass\n", "b.ex": "# gone\n", "c.py": "x = 2\n"})
+    history = await _read_history(repo, last, {unique}, _paths(repo), 60.0)
+    stats = _stats(Claims(), judge(Claims(), history), history, 0.1)
+    assert stats["definitions"] == {"no_candidate": 1, "regex": 1, "tree_sitter": 1}
+    assert stats["definitions_cached"] == 0
+
+
+async def test_the_file_that_defines_a_name_outright_speaks_for_its_removal(tmp_path: Path) -> None:
+    """One commit renames a method in the interface that lists it (a.go, first in the commit)
+    and in the type that defines it (mux.go): the evidence is the definition, not the listing."""
+    router = "package chi\n\ntype Router interface {\n\t{name}(pattern string)\n}\n"
+    mux = "package chi\n\ntype Mux struct{}\n\nfunc (mx *Mux) {name}(pattern string) {}\n"
+    repo = init_repo(tmp_path / "r")
+    commit(
+        repo,
+        "2023-01-01",
+        {"a.go": router.replace("{name}", "HandleFunc"), "mux.go": mux.replace("{name}", "HandleFunc")},
+    )
+    last = commit(
+        repo,
+        "2023-02-01",
+        {"a.go": router.replace("{name}", "HandleRoute"), "mux.go": mux.replace("{name}", "HandleRoute")},
+    )
+    history = await read_history(repo, last, {"HandleFunc"}, head_paths=_paths(repo))
+    evidence = history.identifier("HandleFunc")
+    assert evidence is not None and evidence.removed_in_commit == last
+    assert (evidence.seen_in, evidence.how, evidence.renamed_to) == ("mux.go", "defined", "HandleRoute")

@@ -21,13 +21,12 @@ from palimpsest.analyzer.doccheck import (
 from palimpsest.analyzer.history import (
     History,
     LineOrigin,
-    _defined,
-    _definitions_of,
     _moved_directory,
     _porcelain,
     _Removal,
 )
 from palimpsest.index.codefacts import is_doc, is_history_doc
+from palimpsest.index.codefacts.definitions import defined_names
 
 TREE = _Tree.of(
     [
@@ -109,8 +108,9 @@ def test_what_counts_as_a_claim_about_the_tree(target: str, source: str, claim: 
         (b"\x00def compute_total(x):\n", "compute_total", False),  # binary
     ],
 )
-def test_definitions_across_languages(code: bytes, name: str, defined: bool) -> None:
-    assert (name in _defined(code, {name}, _definitions_of({name}))) is defined
+def test_regex_definitions_across_languages(code: bytes, name: str, defined: bool) -> None:
+    """The keyword regex: the fallback for blobs without a grammar and for a doc's own example."""
+    assert (name in defined_names(code, {name})) is defined
 
 
 def _removal(renamed_to: str | None) -> _Removal:

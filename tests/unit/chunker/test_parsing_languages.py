@@ -11,7 +11,7 @@ from palimpsest.chunker.parsing import (
     detect_language,
     is_doc,
 )
-from palimpsest.chunker.parsing.queries import SPECS
+from palimpsest.index.codefacts.queries import SPECS
 
 
 @pytest.mark.parametrize(

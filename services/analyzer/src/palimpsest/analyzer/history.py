@@ -15,10 +15,14 @@ One pass over ``git log --first-parent --raw`` (newest first) gives all of it. P
 blob: a path first seen as the source of a deletion or a rename is a removed path. For
 identifiers the walk keeps an invariant: at the snapshot no candidate is defined anywhere, so
 going back one commit, a candidate can only reappear in that commit's *old* blobs. The first
-commit whose old blob of a code file defines it is where it was removed. Old blobs are read in
-batches through one ``cat-file --batch`` per batch and every blob is read at most once (a cache
-keyed by blob id: reverts, renames and cherry-picks share blobs). Reading stops as soon as every
-candidate is resolved, and at ``max_blob_bytes``.
+commit whose old blob of a code file defines it is where it was removed. What a blob defines is
+the code-facts library's answer (:func:`palimpsest.index.codefacts.definitions`: the chunker's
+tree-sitter tags, a keyword regex for languages without a grammar). Old blobs are read in batches
+through one ``cat-file --batch`` per batch; only a blob that names a candidate is parsed, and its
+definitions are cached by blob id for the process (:data:`DEFINITIONS_CACHE`, which the analyzer
+passes), so a blob is parsed once across analyses (reverts, renames and cherry-picks share blobs
+too). Reading stops as soon as every candidate is resolved,
+and at ``max_blob_bytes``.
 
 Whether the doc named X while X existed comes from the doc's own history: the oldest commit
 that added the name to the doc (``git log --follow -S<name> -- <doc>``), or, when the pickaxe
@@ -42,9 +46,17 @@ from typing import Any
 from palimpsest.core.git import decode_path, read_blobs, stream_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.index.codefacts import is_definition_site
+from palimpsest.index.codefacts.definitions import (
+    Definitions,
+    DefinitionsCache,
+    LruDefinitionsCache,
+    defined_names,
+    definitions,
+)
 
 __all__ = [
     "DEFAULT_MAX_BLOB_BYTES",
+    "DEFINITIONS_CACHE",
     "Evidence",
     "History",
     "LineOrigin",
@@ -55,24 +67,14 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BLOB_BYTES = 2 * 1024**3
-MAX_BLOB_SIZE = 1024 * 1024  # a larger old blob is data or generated code, not a definition site
+# definitions of blobs by blob id, for every pass of this process; bounded by the definitions held
+# (~180 bytes each with the entry around them, names interned: some 55 MB at most)
+DEFINITIONS_CACHE = LruDefinitionsCache(max_definitions=300_000)
+_PASS_CACHE_DEFINITIONS = 200_000  # one pass's own cache, when it is given none
 BATCH_COMMITS = 400
 MAX_BLAMES = 300
 MAX_SIBLINGS = 40  # other code files of a removing commit searched for what a name became
 _ZERO = "0" * 40
-_TOKEN = re.compile(rb"[A-Za-z_$][\w$]*")
-# what defines a name, in the languages a repository is usually written in
-_DEF_KEYWORDS = (
-    rb"def|defp|defmacro|defmodule|class|func|function|fn|fun|struct|enum|interface|trait|type|typedef"
-    rb"|module|macro|object|record|const|let|var|val|static|sub|proc|namespace|union|alias|mod|package"
-)
-_MODIFIERS = (
-    rb"(?:(?:export|public|private|protected|internal|static|async|override|final|virtual|abstract"
-    rb"|pub(?:\([\w:]+\))?|inline|readonly|default|unsafe|extern|open|data|sealed|suspend)\s+)*"
-)
-_NOT_A_TYPE = frozenset(
-    {b"return", b"new", b"await", b"throw", b"else", b"yield", b"case", b"not", b"and", b"or", b"in", b"is"}
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +138,9 @@ class _Removal:
     seen_in: str | None = None
     new_blob: str | None = None  # identifiers: the same file's blob after the removal
     old_blob: str | None = None  # … and before it
-    # identifiers: the other code files the removing commit changed, (old blob, new blob)
-    siblings: tuple[tuple[str | None, str | None], ...] = ()
+    new_path: str | None = None  # identifiers: that file's path after the removal
+    # identifiers: the other code files the removing commit changed, (path, old blob, new blob)
+    siblings: tuple[tuple[str, str | None, str | None], ...] = ()
     how: str | None = None  # identifiers: "defined", "member" or "read" (see Evidence.how)
 
 
@@ -171,6 +174,10 @@ class History:
     removed_paths: dict[str, _Removal] = field(default_factory=dict)
     identifiers: dict[str, _Removal] = field(default_factory=dict)
     dates: dict[str, datetime] = field(default_factory=dict)  # every commit walked
+    # old blobs by how their definitions were read: tree_sitter, regex (no grammar), skipped (binary
+    # or too large), no_candidate (read, but names no candidate: not parsed)
+    definitions: dict[str, int] = field(default_factory=dict)
+    definitions_cached: int = 0  # … of which the definitions cache had
 
     def path(self, path: str) -> Evidence | None:
         """A removed file, or the newest removal of a file under a removed directory."""
@@ -254,9 +261,14 @@ async def read_history(
     exact_renames: bool = False,
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES,
     timeout_s: float = 1800.0,
+    cache: DefinitionsCache | None = None,
 ) -> History:
-    """One pass over ``head``'s first-parent history: removed paths and removed definitions."""
-    walker = _Walker(git_dir, set(identifiers), set(head_paths), max_blob_bytes)
+    """One pass over ``head``'s first-parent history: removed paths and removed definitions.
+    ``cache``: definitions by blob id shared with other passes (the analyzer passes
+    :data:`DEFINITIONS_CACHE`); without one the pass keeps its own."""
+    if cache is None:
+        cache = LruDefinitionsCache(max_definitions=_PASS_CACHE_DEFINITIONS)
+    walker = _Walker(git_dir, set(identifiers), set(head_paths), max_blob_bytes, cache)
     parser = _RawLogParser()
     stream = stream_git(log_args(head, exact_renames=exact_renames), cwd=git_dir, timeout_s=timeout_s)
     async with contextlib.aclosing(stream) as chunks:
@@ -330,8 +342,16 @@ class _RawLogParser:
 class _Walker:
     """Applies commits newest first: path removals at once, identifiers in blob batches."""
 
-    def __init__(self, git_dir: Path, names: set[str], head_paths: set[str], max_bytes: int) -> None:
+    def __init__(
+        self,
+        git_dir: Path,
+        names: set[str],
+        head_paths: set[str],
+        max_bytes: int,
+        blob_cache: DefinitionsCache,
+    ) -> None:
         self.git_dir = git_dir
+        self.blob_cache = blob_cache
         self.history = History()
         self.unresolved = set(names)
         self.head_paths = head_paths
@@ -395,56 +415,95 @@ class _Walker:
 
     async def _identifiers(self) -> None:
         batch, self.batch = self.batch, []
-        wanted = [
-            e.old_blob
+        wanted = {
+            e.old_blob: e.old_path
             for c in batch
             if c.parent is not None
             for e in c.entries
             if _code_entry(e) and e.old_blob not in self.cache
-        ]
+        }
         await self._read(wanted)
         for commit in batch:
             if commit.parent is not None and self.unresolved:
                 self._resolve(commit)
 
-    async def _read(self, blobs: list[str]) -> None:
-        if not blobs:
+    async def _read(self, blobs: dict[str, str]) -> None:
+        """Definitions of ``blobs`` (blob id → path): from the cache, else read and, when the
+        blob names a candidate at all (one trie regex over its bytes), parsed and cached."""
+        missing: dict[str, str] = {}
+        for sha, path in blobs.items():
+            found = self.blob_cache.get(sha)
+            if found is None:
+                missing[sha] = path
+            else:
+                self.history.definitions_cached += 1
+                self._learn(sha, found)
+        if not missing:
             return
-        matcher = _Matcher(self.unresolved, _definitions_of(self.unresolved))
+        probe = _probe(self.unresolved)
         try:
-            async for sha, content in read_blobs(self.git_dir, blobs, missing_ok=True, lazy_fetch=False):
+            async for sha, content in read_blobs(self.git_dir, missing, missing_ok=True, lazy_fetch=False):
                 self.history.blobs_read += 1
                 self.history.bytes_read += len(content)
-                defined, read, members = matcher.scan(content)
-                self.cache[sha] = defined | read
-                if read:
-                    self.read_only[sha] = read
-                if members:
-                    self.members_only[sha] = members
+                if probe is None or probe.search(content) is None:
+                    # names no candidate: nothing to learn now (the candidates only shrink)
+                    self.cache[sha] = frozenset()
+                    counts = self.history.definitions
+                    counts[_NO_CANDIDATE] = counts.get(_NO_CANDIDATE, 0) + 1
+                else:
+                    found = definitions(missing[sha], content)
+                    self.blob_cache.put(sha, found)
+                    self._learn(sha, found)
                 if self.history.bytes_read > self.max_bytes:
                     self.history.complete = False
                     break
         except GitError:
             self.history.complete = False
 
+    def _learn(self, sha: str, found: Definitions) -> None:
+        """Which candidates blob ``sha`` defines, only reads as a quoted setting-like key
+        (``settings["friendfeed_consumer_key"]``: the code reading the key is what the doc
+        describes), or defines only as methods."""
+        counts = self.history.definitions
+        counts[found.method] = counts.get(found.method, 0) + 1
+        names = found.names()
+        defined = names & self.unresolved
+        read = (found.keys_read - names) & self.unresolved
+        self.cache[sha] = defined | read
+        if read:
+            self.read_only[sha] = read
+        members = found.members() & defined
+        if members:
+            self.members_only[sha] = members
+
     def _resolve(self, commit: _Commit) -> None:
-        for entry in commit.entries:
+        """The candidates ``commit``'s old blobs define are removed by it; where several of its
+        files had one, the file that defined it outright speaks (a Go interface lists the method
+        its implementation defines: ``defined`` before ``member`` before ``read``)."""
+        best: dict[str, tuple[int, _Entry, str]] = {}
+        for position, entry in enumerate(commit.entries):
             if not _code_entry(entry):
                 continue
             for name in self.cache.get(entry.old_blob, frozenset()) & self.unresolved:
-                self.unresolved.discard(name)
-                assert commit.parent is not None
-                self.history.identifiers[name] = _Removal(
-                    commit.order,
-                    commit.sha,
-                    commit.when,
-                    commit.parent,
-                    seen_in=entry.old_path,
-                    new_blob=_blob(entry.new_blob),
-                    old_blob=entry.old_blob,
-                    siblings=_siblings(commit, entry),
-                    how=self._how(name, entry.old_blob),
-                )
+                how = self._how(name, entry.old_blob)
+                known = best.get(name)
+                if known is None or _HOW_RANK[how] < _HOW_RANK[known[2]]:
+                    best[name] = (position, entry, how)
+        assert commit.parent is not None or not best
+        for name, (_, entry, how) in best.items():
+            self.unresolved.discard(name)
+            self.history.identifiers[name] = _Removal(
+                commit.order,
+                commit.sha,
+                commit.when,
+                commit.parent or "",
+                seen_in=entry.old_path,
+                new_blob=_blob(entry.new_blob),
+                new_path=entry.new_path,
+                old_blob=entry.old_blob,
+                siblings=_siblings(commit, entry),
+                how=how,
+            )
 
     def _how(self, name: str, blob: str) -> str:
         if name in self.read_only.get(blob, ()):
@@ -457,193 +516,50 @@ class _Walker:
         commit's other code files gained (``call_metric_recorder.go`` deleted and
         ``call_metrics.go`` added: ``CallMetricRecorder`` became ``CallMetricsRecorder``)."""
         found = self.history.identifiers
-        blobs = {b for r in found.values() for b in (r.new_blob, r.old_blob) if b}
-        blobs |= {b for r in found.values() for pair in r.siblings for b in pair if b}
-        contents: dict[str, bytes] = {}
-        with contextlib.suppress(GitError):
-            async for sha, content in read_blobs(self.git_dir, blobs, missing_ok=True, lazy_fetch=False):
-                contents[sha] = content
+        paths: dict[str, str] = {}
+        for r in found.values():
+            if r.old_blob and r.seen_in:
+                paths[r.old_blob] = r.seen_in
+            if r.new_blob and r.new_path:
+                paths[r.new_blob] = r.new_path
+            for path, old, new in r.siblings:
+                paths.update((blob, path) for blob in (old, new) if blob)
+        defined = await self._definitions(paths)
         for name, removal in found.items():
-            before, after = contents.get(removal.old_blob or ""), contents.get(removal.new_blob or "")
+            before, after = defined.get(removal.old_blob or ""), defined.get(removal.new_blob or "")
             if before is not None and after is not None:
                 removal.renamed_to = _replacement(name, before, after)
             if removal.renamed_to is None and removal.siblings:
-                olds = [contents.get(old or "", b"") for old, _ in removal.siblings]
-                news = [contents.get(new or "", b"") for _, new in removal.siblings]
+                olds = [defined.get(old or "", frozenset()) for _, old, _ in removal.siblings]
+                news = [defined.get(new or "", frozenset()) for _, _, new in removal.siblings]
                 removal.renamed_to = _moved_definition(name, olds, news)
 
-
-def _blob(sha: str) -> str | None:
-    return sha if sha != _ZERO else None
-
-
-def _siblings(commit: _Commit, entry: _Entry) -> tuple[tuple[str | None, str | None], ...]:
-    """The other code files ``commit`` changed or added (old and new blob), a few dozen at most:
-    a commit that touched more is a sweep, not a rename."""
-    others = [
-        (_blob(e.old_blob), _blob(e.new_blob))
-        for e in commit.entries
-        if e is not entry and is_definition_site(e.new_path or e.old_path) and _blob(e.new_blob)
-    ]
-    return tuple(others) if len(others) <= MAX_SIBLINGS else ()
-
-
-def _code_entry(entry: _Entry) -> bool:
-    """An entry whose old side is a code file (not documentation, not an asset)."""
-    if entry.old_blob == _ZERO or entry.status[:1] == "A":
-        return False
-    return is_definition_site(entry.old_path)
+    async def _definitions(self, paths: dict[str, str]) -> dict[str, frozenset[str]]:
+        """The names each blob (blob id → path) defines, from the cache or read and parsed."""
+        out: dict[str, frozenset[str]] = {}
+        missing: dict[str, str] = {}
+        for sha, path in paths.items():
+            cached = self.blob_cache.get(sha)
+            if cached is None:
+                missing[sha] = path
+            else:
+                out[sha] = cached.names()
+        with contextlib.suppress(GitError):
+            async for sha, content in read_blobs(self.git_dir, missing, missing_ok=True, lazy_fetch=False):
+                found = definitions(missing[sha], content)
+                self.blob_cache.put(sha, found)
+                out[sha] = found.names()
+        return out
 
 
-def _definitions_of(names: Iterable[str]) -> re.Pattern[bytes] | None:
-    wanted = sorted(names, key=len, reverse=True)
-    if not wanted:
-        return None
-    alternatives = b"|".join(re.escape(n.encode()) for n in wanted)
-
-    def name(group: bytes) -> bytes:
-        return rb"(?P<" + group + rb">" + alternatives + rb")(?![\w$])"
-
-    return re.compile(
-        rb"(?:\b(?:" + _DEF_KEYWORDS + rb")\s+(?:\([^)\n]*\)\s*)?(?:[\w$]+\.)*[*&]?" + name(b"keyword") + rb")"
-        # an assignment, not a parameter of a multi-line signature (``name: bool = True,``)
-        rb"|(?:^[ \t]*" + _MODIFIERS + rb"(?:[\w$]+\.)?" + name(b"assigned")
-        + rb"(?:\s+|\s*:[^=\n]+)=(?!=)(?![^\n]*,[ \t]*$))"
-        # a declared field (``    list_of_ints: list[int]``)
-        + rb"|(?:^[ \t]+" + name(b"field") + rb"[ \t]*:[ \t]*[A-Za-z_][\w\[\]., |]*[ \t]*$)"
-        rb"|(?:^[ \t]*" + _MODIFIERS + rb"(?P<type>[\w<>\[\],.*&?:]+\s+)?[*&]?" + name(b"method")
-        + rb"\s*(?:<[^>\n]*>)?\([^;\n]*\)\s*(?:[:\-]>?[^{;\n]*)?(?:throws [\w., ]+)?\{\s*$)",
-        re.MULTILINE,
-    )  # fmt: skip
+_HOW_RANK = {"defined": 0, "member": 1, "read": 2}
+_NO_CANDIDATE = "no_candidate"  # read, named no candidate, so not parsed
 
 
-def _defined(content: bytes, names: set[str], pattern: re.Pattern[bytes] | None) -> frozenset[str]:
-    """The candidate names ``content`` defines (a quick token test first, then the definition)."""
-    return _Matcher(names, pattern).defined(content)
-
-
-_KEY_LIKE = re.compile(rb"^(?=.{8,}$)[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$")
-
-
-class _Matcher:
-    """Candidate names (as bytes, so tokens are never decoded) and their definition pattern."""
-
-    __slots__ = ("pattern", "probe")
-
-    def __init__(self, names: Iterable[str], pattern: re.Pattern[bytes] | None) -> None:
-        encoded = sorted({n.encode() for n in names})
-        self.pattern = pattern
-        # a trie of the names as one regex: ~2x faster than tokenising a blob that has none
-        self.probe = re.compile(rb"(?<![\w$])" + _trie(encoded) + rb"(?![\w$])") if encoded else None
-
-    def defined(self, content: bytes) -> frozenset[str]:
-        return self.scan(content)[0]
-
-    def scan(self, content: bytes) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-        """The candidate names ``content`` defines, and the setting-like ones it only reads by
-        quoting them (``settings["friendfeed_consumer_key"]``, ``os.environ.get("ETCDCTL_ENDPOINT")``):
-        no definition names a setting, yet the code reading the key is what the doc describes.
-        Only names with an underscore and eight or more characters: a quoted plain word is data.
-        Third: the defined names that are only ever methods (a ``def`` indented in a class)."""
-        empty: frozenset[str] = frozenset()
-        if self.pattern is None or self.probe is None or len(content) > MAX_BLOB_SIZE:
-            return empty, empty, empty
-        if b"\0" in content[:8000]:
-            return empty, empty, empty
-        tokens = set(self.probe.findall(content))
-        if not tokens:
-            return empty, empty, empty
-        members: set[bytes] = set()
-        found = self._defined(content, tokens, members)
-        keys = [t for t in tokens - found if _KEY_LIKE.match(t)]
-        read: set[bytes] = set()
-        if keys:  # the few candidates this blob has: a small pattern, one pass
-            quoted = re.compile(rb"([\"'`])(" + b"|".join(re.escape(k) for k in keys) + rb")\1")
-            read = {m.group(2) for m in quoted.finditer(content)}
-        return _decoded(found), _decoded(read), _decoded(members & found)
-
-    def _defined(self, content: bytes, tokens: set[bytes], members: set[bytes]) -> set[bytes]:
-        """The candidates ``content`` defines; ``members`` gets those defined only as methods."""
-        assert self.pattern is not None
-        out: set[bytes] = set()
-        top: set[bytes] = set()
-        for match in self.pattern.finditer(content):
-            kind = match.group("type")
-            if kind is not None and kind.strip() in _NOT_A_TYPE:
-                continue
-            if _local(content, match):
-                continue
-            name = (
-                match.group("keyword") or match.group("assigned") or match.group("method") or match["field"]
-            )
-            out.add(name)
-            (members if _method(content, match) else top).add(name)
-        found = out & tokens
-        if found:
-            found -= _imported(content, found)
-        members -= top  # defined at the top level somewhere in the file too: a function
-        return found
-
-
-def _method(content: bytes, match: re.Match[bytes]) -> bool:
-    """A ``def``/``func``/``fn``/``function`` indented under something: a method (or a nested
-    function), which an example can only reach through an object."""
-    if not match.group("keyword"):
-        return False
-    line = _before(content, match, "keyword")
-    return line[:1] in (b" ", b"\t") and _FUNCTION_KEYWORD.search(line) is not None
-
-
-def _before(content: bytes, match: re.Match[bytes], group: str) -> bytes:
-    """What the matched definition's line holds before the name (indentation, keywords)."""
-    return content[content.rfind(b"\n", 0, match.start()) + 1 : match.start(group)]
-
-
-_FUNCTION_KEYWORD = re.compile(rb"\b(?:def|func|fn|function|fun|sub)\s")
-
-
-def _decoded(names: set[bytes]) -> frozenset[str]:
-    return frozenset(n.decode("utf-8", "replace") for n in names)
-
-
-def _local(content: bytes, match: re.Match[bytes]) -> bool:
-    """A variable of a function body (``let mio_socket = …`` eight columns in), not a definition a
-    doc can name: a variable declaration or plain assignment indented past one level, unless it
-    sets an attribute of the object (``self.timeout = …`` in ``__init__``)."""
-    group = "assigned" if match.group("assigned") else "keyword" if match.group("keyword") else None
-    if group is None:
-        return False
-    prefix = _before(content, match, group)
-    margin = prefix[: len(prefix) - len(prefix.lstrip(b" \t"))]
-    indent = len(margin) + 3 * margin.count(b"\t")  # a tab is four columns
-    if indent <= 4:
-        return False
-    if group == "keyword":
-        return _VARIABLE.search(prefix) is not None
-    return not prefix.rstrip().endswith((b"self.", b"this.", b"cls.", b"@"))
-
-
-_VARIABLE = re.compile(rb"\b(?:let|var|val|const|my|local)\s")
-
-
-def _imported(content: bytes, names: set[bytes]) -> set[bytes]:
-    """Which of ``names`` ``content`` also imports: ``OpenSSL = None`` after ``import OpenSSL``
-    (a fallback for a missing package), ``const express = require('express')``. Such a name
-    is another package's, bound here; where this repository really defines it, that file says so."""
-    alternatives = b"|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    name = rb"(?<![\w$])(?P<name>" + alternatives + rb")(?![\w$])"
-    found: set[bytes] = set()
-    for before, after in _IMPORT_FORMS:
-        found.update(m.group("name") for m in re.finditer(before + name + after, content, re.MULTILINE))
-    return found & names
-
-
-_IMPORT_FORMS = (
-    (rb"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+[^\n(]*?", b""),  # Python, one line
-    (rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*?", b""),  # Python, parenthesised
-    (rb"\bimport[ \t]+(?:type[ \t]+)?[^;'\"]*?", rb"[^;'\"]*?\bfrom[ \t]*['\"]"),  # ES modules
-    (rb"\b(?:const|let|var)[ \t]+(?:\{[^}]*?)?", rb"[^=;\n]*=[ \t]*require\("),  # CommonJS
-)
+def _probe(names: Iterable[str]) -> re.Pattern[bytes] | None:
+    """Any of ``names`` as a whole token: one trie regex, ~2x faster than tokenising a blob."""
+    encoded = sorted({n.encode() for n in names})
+    return re.compile(rb"(?<![\w$])" + _trie(encoded) + rb"(?![\w$])") if encoded else None
 
 
 def _trie(words: list[bytes]) -> bytes:
@@ -667,15 +583,32 @@ def _trie_node(node: dict[int, Any]) -> bytes:
     return b"(?:" + body + b")?" if -1 in node else body
 
 
-def defined_names(content: bytes, names: set[str]) -> set[str]:
-    """Which of ``names`` ``content`` defines (a document's own example, an old blob)."""
-    return set(_defined(content, names, _definitions_of(names)))
+def _blob(sha: str) -> str | None:
+    return sha if sha != _ZERO else None
 
 
-def _replacement(name: str, before: bytes, after: bytes) -> str | None:
-    """What ``name`` became in the commit that removed it from a file: the one definition the
-    file gained when it lost only ``name``, else the gained definition most like it."""
-    old, new = _all_definitions(before), _all_definitions(after)
+def _siblings(commit: _Commit, entry: _Entry) -> tuple[tuple[str, str | None, str | None], ...]:
+    """The other code files ``commit`` changed or added (path, old and new blob), a few dozen at
+    most: a commit that touched more is a sweep, not a rename."""
+    others = [
+        (e.new_path or e.old_path, _blob(e.old_blob), _blob(e.new_blob))
+        for e in commit.entries
+        if e is not entry and is_definition_site(e.new_path or e.old_path) and _blob(e.new_blob)
+    ]
+    return tuple(others) if len(others) <= MAX_SIBLINGS else ()
+
+
+def _code_entry(entry: _Entry) -> bool:
+    """An entry whose old side is a code file (not documentation, not an asset)."""
+    if entry.old_blob == _ZERO or entry.status[:1] == "A":
+        return False
+    return is_definition_site(entry.old_path)
+
+
+def _replacement(name: str, old: frozenset[str], new: frozenset[str]) -> str | None:
+    """What ``name`` became in the commit that removed it from a file (``old`` and ``new``: what
+    the file defined before and after): the one definition the file gained when it lost only
+    ``name``, else the gained definition most like it."""
     gained, lost = sorted(new - old), old - new
     if len(gained) == 1 and lost == {name}:
         return gained[0]
@@ -683,24 +616,17 @@ def _replacement(name: str, before: bytes, after: bytes) -> str | None:
     return next((g for g in gained if close and g.lower() == close[0]), None)
 
 
-def _moved_definition(name: str, olds: list[bytes], news: list[bytes]) -> str | None:
+def _moved_definition(name: str, olds: list[frozenset[str]], news: list[frozenset[str]]) -> str | None:
     """The definition most like ``name`` that the commit's other files gained (a close match only:
     across files a loose one would be a guess)."""
     gained: set[str] = set()
-    for content in news:
-        gained |= _all_definitions(content)
-    for content in olds:
-        gained -= _all_definitions(content)
+    for names in news:
+        gained |= names
+    for names in olds:
+        gained -= names
     gained.discard(name)
     close = difflib.get_close_matches(name.lower(), [g.lower() for g in gained], n=1, cutoff=0.85)
     return next((g for g in sorted(gained) if close and g.lower() == close[0]), None)
-
-
-def _all_definitions(content: bytes) -> set[str]:
-    if len(content) > MAX_BLOB_SIZE:
-        return set()
-    names = {t.decode("ascii") for t in set(_TOKEN.findall(content))}
-    return defined_names(content, names) if names else set()
 
 
 # ----------------------------------------------------------------------------- when the doc named it

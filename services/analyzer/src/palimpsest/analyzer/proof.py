@@ -21,7 +21,7 @@ from uuid import UUID
 
 from palimpsest.analyzer import rules as R
 from palimpsest.analyzer.doccheck import Claim, Claims, Judged, judge
-from palimpsest.analyzer.history import History, first_mentions, read_history
+from palimpsest.analyzer.history import DEFINITIONS_CACHE, History, first_mentions, read_history
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.analyzer.source import open_history
 from palimpsest.core.db import Conn
@@ -112,13 +112,21 @@ async def _read_history(
     partial clone whose promisor is gone, a damaged pack), again with exact renames only, which
     need no blob: removals keep their proof, only a rename with edits is seen as delete + add."""
     try:
-        return await read_history(git_dir, commit, identifiers, head_paths=head_paths, timeout_s=timeout_s)
+        return await read_history(
+            git_dir, commit, identifiers, head_paths=head_paths, timeout_s=timeout_s, cache=DEFINITIONS_CACHE
+        )
     except GitError as exc:
         if "unable to read" not in str(exc):
             raise
         log.warning("history with inexact renames failed (%s); reading it with exact renames only", exc)
     history = await read_history(
-        git_dir, commit, identifiers, head_paths=head_paths, exact_renames=True, timeout_s=timeout_s
+        git_dir,
+        commit,
+        identifiers,
+        head_paths=head_paths,
+        exact_renames=True,
+        timeout_s=timeout_s,
+        cache=DEFINITIONS_CACHE,
     )
     history.renames = "exact"
     return history
@@ -237,6 +245,10 @@ def _stats(
             blobs_read=history.blobs_read,
             bytes_read=history.bytes_read,
             complete=history.complete,
+            # old blobs by how their definitions were read ({tree_sitter: n, regex: m}), and how
+            # many of them the definitions cache already had
+            definitions=dict(sorted(history.definitions.items())),
+            definitions_cached=history.definitions_cached,
         )
     if judged.unverified:
         stats["unverified"] = judged.unverified

@@ -32,8 +32,9 @@ from typing import Any
 import psutil
 from tree_sitter import QueryCursor
 
-from palimpsest.chunker.parsing import detect_language, grammars
-from palimpsest.chunker.parsing.queries import spec_for
+from palimpsest.chunker.parsing import detect_language
+from palimpsest.index.codefacts import grammars
+from palimpsest.index.codefacts.queries import spec_for
 
 __all__ = [
     "ctags_seconds",

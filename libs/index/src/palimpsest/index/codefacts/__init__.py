@@ -1,4 +1,7 @@
-"""Code facts: what kind of file a path is (:mod:`.classify`), one answer for every caller."""
+"""Code facts, one answer for every caller: what kind of file a path is (:mod:`.classify`) and
+what a blob defines (:mod:`.definitions`, read with the tree-sitter grammars and tags queries of
+:mod:`.grammars`, :mod:`.queries` and :mod:`.tags`, which need the ``treesitter`` extra and are
+imported only by what uses them)."""
 
 from __future__ import annotations
 

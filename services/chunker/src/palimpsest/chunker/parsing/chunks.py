@@ -12,7 +12,7 @@ from palimpsest.chunker.parsing.docs import analyze_doc
 from palimpsest.chunker.parsing.languages import DOC_LANGUAGES, is_doc
 from palimpsest.chunker.parsing.lines import split_lines, window_chunks
 from palimpsest.chunker.parsing.model import WINDOW, FileAnalysis
-from palimpsest.chunker.parsing.queries import spec_for
+from palimpsest.index.codefacts.queries import spec_for
 
 __all__ = ["ANALYSIS_VERSION", "analyze_file"]
 

@@ -1,6 +1,7 @@
-"""Definitions, symbols and graph facts of one source file, read with tree-sitter.
+"""Chunks, symbols and graph facts of one source file, from its tree-sitter tags.
 
-One parse and one query pass per file (both in C); the Python side only walks the matches.
+The parse and the query pass are the code-facts library's (:mod:`palimpsest.index.codefacts.tags`,
+shared with the analyzer's definitions of old blobs); this module builds the index rows from them.
 Chunks follow ADR-0017: each outermost definition is a chunk (with its decorators, ``export``
 and the doc comment right above it); text outside definitions becomes 60/10 windows; a
 definition longer than ``MAX_DEFINITION_LINES`` -- and every namespace/module -- is split into
@@ -13,28 +14,31 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from tree_sitter import Node, QueryCursor
+from tree_sitter import QueryCursor
 
-from palimpsest.chunker.parsing import grammars
 from palimpsest.chunker.parsing.lines import fitted_chunks, window_chunks
-from palimpsest.chunker.parsing.model import CLASS_LIKE_KINDS, WINDOW, Chunk, Fact, Symbol
+from palimpsest.chunker.parsing.model import WINDOW, Chunk, Fact, Symbol
+from palimpsest.index.codefacts import grammars
+from palimpsest.index.codefacts.tags import Collected as _Collected
+from palimpsest.index.codefacts.tags import Tag as _Definition
+from palimpsest.index.codefacts.tags import end_line as _end_line
+from palimpsest.index.codefacts.tags import node_text as _text
+from palimpsest.index.codefacts.tags import read_tags
 
 if TYPE_CHECKING:
-    from palimpsest.chunker.parsing.queries import LanguageSpec
+    from tree_sitter import Node
+
+    from palimpsest.index.codefacts.queries import LanguageSpec
 
 __all__ = ["MAX_DEFINITION_LINES", "CodeAnalysis", "analyze_code"]
 
 MAX_DEFINITION_LINES = 200
 _MIN_REFERENCE_CHARS = 2
 _SNIPPET_CHARS = 80
-_MAX_NAME_CHARS = 200
-_GENERIC_ARGUMENTS = re.compile(r"<[^<>]*>")
-_NAME_SEPARATORS = re.compile(r"::|\\|\.|->")
 _IMPORT_KEYWORDS = re.compile(
     r"^(?:(?:import|using|use|static|global|package|namespace|typealias|struct|class|enum"
     r"|protocol|let|var|func|function|const)\s+)+"
@@ -44,9 +48,7 @@ _USING_ALIAS = re.compile(r"^[A-Za-z_]\w*\s*=\s*")
 _QUOTES = "\"'`<>"
 
 _FACT_ORDER = attrgetter("line", "kind", "name")
-_DEFINING_ROLES = frozenset({"definition", "declaration", "container"})
 _CHUNK_ROLES = frozenset({"definition", "container"})
-_NAMING_ROLES = frozenset({"name", "receiver", "imported", "import"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,66 +61,17 @@ class CodeAnalysis:
     parse_errors: int
 
 
-@dataclass(slots=True)
-class _Definition:
-    role: str
-    kind: str
-    name: str
-    start_byte: int
-    end_byte: int
-    symbol_start: int
-    symbol_end: int
-    receiver: str | None
-    node: Node
-    parent: _Definition | None = None
-    children: list[_Definition] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Match:
-    """The captures of one query match that describe a definition."""
-
-    pattern: int
-    role: str
-    kind: str
-    node: Node
-    name: Node | None = None
-    receiver: Node | None = None
-
-
-@dataclass(slots=True)
-class _Collected:
-    definitions: dict[tuple[int, int], _Match] = field(default_factory=dict)
-    references: dict[bytes, tuple[Node, str]] = field(default_factory=dict)
-    calls: list[tuple[bytes, int, Node]] = field(default_factory=list)
-    imports: list[tuple[str, Node, Node | None]] = field(default_factory=list)
-    dynamic: list[tuple[str, Node]] = field(default_factory=list)
-
-
-_roles: dict[str, tuple[str, str]] = {}
-
-
-def _role(capture: str) -> tuple[str, str]:
-    found = _roles.get(capture)
-    if found is None:
-        role, _, label = capture.partition(".")
-        found = _roles[capture] = (role, label)
-    return found
-
-
 def analyze_code(text: str, lines: list[str], spec: LanguageSpec) -> CodeAnalysis:
     """Chunks, symbols and facts of ``text`` (already split into ``lines``) in ``spec``'s language."""
-    tree = grammars.parser(spec.grammar).parse(text.encode("utf-8", "surrogatepass"))
-    root = tree.root_node
+    tagged = read_tags(text.encode("utf-8", "surrogatepass"), spec, len(lines))
+    root = tagged.root
     errors = _count_errors(root, spec.grammar) if root.has_error else 0
-    matches = QueryCursor(grammars.query(spec.grammar, spec.query)).matches(root)
-    collected = _collect(matches)
-    definitions = _definitions(collected.definitions.values(), len(lines))
+    definitions = tagged.definitions
     locator = _Locator(definitions)
     return CodeAnalysis(
         chunks=_chunks(definitions, lines, spec),
         symbols=_symbols(definitions),
-        facts=_facts(collected, definitions, locator),
+        facts=_facts(tagged.collected, definitions, locator),
         parse_errors=errors,
     )
 
@@ -128,100 +81,7 @@ def _count_errors(root: Node, grammar: str) -> int:
     return sum(len(nodes) for nodes in captures.values())
 
 
-# ----------------------------------------------------------------------------- matches
-
-
-def _collect(matches: list[tuple[int, dict[str, list[Node]]]]) -> _Collected:
-    """Sort the matches into definitions, references, calls, imports and dynamic sites.
-
-    This loop runs once per match -- tens of thousands per megabyte -- so it stays flat.
-    """
-    collected = _Collected()
-    references = collected.references
-    calls = collected.calls
-    roles = _roles
-    for pattern, captures in matches:
-        definition: _Match | None = None
-        names: dict[str, Node] | None = None
-        for capture, nodes in captures.items():
-            role, label = roles.get(capture) or _role(capture)
-            if role == "reference":
-                node = nodes[0]
-                name = node.text or b""
-                if label == "call":
-                    calls.append((name, node.start_byte, node))
-                if name not in references:
-                    references[name] = (node, label)
-            elif role in _DEFINING_ROLES:
-                definition = _Match(pattern, role, label, nodes[0])
-            elif role == "dynamic":
-                collected.dynamic.append((label, nodes[0]))
-            elif role in _NAMING_ROLES:
-                if names is None:
-                    names = {}
-                names[capture] = nodes[0]
-        if definition is not None:
-            _add_definition(collected, definition, names or {})
-        elif names is not None:
-            _add_import(collected, names)
-    return collected
-
-
-def _add_definition(collected: _Collected, found: _Match, names: dict[str, Node]) -> None:
-    found.name = names.get("name")
-    found.receiver = names.get("receiver")
-    if found.name is None:
-        return
-    key = (found.node.start_byte, found.node.end_byte)
-    known = collected.definitions.get(key)
-    if known is None or found.pattern < known.pattern:
-        collected.definitions[key] = found
-
-
-def _add_import(collected: _Collected, names: dict[str, Node]) -> None:
-    for capture, node in names.items():
-        role, label = _role(capture)
-        if role == "import":
-            collected.imports.append((label, node, names.get("imported")))
-
-
 # ------------------------------------------------------------------------- definitions
-
-
-def _definitions(matches: Iterable[_Match], line_count: int) -> list[_Definition]:
-    """Definitions in document order, each linked to the definition around it."""
-    found: list[_Definition] = []
-    for match in matches:
-        definition = _definition(match, line_count)
-        if definition is not None:
-            found.append(definition)
-    found.sort(key=lambda d: (d.start_byte, -d.end_byte))
-    return _nest(found)
-
-
-def _definition(match: _Match, line_count: int) -> _Definition | None:
-    segments = _name_segments(_text(match.name))
-    name = _joined_name(segments, match.kind)
-    if not name:
-        return None
-    node = match.node
-    kind = match.kind
-    receiver = _clean_name(_text(match.receiver), "") if match.receiver is not None else None
-    if kind == "function" and receiver is None:
-        qualifiers = segments[:-1]
-        if qualifiers:  # `void Engine::run() {...}` is a method of Engine
-            kind, receiver = "method", qualifiers[-1]
-    return _Definition(
-        role=match.role,
-        kind=kind,
-        name=name,
-        start_byte=node.start_byte,
-        end_byte=node.end_byte,
-        symbol_start=node.start_point.row + 1,
-        symbol_end=min(_end_line(node), line_count),
-        receiver=receiver or None,
-        node=node,
-    )
 
 
 def _chunk_span(definition: _Definition, spec: LanguageSpec, lines: list[str]) -> tuple[int, int]:
@@ -257,67 +117,6 @@ def _leading_start(lines: list[str], start: int, line_comments: tuple[str, ...])
             break
         above -= 1
     return start
-
-
-def _end_line(node: Node) -> int:
-    """The 1-based last line of ``node`` (a node ending at column 0 ends on the line before)."""
-    end = node.end_point
-    if end.column == 0 and end.row > node.start_point.row:
-        return end.row
-    return end.row + 1
-
-
-def _nest(ordered: list[_Definition]) -> list[_Definition]:
-    """Link each definition to the innermost one around it; drop same-name echoes."""
-    stack: list[_Definition] = []
-    kept: list[_Definition] = []
-    for definition in ordered:
-        while stack and stack[-1].end_byte <= definition.start_byte:
-            stack.pop()
-        parent = stack[-1] if stack else None
-        if parent is not None and parent.end_byte < definition.end_byte:
-            parent = None  # overlapping, not nested (recovered from a syntax error)
-        if parent is not None and (parent.name, parent.kind) == (definition.name, definition.kind):
-            continue  # `typedef struct Node {...} Node;` is one definition
-        if parent is not None:
-            definition.parent = parent
-            parent.children.append(definition)
-            if definition.kind == "function" and parent.kind in CLASS_LIKE_KINDS:
-                definition.kind = "method"
-        stack.append(definition)
-        kept.append(definition)
-    return kept
-
-
-def _clean_name(raw: str, kind: str) -> str:
-    """A bare definition name: no generics, qualifiers, quotes or whitespace."""
-    return _joined_name(_name_segments(raw), kind)
-
-
-def _joined_name(segments: list[str], kind: str) -> str:
-    if kind == "module":
-        return ".".join(segments)[:_MAX_NAME_CHARS]
-    return segments[-1][:_MAX_NAME_CHARS] if segments else ""
-
-
-def _name_segments(raw: str) -> list[str]:
-    """``Box<T>::get`` -> ``["Box", "get"]``; quotes, brackets and whitespace removed."""
-    if raw.isidentifier():  # most names: nothing to remove, nothing to split
-        return [raw]
-    name = "".join(raw.split())
-    for _ in range(8):
-        stripped = _GENERIC_ARGUMENTS.sub("", name)
-        if stripped == name:
-            break
-        name = stripped
-    name = name.strip(_QUOTES + "[]()")
-    return [segment for segment in _NAME_SEPARATORS.split(name) if segment]
-
-
-def _text(node: Node | None) -> str:
-    if node is None or node.text is None:
-        return ""
-    return node.text.decode("utf-8", "replace")
 
 
 # ------------------------------------------------------------------------------ chunks

@@ -6,12 +6,11 @@ programming or installation errors, such as a grammar missing from the installed
 
 from __future__ import annotations
 
+from palimpsest.index.codefacts.grammars import GrammarUnavailableError
+
 __all__ = ["GrammarUnavailableError", "ParsingError"]
 
 
 class ParsingError(Exception):
-    """Base class of the parsing core's errors."""
-
-
-class GrammarUnavailableError(ParsingError):
-    """A grammar or query could not be loaded from the bundled language pack."""
+    """Base class of the parsing core's own errors (a missing grammar is the code-facts
+    library's :class:`GrammarUnavailableError`)."""

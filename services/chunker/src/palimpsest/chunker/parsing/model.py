@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from palimpsest.index.codefacts.tags import CLASS_LIKE_KINDS
+
 __all__ = [
     "CLASS_LIKE_KINDS",
     "FACT_KINDS",
@@ -26,8 +28,6 @@ WINDOW = "window"
 SECTION = "section"
 """Chunk kind of a documentation section (or a window inside a long one)."""
 
-CLASS_LIKE_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "impl", "extension", "object"})
-"""Definition kinds whose member functions are methods."""
 
 FACT_KINDS = frozenset({"reference", "call", "import", "dynamic", "governs", "supersedes", "mention"})
 

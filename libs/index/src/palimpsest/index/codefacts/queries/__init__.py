@@ -13,6 +13,8 @@ grammar beyond what a ``LanguageSpec`` says:
   ``<kind>`` is ``statement`` when the capture is the whole statement and must be cleaned;
 * ``@dynamic.<what>`` a dispatch site that cannot be resolved statically (``@dynamic.call``:
   the callee's own text names it);
+* ``@binding.<kind>`` (in ``LanguageSpec.bindings`` only) a name bound by an assignment, an
+  attribute set on the object, a constant, a field or an object key;
 * captures starting with ``_`` only feed predicates.
 
 When one node matches several definition patterns the earliest pattern wins, so specific
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from palimpsest.chunker.parsing.queries import (
+from palimpsest.index.codefacts.queries import (
     c_family,
     go,
     javascript,
@@ -48,16 +50,23 @@ class LanguageSpec:
     line_comments: tuple[str, ...] = ("//",)
     """Prefixes of whole-line comments (and attributes) directly above a definition that
     belong to its chunk; ``/* ... */`` blocks count too where ``//`` is a comment."""
+    bindings: str = ""
+    """``@binding.<kind>`` patterns (assignments, attributes, constants, fields, keys): read for
+    the code-facts definitions of a blob, never for the chunker's symbols and chunks."""
 
 
 SPECS: dict[str, LanguageSpec] = {
-    "python": LanguageSpec("python", python.QUERY, python.WRAPPERS, ("#",)),
-    "typescript": LanguageSpec("typescript", javascript.TYPESCRIPT, javascript.WRAPPERS),
-    "tsx": LanguageSpec("tsx", javascript.TSX, javascript.WRAPPERS),
-    "javascript": LanguageSpec("javascript", javascript.JAVASCRIPT, javascript.WRAPPERS),
-    "go": LanguageSpec("go", go.QUERY, go.WRAPPERS),
-    "rust": LanguageSpec("rust", rust.QUERY, line_comments=("//", "#[")),
-    "java": LanguageSpec("java", jvm.JAVA),
+    "python": LanguageSpec("python", python.QUERY, python.WRAPPERS, ("#",), python.BINDINGS),
+    "typescript": LanguageSpec(
+        "typescript", javascript.TYPESCRIPT, javascript.WRAPPERS, bindings=javascript.TYPESCRIPT_BINDINGS
+    ),
+    "tsx": LanguageSpec("tsx", javascript.TSX, javascript.WRAPPERS, bindings=javascript.TYPESCRIPT_BINDINGS),
+    "javascript": LanguageSpec(
+        "javascript", javascript.JAVASCRIPT, javascript.WRAPPERS, bindings=javascript.JAVASCRIPT_BINDINGS
+    ),
+    "go": LanguageSpec("go", go.QUERY, go.WRAPPERS, bindings=go.BINDINGS),
+    "rust": LanguageSpec("rust", rust.QUERY, line_comments=("//", "#["), bindings=rust.BINDINGS),
+    "java": LanguageSpec("java", jvm.JAVA, bindings=jvm.JAVA_BINDINGS),
     "kotlin": LanguageSpec("kotlin", jvm.KOTLIN),
     "scala": LanguageSpec("scala", jvm.SCALA),
     "c": LanguageSpec("c", c_family.C, c_family.C_WRAPPERS),

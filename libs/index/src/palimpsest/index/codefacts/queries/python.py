@@ -31,3 +31,13 @@ QUERY = r"""
   (#eq? @_module "importlib") (#eq? @dynamic.call "import_module"))
 (call function: (subscript) @dynamic.subscript_call)
 """
+
+# assignments at module and class level (constants by their upper-case name), and attributes set
+# on ``self``/``cls``: definitions a doc can name, which the chunker does not index as symbols
+BINDINGS = r"""
+(module (assignment left: (identifier) @name (#match? @name "^_*[A-Z][A-Z0-9_]*$")) @binding.constant)
+(module (assignment left: (identifier) @name) @binding.assignment)
+(class_definition body: (block (assignment left: (identifier) @name) @binding.field))
+(assignment left: (attribute object: (identifier) @_self attribute: (identifier) @name)
+  (#any-of? @_self "self" "cls")) @binding.attribute
+"""

@@ -22,6 +22,13 @@ JAVA = r"""
                           "getField" "newInstance" "invoke" "loadClass"))
 """
 
+# fields (constants when ``static final``) and enum constants
+JAVA_BINDINGS = r"""
+(field_declaration (modifiers "static" "final") declarator: (variable_declarator name: (identifier) @name)) @binding.constant
+(field_declaration declarator: (variable_declarator name: (identifier) @name)) @binding.field
+(enum_constant name: (identifier) @name) @binding.constant
+"""
+
 KOTLIN = r"""
 (class_declaration "interface" (type_identifier) @name) @definition.interface
 (class_declaration (type_identifier) @name (enum_class_body)) @definition.enum

@@ -28,3 +28,11 @@ QUERY = r"""
 (extern_crate_declaration name: (identifier) @import.extern_crate)
 (mod_item name: (identifier) @import.mod !body)
 """
+
+# constants, statics, struct fields and enum variants
+BINDINGS = r"""
+(const_item name: (identifier) @name) @binding.constant
+(static_item name: (identifier) @name) @binding.constant
+(field_declaration name: (field_identifier) @name) @binding.field
+(enum_variant name: (identifier) @name) @binding.variant
+"""

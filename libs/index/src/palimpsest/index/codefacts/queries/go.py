@@ -30,3 +30,11 @@ QUERY = r"""
   function: (selector_expression operand: (identifier) @_package) @dynamic.reflection
   (#eq? @_package "reflect"))
 """
+
+# package-level constants and variables, and struct fields
+BINDINGS = r"""
+(source_file (const_declaration (const_spec name: (identifier) @name) @binding.constant))
+(source_file (var_declaration (var_spec name: (identifier) @name) @binding.assignment))
+(source_file (var_declaration (var_spec_list (var_spec name: (identifier) @name) @binding.assignment)))
+(field_declaration name: (field_identifier) @name) @binding.field
+"""

@@ -102,3 +102,30 @@ _JSX_REFERENCES = r"""
 TYPESCRIPT = _SHARED_DEFINITIONS + _TYPESCRIPT_DEFINITIONS + _SHARED_REFERENCES + _TYPESCRIPT_REFERENCES
 TSX = TYPESCRIPT + _JSX_REFERENCES
 JAVASCRIPT = _SHARED_DEFINITIONS + _JAVASCRIPT_DEFINITIONS + _SHARED_REFERENCES + _JSX_REFERENCES
+
+# module-level variables and constants, ``this.x = …``, class fields and object keys
+_SHARED_BINDINGS = r"""
+(program (lexical_declaration "const" (variable_declarator name: (identifier) @name) @binding.constant))
+(program (lexical_declaration (variable_declarator name: (identifier) @name) @binding.assignment))
+(program (variable_declaration (variable_declarator name: (identifier) @name) @binding.assignment))
+(program (export_statement (lexical_declaration "const" (variable_declarator name: (identifier) @name) @binding.constant)))
+(program (export_statement (lexical_declaration (variable_declarator name: (identifier) @name) @binding.assignment)))
+(program (export_statement (variable_declaration (variable_declarator name: (identifier) @name) @binding.assignment)))
+(assignment_expression left: (member_expression object: (this) property: (property_identifier) @name)) @binding.attribute
+(program (expression_statement (assignment_expression
+  left: (member_expression property: (property_identifier) @name)) @binding.attribute))
+(pair key: (property_identifier) @name) @binding.key
+"""
+TYPESCRIPT_BINDINGS = (
+    _SHARED_BINDINGS
+    + r"""
+(public_field_definition name: (property_identifier) @name) @binding.field
+(property_signature name: (property_identifier) @name) @binding.field
+"""
+)
+JAVASCRIPT_BINDINGS = (
+    _SHARED_BINDINGS
+    + r"""
+(field_definition property: (property_identifier) @name) @binding.field
+"""
+)

@@ -3,6 +3,8 @@
 Languages and queries are immutable once built and are shared process-wide; a ``Parser``
 carries parse state, so each thread gets its own (built once per thread, never per file).
 Grammars come from tree-sitter-language-pack 0.13.0, which bundles them: nothing downloads.
+tree-sitter is the ``treesitter`` extra of palimpsest-index: import this module only where it is
+installed (the chunker, analyzer and reviewer images); :func:`available` asks without importing it.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from typing import TYPE_CHECKING, cast
 from tree_sitter import Language, Parser, Query, QueryError
 from tree_sitter_language_pack import get_language
 
-from palimpsest.chunker.parsing.errors import GrammarUnavailableError
-
 if TYPE_CHECKING:
     from tree_sitter_language_pack import SupportedLanguage
 
-__all__ = ["error_query", "language", "parser", "query"]
+__all__ = ["GrammarUnavailableError", "error_query", "language", "parser", "query"]
+
+
+class GrammarUnavailableError(Exception):
+    """A grammar or query could not be loaded from the bundled language pack."""
+
 
 _ERRORS = "(ERROR) @error (MISSING) @missing"
 _local = threading.local()
