@@ -7,6 +7,7 @@ from palimpsest.index.codefacts.classify import (
     FileFacts,
     Kind,
     classify,
+    is_benchmark,
     is_changelog,
     is_ci_config,
     is_definition_site,
@@ -18,6 +19,7 @@ from palimpsest.index.codefacts.classify import (
     is_primary_source,
     is_test,
     is_vendored,
+    superseded_version_dirs,
 )
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "FileFacts",
     "Kind",
     "classify",
+    "is_benchmark",
     "is_changelog",
     "is_ci_config",
     "is_definition_site",
@@ -36,4 +39,5 @@ __all__ = [
     "is_primary_source",
     "is_test",
     "is_vendored",
+    "superseded_version_dirs",
 ]

@@ -448,6 +448,11 @@ def _call_facts(collected: _Collected, locator: _Locator) -> list[Fact]:
     ]
 
 
+_GENERAL_IMPORT = {"pub_use": "use"}
+"""An import kind that is a narrower reading of another (a Rust ``pub use`` is a ``use`` that
+re-exports): when both patterns match one statement, only the narrower fact is kept."""
+
+
 def _import_facts(collected: _Collected) -> list[Fact]:
     facts: dict[tuple[str, int, str | None, str], Fact] = {}
     for label, node, imported in collected.imports:
@@ -460,6 +465,10 @@ def _import_facts(collected: _Collected) -> list[Fact]:
         name = " ".join(_text(imported).split()) or None
         fact = Fact("import", specifier, node.start_point.row + 1, target=name, detail=kind)
         facts.setdefault((specifier, fact.line, name, kind), fact)
+    for specifier, line, name, kind in list(facts):
+        general = _GENERAL_IMPORT.get(kind)
+        if general is not None:  # the specific reading of a statement replaces the general one
+            facts.pop((specifier, line, name, general), None)
     return list(facts.values())
 
 

@@ -69,7 +69,8 @@ class Fact(NamedTuple):
     * ``import`` -- ``name`` is the module specifier as written (``./foo``, ``..pkg.mod``,
       ``github.com/a/b``, ``crate::x::{a, b}``, ``java.util.List``); ``target`` is the
       imported name of a Python ``from`` import; ``detail`` the import kind (``import``,
-      ``from``, ``reexport``, ``require``, ``dynamic_import``, ``use``, ``mod``, ``include``,
+      ``from``, ``reexport``, ``require``, ``dynamic_import``, ``use``, ``pub_use`` (a Rust ``use``
+      that re-exports), ``mod``, ``include``,
       ``static_import``, ...).
     * ``dynamic`` -- a dispatch site no static reading resolves: ``name`` says what
       (``getattr``, ``subscript_call``, ``reflection``, ``function_pointer``, ...),

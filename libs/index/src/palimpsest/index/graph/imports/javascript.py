@@ -103,7 +103,7 @@ class JavaScriptResolver:
         self._texts = context.texts
         self._configs: dict[str, _Config | None] = {}
         self._nearest: dict[str, _Config | None] = {}
-        self._packages = self._workspace_packages()
+        self.packages = self._workspace_packages()
 
     # ------------------------------------------------------------------ configuration
 
@@ -210,7 +210,7 @@ class JavaScriptResolver:
         return None
 
     def _workspace(self, spec: str) -> Outcome | None:
-        for package in self._packages:
+        for package in self.packages:
             if spec != package.name and not spec.startswith(package.name + "/"):
                 continue
             rest = spec[len(package.name) + 1 :]

@@ -25,6 +25,7 @@ QUERY = r"""
 (type_identifier) @reference.type
 
 (use_declaration argument: (_) @import.use)
+(use_declaration (visibility_modifier) argument: (_) @import.pub_use)
 (extern_crate_declaration name: (identifier) @import.extern_crate)
 (mod_item name: (identifier) @import.mod !body)
 """
