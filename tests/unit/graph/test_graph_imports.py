@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from palimpsest.index.graph.model import EdgeKind, Graph
 from tests.unit.graph.support import graph_of
 
@@ -174,3 +176,57 @@ def test_jvm_c_ruby_php_by_path_suffix() -> None:
     assert report.external_imports["java"] == 1
     assert report.external_imports["stdio.h"] == 1
     assert report.external_imports["json"] == 1
+
+
+_EXPORTS_PACKAGE = {
+    "name": "@acme/kit",
+    "main": "./dist/index.cjs",
+    "exports": {
+        "./package.json": "./package.json",
+        ".": {
+            "@acme/source": "./src/index.ts",
+            "import": {"types": "./dist/index.d.mts", "default": "./dist/index.mjs"},
+        },
+        "./adapters/*": {"import": "./dist/adapters/*.mjs", "require": "./dist/adapters/*.cjs"},
+        "./adapters/internal/*": None,
+        "./http": {"types": "./lib/esm/http/index.d.ts", "default": "./lib/esm/http/index.js"},
+        "./legacy": ["./dist/legacy.js"],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("specifier", "expected"),
+    [
+        ("@acme/kit", "packages/kit/src/index.ts"),  # a custom (source) condition first
+        ("@acme/kit/adapters/express", "packages/kit/src/adapters/express.ts"),  # pattern, dist -> src
+        ("@acme/kit/http", "packages/kit/src/http/index.ts"),  # nested build folders, index
+        ("@acme/kit/legacy", "packages/kit/src/legacy.ts"),  # an array of targets
+        ("@acme/kit/util/deep", "packages/kit/src/util/deep.ts"),  # not in the map: the subpath convention
+        ("@acme/bare", "packages/bare/src/main.ts"),  # exports as one string, built file mapped back
+        ("@acme/conds", "packages/conds/src/index.ts"),  # exports as conditions only
+    ],
+)
+def test_a_workspace_package_resolves_through_its_exports_map(specifier: str, expected: str) -> None:
+    graph, report = graph_of(
+        {
+            "packages/kit/package.json": json.dumps(_EXPORTS_PACKAGE),
+            "packages/kit/src/index.ts": "export const a = 1\n",
+            "packages/kit/src/adapters/express.ts": "export const e = 1\n",
+            "packages/kit/src/http/index.ts": "export const h = 1\n",
+            "packages/kit/src/legacy.ts": "export const l = 1\n",
+            "packages/kit/src/util/deep.ts": "export const d = 1\n",
+            "packages/bare/package.json": json.dumps({"name": "@acme/bare", "exports": "./dist/main.js"}),
+            "packages/bare/src/main.ts": "export const m = 1\n",
+            "packages/conds/package.json": json.dumps(
+                {
+                    "name": "@acme/conds",
+                    "exports": {"types": "./build/index.d.ts", "default": "./build/index.js"},
+                }
+            ),
+            "packages/conds/src/index.ts": "export const c = 1\n",
+            "app/main.ts": f'import {{ x }} from "{specifier}"\n',
+        }
+    )
+    assert imports_of(graph, "app/main.ts") == {expected}
+    assert report.workspace_packages == 3
