@@ -230,3 +230,25 @@ def test_a_workspace_package_resolves_through_its_exports_map(specifier: str, ex
     )
     assert imports_of(graph, "app/main.ts") == {expected}
     assert report.workspace_packages == 3
+
+
+def test_go_local_replace_directives_map_module_paths_to_directories() -> None:
+    graph, report = graph_of(
+        {
+            "app/go.mod": (
+                "module example.com/app\n\ngo 1.22\n\nrequire example.com/lib v1.0.0\n\n"
+                "replace example.com/lib => ../lib\n\n"
+                "replace (\n\texample.com/util v1.2.0 => ../shared/util // local\n"
+                "\texample.com/remote => example.com/fork v1.0.0\n)\n"
+            ),
+            "app/main.go": (
+                'package main\n\nimport (\n\t"example.com/lib/store"\n\t"example.com/util"\n'
+                '\t"example.com/remote"\n)\n\nfunc main() { store.Open(); util.Do(); remote.X() }\n'
+            ),
+            "lib/store/store.go": "package store\n\nfunc Open() {}\n",
+            "shared/util/util.go": "package util\n\nfunc Do() {}\n",
+        }
+    )
+    assert imports_of(graph, "app/main.go") == {"lib/store/store.go", "shared/util/util.go"}
+    # a replacement by another module path is not a directory of this tree
+    assert report.external_imports["example.com/remote"] == 1
