@@ -42,6 +42,7 @@ _GO_IMPORT_LINE = re.compile(r'^import\s+(?:\w+\s+)?"([^"]+)"', re.M)
 _GO_SPEC = re.compile(r'"([^"]+)"')
 _GO_MODULE = re.compile(r"^module\s+(\S+)", re.M)
 _RS_USE = re.compile(r"^\s*(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", re.M)
+_CARGO_NAME = re.compile(r'^\[package\][^\[]*?^name\s*=\s*"([^"]+)"', re.M | re.S)
 _RS_MOD = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", re.M)
 
 
@@ -90,6 +91,11 @@ class ImportReader:
             posixpath.dirname(p): m.group(1)
             for p, t in texts.items()
             if posixpath.basename(p) == "go.mod" and (m := _GO_MODULE.search(t))
+        }
+        self.crates = {
+            m.group(1).replace("-", "_"): posixpath.join(posixpath.dirname(p), "src")
+            for p, t in texts.items()
+            if posixpath.basename(p) == "Cargo.toml" and (m := _CARGO_NAME.search(t))
         }
         self._edges: dict[str, tuple[set[str], set[str]]] = {}
 
@@ -284,8 +290,11 @@ class ImportReader:
                     if parts[0] == "super":
                         base = posixpath.dirname(base)
                     parts = parts[1:]
+            elif parts[0] in self.crates:  # a crate of this workspace, by name
+                base = self.crates[parts[0]].lstrip("/")
+                parts = parts[1:]
             else:
-                continue  # another crate: not resolved by this floor
+                continue  # a crate from outside the tree
             for n in range(len(parts), -1, -1):
                 prefix = "/".join(parts[:n])
                 folder = posixpath.join(base, prefix) if prefix else base
