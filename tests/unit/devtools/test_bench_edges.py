@@ -84,3 +84,16 @@ def test_the_bench_reports_precision_on_a_planted_repository(tmp_path: Path) -> 
     assert result["sampled"] == result["edges"] >= 3
     assert result["precision"] == 1.0
     assert result["barrels"] >= 3
+
+
+def test_star_imports_on_consecutive_lines_are_each_read() -> None:
+    reader = ImportReader(
+        {
+            "pkg/__init__.py": "from ._a import *\nfrom ._b import *\nfrom ._c import (\n    x,\n    y,\n)\n",
+            "pkg/_a.py": "",
+            "pkg/_b.py": "",
+            "pkg/_c.py": "",
+            "use.py": "import pkg\n",
+        }
+    )
+    assert {"pkg/_a.py", "pkg/_b.py", "pkg/_c.py"} <= reader.reachable("use.py")

@@ -35,8 +35,10 @@ _JS_EXPORT_FROM = re.compile(
     r"""(?:^|[\s;}])export\s+(?:type\s+)?(?:\*|\*\s+as\s+\w+|\{[^}]*\})\s+from\s+["']([^"']+)["']"""
 )
 _JS_CALL = re.compile(r"""(?:require|import)\s*\(\s*["']([^"']+)["']\s*\)""")
-_PY_IMPORT = re.compile(r"^\s*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M)
-_PY_FROM = re.compile(r"^\s*from\s+(\.*[\w.]*)\s+import\s+\(?\s*([\w*][\w\s,*]*)", re.M)
+_PY_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)", re.M)
+_PY_FROM = re.compile(
+    r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(?:\(([^)]*)\)|([\w*][\w \t,*]*))", re.M
+)
 _GO_IMPORT_BLOCK = re.compile(r"^import\s*\((.*?)\)", re.M | re.S)
 _GO_IMPORT_LINE = re.compile(r'^import\s+(?:\w+\s+)?"([^"]+)"', re.M)
 _GO_SPEC = re.compile(r'"([^"]+)"')
@@ -153,9 +155,9 @@ class ImportReader:
         for group in _PY_IMPORT.findall(text):
             for module in group.split(","):
                 imports |= self._py(path, module.strip(), None)
-        for module, names in _PY_FROM.findall(text):
+        for module, grouped, names in _PY_FROM.findall(text):
             found: set[str] = set()
-            for name in names.replace("(", " ").split(","):
+            for name in (grouped or names).split(","):
                 found |= self._py(path, module, name.split()[0] if name.split() else None)
             imports |= found
             if init:
