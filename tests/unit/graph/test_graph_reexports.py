@@ -201,3 +201,23 @@ def test_tests_and_set_aside_code_reach_their_own_kind_by_name() -> None:
     }
     assert set(_fallback(files, "bench/other/run.ts")[0]) == {"bench/helpers.ts"}
     assert set(_fallback(files, "tests/unit/a.test.ts")[0]) == {"tests/helpers.ts"}
+
+
+def test_a_major_version_folder_answers_its_own_files_by_name() -> None:
+    files = {
+        "src/v3/types.ts": "export function merge() { return 3 }\n",
+        "src/v3/use.ts": "export function go() { merge(); timeIt() }\n",
+        "src/v3/tests/a.test.ts": "export function go() { helper() }\n",
+        "src/v4/types.ts": "export function merge() { return 4 }\n",
+        "src/v4/tests/helpers.ts": "export function helper() { return 0 }\n",
+        "src/v4/use.ts": "export function go() { merge() }\n",
+        "bench/helpers.ts": "export function timeIt() { return 0 }\n",
+        "lib/use.ts": "export function go() { merge() }\n",
+    }
+    # the old version's code reaches the old definition, never the new one nor a benchmark
+    assert set(_fallback(files, "src/v3/use.ts")[0]) == {"src/v3/types.ts"}
+    # a test of the old version does not reach the new version's test helpers by name
+    assert _fallback(files, "src/v3/tests/a.test.ts")[0] == {}
+    # the new version answers its own files and files outside every version folder
+    assert set(_fallback(files, "src/v4/use.ts")[0]) == {"src/v4/types.ts"}
+    assert set(_fallback(files, "lib/use.ts")[0]) == {"src/v4/types.ts"}

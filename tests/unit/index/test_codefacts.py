@@ -18,6 +18,7 @@ from palimpsest.index.codefacts import (
     is_lockfile,
     is_primary_source,
     is_test,
+    rival_version_dirs,
     superseded_version_dirs,
 )
 
@@ -210,3 +211,8 @@ def test_case_does_not_matter() -> None:
 )
 def test_superseded_version_dirs(paths: list[str], superseded: set[str]) -> None:
     assert superseded_version_dirs(paths) == superseded
+
+
+def test_rival_version_dirs_say_which_is_superseded() -> None:
+    paths = ["src/v3/a.ts", "src/v4/a.ts", "src/v4/core/v1/x.ts", "cmd/v2/main.go"]
+    assert rival_version_dirs(paths) == {"src/v3": True, "src/v4": False}

@@ -19,6 +19,7 @@ from palimpsest.index.codefacts.classify import (
     is_primary_source,
     is_test,
     is_vendored,
+    rival_version_dirs,
     superseded_version_dirs,
 )
 
@@ -39,5 +40,6 @@ __all__ = [
     "is_primary_source",
     "is_test",
     "is_vendored",
+    "rival_version_dirs",
     "superseded_version_dirs",
 ]

@@ -59,6 +59,7 @@ __all__ = [
     "is_primary_source",
     "is_test",
     "is_vendored",
+    "rival_version_dirs",
     "superseded_version_dirs",
 ]
 
@@ -392,10 +393,11 @@ def is_definition_site(path: str) -> bool:
     return classify(path).kind in (Kind.CODE, Kind.EXAMPLE)
 
 
-def superseded_version_dirs(paths: Iterable[str]) -> frozenset[str]:
-    """Folders of a superseded major version: ``v3`` beside a ``v4`` under the same parent (any
-    depth). Unlike :func:`classify` this needs the tree, not one path: a lone ``v2`` (a Go module's
-    major-version folder) is the current version, not a superseded one."""
+def rival_version_dirs(paths: Iterable[str]) -> dict[str, bool]:
+    """Major-version folders with a rival: ``v3`` and ``v4`` under the same parent (any depth),
+    each mapped to whether it is superseded (every version but the newest). Unlike
+    :func:`classify` this needs the tree, not one path: a lone ``v2`` (a Go module's
+    major-version folder) is the current version and has no rival."""
     versions: dict[str, dict[int, str]] = {}
     seen: set[str] = set()
     for path in paths:
@@ -411,12 +413,17 @@ def superseded_version_dirs(paths: Iterable[str]) -> frozenset[str]:
             match = _VERSION_DIR.match(parts[depth - 1].lower())
             if match:
                 versions.setdefault("/".join(parts[: depth - 1]), {})[int(match.group(1))] = folder
-    superseded: set[str] = set()
+    rivals: dict[str, bool] = {}
     for found in versions.values():
         if len(found) > 1:
             newest = max(found)
-            superseded.update(folder for version, folder in found.items() if version != newest)
-    return frozenset(superseded)
+            rivals.update((folder, version != newest) for version, folder in found.items())
+    return rivals
+
+
+def superseded_version_dirs(paths: Iterable[str]) -> frozenset[str]:
+    """Folders of a superseded major version: ``v3`` beside a ``v4`` (:func:`rival_version_dirs`)."""
+    return frozenset(folder for folder, superseded in rival_version_dirs(paths).items() if superseded)
 
 
 def is_benchmark(path: str) -> bool:

@@ -17,9 +17,11 @@ resolver silently misses every definer that sorts after the referencing file).
   C translation units); else all (the bare-name fallback) — and each of the N left gets 1/N.
   Definitions nested in a function are local and answer no other file. By bare name (routes
   after the imports), definitions in tests answer only tests (code never depends on tests), and
-  definitions in examples, benchmarks and a superseded major-version folder (``v3`` beside a
-  ``v4``, :func:`~palimpsest.index.codefacts.superseded_version_dirs`) answer only files of
-  their own kind: a file reaches them only by importing them. A name with more than
+  definitions in examples and benchmarks answer only files of their own kind, and a
+  major-version folder with a rival (``v3`` beside ``v4``,
+  :func:`~palimpsest.index.codefacts.rival_version_dirs`) answers its own files, the newest
+  one also files outside every version folder: any other file reaches them only by importing
+  them. A name with more than
   ``max_definers`` candidates makes no edge at all (it would be noise) and is reported;
 * calls: symbol -> symbol, from the innermost definition around the call site; a name defined
   in the same file wins, otherwise candidates as for references;
@@ -38,7 +40,7 @@ from collections.abc import Sequence
 from itertools import islice
 from pathlib import PurePosixPath
 
-from palimpsest.index.codefacts import Kind, classify, superseded_version_dirs
+from palimpsest.index.codefacts import Kind, classify, rival_version_dirs
 from palimpsest.index.graph.docs import governed_paths, superseded_docs
 from palimpsest.index.graph.facts import FactRow, FileFacts, SnapshotFacts
 from palimpsest.index.graph.gcpause import gc_paused
@@ -62,9 +64,9 @@ _PYTHON_INITS = frozenset({"__init__.py", "__init__.pyi"})
 _MAX_REEXPORTED = 4000
 """A barrel reaching more modules than this is cut there (a whole repository re-exported)."""
 
-# the role of a file for bare-name resolution: product code, tests, and code set aside
-# (examples, benchmarks, a superseded major version) that only its own kind reaches by name
-_PRODUCT, _TEST, _ASIDE = 0, 1, 2
+# the role of a file for bare-name resolution: product code, tests, and code set aside that
+# only its own kind reaches by name (examples, benchmarks)
+_PRODUCT, _TEST, _EXAMPLE, _BENCHMARK = 0, 1, 2, 3
 _QUALIFIER = re.compile(r"\.|::|#|->")
 
 MAX_DEFINERS = 25
@@ -88,7 +90,8 @@ class _Resolution:
         self.definers: dict[str, dict[str, tuple[int, bool]]] = {}
         self.by_dir: dict[tuple[str, str], list[str]] = {}
         self._roles: dict[str, int] = {}
-        self._superseded = superseded_version_dirs(f.path for f in self.files)
+        self._versions = rival_version_dirs(f.path for f in self.files)  # folder -> superseded
+        self._version_of: dict[str, str | None] = {}
         self.imported: dict[str, set[str]] = {}
         self.reexports: dict[str, list[str]] = {}  # barrel -> the modules it re-exports
         self._through: dict[str, frozenset[str]] = {}  # barrel -> every module it reaches
@@ -190,15 +193,39 @@ class _Resolution:
             facts = classify(path)
             if facts.kind is Kind.TEST:
                 known = _TEST
-            elif facts.kind is Kind.EXAMPLE or facts.benchmark or self._is_superseded(path):
-                known = _ASIDE
+            elif facts.kind is Kind.EXAMPLE:
+                known = _EXAMPLE
+            elif facts.benchmark:
+                known = _BENCHMARK
             else:
                 known = _PRODUCT
             self._roles[path] = known
         return known
 
-    def _is_superseded(self, path: str) -> bool:
-        return any(path.startswith(folder + "/") for folder in self._superseded)
+    def _version(self, path: str) -> str | None:
+        """The major-version folder (one with a rival, ``v3`` beside ``v4``) ``path`` is under."""
+        if not self._versions:
+            return None
+        if path in self._version_of:
+            return self._version_of[path]
+        found = next((folder for folder in self._versions if path.startswith(folder + "/")), None)
+        self._version_of[path] = found
+        return found
+
+    def _by_name(self, path: str, definer: str) -> bool:
+        """Whether a bare-name match from ``path`` may mean ``definer``: tests answer tests,
+        examples and benchmarks their own kind; a major-version folder answers itself, and
+        the newest one also answers files outside every version folder."""
+        if definer == path:
+            return False
+        role = self._role(definer)
+        if role not in (_PRODUCT, self._role(path)):
+            return False
+        theirs = self._version(definer)
+        if theirs is None:
+            return True
+        ours = self._version(path)
+        return theirs == ours or (ours is None and not self._versions[theirs])
 
     def _reexported(self, barrel: str) -> frozenset[str]:
         """Every module ``barrel`` re-exports, transitively (cycles end at a module seen)."""
@@ -246,13 +273,9 @@ class _Resolution:
                 scoped = sorted((p, entry[p][0]) for p in pool if p in through and p in entry)
                 if scoped:
                     return scoped, "barrel"
-        role = self._role(path)
 
         def allowed(p: str) -> bool:
-            if p == path:
-                return False
-            other = self._role(p)
-            return other in (_PRODUCT, role)
+            return self._by_name(path, p)
 
         if len(entry) <= 2:
             found = [(p, entry[p][0]) for p in entry if allowed(p)]
