@@ -221,3 +221,12 @@ def test_a_major_version_folder_answers_its_own_files_by_name() -> None:
     # the new version answers its own files and files outside every version folder
     assert set(_fallback(files, "src/v4/use.ts")[0]) == {"src/v4/types.ts"}
     assert set(_fallback(files, "lib/use.ts")[0]) == {"src/v4/types.ts"}
+
+
+def test_member_calls_are_counted_by_route() -> None:
+    _, report = graph_of(CASES[0][1])  # z.union(), z.refine() through the barrels
+    assert report.member_routes["barrel"] == 4  # two names, each a reference and a call
+    assert sum(report.member_routes.values()) == 4
+    text = report.text()
+    assert "member calls (x.m()) by route: through imports 0, through re-export barrels 4" in text
+    assert "references that fell back to a bare name, by language: none" in text

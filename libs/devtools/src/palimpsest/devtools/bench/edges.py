@@ -396,6 +396,7 @@ def run_bench_edges(repo: Path, rev: str = "HEAD", sample: int = 400, seed: int 
         },
         # (read with getattr: the bench also checks graphs built by an older resolver)
         "routes": dict(getattr(report, "routes", {})),
+        "member_call_routes": dict(getattr(report, "member_routes", {})),
         "barrels": getattr(report, "barrels", None),
         "workspace_packages": getattr(report, "workspace_packages", None),
         "misses": misses,

@@ -158,14 +158,15 @@ class _Resolution:
             assert source is not None
             for fact in file.facts:
                 if fact.kind == "reference":
-                    self._link(file, source, fact.name, EdgeKind.REFERENCES)
+                    self._link(file, source, fact.name, EdgeKind.REFERENCES, fact.detail == "member")
                 elif fact.kind == "call":
                     caller = self.builder.symbol(file.path, fact.target) if fact.target else None
                     local = self.builder.symbol(file.path, fact.name)
                     if local is not None:
                         self.builder.add_edge(caller if caller is not None else source, local, EdgeKind.CALLS)
                     else:
-                        self._link(file, caller if caller is not None else source, fact.name, EdgeKind.CALLS)
+                        origin = caller if caller is not None else source
+                        self._link(file, origin, fact.name, EdgeKind.CALLS, fact.detail == "member")
                 elif fact.kind == "dynamic":
                     self.report.dynamic.append(
                         DynamicSite(file.path, fact.line, fact.name, fact.target, fact.detail)
@@ -286,11 +287,13 @@ class _Resolution:
             return nearby, "directory"
         return list(islice(((p, entry[p][0]) for p in entry if allowed(p)), self.max_definers + 1)), "name"
 
-    def _link(self, file: FileFacts, source: int, name: str, kind: EdgeKind) -> None:
+    def _link(self, file: FileFacts, source: int, name: str, kind: EdgeKind, member: bool = False) -> None:
         candidates, route = self._candidates(file.path, name)
         if not candidates:
             return  # defined nowhere in the tree (a library or builtin name), or only set aside
         self.report.routes[route] += 1
+        if member:  # x.m(): resolved through what the file imports, or by the name alone
+            self.report.member_routes[route] += 1
         if route == "name":
             self.report.bare_name_by_language[file.language or "?"] += 1
         if len(candidates) > 1:

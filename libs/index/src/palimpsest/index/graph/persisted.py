@@ -242,6 +242,7 @@ def _report_dict(report: GraphReport) -> dict[str, Any]:
         "barrels": report.barrels,
         "workspace_packages": report.workspace_packages,
         "routes": report.routes,
+        "member_routes": report.member_routes,
         "bare_name_by_language": report.bare_name_by_language,
     }
 
@@ -263,6 +264,7 @@ def _report_of(data: dict[str, Any]) -> GraphReport:
         barrels=data["barrels"],
         workspace_packages=data["workspace_packages"],
         routes=Counter(data["routes"]),
+        member_routes=Counter(data["member_routes"]),
         bare_name_by_language=Counter(data["bare_name_by_language"]),
     )
 

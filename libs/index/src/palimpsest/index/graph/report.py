@@ -100,6 +100,7 @@ class GraphReport:
     barrels: int = 0  # files whose imports re-export (TS/JS export-from, Python __init__, Rust pub use)
     workspace_packages: int = 0  # JS/TS package.json names an import may name
     routes: Counter[str] = field(default_factory=Counter)  # references by how their definers were found
+    member_routes: Counter[str] = field(default_factory=Counter)  # the member calls (x.m()) among them
     bare_name_by_language: Counter[str] = field(default_factory=Counter)
 
     def ambiguous_sorted(self) -> list[AmbiguousName]:
@@ -127,6 +128,7 @@ class GraphReport:
                 "barrels": self.barrels,
                 "workspace_packages": self.workspace_packages,
                 "routes": {route: self.routes.get(route, 0) for route in ROUTES},
+                "member_call_routes": {route: self.member_routes.get(route, 0) for route in ROUTES},
                 "bare_name_by_language": dict(self.bare_name_by_language.most_common()),
             },
             "ambiguous_names": [a.as_dict() for a in self.ambiguous_sorted()],
@@ -158,6 +160,10 @@ class GraphReport:
         lines.append(
             "references by route: "
             + ", ".join(f"{ROUTE_TITLES[route]} {self.routes.get(route, 0)}" for route in ROUTES)
+        )
+        lines.append(
+            "member calls (x.m()) by route: "
+            + ", ".join(f"{ROUTE_TITLES[route]} {self.member_routes.get(route, 0)}" for route in ROUTES)
         )
         lines.append(
             _counts("references that fell back to a bare name, by language", self.bare_name_by_language)

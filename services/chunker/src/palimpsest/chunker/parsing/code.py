@@ -47,6 +47,7 @@ _FACT_ORDER = attrgetter("line", "kind", "name")
 _DEFINING_ROLES = frozenset({"definition", "declaration", "container"})
 _CHUNK_ROLES = frozenset({"definition", "container"})
 _NAMING_ROLES = frozenset({"name", "receiver", "imported", "import"})
+_CALL_LABELS = frozenset({"call", "member"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ class _Match:
 class _Collected:
     definitions: dict[tuple[int, int], _Match] = field(default_factory=dict)
     references: dict[bytes, tuple[Node, str]] = field(default_factory=dict)
-    calls: list[tuple[bytes, int, Node]] = field(default_factory=list)
+    calls: list[tuple[bytes, int, Node, str]] = field(default_factory=list)  # name, offset, node, label
     imports: list[tuple[str, Node, Node | None]] = field(default_factory=list)
     dynamic: list[tuple[str, Node]] = field(default_factory=list)
 
@@ -148,8 +149,8 @@ def _collect(matches: list[tuple[int, dict[str, list[Node]]]]) -> _Collected:
             if role == "reference":
                 node = nodes[0]
                 name = node.text or b""
-                if label == "call":
-                    calls.append((name, node.start_byte, node))
+                if label in _CALL_LABELS:
+                    calls.append((name, node.start_byte, node, label))
                 if name not in references:
                     references[name] = (node, label)
             elif role in _DEFINING_ROLES:
@@ -437,14 +438,20 @@ def _reference_facts(collected: _Collected, definitions: list[_Definition]) -> l
 
 
 def _call_facts(collected: _Collected, locator: _Locator) -> list[Fact]:
-    seen: dict[tuple[bytes, str], Node] = {}
-    for raw, offset, node in collected.calls:
+    seen: dict[tuple[bytes, str], tuple[Node, str]] = {}
+    for raw, offset, node, label in collected.calls:
         caller = locator.enclosing(offset)
         if caller is not None:
-            seen.setdefault((raw, caller.name), node)
+            seen.setdefault((raw, caller.name), (node, label))
     return [
-        Fact("call", raw.decode("utf-8", "replace"), node.start_point.row + 1, target=caller)
-        for (raw, caller), node in seen.items()
+        Fact(
+            "call",
+            raw.decode("utf-8", "replace"),
+            node.start_point.row + 1,
+            target=caller,
+            detail="member" if label == "member" else None,
+        )
+        for (raw, caller), (node, label) in seen.items()
     ]
 
 

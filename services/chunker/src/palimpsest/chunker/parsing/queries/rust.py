@@ -18,7 +18,7 @@ QUERY = r"""
          (scoped_type_identifier name: (type_identifier) @name)]) @container.impl
 
 (call_expression function: (identifier) @reference.call)
-(call_expression function: (field_expression field: (field_identifier) @reference.call))
+(call_expression function: (field_expression field: (field_identifier) @reference.member))
 (call_expression function: (scoped_identifier name: (identifier) @reference.call))
 (call_expression function: (generic_function function: (identifier) @reference.call))
 (macro_invocation macro: (identifier) @reference.call)
