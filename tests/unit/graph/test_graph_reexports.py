@@ -230,3 +230,18 @@ def test_member_calls_are_counted_by_route() -> None:
     text = report.text()
     assert "member calls (x.m()) by route: through imports 0, through re-export barrels 4" in text
     assert "references that fell back to a bare name, by language: none" in text
+
+
+def test_by_bare_name_a_js_file_reaches_only_its_own_package() -> None:
+    files = {
+        "package.json": '{"name": "root"}',
+        "packages/a/package.json": '{"name": "@x/a"}',
+        "packages/a/src/local.ts": "export function shared() { return 1 }\n",
+        "packages/a/src/use.ts": "export function go() { shared(); other() }\n",
+        "packages/b/package.json": '{"name": "@x/b"}',
+        "packages/b/src/other.ts": "export function other() { return 2 }\nexport function shared() { return 2 }\n",
+        "packages/b/src/use.ts": 'import { other } from "@x/a"\nexport function go() { other() }\n',
+        "scripts/tool.ts": "export function other() { return 3 }\n",
+    }
+    # its own package's definer, never another package's or the root's
+    assert set(_fallback(files, "packages/a/src/use.ts")[0]) == {"packages/a/src/local.ts"}

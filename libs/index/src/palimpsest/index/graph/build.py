@@ -16,7 +16,9 @@ resolver silently misses every definer that sorts after the referencing file).
   barrels it imports; else the only definer; else those in the same directory (Go packages,
   C translation units); else all (the bare-name fallback) — and each of the N left gets 1/N.
   Definitions nested in a function are local and answer no other file. By bare name (routes
-  after the imports), definitions in tests answer only tests (code never depends on tests), and
+  after the imports), a JS/TS file reaches only definers of its own package (the folder of
+  the nearest ``package.json``: names cross packages through imports), definitions in tests
+  answer only tests (code never depends on tests), and
   definitions in examples and benchmarks answer only files of their own kind, and a
   major-version folder with a rival (``v3`` beside ``v4``,
   :func:`~palimpsest.index.codefacts.rival_version_dirs`) answers its own files, the newest
@@ -91,6 +93,10 @@ class _Resolution:
         self.by_dir: dict[tuple[str, str], list[str]] = {}
         self._roles: dict[str, int] = {}
         self._versions = rival_version_dirs(f.path for f in self.files)  # folder -> superseded
+        # JS/TS package folders (a package.json): names cross them only through imports
+        self._packages = frozenset(dirname(p) for p in self.texts if p.rpartition("/")[2] == "package.json")
+        self._package_of: dict[str, str | None] = {}
+        self.languages = {f.path: f.language for f in self.files}
         self._version_of: dict[str, str | None] = {}
         self.imported: dict[str, set[str]] = {}
         self.reexports: dict[str, list[str]] = {}  # barrel -> the modules it re-exports
@@ -213,14 +219,35 @@ class _Resolution:
         self._version_of[path] = found
         return found
 
+    def _package(self, path: str) -> str | None:
+        """The JS/TS package folder (nearest ``package.json``) of ``path``, or ``None``."""
+        if path in self._package_of:
+            return self._package_of[path]
+        directory: str | None = dirname(path)
+        found: str | None = None
+        while directory is not None:
+            if directory in self._packages:
+                found = directory
+                break
+            directory = dirname(directory) if directory else None
+        self._package_of[path] = found
+        return found
+
     def _by_name(self, path: str, definer: str) -> bool:
         """Whether a bare-name match from ``path`` may mean ``definer``: tests answer tests,
-        examples and benchmarks their own kind; a major-version folder answers itself, and
-        the newest one also answers files outside every version folder."""
+        examples and benchmarks their own kind; a JS/TS file only files of its own package
+        (another package's names come through an import); a major-version folder answers
+        itself, and the newest one also answers files outside every version folder."""
         if definer == path:
             return False
         role = self._role(definer)
         if role not in (_PRODUCT, self._role(path)):
+            return False
+        if (
+            self._packages
+            and self.languages.get(path) in _JAVASCRIPT
+            and self._package(definer) != self._package(path)
+        ):
             return False
         theirs = self._version(definer)
         if theirs is None:
