@@ -215,14 +215,16 @@ def test_references_are_names_not_defined_in_the_file() -> None:
     facts = analyze_file("billing.py", PYTHON, "python").facts
     references = {f.name: f.detail for f in facts if f.kind == "reference"}
     assert references == {
-        "apply": "call",
+        "apply": "member",  # a member call: x.apply()
         "sum": "call",
         "Summary": "type",
         "print": "call",
         "make_helper": "call",
-        "render": "call",
+        "render": "member",
         "configure": "call",
     }
+    members = {f.name for f in facts if f.kind == "call" and f.detail == "member"}
+    assert members == {"apply", "render", "total"}  # invoice.total(TAX) too
 
 
 def test_typescript_type_references_and_calls_into_methods() -> None:

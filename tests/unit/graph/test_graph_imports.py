@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from palimpsest.index.graph.model import EdgeKind, Graph
 from tests.unit.graph.support import graph_of
 
@@ -174,3 +176,79 @@ def test_jvm_c_ruby_php_by_path_suffix() -> None:
     assert report.external_imports["java"] == 1
     assert report.external_imports["stdio.h"] == 1
     assert report.external_imports["json"] == 1
+
+
+_EXPORTS_PACKAGE = {
+    "name": "@acme/kit",
+    "main": "./dist/index.cjs",
+    "exports": {
+        "./package.json": "./package.json",
+        ".": {
+            "@acme/source": "./src/index.ts",
+            "import": {"types": "./dist/index.d.mts", "default": "./dist/index.mjs"},
+        },
+        "./adapters/*": {"import": "./dist/adapters/*.mjs", "require": "./dist/adapters/*.cjs"},
+        "./adapters/internal/*": None,
+        "./http": {"types": "./lib/esm/http/index.d.ts", "default": "./lib/esm/http/index.js"},
+        "./legacy": ["./dist/legacy.js"],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("specifier", "expected"),
+    [
+        ("@acme/kit", "packages/kit/src/index.ts"),  # a custom (source) condition first
+        ("@acme/kit/adapters/express", "packages/kit/src/adapters/express.ts"),  # pattern, dist -> src
+        ("@acme/kit/http", "packages/kit/src/http/index.ts"),  # nested build folders, index
+        ("@acme/kit/legacy", "packages/kit/src/legacy.ts"),  # an array of targets
+        ("@acme/kit/util/deep", "packages/kit/src/util/deep.ts"),  # not in the map: the subpath convention
+        ("@acme/bare", "packages/bare/src/main.ts"),  # exports as one string, built file mapped back
+        ("@acme/conds", "packages/conds/src/index.ts"),  # exports as conditions only
+    ],
+)
+def test_a_workspace_package_resolves_through_its_exports_map(specifier: str, expected: str) -> None:
+    graph, report = graph_of(
+        {
+            "packages/kit/package.json": json.dumps(_EXPORTS_PACKAGE),
+            "packages/kit/src/index.ts": "export const a = 1\n",
+            "packages/kit/src/adapters/express.ts": "export const e = 1\n",
+            "packages/kit/src/http/index.ts": "export const h = 1\n",
+            "packages/kit/src/legacy.ts": "export const l = 1\n",
+            "packages/kit/src/util/deep.ts": "export const d = 1\n",
+            "packages/bare/package.json": json.dumps({"name": "@acme/bare", "exports": "./dist/main.js"}),
+            "packages/bare/src/main.ts": "export const m = 1\n",
+            "packages/conds/package.json": json.dumps(
+                {
+                    "name": "@acme/conds",
+                    "exports": {"types": "./build/index.d.ts", "default": "./build/index.js"},
+                }
+            ),
+            "packages/conds/src/index.ts": "export const c = 1\n",
+            "app/main.ts": f'import {{ x }} from "{specifier}"\n',
+        }
+    )
+    assert imports_of(graph, "app/main.ts") == {expected}
+    assert report.workspace_packages == 3
+
+
+def test_go_local_replace_directives_map_module_paths_to_directories() -> None:
+    graph, report = graph_of(
+        {
+            "app/go.mod": (
+                "module example.com/app\n\ngo 1.22\n\nrequire example.com/lib v1.0.0\n\n"
+                "replace example.com/lib => ../lib\n\n"
+                "replace (\n\texample.com/util v1.2.0 => ../shared/util // local\n"
+                "\texample.com/remote => example.com/fork v1.0.0\n)\n"
+            ),
+            "app/main.go": (
+                'package main\n\nimport (\n\t"example.com/lib/store"\n\t"example.com/util"\n'
+                '\t"example.com/remote"\n)\n\nfunc main() { store.Open(); util.Do(); remote.X() }\n'
+            ),
+            "lib/store/store.go": "package store\n\nfunc Open() {}\n",
+            "shared/util/util.go": "package util\n\nfunc Do() {}\n",
+        }
+    )
+    assert imports_of(graph, "app/main.go") == {"lib/store/store.go", "shared/util/util.go"}
+    # a replacement by another module path is not a directory of this tree
+    assert report.external_imports["example.com/remote"] == 1

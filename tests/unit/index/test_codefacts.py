@@ -7,6 +7,7 @@ import pytest
 from palimpsest.index.codefacts import (
     Kind,
     classify,
+    is_benchmark,
     is_changelog,
     is_ci_config,
     is_definition_site,
@@ -17,6 +18,8 @@ from palimpsest.index.codefacts import (
     is_lockfile,
     is_primary_source,
     is_test,
+    rival_version_dirs,
+    superseded_version_dirs,
 )
 
 C, T, D, H, G, V, A, F, E, X = (
@@ -24,7 +27,7 @@ C, T, D, H, G, V, A, F, E, X = (
     Kind.CONFIG, Kind.EXAMPLE, Kind.OTHER,
 )  # fmt: skip
 
-# path, kind, flags ("lock", "ci", "tool")
+# path, kind, flags ("lock", "ci", "tool", "bench")
 CASES: list[tuple[str, Kind, frozenset[str]]] = [
     # product code
     ("src/cart.py", C, frozenset()),
@@ -40,7 +43,13 @@ CASES: list[tuple[str, Kind, frozenset[str]]] = [
     ("templates/app/models.py", C, frozenset()),  # a template folder's code is code
     # tooling: code, not the product
     ("scripts/release.sh", C, frozenset({"tool"})),
-    ("benchmarks/bench_parse.py", C, frozenset({"tool"})),
+    ("benchmarks/bench_parse.py", C, frozenset({"tool", "bench"})),
+    ("src/bench/run.rs", C, frozenset({"tool", "bench"})),
+    ("packages/core/src/parse.bench.ts", C, frozenset({"tool", "bench"})),
+    ("lib/bench_helpers.py", C, frozenset({"tool", "bench"})),
+    ("pkg/parse_bench.go", C, frozenset({"tool", "bench"})),
+    ("src/workbench.ts", C, frozenset()),  # "bench" inside a word is not a benchmark
+    ("src/benchmarking/plan.py", C, frozenset()),
     ("docs/conf.py", C, frozenset({"tool"})),
     ("stubs/foo.pyi", C, frozenset({"tool"})),
     (".ci/run", C, frozenset({"ci", "tool"})),
@@ -146,6 +155,7 @@ def test_classify(path: str, kind: Kind, flags: frozenset[str]) -> None:
     assert facts.lockfile is ("lock" in flags)
     assert facts.ci is ("ci" in flags)
     assert facts.tooling is ("tool" in flags)
+    assert facts.benchmark is ("bench" in flags)
 
 
 @pytest.mark.parametrize(("path", "kind", "flags"), CASES, ids=[c[0] for c in CASES])
@@ -155,6 +165,7 @@ def test_the_questions_agree_with_the_kind(path: str, kind: Kind, flags: frozens
     assert is_generated(path) is (kind is G)
     assert is_lockfile(path) is ("lock" in flags)
     assert is_ci_config(path) is ("ci" in flags)
+    assert is_benchmark(path) is ("bench" in flags)
     assert is_definition_site(path) is (kind in (C, E))
     assert is_primary_source(path) is (kind is C and "tool" not in flags)
     # a doc is a doc or changelog page with a doc suffix
@@ -180,3 +191,28 @@ def test_history_by_name_and_place(path: str, history_doc: bool, history_file: b
 def test_case_does_not_matter() -> None:
     assert classify("Docs/Guide.MD") == classify("docs/guide.md")
     assert classify("PACKAGE-LOCK.JSON").lockfile
+
+
+@pytest.mark.parametrize(
+    ("paths", "superseded"),
+    [
+        # a v3 beside a v4: v3 is superseded, wherever the pair sits
+        (["packages/zod/src/v3/types.ts", "packages/zod/src/v4/core/api.ts"], {"packages/zod/src/v3"}),
+        (["v1/a.go", "v2/a.go", "v3/a.go"], {"v1", "v2"}),
+        (["api/V1/x.py", "api/v2/x.py"], {"api/V1"}),
+        # a lone major-version folder is the current version (a Go module's /v2)
+        (["cmd/v2/main.go", "cmd/main.go"], set()),
+        # versions under different parents are not rivals
+        (["a/v1/x.ts", "b/v2/x.ts"], set()),
+        # not a version folder
+        (["src/v4-mini/index.ts", "src/v4/index.ts", "src/version2/x.ts"], set()),
+        ([], set()),
+    ],
+)
+def test_superseded_version_dirs(paths: list[str], superseded: set[str]) -> None:
+    assert superseded_version_dirs(paths) == superseded
+
+
+def test_rival_version_dirs_say_which_is_superseded() -> None:
+    paths = ["src/v3/a.ts", "src/v4/a.ts", "src/v4/core/v1/x.ts", "cmd/v2/main.go"]
+    assert rival_version_dirs(paths) == {"src/v3": True, "src/v4": False}

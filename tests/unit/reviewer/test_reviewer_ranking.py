@@ -62,6 +62,11 @@ def test_tests_are_paired_with_the_code_they_test_in_every_convention() -> None:
     ]
     # a changed test finds the code under test, not another test of it
     assert pairs(["src/billing.py", "tests/billing_test.py"], "tests/test_billing.py") == ["src/billing.py"]
+    # a benchmark or an example named like the code is not the code under test
+    assert pairs(
+        ["bench/object.ts", "src/v3/benchmarks/object.ts", "examples/object.ts", "src/object.ts"],
+        "src/tests/object.test.ts",
+    ) == ["src/object.ts"]
     # the nearest three
     many = [f"pkg{i}/test_billing.py" for i in range(5)] + ["src/test_billing.py"]
     assert pairs(many, "src/billing.py")[0] == "src/test_billing.py"

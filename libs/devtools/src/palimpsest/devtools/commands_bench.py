@@ -347,6 +347,20 @@ async def bench_cochange(
     emit(result, as_json=as_json, text=bench_text(result))
 
 
+@bench.command("edges")
+@_repo_option
+@click.option("--rev", default="HEAD", show_default=True, help="The revision whose graph is checked.")
+@click.option("--sample", default=400, show_default=True, type=click.IntRange(min=1))
+@click.option("--seed", default=1, show_default=True)
+@_json_option
+def bench_edges(repo: Path, rev: str, sample: int, seed: int, as_json: bool) -> None:
+    """Precision of reference edges: the share of a sample whose target file the source reaches
+    through its imports (re-exports followed), checked by a reader independent of the graph code."""
+    from palimpsest.devtools.bench.edges import run_bench_edges
+
+    emit(run_bench_edges(repo.resolve(), rev, sample=sample, seed=seed), as_json=True)
+
+
 # ------------------------------------------------------------------------------- review and analysis
 
 

@@ -10,6 +10,7 @@ from palimpsest.index.codefacts.classify import (
     FileFacts,
     Kind,
     classify,
+    is_benchmark,
     is_changelog,
     is_ci_config,
     is_definition_site,
@@ -21,6 +22,8 @@ from palimpsest.index.codefacts.classify import (
     is_primary_source,
     is_test,
     is_vendored,
+    rival_version_dirs,
+    superseded_version_dirs,
 )
 
 __all__ = [
@@ -28,6 +31,7 @@ __all__ = [
     "FileFacts",
     "Kind",
     "classify",
+    "is_benchmark",
     "is_changelog",
     "is_ci_config",
     "is_definition_site",
@@ -39,4 +43,6 @@ __all__ = [
     "is_primary_source",
     "is_test",
     "is_vendored",
+    "rival_version_dirs",
+    "superseded_version_dirs",
 ]

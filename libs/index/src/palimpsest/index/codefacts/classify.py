@@ -37,6 +37,7 @@ Where the four earlier copies disagreed, the choices are deliberate:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -46,6 +47,7 @@ __all__ = [
     "FileFacts",
     "Kind",
     "classify",
+    "is_benchmark",
     "is_changelog",
     "is_ci_config",
     "is_definition_site",
@@ -57,6 +59,8 @@ __all__ = [
     "is_primary_source",
     "is_test",
     "is_vendored",
+    "rival_version_dirs",
+    "superseded_version_dirs",
 ]
 
 DOC_SUFFIXES = (".md", ".mdx", ".txt", ".rst")
@@ -86,6 +90,7 @@ class FileFacts:
     ci: bool = False  # CI configuration or a CI script
     tooling: bool = False  # code that serves the repository (scripts, benchmarks, tools), not the product
     doc: bool = False  # documentation by :func:`is_doc` (a doc, or a changelog with a doc suffix)
+    benchmark: bool = False  # benchmark code (kind code, flag tooling): under a bench folder or named as one
 
 
 # ----------------------------------------------------------------------------- the tables
@@ -221,6 +226,11 @@ _TOOLING_DIRS = frozenset(
 )  # fmt: skip
 
 
+_BENCH_DIRS = frozenset({"bench", "benches", "benchmark", "benchmarks", "__benchmarks__"})
+_BENCH_NAME = re.compile(r"^(?:bench|benchmark)_|[._-](?:bench|benchmark)\.[a-z]+$")
+_VERSION_DIR = re.compile(r"^v(\d+)$")
+
+
 # ----------------------------------------------------------------------------- the classifier
 
 
@@ -254,7 +264,9 @@ def classify(path: str) -> FileFacts:
         return FileFacts(Kind.ASSET, ci=ci)
     if any(f in _EXAMPLE_DIRS for f in folders):
         return FileFacts(Kind.EXAMPLE, ci=ci)
-    return FileFacts(Kind.CODE, ci=ci, tooling=ci or any(f in _TOOLING_DIRS for f in folders))
+    benchmark = any(f in _BENCH_DIRS for f in folders) or bool(_BENCH_NAME.search(name))
+    tooling = ci or benchmark or any(f in _TOOLING_DIRS for f in folders)
+    return FileFacts(Kind.CODE, ci=ci, tooling=tooling, benchmark=benchmark)
 
 
 def _doc_suffixed(path: str, folders: list[str], name: str, ci: bool) -> FileFacts | None:
@@ -379,6 +391,44 @@ def is_definition_site(path: str) -> bool:
     """A file whose definitions a doc may name: the repository's own code or examples (not a doc,
     a test, test data, generated or vendored code, config, an asset)."""
     return classify(path).kind in (Kind.CODE, Kind.EXAMPLE)
+
+
+def rival_version_dirs(paths: Iterable[str]) -> dict[str, bool]:
+    """Major-version folders with a rival: ``v3`` and ``v4`` under the same parent (any depth),
+    each mapped to whether it is superseded (every version but the newest). Unlike
+    :func:`classify` this needs the tree, not one path: a lone ``v2`` (a Go module's
+    major-version folder) is the current version and has no rival."""
+    versions: dict[str, dict[int, str]] = {}
+    seen: set[str] = set()
+    for path in paths:
+        directory = path.rpartition("/")[0]
+        if directory in seen:
+            continue
+        parts = directory.split("/")
+        for depth in range(len(parts), 0, -1):  # every ancestor once
+            folder = "/".join(parts[:depth])
+            if folder in seen:
+                break
+            seen.add(folder)
+            match = _VERSION_DIR.match(parts[depth - 1].lower())
+            if match:
+                versions.setdefault("/".join(parts[: depth - 1]), {})[int(match.group(1))] = folder
+    rivals: dict[str, bool] = {}
+    for found in versions.values():
+        if len(found) > 1:
+            newest = max(found)
+            rivals.update((folder, version != newest) for version, folder in found.items())
+    return rivals
+
+
+def superseded_version_dirs(paths: Iterable[str]) -> frozenset[str]:
+    """Folders of a superseded major version: ``v3`` beside a ``v4`` (:func:`rival_version_dirs`)."""
+    return frozenset(folder for folder, superseded in rival_version_dirs(paths).items() if superseded)
+
+
+def is_benchmark(path: str) -> bool:
+    """Benchmark code (``benchmarks/``, ``bench_parse.py``, ``parse.bench.ts``)."""
+    return classify(path).benchmark
 
 
 def is_primary_source(path: str) -> bool:

@@ -42,6 +42,7 @@ _QUOTES = "\"'`<>"
 # ``bindings`` patterns, compiled when :func:`read_tags` is asked for them
 _DEFINING_ROLES = frozenset({"definition", "declaration", "container", "binding"})
 _NAMING_ROLES = frozenset({"name", "receiver", "imported", "import"})
+_CALL_LABELS = frozenset({"call", "member"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +99,7 @@ class _Match:
 class Collected:
     definitions: dict[tuple[int, int], _Match] = field(default_factory=dict)
     references: dict[bytes, tuple[Node, str]] = field(default_factory=dict)
-    calls: list[tuple[bytes, int, Node]] = field(default_factory=list)
+    calls: list[tuple[bytes, int, Node, str]] = field(default_factory=list)  # name, offset, node, label
     imports: list[tuple[str, Node, Node | None]] = field(default_factory=list)
     dynamic: list[tuple[str, Node]] = field(default_factory=list)
 
@@ -131,8 +132,8 @@ def collect(matches: list[tuple[int, dict[str, list[Node]]]]) -> Collected:
             if role == "reference":
                 node = nodes[0]
                 name = node.text or b""
-                if label == "call":
-                    calls.append((name, node.start_byte, node))
+                if label in _CALL_LABELS:
+                    calls.append((name, node.start_byte, node, label))
                 if name not in references:
                     references[name] = (node, label)
             elif role in _DEFINING_ROLES:

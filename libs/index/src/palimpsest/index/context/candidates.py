@@ -23,7 +23,7 @@ from uuid import UUID
 from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner, missing_partners
-from palimpsest.index.codefacts import is_doc
+from palimpsest.index.codefacts import Kind, classify, is_doc
 from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
 from palimpsest.index.recency import cochange_evidence, cochange_neighbours
@@ -559,7 +559,8 @@ def paired_tests(paths: Sequence[str], changed: Sequence[str]) -> list[tuple[str
     """(file, changed file it pairs with): the tests of the changed files and the code under test
     of changed tests, by the languages' naming conventions (``test_x.py``, ``x_test.go``,
     ``x.test.ts``, ``x.spec.js``, ``XTest.java``, ``x_spec.rb``), in the same language family;
-    the nearest (longest shared directory prefix) first, a few per changed file."""
+    the nearest (longest shared directory prefix) first, a few per changed file. Benchmarks and
+    examples pair with nothing: ``bench/object.ts`` is not the code ``object.test.ts`` tests."""
     by_name = _name_index(paths)
     changed_set = set(changed)
     found: list[tuple[str, str]] = []
@@ -568,7 +569,7 @@ def paired_tests(paths: Sequence[str], changed: Sequence[str]) -> list[tuple[str
         if not stem:
             continue
         for path in by_name.get((_tested_stem(stem).lower(), _family(partner)), ()):
-            if path not in changed_set and _is_test_name(path) != _is_test_name(partner):
+            if path not in changed_set and _is_test_name(path) != _is_test_name(partner) and _pairs(path):
                 found.append((path, partner))
     found.sort(key=lambda pair: (-_shared_dirs(*pair), pair[0]))
     per_partner: dict[str, int] = {}
@@ -578,6 +579,11 @@ def paired_tests(paths: Sequence[str], changed: Sequence[str]) -> list[tuple[str
         if per_partner[partner] <= MAX_TEST_PAIRS:
             kept.append((path, partner))
     return kept
+
+
+def _pairs(path: str) -> bool:
+    facts = classify(path)
+    return not facts.benchmark and facts.kind is not Kind.EXAMPLE
 
 
 _NAME_INDEXES: dict[int, tuple[Sequence[str], dict[tuple[str, str], list[str]]]] = {}

@@ -7,12 +7,24 @@ resolver silently misses every definer that sorts after the referencing file).
 * defines: file -> each symbol it defines (one node per path and name);
 * imports: file -> file(s), per language (:mod:`palimpsest.index.graph.imports`), a package
   import split 1/N over the package's files;
-* references: file -> symbol. Candidates are the other files defining the name; when some of
-  them are files this one imports, only those count, else those in the same directory (Go
-  packages, C translation units), else all — and each of the N left gets 1/N. Definitions
-  nested in a function are local and answer no other file; definitions in test code answer
-  only references from test code (code never depends on tests). A name with more
-  than ``max_definers`` candidates makes no edge at all (it would be noise) and is reported;
+* re-exports: an import that passes names on — TS/JS ``export … from``, any ``from`` import in
+  a Python ``__init__.py``, Rust ``pub use`` — is an import edge like any other (the barrel hop
+  stays in the graph) and also makes its file a *barrel*: what a file imports reaches, through
+  barrels, every module they re-export, transitively (cycles end where a module was seen);
+* references: file -> symbol. Candidates are the other files defining the name, narrowed by
+  *route*: the files this one imports, if some define it; else the modules reached through the
+  barrels it imports; else the only definer; else those in the same directory (Go packages,
+  C translation units); else all (the bare-name fallback) — and each of the N left gets 1/N.
+  Definitions nested in a function are local and answer no other file. By bare name (routes
+  after the imports), a JS/TS file reaches only definers of its own package (the folder of
+  the nearest ``package.json``: names cross packages through imports), definitions in tests
+  answer only tests (code never depends on tests), and
+  definitions in examples and benchmarks answer only files of their own kind, and a
+  major-version folder with a rival (``v3`` beside ``v4``,
+  :func:`~palimpsest.index.codefacts.rival_version_dirs`) answers its own files, the newest
+  one also files outside every version folder: any other file reaches them only by importing
+  them. A name with more than
+  ``max_definers`` candidates makes no edge at all (it would be noise) and is reported;
 * calls: symbol -> symbol, from the innermost definition around the call site; a name defined
   in the same file wins, otherwise candidates as for references;
 * governs: doc -> each covered path (1/N), supersedes: doc -> doc;
@@ -30,7 +42,7 @@ from collections.abc import Sequence
 from itertools import islice
 from pathlib import PurePosixPath
 
-from palimpsest.index.codefacts import is_test
+from palimpsest.index.codefacts import Kind, classify, rival_version_dirs
 from palimpsest.index.graph.docs import governed_paths, superseded_docs
 from palimpsest.index.graph.facts import FactRow, FileFacts, SnapshotFacts
 from palimpsest.index.graph.gcpause import gc_paused
@@ -49,6 +61,14 @@ from palimpsest.index.languages import PARSED_LANGUAGES
 __all__ = ["GRAPH_LANGUAGES", "MAX_DEFINERS", "build_graph"]
 
 _FUNCTION_KINDS = frozenset({"function", "method"})
+_JAVASCRIPT = frozenset({"javascript", "typescript", "tsx"})
+_PYTHON_INITS = frozenset({"__init__.py", "__init__.pyi"})
+_MAX_REEXPORTED = 4000
+"""A barrel reaching more modules than this is cut there (a whole repository re-exported)."""
+
+# the role of a file for bare-name resolution: product code, tests, and code set aside that
+# only its own kind reaches by name (examples, benchmarks)
+_PRODUCT, _TEST, _EXAMPLE, _BENCHMARK = 0, 1, 2, 3
 _QUALIFIER = re.compile(r"\.|::|#|->")
 
 MAX_DEFINERS = 25
@@ -71,8 +91,17 @@ class _Resolution:
         # name -> path -> (symbol node, defined in test code); and (name, directory) -> paths
         self.definers: dict[str, dict[str, tuple[int, bool]]] = {}
         self.by_dir: dict[tuple[str, str], list[str]] = {}
-        self._tests: dict[str, bool] = {}
+        self._roles: dict[str, int] = {}
+        self._versions = rival_version_dirs(f.path for f in self.files)  # folder -> superseded
+        # JS/TS package folders (a package.json): names cross them only through imports
+        self._packages = frozenset(dirname(p) for p in self.texts if p.rpartition("/")[2] == "package.json")
+        self._package_of: dict[str, str | None] = {}
+        self.languages = {f.path: f.language for f in self.files}
+        self._version_of: dict[str, str | None] = {}
         self.imported: dict[str, set[str]] = {}
+        self.reexports: dict[str, list[str]] = {}  # barrel -> the modules it re-exports
+        self._through: dict[str, frozenset[str]] = {}  # barrel -> every module it reaches
+        self._scopes: dict[str, frozenset[str]] = {}  # file -> modules reached through its barrels
 
     # ------------------------------------------------------------------ passes
 
@@ -89,7 +118,7 @@ class _Resolution:
         for file in self.files:
             owner = builder.node_of_path(file.path)
             assert owner is not None
-            test = is_test(file.path)
+            test = self._role(file.path) == _TEST
             functions = {s.name for s in file.symbols if s.kind in _FUNCTION_KINDS}
             for symbol in file.symbols:
                 if builder.symbol(file.path, symbol.name) is not None:
@@ -120,10 +149,14 @@ class _Resolution:
                 self.report.resolved_imports += 1
                 targets = [t for t in outcome.targets if t != file.path]
                 self.imported.setdefault(file.path, set()).update(targets)
+                if targets and _reexports(file, fact):
+                    self.reexports.setdefault(file.path, []).extend(targets)
                 for target in targets:
                     node = self.builder.node_of_path(target)
                     if node is not None:
                         self.builder.add_edge(source, node, EdgeKind.IMPORTS, 1.0 / len(targets))
+        self.report.barrels = len(self.reexports)
+        self.report.workspace_packages = resolver.workspace_packages()
 
     def uses(self) -> None:
         for file in self.files:
@@ -131,14 +164,15 @@ class _Resolution:
             assert source is not None
             for fact in file.facts:
                 if fact.kind == "reference":
-                    self._link(file, source, fact.name, EdgeKind.REFERENCES)
+                    self._link(file, source, fact.name, EdgeKind.REFERENCES, fact.detail == "member")
                 elif fact.kind == "call":
                     caller = self.builder.symbol(file.path, fact.target) if fact.target else None
                     local = self.builder.symbol(file.path, fact.name)
                     if local is not None:
                         self.builder.add_edge(caller if caller is not None else source, local, EdgeKind.CALLS)
                     else:
-                        self._link(file, caller if caller is not None else source, fact.name, EdgeKind.CALLS)
+                        origin = caller if caller is not None else source
+                        self._link(file, origin, fact.name, EdgeKind.CALLS, fact.detail == "member")
                 elif fact.kind == "dynamic":
                     self.report.dynamic.append(
                         DynamicSite(file.path, fact.line, fact.name, fact.target, fact.detail)
@@ -160,42 +194,135 @@ class _Resolution:
 
     # ------------------------------------------------------------------ helpers
 
-    def _is_test(self, path: str) -> bool:
-        known = self._tests.get(path)
+    def _role(self, path: str) -> int:
+        known = self._roles.get(path)
         if known is None:
-            known = self._tests[path] = is_test(path)
+            facts = classify(path)
+            if facts.kind is Kind.TEST:
+                known = _TEST
+            elif facts.kind is Kind.EXAMPLE:
+                known = _EXAMPLE
+            elif facts.benchmark:
+                known = _BENCHMARK
+            else:
+                known = _PRODUCT
+            self._roles[path] = known
         return known
 
-    def _candidates(self, path: str, name: str) -> list[tuple[str, int]]:
+    def _version(self, path: str) -> str | None:
+        """The major-version folder (one with a rival, ``v3`` beside ``v4``) ``path`` is under."""
+        if not self._versions:
+            return None
+        if path in self._version_of:
+            return self._version_of[path]
+        found = next((folder for folder in self._versions if path.startswith(folder + "/")), None)
+        self._version_of[path] = found
+        return found
+
+    def _package(self, path: str) -> str | None:
+        """The JS/TS package folder (nearest ``package.json``) of ``path``, or ``None``."""
+        if path in self._package_of:
+            return self._package_of[path]
+        directory: str | None = dirname(path)
+        found: str | None = None
+        while directory is not None:
+            if directory in self._packages:
+                found = directory
+                break
+            directory = dirname(directory) if directory else None
+        self._package_of[path] = found
+        return found
+
+    def _by_name(self, path: str, definer: str) -> bool:
+        """Whether a bare-name match from ``path`` may mean ``definer``: tests answer tests,
+        examples and benchmarks their own kind; a JS/TS file only files of its own package
+        (another package's names come through an import); a major-version folder answers
+        itself, and the newest one also answers files outside every version folder."""
+        if definer == path:
+            return False
+        role = self._role(definer)
+        if role not in (_PRODUCT, self._role(path)):
+            return False
+        if (
+            self._packages
+            and self.languages.get(path) in _JAVASCRIPT
+            and self._package(definer) != self._package(path)
+        ):
+            return False
+        theirs = self._version(definer)
+        if theirs is None:
+            return True
+        ours = self._version(path)
+        return theirs == ours or (ours is None and not self._versions[theirs])
+
+    def _reexported(self, barrel: str) -> frozenset[str]:
+        """Every module ``barrel`` re-exports, transitively (cycles end at a module seen)."""
+        known = self._through.get(barrel)
+        if known is not None:
+            return known
+        seen = {barrel}
+        stack = [barrel]
+        while stack and len(seen) <= _MAX_REEXPORTED:
+            for target in self.reexports.get(stack.pop(), ()):
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        seen.discard(barrel)
+        found = self._through[barrel] = frozenset(seen)
+        return found
+
+    def _scope(self, path: str) -> frozenset[str]:
+        """The modules ``path`` reaches through the barrels it imports (not the barrels)."""
+        known = self._scopes.get(path)
+        if known is None:
+            reached: set[str] = set()
+            for imported in self.imported.get(path, ()):
+                if imported in self.reexports:
+                    reached |= self._reexported(imported)
+            reached.discard(path)
+            known = self._scopes[path] = frozenset(reached)
+        return known
+
+    def _candidates(self, path: str, name: str) -> tuple[list[tuple[str, int]], str]:
         """Definers of ``name`` a reference from ``path`` may mean (at most ``max_definers + 1``:
-        more than that is "too common" however many there are)."""
+        more than that is "too common" however many there are), and the route that found them
+        (``import``, ``barrel``, ``unique``, ``directory``, ``name``)."""
         entry = self.definers.get(name)
         if not entry:
-            return []
-        # code never depends on tests: a test's definitions only answer references from tests
-        from_test = self._is_test(path)
+            return [], "none"
+        imported = self.imported.get(path)
+        if imported:
+            scoped = sorted((p, entry[p][0]) for p in imported if p in entry)
+            if scoped:
+                return scoped, "import"
+            through = self._scope(path)
+            if through:
+                pool = entry if len(entry) < len(through) else through
+                scoped = sorted((p, entry[p][0]) for p in pool if p in through and p in entry)
+                if scoped:
+                    return scoped, "barrel"
 
         def allowed(p: str) -> bool:
-            return p != path and (from_test or not entry[p][1])
+            return self._by_name(path, p)
 
         if len(entry) <= 2:
             found = [(p, entry[p][0]) for p in entry if allowed(p)]
             if len(found) <= 1:
-                return found
-        imported = self.imported.get(path)
-        if imported:
-            scoped = sorted((p, entry[p][0]) for p in imported if p in entry and allowed(p))
-            if scoped:
-                return scoped
+                return found, "unique"
         nearby = [(p, entry[p][0]) for p in self.by_dir.get((name, dirname(path)), ()) if allowed(p)]
         if nearby:
-            return nearby
-        return list(islice(((p, entry[p][0]) for p in entry if allowed(p)), self.max_definers + 1))
+            return nearby, "directory"
+        return list(islice(((p, entry[p][0]) for p in entry if allowed(p)), self.max_definers + 1)), "name"
 
-    def _link(self, file: FileFacts, source: int, name: str, kind: EdgeKind) -> None:
-        candidates = self._candidates(file.path, name)
+    def _link(self, file: FileFacts, source: int, name: str, kind: EdgeKind, member: bool = False) -> None:
+        candidates, route = self._candidates(file.path, name)
         if not candidates:
-            return  # defined nowhere in the tree: a library or builtin name
+            return  # defined nowhere in the tree (a library or builtin name), or only set aside
+        self.report.routes[route] += 1
+        if member:  # x.m(): resolved through what the file imports, or by the name alone
+            self.report.member_routes[route] += 1
+        if route == "name":
+            self.report.bare_name_by_language[file.language or "?"] += 1
         if len(candidates) > 1:
             self._ambiguous(name, len(candidates) > self.max_definers)
             if len(candidates) > self.max_definers:
@@ -247,6 +374,17 @@ class _Resolution:
             node = self.builder.node_of_path(target)
             if node is not None:
                 self.builder.add_edge(source, node, kind, 1.0 / len(targets))
+
+
+def _reexports(file: FileFacts, fact: FactRow) -> bool:
+    """Whether an import passes the names it takes on to the importer's own importers."""
+    if file.language in _JAVASCRIPT:
+        return fact.detail == "reexport"
+    if file.language == "python":
+        return fact.detail == "from" and file.path.rpartition("/")[2] in _PYTHON_INITS
+    if file.language == "rust":
+        return fact.detail == "pub_use"
+    return False
 
 
 def _extension(path: str) -> str:

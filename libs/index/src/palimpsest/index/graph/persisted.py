@@ -89,6 +89,7 @@ _RESOLVER_SOURCES: Final = (
         ("__init__.py", "base.py", "go.py", "javascript.py", "other.py", "python.py", "rust.py"),
     ),
     ("palimpsest.index", ("records.py", "languages.py")),
+    ("palimpsest.index.codefacts", ("classify.py",)),  # which definers a reference may reach
 )
 
 
@@ -238,6 +239,11 @@ def _report_dict(report: GraphReport) -> dict[str, Any]:
         "ambiguous": [[a.name, a.definers, a.references, a.dropped] for a in report.ambiguous.values()],
         "governs_unmatched": report.governs_unmatched,
         "supersedes_unmatched": report.supersedes_unmatched,
+        "barrels": report.barrels,
+        "workspace_packages": report.workspace_packages,
+        "routes": report.routes,
+        "member_routes": report.member_routes,
+        "bare_name_by_language": report.bare_name_by_language,
     }
 
 
@@ -255,6 +261,11 @@ def _report_of(data: dict[str, Any]) -> GraphReport:
         ambiguous={row[0]: AmbiguousName(*row) for row in data["ambiguous"]},
         governs_unmatched=[UnmatchedHeader(*row) for row in data["governs_unmatched"]],
         supersedes_unmatched=[UnmatchedHeader(*row) for row in data["supersedes_unmatched"]],
+        barrels=data["barrels"],
+        workspace_packages=data["workspace_packages"],
+        routes=Counter(data["routes"]),
+        member_routes=Counter(data["member_routes"]),
+        bare_name_by_language=Counter(data["bare_name_by_language"]),
     )
 
 

@@ -10,7 +10,11 @@ agent told nothing concludes the code does not exist. So the report ships with t
   external imports are only counted per package;
 * ambiguous names: a reference that more than one file defines (each gets 1/N of it), and
   names so common that no edge was made for them at all;
-* ``Governs:`` targets and ``Supersedes:`` ids that match nothing in the tree.
+* ``Governs:`` targets and ``Supersedes:`` ids that match nothing in the tree;
+* how references found their definers: through what the file imports, through the barrels it
+  imports (re-exports followed), as the only definer, in the same directory, or by bare name
+  alone (the last resort, counted per language) — with the barrels and the workspace packages
+  (JS/TS ``package.json`` names) the resolution knew.
 """
 
 from __future__ import annotations
@@ -28,6 +32,15 @@ __all__ = [
 ]
 
 TEXT_ROWS = 20
+ROUTES = ("import", "barrel", "unique", "directory", "name")
+"""How a reference found its definers, most certain first (see :mod:`palimpsest.index.graph.build`)."""
+ROUTE_TITLES = {
+    "import": "through imports",
+    "barrel": "through re-export barrels",
+    "unique": "only definer",
+    "directory": "same directory",
+    "name": "bare name",
+}
 
 
 class DynamicSite(NamedTuple):
@@ -84,6 +97,11 @@ class GraphReport:
     ambiguous: dict[str, AmbiguousName] = field(default_factory=dict)
     governs_unmatched: list[UnmatchedHeader] = field(default_factory=list)
     supersedes_unmatched: list[UnmatchedHeader] = field(default_factory=list)
+    barrels: int = 0  # files whose imports re-export (TS/JS export-from, Python __init__, Rust pub use)
+    workspace_packages: int = 0  # JS/TS package.json names an import may name
+    routes: Counter[str] = field(default_factory=Counter)  # references by how their definers were found
+    member_routes: Counter[str] = field(default_factory=Counter)  # the member calls (x.m()) among them
+    bare_name_by_language: Counter[str] = field(default_factory=Counter)
 
     def ambiguous_sorted(self) -> list[AmbiguousName]:
         return sorted(self.ambiguous.values(), key=lambda a: (-a.references, -len(a.definers), a.name))
@@ -106,6 +124,13 @@ class GraphReport:
                 "unresolved": [item._asdict() for item in self.unresolved_imports],
                 "external_packages": dict(self.external_imports.most_common()),
             },
+            "resolution": {
+                "barrels": self.barrels,
+                "workspace_packages": self.workspace_packages,
+                "routes": {route: self.routes.get(route, 0) for route in ROUTES},
+                "member_call_routes": {route: self.member_routes.get(route, 0) for route in ROUTES},
+                "bare_name_by_language": dict(self.bare_name_by_language.most_common()),
+            },
             "ambiguous_names": [a.as_dict() for a in self.ambiguous_sorted()],
             "governs_unmatched": [item._asdict() for item in self.governs_unmatched],
             "supersedes_unmatched": [item._asdict() for item in self.supersedes_unmatched],
@@ -127,6 +152,21 @@ class GraphReport:
         lines.append(
             f"external imports (no node, by design): {sum(self.external_imports.values())} in "
             f"{len(self.external_imports)} packages"
+        )
+        lines.append(
+            f"barrels (files that re-export) {self.barrels}, workspace packages mapped "
+            f"{self.workspace_packages}"
+        )
+        lines.append(
+            "references by route: "
+            + ", ".join(f"{ROUTE_TITLES[route]} {self.routes.get(route, 0)}" for route in ROUTES)
+        )
+        lines.append(
+            "member calls (x.m()) by route: "
+            + ", ".join(f"{ROUTE_TITLES[route]} {self.member_routes.get(route, 0)}" for route in ROUTES)
+        )
+        lines.append(
+            _counts("references that fell back to a bare name, by language", self.bare_name_by_language)
         )
         ambiguous = self.ambiguous_sorted()
         lines.append(f"ambiguous names (each definer gets 1/N of a reference): {len(ambiguous)}")

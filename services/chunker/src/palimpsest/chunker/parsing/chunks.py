@@ -16,7 +16,7 @@ from palimpsest.index.codefacts.queries import spec_for
 
 __all__ = ["ANALYSIS_VERSION", "analyze_file"]
 
-ANALYSIS_VERSION = 3
+ANALYSIS_VERSION = 4
 """Bumped whenever the same text would be chunked differently, so stored blobs get re-chunked."""
 
 

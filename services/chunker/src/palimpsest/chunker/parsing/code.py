@@ -236,15 +236,26 @@ def _reference_facts(collected: _Collected, definitions: list[_Definition]) -> l
 
 
 def _call_facts(collected: _Collected, locator: _Locator) -> list[Fact]:
-    seen: dict[tuple[bytes, str], Node] = {}
-    for raw, offset, node in collected.calls:
+    seen: dict[tuple[bytes, str], tuple[Node, str]] = {}
+    for raw, offset, node, label in collected.calls:
         caller = locator.enclosing(offset)
         if caller is not None:
-            seen.setdefault((raw, caller.name), node)
+            seen.setdefault((raw, caller.name), (node, label))
     return [
-        Fact("call", raw.decode("utf-8", "replace"), node.start_point.row + 1, target=caller)
-        for (raw, caller), node in seen.items()
+        Fact(
+            "call",
+            raw.decode("utf-8", "replace"),
+            node.start_point.row + 1,
+            target=caller,
+            detail="member" if label == "member" else None,
+        )
+        for (raw, caller), (node, label) in seen.items()
     ]
+
+
+_GENERAL_IMPORT = {"pub_use": "use"}
+"""An import kind that is a narrower reading of another (a Rust ``pub use`` is a ``use`` that
+re-exports): when both patterns match one statement, only the narrower fact is kept."""
 
 
 def _import_facts(collected: _Collected) -> list[Fact]:
@@ -259,6 +270,10 @@ def _import_facts(collected: _Collected) -> list[Fact]:
         name = " ".join(_text(imported).split()) or None
         fact = Fact("import", specifier, node.start_point.row + 1, target=name, detail=kind)
         facts.setdefault((specifier, fact.line, name, kind), fact)
+    for specifier, line, name, kind in list(facts):
+        general = _GENERAL_IMPORT.get(kind)
+        if general is not None:  # the specific reading of a statement replaces the general one
+            facts.pop((specifier, line, name, general), None)
     return list(facts.values())
 
 

@@ -64,12 +64,15 @@ class Fact(NamedTuple):
     By ``kind``:
 
     * ``reference`` -- ``name`` is used at a call site or as a type and is not defined in this
-      file (a local definition shadows every other); ``detail`` is ``call`` or ``type``.
-    * ``call`` -- ``name`` is the callee, ``target`` the innermost enclosing definition.
+      file (a local definition shadows every other); ``detail`` is ``call``, ``member`` (the
+      name of a member call ``x.m()``) or ``type``.
+    * ``call`` -- ``name`` is the callee, ``target`` the innermost enclosing definition;
+      ``detail`` is ``member`` for a member call (``x.m()``), else empty.
     * ``import`` -- ``name`` is the module specifier as written (``./foo``, ``..pkg.mod``,
       ``github.com/a/b``, ``crate::x::{a, b}``, ``java.util.List``); ``target`` is the
       imported name of a Python ``from`` import; ``detail`` the import kind (``import``,
-      ``from``, ``reexport``, ``require``, ``dynamic_import``, ``use``, ``mod``, ``include``,
+      ``from``, ``reexport``, ``require``, ``dynamic_import``, ``use``, ``pub_use`` (a Rust ``use``
+      that re-exports), ``mod``, ``include``,
       ``static_import``, ...).
     * ``dynamic`` -- a dispatch site no static reading resolves: ``name`` says what
       (``getattr``, ``subscript_call``, ``reflection``, ``function_pointer``, ...),

@@ -9,6 +9,7 @@ grammar beyond what a ``LanguageSpec`` says:
 * ``@container.<kind>`` a chunk only, named after the type it extends (Rust ``impl``,
   Swift ``extension``), which becomes the parent of the definitions inside;
 * ``@reference.call`` / ``@reference.type`` a name used at a call site or as a type;
+  ``@reference.member`` the name of a member call (``x.m()``: ``m``), a call site too;
 * ``@import.<kind>`` a module specifier (``@imported`` the name taken from it), where
   ``<kind>`` is ``statement`` when the capture is the whole statement and must be cleaned;
 * ``@dynamic.<what>`` a dispatch site that cannot be resolved statically (``@dynamic.call``:

@@ -21,7 +21,7 @@ QUERY = r"""
 (method_elem name: (field_identifier) @name) @definition.method
 
 (call_expression function: (identifier) @reference.call)
-(call_expression function: (selector_expression field: (field_identifier) @reference.call))
+(call_expression function: (selector_expression field: (field_identifier) @reference.member))
 (type_identifier) @reference.type
 
 (import_spec path: (_) @import.import)

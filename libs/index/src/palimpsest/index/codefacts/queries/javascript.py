@@ -57,7 +57,7 @@ _JAVASCRIPT_DEFINITIONS = r"""
 
 _SHARED_REFERENCES = r"""
 (call_expression function: (identifier) @reference.call)
-(call_expression function: (member_expression property: (property_identifier) @reference.call))
+(call_expression function: (member_expression property: (property_identifier) @reference.member))
 (new_expression constructor: (identifier) @reference.type)
 (new_expression constructor: (member_expression property: (property_identifier) @reference.type))
 

@@ -10,7 +10,7 @@ QUERY = r"""
 (type_alias_statement left: (type (identifier) @name)) @definition.type
 
 (call function: (identifier) @reference.call)
-(call function: (attribute attribute: (identifier) @reference.call))
+(call function: (attribute attribute: (identifier) @reference.member))
 (decorator (identifier) @reference.call)
 (decorator (attribute attribute: (identifier) @reference.call))
 (type (identifier) @reference.type)

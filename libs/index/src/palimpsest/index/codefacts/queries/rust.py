@@ -18,13 +18,14 @@ QUERY = r"""
          (scoped_type_identifier name: (type_identifier) @name)]) @container.impl
 
 (call_expression function: (identifier) @reference.call)
-(call_expression function: (field_expression field: (field_identifier) @reference.call))
+(call_expression function: (field_expression field: (field_identifier) @reference.member))
 (call_expression function: (scoped_identifier name: (identifier) @reference.call))
 (call_expression function: (generic_function function: (identifier) @reference.call))
 (macro_invocation macro: (identifier) @reference.call)
 (type_identifier) @reference.type
 
 (use_declaration argument: (_) @import.use)
+(use_declaration (visibility_modifier) argument: (_) @import.pub_use)
 (extern_crate_declaration name: (identifier) @import.extern_crate)
 (mod_item name: (identifier) @import.mod !body)
 """

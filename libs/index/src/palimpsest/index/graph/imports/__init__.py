@@ -53,6 +53,10 @@ class ImportResolver:
         self._go: GoResolver | None = None
         self._rust: RustResolver | None = None
 
+    def workspace_packages(self) -> int:
+        """JS/TS workspace packages (``package.json`` with a ``name``) imports may name."""
+        return len(self._javascript.packages) if self._javascript is not None else 0
+
     def resolve(self, importer: str, language: str | None, fact: FactRow) -> Outcome:
         """The outcome for ``fact`` of ``importer``; memoised per directory (per file for Rust,
         whose module path depends on the file), since many files import the same modules."""

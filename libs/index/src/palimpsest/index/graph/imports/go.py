@@ -2,8 +2,10 @@
 
 Each ``go.mod`` in the snapshot declares a module path for its directory; an import path that
 starts with one (longest match) names a directory, and the import edge goes to that package's
-non-test ``.go`` files (split between them). ``vendor/<path>`` is looked at too. Other import
-paths are the standard library or third-party modules.
+non-test ``.go`` files (split between them). A ``replace`` directive whose target is a local
+directory (``replace example.com/lib => ../lib``, in a line or a block) maps that module path to
+the directory of the tree it names. ``vendor/<path>`` is looked at too. Other import paths are
+the standard library or third-party modules.
 """
 
 from __future__ import annotations
@@ -18,6 +20,21 @@ from palimpsest.index.graph.tree import Tree, dirname
 __all__ = ["GoResolver", "module_path"]
 
 _MODULE = re.compile(r"^\s*module\s+\"?([^\s\"/][^\s\"]*)\"?\s*(?://.*)?$", re.MULTILINE)
+_REPLACE_BLOCK = re.compile(r"^\s*replace\s*\((.*?)^\s*\)", re.MULTILINE | re.DOTALL)
+_REPLACE_LINE = re.compile(r"^\s*replace\s+(\S.*)$", re.MULTILINE)
+_REPLACEMENT = re.compile(r"^\s*(\S+)(?:\s+\S+)?\s*=>\s*(\.{1,2}/\S*|\.{1,2})\s*(?://.*)?$")
+
+
+def local_replacements(go_mod: str) -> list[tuple[str, str]]:
+    """(module path, local directory relative to the ``go.mod``) of each local ``replace``."""
+    lines = [line for block in _REPLACE_BLOCK.findall(go_mod) for line in block.splitlines()]
+    lines += [line for line in _REPLACE_LINE.findall(go_mod) if not line.lstrip().startswith("(")]
+    found = []
+    for line in lines:
+        match = _REPLACEMENT.match(line)
+        if match:
+            found.append((match.group(1), match.group(2)))
+    return found
 
 
 def module_path(go_mod: str) -> str | None:
@@ -42,6 +59,10 @@ class GoResolver:
                 name = module_path(text)
                 if name:
                     modules.append((name, dirname(path)))
+                for replaced, local in local_replacements(text):
+                    target = posixpath.normpath(posixpath.join(dirname(path), local))
+                    if not target.startswith(".."):
+                        modules.append((replaced, "" if target == "." else target))
         modules.sort(key=lambda m: -len(m[0]))
         self._modules = modules
 

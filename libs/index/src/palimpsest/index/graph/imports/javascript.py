@@ -9,8 +9,14 @@ Resolution follows what bundlers and ``tsc`` do, within the snapshot:
   ``extends`` inside the repository): ``compilerOptions.paths`` patterns (``@/*`` -> ``src/*``),
   then ``baseUrl``;
 * otherwise a workspace package: a ``package.json`` in the tree whose ``name`` the specifier
-  starts with (``@acme/ui/button`` -> that package's directory), its ``source``/``module``/
-  ``main``/``types`` entry, or ``src/index.*``/``index.*``;
+  starts with (npm, pnpm and yarn workspaces are all such folders). Its ``exports`` map first
+  (the subpath exactly, else the longest ``*`` pattern; conditions in the order a source-first
+  build reads them: custom conditions such as ``@acme/source``, ``source``, ``development``,
+  then ``import``, ``module``, ``default``, ``require``, ``node``, ``browser``, ``types``),
+  then ``source``/``module``/``main``/``types``, then ``<dir>/<subpath>``, ``<dir>/src/<subpath>``,
+  ``src/index.*``/``index.*``. A built target (``./dist/index.mjs``, ``./lib/x.d.cts``) that is
+  not in the tree maps back to its source by convention: the extension goes, a leading build
+  folder (``dist``, ``build``, ``lib``, ``esm``, ``cjs``, ``out``, ``types``) becomes ``src``;
 * anything else is an external package (``react``, ``@scope/pkg``, ``node:fs``).
 """
 
@@ -44,6 +50,11 @@ _EXTENSIONS = (
 )
 _COMPILED = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
 _ENTRY_FIELDS = ("source", "module", "main", "types", "typings")
+_BUILT_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".mjs", ".cjs", ".js", ".jsx", ".ts", ".mts", ".cts", ".tsx")
+_BUILD_DIRS = frozenset({"dist", "build", "lib", "esm", "cjs", "out", "types", "es", "module", "umd"})
+_LATE_CONDITIONS = ("import", "module", "default", "require", "node", "browser", "types")
+"""Standard ``exports`` conditions, in the order resolution tries them; any other condition
+(``@acme/source``, ``source``, ``development``) names source and is tried first."""
 _CONFIG_NAMES = ("tsconfig.json", "jsconfig.json")
 _MAX_EXTENDS = 8
 _JSONC_TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.DOTALL)
@@ -93,6 +104,7 @@ class _Package:
     name: str
     directory: str
     entries: list[str]
+    exports: dict[str, Any] | None = None  # subpath ("." or "./x" or "./x/*") -> target
 
 
 class JavaScriptResolver:
@@ -103,7 +115,7 @@ class JavaScriptResolver:
         self._texts = context.texts
         self._configs: dict[str, _Config | None] = {}
         self._nearest: dict[str, _Config | None] = {}
-        self._packages = self._workspace_packages()
+        self.packages = self._workspace_packages()
 
     # ------------------------------------------------------------------ configuration
 
@@ -116,7 +128,9 @@ class JavaScriptResolver:
             if not isinstance(data, dict) or not isinstance(data.get("name"), str):
                 continue
             entries = [data[key] for key in _ENTRY_FIELDS if isinstance(data.get(key), str)]
-            packages.append(_Package(data["name"], dirname(path), entries))
+            packages.append(
+                _Package(data["name"], dirname(path), entries, _exports_table(data.get("exports")))
+            )
         packages.sort(key=lambda p: -len(p.name))
         return packages
 
@@ -210,10 +224,14 @@ class JavaScriptResolver:
         return None
 
     def _workspace(self, spec: str) -> Outcome | None:
-        for package in self._packages:
+        for package in self.packages:
             if spec != package.name and not spec.startswith(package.name + "/"):
                 continue
             rest = spec[len(package.name) + 1 :]
+            if package.exports is not None:
+                found = self._exported(package, f"./{rest}" if rest else ".")
+                if found:
+                    return resolved([found])
             if rest:
                 for base in (f"{package.directory}/{rest}", f"{package.directory}/src/{rest}"):
                     found = file_for(self._tree, normalize(base) or "")
@@ -221,12 +239,75 @@ class JavaScriptResolver:
                         return resolved([found])
                 return unresolved()
             for entry in [*package.entries, "src/index", "index"]:
-                candidate = normalize(posixpath.join(package.directory, entry))
-                found = file_for(self._tree, candidate) if candidate is not None else None
+                found = self._source_of(package.directory, entry)
                 if found:
                     return resolved([found])
             return unresolved()
         return None
+
+    def _exported(self, package: _Package, subpath: str) -> str | None:
+        """The file an ``exports`` map gives ``subpath`` of ``package`` (mapped back to source)."""
+        assert package.exports is not None
+        value = package.exports.get(subpath)
+        captured: str | None = None
+        if value is None:
+            best = -1
+            for key, target in package.exports.items():
+                found = _match_pattern(key, subpath) if "*" in key else None
+                if found is not None and len(key.partition("*")[0]) > best:
+                    best, value, captured = len(key.partition("*")[0]), target, found
+        for leaf in _leaves(value):
+            target = leaf.replace("*", captured) if captured is not None else leaf
+            found = self._source_of(package.directory, target)
+            if found:
+                return found
+        return None
+
+    def _source_of(self, directory: str, target: str) -> str | None:
+        """The file ``target`` (relative to a package) names, or the source it is built from."""
+        candidate = normalize(posixpath.join(directory, target))
+        if candidate is None:
+            return None
+        found = file_for(self._tree, candidate)
+        if found:
+            return found
+        stem = next((candidate[: -len(s)] for s in _BUILT_SUFFIXES if candidate.endswith(s)), candidate)
+        inner = stem[len(directory) + 1 :] if directory else stem
+        parts = inner.split("/")
+        if len(parts) > 1 and parts[0] in _BUILD_DIRS:
+            rest = parts[2:] if len(parts) > 2 and parts[1] in _BUILD_DIRS else parts[1:]
+            for base in ("src", ""):
+                mapped = normalize(posixpath.join(directory, base, *rest))
+                found = file_for(self._tree, mapped) if mapped else None
+                if found:
+                    return found
+        return file_for(self._tree, stem) if stem != candidate else None
+
+
+def _exports_table(exports: Any) -> dict[str, Any] | None:
+    """A package's ``exports`` as subpath -> target (a bare target or conditions mean ``"."``)."""
+    if isinstance(exports, (str, list)):
+        return {".": exports}
+    if not isinstance(exports, dict) or not exports:
+        return None
+    if any(isinstance(key, str) and key.startswith(".") for key in exports):
+        return {key: value for key, value in exports.items() if isinstance(key, str) and key.startswith(".")}
+    return {".": exports}
+
+
+def _leaves(value: Any, depth: int = 0) -> list[str]:
+    """The targets of an ``exports`` value, source-naming conditions first."""
+    if isinstance(value, str):
+        return [value]
+    if depth > 6:
+        return []
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item, depth + 1)]
+    if not isinstance(value, dict):
+        return []  # null: the subpath is not exported
+    late = {key: i for i, key in enumerate(_LATE_CONDITIONS)}
+    keys = sorted(value, key=lambda key: late.get(key, -1))  # stable: custom conditions keep their order
+    return [leaf for key in keys for leaf in _leaves(value[key], depth + 1)]
 
 
 def _match_pattern(pattern: str, spec: str) -> str | None:
