@@ -1,0 +1,111 @@
+-- Lexical search (issue 41): a filtered search chooses its plan by the filter's size.
+--
+-- palimpsest_lexical_filtered_candidates (0041) reads the GIN matches of the query, up to ten times
+-- p_candidates of them, and keeps those whose blob is at a path of the snapshot that passes the
+-- filters. Where the filter holds few chunks and the words are common that reads thousands of rows
+-- for a handful of hits: on kafka, "test" in the 270 JSON files read 20 000 matches (6 735 heap
+-- blocks, 231 ms) for 4 hits, after lexical search had first ranked 2 000 unfiltered candidates
+-- in vain; bench search's language shape had a p95 of 512 ms. Its 'files' plan starts from the
+-- other end: the blobs of the files that pass the filters, their chunks through code_chunks_blob,
+-- and the query tested on those (270 files, 1 265 buffers, 20 ms on the same query).
+--
+-- The plan is chosen per call (p_plan NULL): 'files' when the filtered files hold fewer chunks
+-- than the query is expected to match (the planner's estimate of its GIN matches, at most the
+-- 'ranked' plan's bound of ten times p_candidates), else 'ranked' (0041's plan). Counting the
+-- filter's chunks stops at p_candidates distinct blobs (a broad filter is 'ranked' at once); the
+-- count is code_blobs.chunk_count. p_plan 'files' or 'ranked' forces one (tests compare the two).
+-- Both return the same chunks when fewer than p_candidates pass the filters.
+CREATE INDEX code_index_files_language ON code_index_files (tenant_id, snapshot_id, language);
+
+DROP FUNCTION palimpsest_lexical_filtered_candidates(uuid, uuid, tsquery, text, integer, integer, text, text, text);
+CREATE FUNCTION palimpsest_lexical_filtered_candidates(
+    p_repository uuid, p_snapshot uuid, p_query tsquery, p_ident text, p_candidates integer, p_limit integer,
+    p_language text, p_prefix text, p_kind text, p_plan text DEFAULT NULL
+) RETURNS TABLE (blob_sha text, ordinal integer, score real)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT ROWS 50 AS $$
+#variable_conflict use_column
+DECLARE
+    v_tenant uuid := NULLIF(current_setting('app.tenant_id', true), '')::uuid;
+    v_plan text := p_plan;
+    v_blobs bigint;
+    v_chunks bigint;
+    v_matches double precision;
+    v_explain json;
+BEGIN
+    IF v_plan IS NOT NULL AND v_plan NOT IN ('files', 'ranked') THEN
+        RAISE EXCEPTION 'p_plan must be files, ranked or NULL, not %', v_plan USING ERRCODE = '22023';
+    END IF;
+    IF v_plan IS NULL THEN
+        v_plan := 'ranked';
+        IF p_language IS NOT NULL OR p_prefix IS NOT NULL THEN
+            SELECT count(*), coalesce(sum(b.chunk_count), 0) INTO v_blobs, v_chunks
+            FROM (SELECT DISTINCT f.blob_sha FROM code_index_files f
+                  WHERE f.tenant_id = v_tenant AND f.snapshot_id = p_snapshot
+                    AND (p_language IS NULL OR f.language = p_language)
+                    AND (p_prefix IS NULL OR f.path LIKE p_prefix)
+                  LIMIT p_candidates + 1) fb
+            JOIN code_blobs b ON b.tenant_id = v_tenant AND b.repository_id = p_repository
+                AND b.blob_sha = fb.blob_sha;
+            IF v_blobs <= p_candidates THEN
+                EXECUTE format('EXPLAIN (FORMAT JSON) SELECT 1 FROM code_chunks c'
+                               ' WHERE c.repository_id = %L AND c.lexical @@ %L::tsquery', p_repository, p_query)
+                    INTO v_explain;
+                v_matches := (v_explain -> 0 -> 'Plan' ->> 'Plan Rows')::double precision;
+                IF v_chunks < least(v_matches, p_candidates * 10.0) THEN
+                    v_plan := 'files';
+                END IF;
+            END IF;
+        END IF;
+    END IF;
+    IF v_plan = 'files' THEN
+        RETURN QUERY
+        WITH fb AS (
+            SELECT DISTINCT f.blob_sha FROM code_index_files f
+            WHERE f.tenant_id = v_tenant AND f.snapshot_id = p_snapshot
+              AND (p_language IS NULL OR f.language = p_language)
+              AND (p_prefix IS NULL OR f.path LIKE p_prefix)
+        ), cand AS (
+            SELECT c.blob_sha, c.ordinal, c.kind, c.name, c.lexical
+            FROM fb JOIN code_chunks c ON c.tenant_id = v_tenant AND c.repository_id = p_repository
+                AND c.blob_sha = fb.blob_sha
+            WHERE c.lexical @@ p_query AND (p_kind IS NULL OR c.kind = p_kind)
+            LIMIT p_candidates
+        )
+        SELECT cand.blob_sha, cand.ordinal,
+               (ts_rank_cd(cand.lexical, p_query, 32)
+                + CASE WHEN p_ident IS NOT NULL AND lower(cand.name) = p_ident THEN 1.0 ELSE 0 END
+                + CASE WHEN cand.kind NOT IN ('window', 'section') THEN 0.05 ELSE 0 END)::real AS score
+        FROM cand
+        ORDER BY 3 DESC
+        LIMIT p_limit;
+    ELSE
+        RETURN QUERY
+        WITH matched AS (
+            SELECT c.tenant_id, c.blob_sha, c.ordinal, c.kind, c.name, c.lexical
+            FROM code_chunks c
+            WHERE c.tenant_id = v_tenant AND c.repository_id = p_repository
+              AND c.lexical @@ p_query
+              AND (p_kind IS NULL OR c.kind = p_kind)
+            LIMIT p_candidates * 10
+        ), cand AS (
+            SELECT m.blob_sha, m.ordinal, m.kind, m.name, m.lexical
+            FROM matched m
+            WHERE EXISTS (SELECT 1 FROM code_index_files f
+                          WHERE f.tenant_id = m.tenant_id AND f.snapshot_id = p_snapshot
+                            AND f.blob_sha = m.blob_sha
+                            AND (p_language IS NULL OR f.language = p_language)
+                            AND (p_prefix IS NULL OR f.path LIKE p_prefix))
+            LIMIT p_candidates
+        )
+        SELECT cand.blob_sha, cand.ordinal,
+               (ts_rank_cd(cand.lexical, p_query, 32)
+                + CASE WHEN p_ident IS NOT NULL AND lower(cand.name) = p_ident THEN 1.0 ELSE 0 END
+                + CASE WHEN cand.kind NOT IN ('window', 'section') THEN 0.05 ELSE 0 END)::real AS score
+        FROM cand
+        ORDER BY 3 DESC
+        LIMIT p_limit;
+    END IF;
+END $$;
+REVOKE ALL ON FUNCTION palimpsest_lexical_filtered_candidates(uuid, uuid, tsquery, text, integer, integer, text, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION palimpsest_lexical_filtered_candidates(uuid, uuid, tsquery, text, integer, integer, text, text, text, text)
+    IS 'app-callable: lexical candidates of the current tenant that pass the filters, by the plan that suits the filter''s size (migrations 0041, 0046).';
