@@ -28,6 +28,8 @@ from palimpsest.index.snapshots import newest_ready
 from palimpsest.index.tokens import QueryTerm, query_terms
 
 DEFAULT_CANDIDATES = 2000
+# the phrase pass and the padding pass rank this share of ``candidates`` (see lexical_search)
+SIDE_PASS_SHARE = 4
 FilterPlan = Literal["files", "ranked"]
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 
@@ -132,7 +134,15 @@ async def lexical_search(
     ident = query.strip().lower() if _IDENTIFIER.fullmatch(query.strip()) else None
     hits: list[SearchHit] = []
     seen: set[tuple[str, int]] = set()
-    for tsq in tsqueries:
+    # The pass of every token ranks ``candidates`` GIN matches. For a query of several terms, the
+    # phrase pass before it and the padding pass after it rank a quarter of that: every phrase
+    # candidate says the phrase (the GIN index cannot tell adjacency, so each is rechecked in its
+    # row, and common pairs such as "test that" recheck thousands), and the padding pass only fills
+    # the list with chunks that hold some term; on kafka those two passes were most of the phrase
+    # shapes' p95 (60-210 ms of it). A single identifier's padding pass keeps the full pool
+    main = next(i for i, t in enumerate(tsqueries) if "<->" not in t)
+    side = max(limit, candidates // SIDE_PASS_SHARE) if len(query_terms(query)) > 1 else candidates
+    for i, tsq in enumerate(tsqueries):
         found = await _run(
             conn,
             repository_id,
@@ -142,7 +152,7 @@ async def lexical_search(
             path_prefix,
             language,
             kind,
-            candidates,
+            candidates if i == main else side,
             ident,
             filter_plan,
         )
