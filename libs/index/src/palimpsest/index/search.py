@@ -9,8 +9,11 @@ yields fewer than ``limit`` hits, a second pass accepts chunks that hold *any* o
 terms, where a term is held by its whole form or by all of its words (``getUserName``: the
 lexeme ``getusername``, or ``get``, ``user`` and ``name`` together). A lone word of a compound
 never stands for it: the second pass of ``VerificationFailureRate`` must not fill the list with
-every chunk that says "rate". Each pass ranks at most ``candidates`` GIN matches, so the cost
-stays bounded on huge repositories.
+every chunk that says "rate". Each pass ranks at most ``candidates`` GIN matches (the phrase and
+padding passes of a query of several terms a quarter of them), so the cost stays bounded on huge
+repositories. With a language, path prefix or kind filter, the candidates are the chunks that
+pass it, read from the filtered files or from the GIN matches, whichever the filter's size makes
+cheaper (migration 0046).
 """
 
 from __future__ import annotations

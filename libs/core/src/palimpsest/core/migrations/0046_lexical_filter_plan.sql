@@ -31,6 +31,11 @@ DECLARE
     v_chunks bigint;
     v_matches double precision;
     v_explain json;
+    -- the blobs at the snapshot's paths that pass the filters, as dynamic SQL so that each call is
+    -- planned with its own filters (a cached generic plan cannot use the language index)
+    v_files text := 'SELECT DISTINCT f.blob_sha FROM code_index_files f WHERE f.tenant_id = $1 AND f.snapshot_id = $2'
+        || CASE WHEN p_language IS NOT NULL THEN ' AND f.language = $3' ELSE '' END
+        || CASE WHEN p_prefix IS NOT NULL THEN ' AND f.path LIKE $4' ELSE '' END;
 BEGIN
     IF v_plan IS NOT NULL AND v_plan NOT IN ('files', 'ranked') THEN
         RAISE EXCEPTION 'p_plan must be files, ranked or NULL, not %', v_plan USING ERRCODE = '22023';
@@ -38,14 +43,10 @@ BEGIN
     IF v_plan IS NULL THEN
         v_plan := 'ranked';
         IF p_language IS NOT NULL OR p_prefix IS NOT NULL THEN
-            SELECT count(*), coalesce(sum(b.chunk_count), 0) INTO v_blobs, v_chunks
-            FROM (SELECT DISTINCT f.blob_sha FROM code_index_files f
-                  WHERE f.tenant_id = v_tenant AND f.snapshot_id = p_snapshot
-                    AND (p_language IS NULL OR f.language = p_language)
-                    AND (p_prefix IS NULL OR f.path LIKE p_prefix)
-                  LIMIT p_candidates + 1) fb
-            JOIN code_blobs b ON b.tenant_id = v_tenant AND b.repository_id = p_repository
-                AND b.blob_sha = fb.blob_sha;
+            EXECUTE 'SELECT count(*), coalesce(sum(b.chunk_count), 0) FROM (' || v_files || ' LIMIT $5) fb'
+                    ' JOIN code_blobs b ON b.tenant_id = $1 AND b.repository_id = $6 AND b.blob_sha = fb.blob_sha'
+                INTO v_blobs, v_chunks
+                USING v_tenant, p_snapshot, p_language, p_prefix, p_candidates + 1, p_repository;
             IF v_blobs <= p_candidates THEN
                 EXECUTE format('EXPLAIN (FORMAT JSON) SELECT 1 FROM code_chunks c'
                                ' WHERE c.repository_id = %L AND c.lexical @@ %L::tsquery', p_repository, p_query)
@@ -58,26 +59,19 @@ BEGIN
         END IF;
     END IF;
     IF v_plan = 'files' THEN
-        RETURN QUERY
-        WITH fb AS (
-            SELECT DISTINCT f.blob_sha FROM code_index_files f
-            WHERE f.tenant_id = v_tenant AND f.snapshot_id = p_snapshot
-              AND (p_language IS NULL OR f.language = p_language)
-              AND (p_prefix IS NULL OR f.path LIKE p_prefix)
-        ), cand AS (
-            SELECT c.blob_sha, c.ordinal, c.kind, c.name, c.lexical
-            FROM fb JOIN code_chunks c ON c.tenant_id = v_tenant AND c.repository_id = p_repository
-                AND c.blob_sha = fb.blob_sha
-            WHERE c.lexical @@ p_query AND (p_kind IS NULL OR c.kind = p_kind)
-            LIMIT p_candidates
-        )
-        SELECT cand.blob_sha, cand.ordinal,
-               (ts_rank_cd(cand.lexical, p_query, 32)
-                + CASE WHEN p_ident IS NOT NULL AND lower(cand.name) = p_ident THEN 1.0 ELSE 0 END
-                + CASE WHEN cand.kind NOT IN ('window', 'section') THEN 0.05 ELSE 0 END)::real AS score
-        FROM cand
-        ORDER BY 3 DESC
-        LIMIT p_limit;
+        RETURN QUERY EXECUTE
+            'WITH fb AS (' || v_files || '), cand AS ('
+            ' SELECT c.blob_sha, c.ordinal, c.kind, c.name, c.lexical'
+            ' FROM fb JOIN code_chunks c ON c.tenant_id = $1 AND c.repository_id = $6 AND c.blob_sha = fb.blob_sha'
+            ' WHERE c.lexical @@ $7 AND ($8::text IS NULL OR c.kind = $8)'
+            ' LIMIT $5)'
+            ' SELECT cand.blob_sha, cand.ordinal,'
+            '  (ts_rank_cd(cand.lexical, $7, 32)'
+            '   + CASE WHEN $9::text IS NOT NULL AND lower(cand.name) = $9 THEN 1.0 ELSE 0 END'
+            '   + CASE WHEN cand.kind NOT IN (''window'', ''section'') THEN 0.05 ELSE 0 END)::real'
+            ' FROM cand ORDER BY 3 DESC LIMIT $10'
+            USING v_tenant, p_snapshot, p_language, p_prefix, p_candidates, p_repository, p_query, p_kind, p_ident,
+                  p_limit;
     ELSE
         RETURN QUERY
         WITH matched AS (
