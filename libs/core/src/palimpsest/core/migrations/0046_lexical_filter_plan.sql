@@ -12,9 +12,10 @@
 -- The plan is chosen per call (p_plan NULL): 'files' when the filtered files hold fewer chunks
 -- than the query is expected to match (the planner's estimate of its GIN matches, at most the
 -- 'ranked' plan's bound of ten times p_candidates), else 'ranked' (0041's plan). Counting the
--- filter's chunks stops at p_candidates distinct blobs (a broad filter is 'ranked' at once); the
--- count is code_blobs.chunk_count. p_plan 'files' or 'ranked' forces one (tests compare the two).
--- Both return the same chunks when fewer than p_candidates pass the filters.
+-- filter's chunks (code_blobs.chunk_count of its distinct blobs) stops at that estimate, so an
+-- identifier's few matches cost a few rows to decide. p_plan 'files' or
+-- 'ranked' forces one (tests compare the two). Both return the same chunks when fewer than
+-- p_candidates pass the filters.
 CREATE INDEX code_index_files_language ON code_index_files (tenant_id, snapshot_id, language);
 
 DROP FUNCTION palimpsest_lexical_filtered_candidates(uuid, uuid, tsquery, text, integer, integer, text, text, text);
@@ -29,7 +30,7 @@ DECLARE
     v_plan text := p_plan;
     v_blobs bigint;
     v_chunks bigint;
-    v_matches double precision;
+    v_cap bigint;
     v_explain json;
     -- the blobs at the snapshot's paths that pass the filters, as dynamic SQL so that each call is
     -- planned with its own filters (a cached generic plan cannot use the language index)
@@ -43,18 +44,18 @@ BEGIN
     IF v_plan IS NULL THEN
         v_plan := 'ranked';
         IF p_language IS NOT NULL OR p_prefix IS NOT NULL THEN
+            -- the 'ranked' plan reads the query's GIN matches, at most ten times p_candidates: the
+            -- planner's estimate of them bounds what counting the filter's chunks may read
+            EXECUTE format('EXPLAIN (FORMAT JSON) SELECT 1 FROM code_chunks c'
+                           ' WHERE c.repository_id = %L AND c.lexical @@ %L::tsquery', p_repository, p_query)
+                INTO v_explain;
+            v_cap := ceil(least((v_explain -> 0 -> 'Plan' ->> 'Plan Rows')::double precision, p_candidates * 10.0));
             EXECUTE 'SELECT count(*), coalesce(sum(b.chunk_count), 0) FROM (' || v_files || ' LIMIT $5) fb'
                     ' JOIN code_blobs b ON b.tenant_id = $1 AND b.repository_id = $6 AND b.blob_sha = fb.blob_sha'
                 INTO v_blobs, v_chunks
-                USING v_tenant, p_snapshot, p_language, p_prefix, p_candidates + 1, p_repository;
-            IF v_blobs <= p_candidates THEN
-                EXECUTE format('EXPLAIN (FORMAT JSON) SELECT 1 FROM code_chunks c'
-                               ' WHERE c.repository_id = %L AND c.lexical @@ %L::tsquery', p_repository, p_query)
-                    INTO v_explain;
-                v_matches := (v_explain -> 0 -> 'Plan' ->> 'Plan Rows')::double precision;
-                IF v_chunks < least(v_matches, p_candidates * 10.0) THEN
-                    v_plan := 'files';
-                END IF;
+                USING v_tenant, p_snapshot, p_language, p_prefix, v_cap, p_repository;
+            IF v_blobs < v_cap AND v_chunks < v_cap THEN
+                v_plan := 'files';
             END IF;
         END IF;
     END IF;
