@@ -76,3 +76,47 @@ def test_bench_search_on_a_scratch_stack(tmp_path: Path) -> None:
     assert out["shapes"]["identifier"]["overlap_top10"] >= 0.9
     assert all(e["path"].endswith("/") for e in out["shapes"]["path"]["examples"])
     assert all(e["language"] for e in out["shapes"]["language"]["examples"])
+    assert out["index_reused"] is False
+
+
+def test_bench_search_keep_reuses_its_index(tmp_path: Path) -> None:
+    """--keep DIR: the second run on the same corpus reuses the first run's index (same commit,
+    chunks and build figures; no second build) and draws the same queries."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
+    env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
+    args = [
+        "bench",
+        "search",
+        "--files",
+        "60",
+        "--total-mb",
+        "0.05",
+        "--queries",
+        "2",
+        "--cold-restarts",
+        "0",
+    ]
+    args += ["--keep", str(tmp_path / "kept"), "--json"]
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "palimpsest.cli.main", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append((json.loads(proc.stdout), proc.stderr))
+    (first, first_err), (second, second_err) = runs
+    assert first["index_reused"] is False and "indexing through the pipeline" in first_err
+    assert second["index_reused"] is True and "indexing through the pipeline" not in second_err
+    assert (second["commit"], second["chunks"], second["first_build_s"]) == (
+        first["commit"],
+        first["chunks"],
+        first["first_build_s"],
+    )
+    assert [e["q"] for e in second["shapes"]["identifier"]["examples"]] == [
+        e["q"] for e in first["shapes"]["identifier"]["examples"]
+    ]

@@ -599,3 +599,81 @@ async def test_a_bare_repository_without_a_config_file_builds(
     built = await build(infra, tenant, await register_path(infra.pool, tenant, bare))
     assert built.state == "ready", built
     assert built.files == 1
+
+
+def _passes(hit: Any, language: str | None, prefix: str | None, kind: str | None) -> bool:
+    return (
+        (language is None or hit.language == language)
+        and (prefix is None or hit.path.startswith(prefix))
+        and (kind is None or hit.kind == kind)
+    )
+
+
+async def test_both_filter_plans_return_the_unfiltered_hits_restricted_to_the_filter(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    """A filtered search (migration 0046) reads either the chunks of the files that pass the filter
+    or the query's GIN matches; both, and the database's own choice, must return exactly the
+    unfiltered hits that pass the filter, in the same order. Every file's text is its own (a blob
+    at one path), and the corpus is far below the candidate bound, so nothing is cut."""
+    r = init_repo(tmp_path / "plans")
+    files: dict[str, str] = {}
+    for i in range(60):
+        extra = "    # the ledger balance, once\n" if i % 7 == 0 else ""
+        files[f"py/pkg{i % 3}/mod{i}.py"] = (
+            f"def widget_{i}(parts):\n    # the widget total of part {i}\n{extra}"
+            + f"    widget = parts[{i}] + {i}\n" * (1 + i % 4)
+            + "    return widget\n"
+        )
+    for i in range(6):
+        files[f"go/w{i}.go"] = f"package w\n\n// a widget total, {i}\nfunc Widget{i}() int {{ return {i} }}\n"
+    for i in range(10):
+        files[f"ts/src/l{i}.ts"] = (
+            f"// ledger balance {i}\nexport function computeLedgerBalance{i}(widget: number): number {{\n"
+            f"  return widget * {i};\n}}\n"
+        )
+    for i in range(4):
+        files[f"docs/n{i}.md"] = f"# Note {i}\n\nThe widget total and the ledger balance, note {i}.\n"
+    commit(r, "2024-01-01", files)
+    tenant = await create_tenant(infra.pool, "plans")
+    repo_id = await register_path(infra.pool, tenant, r)
+    await build(infra, tenant, repo_id)
+    filters: list[tuple[str | None, str | None, str | None]] = [
+        ("go", None, None),
+        ("typescript", None, None),
+        ("markdown", None, None),
+        ("python", None, None),
+        (None, "go/", None),
+        (None, "py/pkg1/", None),
+        (None, "ts/", None),
+        ("python", "py/pkg2/", None),
+        ("python", None, "function"),
+    ]
+    checked = 0
+    async with tenant_tx(infra.pool, tenant) as conn:
+        for query in ("widget", "ledger balance", "widget total", "computeLedgerBalance3", "once"):
+            everything = await lexical_search(conn, repo_id, query, limit=1000)
+            assert everything, query
+            for language, prefix, kind in filters:
+                want = [
+                    (h.path, h.start_line, h.score) for h in everything if _passes(h, language, prefix, kind)
+                ]
+                for plan in ("files", "ranked", None):
+                    got = await lexical_search(
+                        conn,
+                        repo_id,
+                        query,
+                        limit=1000,
+                        language=language,
+                        path_prefix=prefix,
+                        kind=kind,
+                        filter_plan=plan,  # type: ignore[arg-type]
+                    )
+                    assert [(h.path, h.start_line, h.score) for h in got] == want, (
+                        query,
+                        language,
+                        prefix,
+                        plan,
+                    )
+                checked += bool(want)
+    assert checked >= 25  # most (query, filter) pairs have hits: the comparison is not of empty lists

@@ -189,6 +189,12 @@ async def bench_index(
     type=click.IntRange(min=0),
     help="Restarts of the embedded PostgreSQL, each followed by one cold query per shape.",
 )
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the corpus, its checkout and the index in this directory; a later run with the same"
+    " directory and corpus reuses the index (migrations run again) instead of building it.",
+)
 @_json_option
 @run_async
 async def bench_search(
@@ -198,6 +204,7 @@ async def bench_search(
     source: Path | None,
     rev: str,
     cold_restarts: int,
+    keep: Path | None,
     as_json: bool,
 ) -> None:
     """Lexical search p50/p95/p99 per query shape, cold and warm, beside rg and git grep on a checkout of the same commit."""
@@ -213,6 +220,7 @@ async def bench_search(
         source=source,
         rev=rev,
         cold_restarts=cold_restarts,
+        keep=keep,
     )
     emit(result, as_json=True)
 

@@ -9,8 +9,11 @@ yields fewer than ``limit`` hits, a second pass accepts chunks that hold *any* o
 terms, where a term is held by its whole form or by all of its words (``getUserName``: the
 lexeme ``getusername``, or ``get``, ``user`` and ``name`` together). A lone word of a compound
 never stands for it: the second pass of ``VerificationFailureRate`` must not fill the list with
-every chunk that says "rate". Each pass ranks at most ``candidates`` GIN matches, so the cost
-stays bounded on huge repositories.
+every chunk that says "rate". Each pass ranks at most ``candidates`` GIN matches (the phrase and
+padding passes of a query of several terms a quarter of them), so the cost stays bounded on huge
+repositories. With a language, path prefix or kind filter, the candidates are the chunks that
+pass it, read from the filtered files or from the GIN matches, whichever the filter's size makes
+cheaper (migration 0046).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from palimpsest.core.db import Conn, fetch_all_as
@@ -28,6 +31,9 @@ from palimpsest.index.snapshots import newest_ready
 from palimpsest.index.tokens import QueryTerm, query_terms
 
 DEFAULT_CANDIDATES = 2000
+# the phrase pass and the padding pass rank this share of ``candidates`` (see lexical_search)
+SIDE_PASS_SHARE = 4
+FilterPlan = Literal["files", "ranked"]
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 
 
@@ -113,7 +119,14 @@ async def lexical_search(
     language: str | None = None,
     kind: str | None = None,
     candidates: int = DEFAULT_CANDIDATES,
+    filter_plan: FilterPlan | None = None,
 ) -> list[SearchHit]:
+    """The best ``limit`` chunks for ``query`` (see the module docstring).
+
+    With a language, path prefix or kind filter the candidates are the chunks that pass it, found
+    by the plan that suits the filter's size (migration 0046): ``files`` reads the chunks of the
+    files that pass it, ``ranked`` the query's GIN matches; None lets the database choose, a plan
+    forces it (tests compare the two)."""
     tsqueries = passes(query)
     if snapshot_id is None:
         snap = await newest_ready(conn, repository_id)
@@ -124,9 +137,27 @@ async def lexical_search(
     ident = query.strip().lower() if _IDENTIFIER.fullmatch(query.strip()) else None
     hits: list[SearchHit] = []
     seen: set[tuple[str, int]] = set()
-    for tsq in tsqueries:
+    # The pass of every token ranks ``candidates`` GIN matches. For a query of several terms, the
+    # phrase pass before it and the padding pass after it rank a quarter of that: every phrase
+    # candidate says the phrase (the GIN index cannot tell adjacency, so each is rechecked in its
+    # row, and common pairs such as "test that" recheck thousands), and the padding pass only fills
+    # the list with chunks that hold some term; on kafka those two passes were most of the phrase
+    # shapes' p95 (60-210 ms of it). A single identifier's padding pass keeps the full pool
+    main = next(i for i, t in enumerate(tsqueries) if "<->" not in t)
+    side = max(limit, candidates // SIDE_PASS_SHARE) if len(query_terms(query)) > 1 else candidates
+    for i, tsq in enumerate(tsqueries):
         found = await _run(
-            conn, repository_id, snapshot_id, tsq, limit, path_prefix, language, kind, candidates, ident
+            conn,
+            repository_id,
+            snapshot_id,
+            tsq,
+            limit,
+            path_prefix,
+            language,
+            kind,
+            candidates if i == main else side,
+            ident,
+            filter_plan,
         )
         for hit in found:
             key = (hit.blob_sha, hit.ordinal)
@@ -149,6 +180,7 @@ async def _run(
     kind: str | None,
     candidates: int,
     ident: str | None,
+    filter_plan: FilterPlan | None,
 ) -> list[SearchHit]:
     params: dict[str, Any] = {
         "repo": repository_id,
@@ -157,36 +189,31 @@ async def _run(
         "limit": limit,
         "cand": candidates,
         "ident": ident,
-        # filters apply after ranking here, so rank a deeper pool when there are filters
-        "pool": limit * 20 if (path_prefix or language or kind) else limit * 2 + 10,
+        "pool": limit * 2 + 10,
+        "language": None,
+        "prefix": None,
+        "kind": None,
+        "plan": filter_plan,
     }
     filters = hit_filters(params, path_prefix=path_prefix, language=language, kind=kind)
     # candidates come from a SECURITY DEFINER function that can use the GIN index under RLS
-    # (migration 0004 explains why); paths and content are then read under the tenant's policy
-    found = await fetch_hits(
-        conn,
-        "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_candidates("
-        " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s)",
-        params,
-        filters,
-        descending=True,
-        score=float,
-    )
-    if not filters or len(found) >= limit:
-        return found
-    # too few of the best-ranked chunks pass the filters: ask for the candidates that pass them
-    # (migration 0041), which reads every GIN match (on kafka 30-150 ms against 2-10), so only now.
-    # A language or folder with few of the best-ranked chunks otherwise came back nearly empty
-    return await fetch_hits(
-        conn,
-        "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_filtered_candidates("
-        " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s,"
-        " %(language)s, %(prefix)s, %(kind)s)",
-        {"language": None, "prefix": None, "kind": None, **params},
-        filters,
-        descending=True,
-        score=float,
-    )
+    # (migration 0004 explains why); paths and content are then read under the tenant's policy.
+    # With filters, the candidates are the chunks that pass them (migrations 0041, 0046): the
+    # function reads either the filtered files' chunks or the query's GIN matches, whichever is
+    # fewer. Ranking the unfiltered best first and filtering them after was wasted where the
+    # filter is narrow (a language of 270 of kafka's 6 360 files: 2 000 chunks ranked for none)
+    if not filters:
+        candidates_sql = (
+            "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_candidates("
+            " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s)"
+        )
+    else:
+        candidates_sql = (
+            "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_filtered_candidates("
+            " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s,"
+            " %(language)s, %(prefix)s, %(kind)s, %(plan)s)"
+        )
+    return await fetch_hits(conn, candidates_sql, params, filters, descending=True, score=float)
 
 
 async def fetch_hits(

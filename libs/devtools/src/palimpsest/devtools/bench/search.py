@@ -36,6 +36,8 @@ that cannot be done its yardstick is skipped and the reason printed and reported
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import random
 import re
@@ -289,32 +291,47 @@ async def run_bench_search(
     source: Path | None = None,
     rev: str = "HEAD",
     cold_restarts: int = 5,
+    keep: Path | None = None,
 ) -> dict[str, Any]:
-    """The figures of one ``bench search`` run; ``queries`` is per shape."""
+    """The figures of one ``bench search`` run; ``queries`` is per shape.
+
+    ``keep``: a directory that holds the corpus, its checkout and the scratch stack after the run;
+    a later run given the same directory and corpus reuses its index (the migrations run again, so
+    a change of the search's SQL functions is measured on the same rows) instead of building one."""
     rg, rg_skip = ensure_ripgrep()
     if rg_skip:
         progress(f"ripgrep yardstick skipped: {rg_skip}")
-    with tempfile.TemporaryDirectory(prefix="palimpsest-bench-search-") as tmp:
-        root = Path(tmp)
-        repo, commit, origin, checkout = await _corpus(root, source, rev, files, total_bytes)
-        home = root / "home"
-        progress("indexing through the pipeline…")
-        async with scratch_pipeline(settings, home) as (s, stack, infra, tenant):
-            repo_id = await register_path(infra.pool, tenant, repo)
-            built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))[SnapshotBuilt]
-            if built.state != "ready" or built.snapshot_id is None:
-                return {"error": f"build {built.state}: {built.reason}"}
-            graph_wait_s = await wait_for_graph(infra.pool, tenant, built.snapshot_id)
-            db_bytes = await _db_bytes(infra, tenant)
-            storage = await chunk_storage(infra.pool, tenant, repo_id)
-            drawn = await draw_queries(infra.pool, tenant, repo_id, built.snapshot_id, queries)
-            embedded = stack.embedded_db
+    with contextlib.ExitStack() as exits:
+        if keep is None:
+            root = Path(exits.enter_context(tempfile.TemporaryDirectory(prefix="palimpsest-bench-search-")))
+        else:
+            root = keep
+            root.mkdir(parents=True, exist_ok=True)
+        wanted = {
+            "source": str(source) if source else None,
+            "rev": rev,
+            "files": files,
+            "total_bytes": total_bytes,
+        }
+        built_info = _kept(root, wanted)
+        if built_info is None:
+            built_info = await _build(settings, root, source, rev, files, total_bytes)
+            if "error" in built_info:
+                return built_info
+            if keep is not None:
+                (root / _KEPT).write_text(json.dumps({"corpus": wanted, **built_info}))
+        else:
+            progress(f"reusing the index kept in {root}")
+        tenant, repo_id = UUID(built_info["tenant"]), UUID(built_info["repository_id"])
+        home, checkout = root / "home", root / "checkout"
         # the services are stopped: the search runs in a quiet process, as an API replica serves it
         servers = Servers()
         cold: dict[str, list[float]] = {shape: [] for shape in SHAPES}
-        async with open_stack(scratch_settings(s, home), servers=servers) as info:
+        async with open_stack(scratch_settings(settings, home), servers=servers) as info:
             pool = await open_pool(info.app_url, max_size=2, name="bench-search")
             try:
+                drawn = await draw_queries(pool, tenant, repo_id, UUID(built_info["snapshot_id"]), queries)
+                embedded = info.embedded_db
                 if embedded and servers.pg is not None:
                     pool = await _cold(
                         pool, servers, info.app_url, tenant, repo_id, drawn, cold_restarts, cold
@@ -327,13 +344,14 @@ async def run_bench_search(
     return {
         "benchmark": "search",
         "postgres": "embedded" if embedded else "external",
-        **origin,
-        "commit": commit,
-        "chunks": built.chunks,
-        "first_build_s": built.duration_s,
-        "db_mb": round(db_bytes / 1e6, 1),
-        "graph_wait_s": graph_wait_s,
-        "chunk_storage": storage,
+        **built_info["origin"],
+        "commit": built_info["commit"],
+        "chunks": built_info["chunks"],
+        "first_build_s": built_info["first_build_s"],
+        "db_mb": built_info["db_mb"],
+        "graph_wait_s": built_info["graph_wait_s"],
+        "chunk_storage": built_info["chunk_storage"],
+        "index_reused": built_info.get("reused", False),
         "cold": (
             f"embedded PostgreSQL restarted {cold_restarts} times, one query per shape after each"
             " (the OS page cache kept)"
@@ -346,6 +364,53 @@ async def run_bench_search(
         "cores": os.cpu_count(),
         "all_shapes": _all(rows),
         "shapes": _by_shape(rows, cold),
+    }
+
+
+_KEPT = "bench-search.json"
+
+
+def _kept(root: Path, wanted: dict[str, Any]) -> dict[str, Any] | None:
+    """The build a previous run kept under ``root`` for the same corpus, or None."""
+    try:
+        kept = json.loads((root / _KEPT).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or kept.get("corpus") != wanted:
+        return None
+    return {**kept, "reused": True}
+
+
+async def _build(
+    settings: BaseServiceSettings, root: Path, source: Path | None, rev: str, files: int, total_bytes: int
+) -> dict[str, Any]:
+    """The corpus under ``root`` indexed through the pipeline (home ``root/home``): what the report
+    says of the build, or ``{"error": ...}``."""
+    if (root / "bench.git").exists() or (root / "checkout").exists():  # a run that did not finish
+        shutil.rmtree(root / "bench.git", ignore_errors=True)
+        shutil.rmtree(root / "checkout", ignore_errors=True)
+        shutil.rmtree(root / "home", ignore_errors=True)
+    repo, commit, origin, _checkout = await _corpus(root, source, rev, files, total_bytes)
+    progress("indexing through the pipeline…")
+    async with scratch_pipeline(settings, root / "home") as (_s, _stack, infra, tenant):
+        repo_id = await register_path(infra.pool, tenant, repo)
+        built = (await index_and_wait(infra.pool, infra.nc, tenant, repo_id))[SnapshotBuilt]
+        if built.state != "ready" or built.snapshot_id is None:
+            return {"error": f"build {built.state}: {built.reason}"}
+        graph_wait_s = await wait_for_graph(infra.pool, tenant, built.snapshot_id)
+        db_bytes = await _db_bytes(infra, tenant)
+        storage = await chunk_storage(infra.pool, tenant, repo_id)
+    return {
+        "tenant": str(tenant),
+        "repository_id": str(repo_id),
+        "snapshot_id": str(built.snapshot_id),
+        "origin": origin,
+        "commit": commit,
+        "chunks": built.chunks,
+        "first_build_s": built.duration_s,
+        "db_mb": round(db_bytes / 1e6, 1),
+        "graph_wait_s": graph_wait_s,
+        "chunk_storage": storage,
     }
 
 
