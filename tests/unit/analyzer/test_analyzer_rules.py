@@ -120,6 +120,28 @@ def removed_history() -> History:
     return history
 
 
+def linked(history: History | None, target: str = "img/shot.png") -> str:
+    """What the check makes of a doc's link to ``target`` that is not in the tree."""
+    mention = _Mention("docs/guide.md", 3, "mention", target, "path", "link")
+    claims = Claims(claims=[Claim(mention, "missing_path", f"`{target}`", (f"docs/{target}",))])
+    result = judge(claims, history)
+    kinds = {f.kind for f in result.findings}
+    return "link.broken" if kinds == {"broken_link"} else ",".join(sorted(kinds)) or "none"
+
+
+def manual(doc: str, others: list[str]) -> str:
+    """What a finding on ``doc`` becomes when the docs hold ``others`` too."""
+    claims = Claims(
+        claims=[Claim(_mention("make_cart", doc=doc), "missing_identifier", "`make_cart`", ("make_cart",))],
+        docs={doc, *others},
+    )
+    result = judge(claims, removed_history())
+    if [f.kind for f in result.findings] == ["versioned_manual"]:
+        assert result.findings[0].detail == "1 claim(s) no longer hold at head"
+        return "manual.older_release"
+    return "finding"
+
+
 Case = tuple[str, Callable[[], str], bool]
 CASES: list[Case] = [
     # resolve: paths
@@ -143,6 +165,12 @@ CASES: list[Case] = [
     ("path.exists", lambda: path("src/shop/cart.py"), True),
     ("path.exists", lambda: path("guide/index", "docref", "docs/index.rst"), True),
     ("path.exists", lambda: path("src/shop/gone.py"), False),
+    ("path.exists", lambda: path("/src/shop/cart.py", "link"), True),
+    ("path.exists", lambda: path("install", "link"), True),  # a docs site's page URL
+    ("path.exists", lambda: path("src/shop/cart.py", "link"), False),  # a link is relative to its doc
+    ("path.generated", lambda: path("dist/app.js", "link"), False),  # a link is followed wherever it points
+    ("path.placeholder", lambda: path("path/to/file.md", "link"), False),
+    ("path.placeholder", lambda: path("{{ url }}", "link"), True),
     ("path.suffix", lambda: path("flaskr/blog.py"), True),
     ("path.suffix", lambda: path("flaskr/views.py"), False),
     ("governs.placeholder", lambda: governs("path/to/x"), True),
@@ -193,6 +221,32 @@ CASES: list[Case] = [
     ("history.never", lambda: proved(History()), True),
     ("history.never", lambda: proved(removed_history()), False),
     ("finding", lambda: proved(removed_history()), True),
+    ("link.broken", lambda: linked(History()), True),
+    ("link.broken", lambda: linked(None), True),
+    ("link.broken", lambda: proved(History()), False),
+    (
+        "manual.older_release",
+        lambda: manual("docs/v1/guide.md", ["docs/v2/guide.md", "docs/v1/api.md"]),
+        True,
+    ),
+    (
+        "manual.older_release",
+        lambda: manual("versioned_docs/version-1.x/a.md", ["versioned_docs/version-2.x/a.md"]),
+        True,
+    ),
+    ("manual.older_release", lambda: manual("docs/v2.x/a.md", ["docs/v10.x/a.md"]), True),
+    ("manual.older_release", lambda: manual("docs/v2/guide.md", ["docs/v1/guide.md"]), False),  # the newest
+    (
+        "manual.older_release",
+        lambda: manual("docs/v1/guide.md", ["docs/guide.md"]),
+        False,
+    ),  # no newer sibling
+    ("manual.older_release", lambda: manual("api/2/x.md", ["api/3/x.md"]), False),  # a bare number
+    (
+        "manual.older_release",
+        lambda: manual("docs/v1/guide.md", ["site/v2/guide.md"]),
+        False,
+    ),  # not a sibling
     ("finding", lambda: proved(History()), False),
     # judge
     ("judge.written_after", lambda: judged(written=datetime(2025, 1, 1, tzinfo=UTC)), True),

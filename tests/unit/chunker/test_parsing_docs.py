@@ -300,7 +300,7 @@ def test_rst_default_role_literal_blocks_code_directives_and_doctests() -> None:
         ("`foo()` was removed in 2.0.", True),
         ("Use `new_api` instead of `old_api`.", True),
         ("The legacy loader is gone.", True),
-        ("See the [legacy docs](docs/old.md).", True),  # link text is prose
+        ("See the [legacy docs](docs/old.md) and `old_api`.", True),  # link text is prose
         ("Backwards compatibility shims live here.", True),
         ("Run `legacy/run.py` and call `parse_all()`.", False),  # the word is inside a code span
         ("The loader lives in legacy/loader.py, see `load_all()`.", False),  # … inside a path
@@ -312,8 +312,26 @@ def test_rst_default_role_literal_blocks_code_directives_and_doctests() -> None:
 )
 def test_history_words_are_read_in_the_prose_only(line: str, history: bool) -> None:
     md = f"# Guide\n\n{line}\n"
-    names = {f.name for f in _kinds(analyze_file("README.md", md, "markdown").facts, "mention")}
+    facts = _kinds(analyze_file("README.md", md, "markdown").facts, "mention")
+    names = {f.name for f in facts if f.detail != "link"}  # a link is followed on any line (below)
     assert (not names) is history, names
+
+
+def test_links_and_images_are_followed_on_every_line_and_in_html() -> None:
+    """A link's target is a claim about the tree wherever it stands: a history line, a deprecated
+    section, an ``<img>`` or ``<a>`` inside Markdown."""
+    md = (
+        "# Guide\n\nSee the [legacy docs](docs/old.md), `old_api()` was removed.\n\n"
+        '<p align="center"><img src="./coverage.svg" alt="x"> <a href="docs/a.md#top">a</a></p>\n\n'
+        "## Deprecated\n\n![shot](img/old.png) and `gone_call()`\n"
+    )
+    facts = _kinds(analyze_file("README.md", md, "markdown").facts, "mention")
+    assert {(f.name, f.detail) for f in facts} == {
+        ("docs/old.md", "link"),
+        ("coverage.svg", "link"),
+        ("docs/a.md", "link"),
+        ("img/old.png", "link"),
+    }
 
 
 def test_a_line_citing_a_legacy_folder_keeps_its_claims() -> None:

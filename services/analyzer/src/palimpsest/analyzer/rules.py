@@ -151,6 +151,14 @@ JUDGE_PRIVATE_IN_EXAMPLE = _rule(
     "judge.private_in_example", "judge", "unverified",
     "A private name (``_x`` in Python, lower case in Go) used in an example: the example's own.",
 )  # fmt: skip
+LINK_BROKEN = _rule(
+    "link.broken", "judge", "finding",
+    "A relative link or image whose target is not in the tree and never was in history: a broken link.",
+)  # fmt: skip
+MANUAL_OLDER_RELEASE = _rule(
+    "manual.older_release", "judge", "finding",
+    "A manual kept for an older release beside a newer one: its findings are reported once, as a whole.",
+)  # fmt: skip
 FINDING = _rule(
     "finding", "judge", "finding", "History proves the subject existed in the code and was removed."
 )

@@ -78,6 +78,7 @@ class Window:
     start: int = 0  # first-parent positions (0 = newest): B, F
     end: int = 0
     found_at: list[str] = field(default_factory=list)
+    as_manual: bool = False  # found as part of a manual for an older release, reported as a whole
     evidence_ok: bool = False
     missed_by: str | None = None
 
@@ -331,11 +332,13 @@ async def run_bench_drift_history(
     timeout_s: float = 7200.0,
 ) -> dict[str, Any]:
     from palimpsest.cli.commands_analyze import explain_claim, run_analysis
+    from palimpsest.devtools.bench.analyze import link_check
 
     progress(f"mining drift windows from the last {commits} first-parent commits…")
     windows, order = mine_windows(repo, commits=commits)
     picked = pick_commits(windows, order, at)
     outside: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
     index = {sha: i for i, sha in enumerate(order)}
     for commit in picked:
         position = index[commit]
@@ -346,11 +349,19 @@ async def run_bench_drift_history(
             _git(Path(scratch), "clone", "--quiet", "--shared", str(repo), str(clone))
             _git(clone, "checkout", "--quiet", "-B", "drift-history", commit)  # a branch: indexed as any
             view = await run_analysis(sess, settings, str(clone), reindex=True, timeout_s=timeout_s)
+            links.append({"at": commit, **link_check(clone, commit, view["doc_findings"], [])})
             drift = [f for f in view["doc_findings"] if f["kind"] != "stale_doc"]
             matched: set[int] = set()
             explained = 0
             for w in inside:
                 hits = [i for i, f in enumerate(drift) if f["doc"] == w.doc and _names(f["claim"], w)]
+                manual = [
+                    i
+                    for i, f in enumerate(drift)
+                    if f["kind"] == "versioned_manual" and w.doc.startswith(f["doc"] + "/")
+                ]
+                if not hits and manual:
+                    hits, w.as_manual = manual, True
                 if hits:
                     matched.update(hits)
                     w.found_at.append(commit)
@@ -364,7 +375,7 @@ async def run_bench_drift_history(
                     own = [s for s in steps if s["doc"] == w.doc]
                     w.missed_by = own[-1]["rule"] if own else "extract (no mention recorded)"
             outside += [{**f, "at": commit} for i, f in enumerate(drift) if i not in matched]
-    return _report(repo, order, windows, picked, outside)
+    return _report(repo, order, windows, picked, outside, links)
 
 
 def _names(claim: str, window: Window) -> bool:
@@ -378,7 +389,12 @@ def _plain(written: str) -> str:
 
 
 def _report(
-    repo: Path, order: list[str], windows: list[Window], picked: list[str], outside: list[dict[str, Any]]
+    repo: Path,
+    order: list[str],
+    windows: list[Window],
+    picked: list[str],
+    outside: list[dict[str, Any]],
+    links: list[dict[str, Any]],
 ) -> dict[str, Any]:
     covered = [w for w in windows if any(w.end < order.index(c) <= w.start for c in picked)]
     found = [w for w in covered if w.found_at]
@@ -396,10 +412,18 @@ def _report(
         "windows_covered": len(covered),
         "found": len(found),
         "recall": round(len(found) / len(covered), 3) if covered else None,
+        "found_as_manual": sum(1 for w in found if w.as_manual),
         "evidence_names_removal": sum(1 for w in found if w.evidence_ok),
         "by_form": {form: {"found": n, "of": total} for form, (n, total) in sorted(by_form.items())},
         "misses_by_rule": dict(misses.most_common()),
         "truth": [asdict(w) for w in covered],
         "not_in_truth": outside[:300],
         "not_in_truth_count": len(outside),
+        # the yardstick at the same commits: a plain link check's broken relative links, and how
+        # many of them the check reported (bench/links.py, written apart from the check)
+        "link_check": {
+            "broken": sum(c["broken"] for c in links),
+            "reported_by_check": sum(c["reported_by_check"] for c in links),
+            "per_commit": links,
+        },
     }

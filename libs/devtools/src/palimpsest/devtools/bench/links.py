@@ -20,7 +20,7 @@ from urllib.parse import unquote
 
 from palimpsest.index.codefacts import is_doc, is_history_doc
 
-__all__ = ["BrokenLink", "broken_links"]
+__all__ = ["BrokenLink", "broken_links", "resolve"]
 
 _MD_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"'\n]*[\"'])?\s*\)")
 _MD_REFERENCE = re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*<?(\S+?)>?(?:\s+[\"'(].*)?$")
@@ -55,11 +55,11 @@ def broken_links(repo: Path, commit: str) -> tuple[int, list[BrokenLink]]:
     for doc in sorted(set(docs)):
         text = _git(repo, "show", f"{commit}:{doc}")
         for line, target in _targets(text, rst=doc.lower().endswith(".rst")):
-            resolved = _resolve(doc, target)
+            resolved = resolve(doc, target)
             if resolved is None:
                 continue
             checked += 1
-            page = _resolve(doc.rsplit(".", 1)[0] + "/index", target)  # a directory URL's folder
+            page = resolve(doc.rsplit(".", 1)[0] + "/index", target)  # a directory URL's folder
             if not any(_exists(p, tree) for p in (resolved, page) if p is not None):
                 broken.append(BrokenLink(doc, line, target, resolved))
     return checked, broken
@@ -99,7 +99,7 @@ def _targets(text: str, *, rst: bool) -> list[tuple[int, str]]:
     return out
 
 
-def _resolve(doc: str, target: str) -> str | None:
+def resolve(doc: str, target: str) -> str | None:
     """The repository path a relative target points at; None for URLs, anchors, mail and the like."""
     target = unquote(target.split("#", 1)[0].split("?", 1)[0]).strip()
     if not target or _SCHEME.match(target) or target.startswith(("//", "{", "$", "<")):

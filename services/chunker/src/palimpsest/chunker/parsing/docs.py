@@ -69,6 +69,10 @@ _MD_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"']*[\"']
 _MD_REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
 _RST_LINK = re.compile(r"`[^`<]*<([^>`]+)>`__?")
 _RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:include|literalinclude|image|figure)::\s*(\S+)")
+# HTML inside Markdown: ``<img src="./coverage.svg">``, ``<a href="docs/x.md">``
+_HTML_LINK = re.compile(
+    r"<(?:img|a|source|video|audio)\b[^>]*?\s(?:src|href)\s*=\s*[\"']([^\"'\s]+)[\"']", re.I
+)
 _STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`")
 _COMMENT = re.compile(r"(?:^|\s)(?:#|//|--|;;).*$")
 _SEPARATOR = re.compile(r"\.|::|#|->")
@@ -310,6 +314,9 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
             fence_language = _fence_language(opened.group(2))
             continue
         directive = _directive(line, directive)
+        # a link or image is followed wherever it stands: a target that is not in the tree is a
+        # broken link, in a history section as anywhere else
+        _link_mentions(found, line, number)
         if tables.historical(line) or directive is not None or _tells_history(line) or number in history:
             continue
         if module := _CURRENT_MODULE.match(line):
@@ -319,7 +326,6 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
             found.add_api(api.group(1) or api.group(2), number, declares=True)
             continue
         _inline_mentions(found, line, number, rst=language == "rst")
-        _link_mentions(found, line, number)
         _prose_mentions(found, line, number)
     return list(found.seen.values())
 
@@ -475,7 +481,7 @@ def _prose_mentions(found: _Mentions, line: str, number: int) -> None:
     if "/" not in line or any(p.match(line) for p in (_HEADER_FACT, _MD_REFERENCE, _RST_DIRECTIVE)):
         return
     # a link's target is read as a link; its text is prose (``[lib/defaults.js](https://…)`` names a path)
-    prose = _INLINE_CODE.sub(" ", _MD_LINK.sub(_link_text, _RST_LINK.sub(" ", line)))
+    prose = _INLINE_CODE.sub(" ", _MD_LINK.sub(_link_text, _RST_LINK.sub(" ", _HTML_LINK.sub(" ", line))))
     if "://" in prose:
         prose = re.sub(r"\S*://\S*", " ", prose)
     for match in _PROSE_PATH.finditer(prose):
@@ -511,7 +517,7 @@ def _keyword_argument(code: str, start: int, end: int) -> bool:
 
 
 def _link_mentions(found: _Mentions, line: str, number: int) -> None:
-    targets = [m.group(1) for m in _MD_LINK.finditer(line)] + [m.group(1) for m in _RST_LINK.finditer(line)]
+    targets = [m.group(1) for pattern in (_MD_LINK, _RST_LINK, _HTML_LINK) for m in pattern.finditer(line)]
     for pattern in (_MD_REFERENCE, _RST_DIRECTIVE):
         if matched := pattern.match(line):
             targets.append(matched.group(1))
