@@ -352,3 +352,17 @@ def test_a_path_written_as_a_link_s_text_is_a_prose_path() -> None:
     assert mentions == {("lib/defaults.js", "path", "prose")}  # the URL target is no claim
     image = "# X\n\n![docs/diagram.svg](https://example.invalid/d.svg)\n"
     assert not _kinds(analyze_file("README.md", image, "markdown").facts, "mention")  # alt text is not prose
+
+
+def test_signature_listings_in_inline_code_name_their_definition() -> None:
+    md = (
+        "# API\n\n* `def .stream_bytes()` yields bytes; `async def aclose()` closes.\n"
+        "* `func (c *Client) DoRequest(req)` and `class Transport:`.\n* `def not a signature`\n"
+    )
+    facts = _kinds(analyze_file("docs/api.md", md, "markdown").facts, "mention")
+    assert {(f.name, f.detail) for f in facts} == {
+        ("stream_bytes", "code"),
+        ("aclose", "code"),
+        ("DoRequest", "code"),
+        ("Transport", "code"),
+    }

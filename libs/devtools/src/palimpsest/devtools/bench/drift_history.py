@@ -105,9 +105,14 @@ def mine_windows(repo: Path, *, commits: int, rev: str = "HEAD") -> tuple[list[W
         if not parents:
             continue  # the root commit
         parent = parents[0]
-        touched = _git(repo, "diff", "--name-only", "--diff-filter=M", parent, fix).split("\n")
+        touched = _git(repo, "diff", "--no-renames", "--name-only", "--diff-filter=M", parent, fix).split(
+            "\n"
+        )
         for doc in (d for d in touched if d and is_doc(d) and not is_history_doc(d)):
-            windows += _windows_of(repo, doc, fix, parent, position)
+            try:
+                windows += _windows_of(repo, doc, fix, parent, position)
+            except RuntimeError:  # a blob the clone lacks (a mirror without its largest files)
+                continue
     return windows, order
 
 
@@ -126,7 +131,12 @@ def _windows_of(repo: Path, doc: str, fix: str, parent: str, position: dict[str,
             if subject in seen or len(seen) >= MAX_CANDIDATES_PER_COMMIT or subject in after:
                 continue
             seen.add(subject)
-            window = _window(repo, doc, written, subject, kind, form, number, fix, parent, before, position)
+            try:
+                window = _window(
+                    repo, doc, written, subject, kind, form, number, fix, parent, before, position
+                )
+            except RuntimeError:  # an object the clone cannot read (a partial mirror): no truth from it
+                continue
             if window is not None:
                 out.append(window)
     return out

@@ -59,6 +59,11 @@ _RST_CODE_DIRECTIVE = re.compile(
 _RST_TAGGED = frozenset({"code-block", "code", "sourcecode"})  # the others hold Python
 _RST_ANY_DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::")
 _QUALIFIED = re.compile(r"^([A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*)(\(.*\))?;?$")
+# a signature listed in inline code: ``def .stream_bytes()``, ``async def aclose()``, ``func (c *Client) Do()``
+_SIGNATURE = re.compile(
+    r"^(?:async\s+)?(?:def|func|fn|function|fun|class|interface|struct|type)\s+(?:\([^)]*\)\s*)?"
+    r"\.?([A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*)\s*(?:[(<\[:{]|$)"
+)
 _CALLEE = re.compile(r"^([A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*)\(")
 _SLASHED_PATH = re.compile(r"^(?:\.{1,2}/|/)?[\w@.+~-]+(?:/[\w@.+~-]*)+$")
 _FILE_NAME = re.compile(r"^[\w@+~-][\w@.+~-]*\.([A-Za-z]\w{0,9})$")
@@ -409,6 +414,8 @@ def _inline_mentions(found: _Mentions, line: str, number: int, *, rst: bool = Fa
             _default_role_mention(found, line, span, number)
         elif _is_path(code):
             found.add(code.removeprefix("./").rstrip("/"), number, "path", "code")
+        elif signature := _SIGNATURE.match(code):  # a listed definition names the API, whatever its shape
+            found.add(signature.group(1), number, "identifier", "code")
         elif qualified := _QUALIFIED.match(code):
             name = qualified.group(1)
             if (
