@@ -16,6 +16,7 @@ from palimpsest.analyzer.doccheck import (
     Claims,
     _about_something_else,
     _foreign_attribute,
+    _foreign_output,
     _governs_claim,
     _identifier_rule,
     _Mention,
@@ -77,6 +78,11 @@ def attribute(name: str, line: str, text: str = "") -> str:
         if _foreign_attribute(_mention(name, source="fence:python"), line, text or line, TREE)
         else "claim"
     )
+
+
+def output(name: str, line: str) -> str:
+    mention = _Mention("docs/guide.md", 3, "mention", name, "identifier", "output")
+    return "identifier.foreign_output" if _foreign_output(mention, line, TREE) else "claim"
 
 
 def judged(
@@ -215,6 +221,26 @@ CASES: list[Case] = [
     ("identifier.foreign_attribute", lambda: attribute("from_url", "client = redis.from_url('x')"), True),
     ("identifier.foreign_attribute", lambda: attribute("from_url", "client = shop.from_url('x')"), False),
     ("identifier.foreign_attribute", lambda: attribute("from_url", "client = from_url('x')"), False),
+    (
+        "identifier.foreign_output",
+        lambda: output("acquire_connection", "TRACE [2019] other._pool - acquire_connection origin=x"),
+        True,
+    ),
+    (
+        "identifier.foreign_output",
+        lambda: output("load_state", 'File "/usr/lib/x/run.py", in load_state'),
+        True,
+    ),
+    (
+        "identifier.foreign_output",
+        lambda: output("acquire_connection", "TRACE [2019] shop.cart - acquire_connection origin=x"),
+        False,
+    ),
+    (
+        "identifier.foreign_output",
+        lambda: output("load_state", 'File "/home/me/src/shop/cart.py", line 3, in load_state'),
+        False,
+    ),
     # prove
     ("history.unavailable", lambda: proved(None), True),
     ("history.unavailable", lambda: proved(History()), False),

@@ -77,6 +77,9 @@ def test_mentions_from_inline_code_fences_and_links() -> None:
         ("compute_total", "identifier", "fence:python", 10),
         ("sum_line_items", "identifier", "fence:python", 12),
         ("PALIMPSEST_URL", "identifier", "fence:shell", 20),
+        # a text block is output: recorded as such, a claim only on a line naming the repository's module
+        ("plain_words_in_text_fences", "identifier", "output", 24),
+        ("are_ignored", "identifier", "output", 24),
         ("../other/README.md", "path", "link", 29),
     }
 
@@ -195,7 +198,7 @@ def test_fences_name_their_language() -> None:
     text = "# X\n\n```golang\nfunc runServer() {}\n```\n\n```\nother_name()\n```\n\n```console\n$ run_it_now\n```\n"
     facts = analyze_file("README.md", text, "markdown").facts
     mentions = {(f.name, f.detail) for f in _kinds(facts, "mention")}
-    assert mentions == {("runServer", "fence:go"), ("other_name", "fence")}
+    assert mentions == {("runServer", "fence:go"), ("other_name", "fence")}  # a command at a prompt: none
 
 
 def test_api_reference_directives_name_code() -> None:

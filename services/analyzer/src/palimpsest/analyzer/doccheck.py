@@ -248,8 +248,10 @@ async def gather_claims(conn: Conn, index: SnapshotIndex, *, explain: str | None
     texts, lines = await _doc_texts(conn, index, {m.doc for m in missing})
     for mention in missing:
         text, line = texts.get(mention.doc, ""), lines.get((mention.doc, mention.line), "")
-        elsewhere = _about_something_else(mention, text, tree) or (
-            R.IDENTIFIER_FOREIGN_ATTRIBUTE if _foreign_attribute(mention, line, text, tree) else None
+        elsewhere = (
+            _about_something_else(mention, text, tree)
+            or (R.IDENTIFIER_FOREIGN_ATTRIBUTE if _foreign_attribute(mention, line, text, tree) else None)
+            or (R.IDENTIFIER_FOREIGN_OUTPUT if _foreign_output(mention, line, tree) else None)
         )
         if elsewhere is not None:
             out.decided(mention, elsewhere)
@@ -409,6 +411,22 @@ def _foreign_attribute(mention: _Mention, line: str, text: str, tree: _Tree) -> 
         return False  # named bare (or after a call) somewhere on the line
     roots = {chain.split(".", 1)[0] for chain in chains}  # ``response.www_authenticate.set_basic``
     return all(not tree.has_stem(r) and not _bound(r, text) for r in roots)
+
+
+def _foreign_output(mention: _Mention, line: str, tree: _Tree) -> bool:
+    """A name in a console, log or trace block on a line that names no module or file of this
+    repository: another program's output (a log record or traceback frame of the repository's own
+    code names its module, ``pkg._pool - acquire_connection``, or its file)."""
+    if mention.source != "output":
+        return False
+    for dotted in re.finditer(r"(?<![\w./-])([A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)+", line):
+        if tree.module(dotted.group(0)) or (tree.has_stem(dotted.group(1)) and not is_doc(dotted.group(0))):
+            return False
+    for path in re.finditer(r"[\w.-]+(?:/[\w.-]+)+", line):
+        parts = path.group(0).split("/")
+        if any(tree.exists("/".join(parts[i:])) for i in range(len(parts) - 1)):
+            return False
+    return True
 
 
 def _bound(name: str, text: str) -> bool:

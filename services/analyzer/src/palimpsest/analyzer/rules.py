@@ -112,6 +112,10 @@ IDENTIFIER_FOREIGN_ATTRIBUTE = _rule(
     "identifier.foreign_attribute", "resolve", "not_a_claim",
     "An example reaches the name only through an object the doc never made and the repository does not name.",
 )  # fmt: skip
+IDENTIFIER_FOREIGN_OUTPUT = _rule(
+    "identifier.foreign_output", "resolve", "not_a_claim",
+    "A name in a console, log or trace block on a line naming no module or file of this repository.",
+)  # fmt: skip
 
 # ----------------------------------------------------------------------------- prove
 PATH_THROUGH_LINK = _rule(

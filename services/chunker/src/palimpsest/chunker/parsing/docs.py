@@ -293,7 +293,7 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
     found = _Mentions()
     history = _historical_sections(lines, language)
     fence: str | None = None
-    fence_language: str | None = None  # None: prose (a text/console block)
+    fence_language: str | None = None  # fence:<language>, fence, output (a console block); None: a diff
     directive: int | None = None  # indentation of an open version directive
     tables = _Tables()
     literal: _Literal | None = None  # an open RST literal or code block
@@ -382,10 +382,11 @@ class _Tables:
 
 
 def _fence_language(tag: str) -> str | None:
-    """``fence:<language>`` for a fence in a known language, ``fence`` for other code, None for prose."""
+    """``fence:<language>`` for a fence in a known language, ``fence`` for other code, ``output`` for
+    a console, log or trace block, None for a diff (it names the old things on purpose)."""
     lowered = tag.lower()
     if lowered in _PROSE_FENCES:
-        return None
+        return None if lowered == "diff" else "output"
     lowered = _FENCE_ALIASES.get(lowered, lowered)
     known = lowered if lowered in LANGUAGE_NAMES else detect_language(f"x.{lowered}") if lowered else None
     return f"fence:{known}" if known else "fence"
@@ -507,11 +508,27 @@ def _link_text(link: re.Match[str]) -> str:
 def _fenced_mentions(found: _Mentions, line: str, number: int, source: str) -> None:
     """Compound identifiers of a code line, not of its string literals and comments (a printed
     trace or a comment names other programs' things as often as this repository's)."""
+    if source == "output":
+        _output_mentions(found, line, number)
+        return
     code = _COMMENT.sub("", _STRING.sub('""', line))
     for match in _IDENTIFIER.finditer(code):
         name = match.group()
         if _is_compound_name(name) and not _keyword_argument(code, match.start(), match.end()):
             found.add(name, number, "identifier", source)
+
+
+def _output_mentions(found: _Mentions, line: str, number: int) -> None:
+    """Compound identifiers in a console, log or trace block (``TRACE … pkg._pool - acquire_connection
+    origin=…``), source ``output``: the check keeps them only on a line that also names a module of
+    the repository, as a log record or a traceback frame of its own code does."""
+    if re.match(r"^\s*(?:[$%#]|\w*>)(?:\s|$)", line):
+        return  # a command typed at a prompt (``$ RUN_MODE=x app``): commands and flags, not definitions
+    code = _STRING.sub('""', line)
+    for match in _IDENTIFIER.finditer(code):
+        name = match.group()
+        if _is_compound_name(name) and code[match.start() - 1 : match.start()] not in ("$", "-", "/"):
+            found.add(name, number, "identifier", "output")
 
 
 def _keyword_argument(code: str, start: int, end: int) -> bool:
