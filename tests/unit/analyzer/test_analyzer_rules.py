@@ -208,6 +208,13 @@ CASES: list[Case] = [
     ),
     ("identifier.readers_import", lambda: elsewhere("MyTask", "from myapp.tasks import MyTask\n"), True),
     ("identifier.readers_import", lambda: elsewhere("Cart", "from shop.cart import Cart\n"), False),
+    # a module of the repository's package that is gone: the repository's own name, gone with it
+    ("identifier.readers_import", lambda: elsewhere("Basket", "from shop.basket import Basket\n"), False),
+    (
+        "identifier.readers_import",
+        lambda: elsewhere("Post", "from blog.views import Post\n"),
+        True,
+    ),  # blog.py is a file
     (
         "identifier.other_package",
         lambda: elsewhere("render_widget", "import otherpkg\n\nrender_widget()\n"),

@@ -343,7 +343,8 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | N
         rf"^[ \t>.]*from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\b{re.escape(last)}\b", text, re.M
     ):
         module = imported.group(1)
-        if module.split(".")[0] not in _STANDARD_LIBRARIES and not tree.module(module):
+        root = module.split(".")[0]
+        if root not in _STANDARD_LIBRARIES and not tree.module(module) and not tree.package(root):
             return R.IDENTIFIER_READERS_IMPORT  # ``from myapp.tasks import MyPeriodicTask``
     if _SEGMENTS.search(mention.name):
         return None  # qualified: its root was already checked against the repository
@@ -819,6 +820,15 @@ class _Tree:
                 if not is_doc(path):
                     self.stems.update(part.split(".", 1)[0].lower() for part in path.split("/"))
         return name.lower() in self.stems
+
+    def package(self, name: str) -> bool:
+        """A folder called ``name`` holds code (``starlette/``, ``src/flask/``): a module under it
+        that is gone (``from starlette.lifespan import X``) is this repository's, gone; an example
+        file named like a module (``myapp.py``) is no package."""
+        return any(
+            entry in self.dirs and any(f.startswith(entry + "/") and not is_doc(f) for f in self.files)
+            for entry in self.by_last.get(name, ())
+        )
 
     def mirrored(self, path: str) -> bool:
         """The same path with one folder swapped exists: a translation (``docs/de/…`` →
