@@ -795,6 +795,7 @@ class _Tree:
     by_last: dict[str, list[str]]  # last segment → files and directories ending in it
     stems: set[str] = field(default_factory=set)  # built on first use
     mirrors: set[tuple[int, str, str]] = field(default_factory=set)  # built on first use
+    code_dirs: set[str] = field(default_factory=set)  # folders holding code, built on first use
 
     @classmethod
     def of(cls, paths: Iterable[str]) -> _Tree:
@@ -825,10 +826,12 @@ class _Tree:
         """A folder called ``name`` holds code (``starlette/``, ``src/flask/``): a module under it
         that is gone (``from starlette.lifespan import X``) is this repository's, gone; an example
         file named like a module (``myapp.py``) is no package."""
-        return any(
-            entry in self.dirs and any(f.startswith(entry + "/") and not is_doc(f) for f in self.files)
-            for entry in self.by_last.get(name, ())
-        )
+        if not self.code_dirs:
+            for path in self.files:
+                if not is_doc(path):
+                    parts = path.split("/")
+                    self.code_dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        return any(entry in self.code_dirs for entry in self.by_last.get(name, ()))
 
     def mirrored(self, path: str) -> bool:
         """The same path with one folder swapped exists: a translation (``docs/de/…`` →
