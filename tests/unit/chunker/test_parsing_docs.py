@@ -326,7 +326,7 @@ def test_links_and_images_are_followed_on_every_line_and_in_html() -> None:
     md = (
         "# Guide\n\nSee the [legacy docs](docs/old.md), `old_api()` was removed.\n\n"
         '<p align="center"><img src="./coverage.svg" alt="x"> <a href="docs/a.md#top">a</a></p>\n\n'
-        "## Deprecated\n\n![shot](img/old.png) and `gone_call()`\n"
+        "## Deprecated\n\n![shot](img/old.png) and `gone_call()`\n\nSee `the index <pypi_>`_ (a named target).\n"
     )
     facts = _kinds(analyze_file("README.md", md, "markdown").facts, "mention")
     assert {(f.name, f.detail) for f in facts} == {

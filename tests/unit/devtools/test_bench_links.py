@@ -22,7 +22,10 @@ See [the guide](docs/guide.md), [the API](docs/api) and [an anchor](#usage).
     [indented code](nowhere-either.md)
 """
 GUIDE = "# Guide\n\nBack to [the readme](../README.md); [the API page](../api/) from its directory URL.\n"
-INDEX_RST = "Index\n=====\n\nSee `the code <../src/app.py>`_ and `gone <../src/gone.py>`__.\n\n.. image:: ../img/arch.png\n"
+INDEX_RST = (
+    "Index\n=====\n\nSee `the code <../src/app.py>`_ and `gone <../src/gone.py>`__.\n\n.. image:: ../img/arch.png\n"
+    "\nA `named target <pypi_>`_ is no path.\n"
+)
 
 
 def test_broken_relative_links_and_images_are_found(tmp_path: Path) -> None:

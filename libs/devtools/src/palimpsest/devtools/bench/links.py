@@ -101,6 +101,8 @@ def _targets(text: str, *, rst: bool) -> list[tuple[int, str]]:
 
 def resolve(doc: str, target: str) -> str | None:
     """The repository path a relative target points at; None for URLs, anchors, mail and the like."""
+    if target.endswith("_"):
+        return None  # ``<pypi_>``: a reference to a named reStructuredText target, not a path
     target = unquote(target.split("#", 1)[0].split("?", 1)[0]).strip()
     if not target or _SCHEME.match(target) or target.startswith(("//", "{", "$", "<")):
         return None

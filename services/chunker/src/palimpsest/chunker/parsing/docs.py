@@ -546,6 +546,8 @@ def _link_mentions(found: _Mentions, line: str, number: int) -> None:
         if matched := pattern.match(line):
             targets.append(matched.group(1))
     for target in targets:
+        if target.endswith("_"):
+            continue  # ``<pypi_>``: a reference to a named RST target, not a path
         path = target.split("#", 1)[0].split("?", 1)[0].removeprefix("./")
         if path and not _SCHEME.match(path) and not path.startswith("//"):
             found.add(path.rstrip("/") or path, number, "path", "link")
