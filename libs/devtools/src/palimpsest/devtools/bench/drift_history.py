@@ -37,7 +37,7 @@ from palimpsest.cli.session import Session
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.index.codefacts import is_doc, is_history_doc
 
-__all__ = ["Window", "mine_windows", "pick_commits", "run_bench_drift_history"]
+__all__ = ["Window", "mine_windows", "own_example", "pick_commits", "run_bench_drift_history"]
 
 MAX_EXPLAINED = 12  # misses per analysed commit followed through the check (each reads the history)
 MAX_CANDIDATES_PER_COMMIT = 40  # a doc rewrite removes many names: the first ones are enough
@@ -233,7 +233,7 @@ def _window(
         ).strip()
         if not removal or not _defined_before(repo, subject, removal):
             return None
-        if re.search(rf"\b(?:def|class|function|func|fn)\s+{re.escape(subject)}\b", before):
+        if own_example(subject, before):
             return None  # the doc's own example defines it
     else:
         path = _resolved_path(repo, doc, subject, parent, linked=form == "link")
@@ -260,6 +260,14 @@ def _window(
         start=position[removal],
         end=position[fix],
     )
+
+
+def own_example(name: str, doc: str) -> bool:
+    """Whether the doc's own example defines ``name``: a definition keyword (``def``, ``fn``,
+    ``let mut``, ``const``…) or an assignment at the start of a line (``deserialized = …``)."""
+    n = re.escape(name)
+    keyword = r"\b(?:def|class|function|func|fn|let|const|var|val|struct|enum|type)\s+(?:mut\s+)?"
+    return re.search(rf"{keyword}{n}\b|^[ \t>.]*{n}\s*(?::[^=\n]*)?=(?!=)", doc, re.M) is not None
 
 
 def _grep_ok(repo: Path, name: str, commit: str) -> bool:
