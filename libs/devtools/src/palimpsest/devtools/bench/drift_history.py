@@ -264,10 +264,12 @@ def _window(
 
 def own_example(name: str, doc: str) -> bool:
     """Whether the doc's own example defines ``name``: a definition keyword (``def``, ``fn``,
-    ``let mut``, ``const``…) or an assignment at the start of a line (``deserialized = …``)."""
+    ``let mut``, ``const``…) or an assignment at the start of a line (``deserialized = …``; a
+    keyword argument on a line of its own, ending in a comma, passes a value to an API instead)."""
     n = re.escape(name)
     keyword = r"\b(?:def|class|function|func|fn|let|const|var|val|struct|enum|type)\s+(?:mut\s+)?"
-    return re.search(rf"{keyword}{n}\b|^[ \t>.]*{n}\s*(?::[^=\n]*)?=(?!=)", doc, re.M) is not None
+    assignment = rf"^[ \t>.]*{n}\s*(?::[^=\n]*)?=(?!=)[^\n]*?[^,\s][ \t]*$"
+    return re.search(rf"{keyword}{n}\b|{assignment}", doc, re.M) is not None
 
 
 def _grep_ok(repo: Path, name: str, commit: str) -> bool:
