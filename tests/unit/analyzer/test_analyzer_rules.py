@@ -177,6 +177,11 @@ CASES: list[Case] = [
     ("path.generated", lambda: path("dist/app.js", "link"), False),  # a link is followed wherever it points
     ("path.placeholder", lambda: path("path/to/file.md", "link"), False),
     ("path.placeholder", lambda: path("{{ url }}", "link"), True),
+    ("link.code_reference", lambda: path("tower_http::trace", "link"), True),
+    ("link.code_reference", lambda: path("fn@crate::middleware::from_fn", "link"), True),
+    ("link.code_reference", lambda: path("img/shot.png", "link"), False),
+    ("link.site_root", lambda: path("/install", "link", "docs/guide/a.md"), True),  # docs/install.md
+    ("link.site_root", lambda: path("/src/shop/gone.py", "link", "docs/guide/a.md"), False),
     ("path.suffix", lambda: path("flaskr/blog.py"), True),
     ("path.suffix", lambda: path("flaskr/views.py"), False),
     ("governs.placeholder", lambda: governs("path/to/x"), True),

@@ -21,7 +21,10 @@ See [the guide](docs/guide.md), [the API](docs/api) and [an anchor](#usage).
 
     [indented code](nowhere-either.md)
 """
-GUIDE = "# Guide\n\nBack to [the readme](../README.md); [the API page](../api/) from its directory URL.\n"
+GUIDE = (
+    "# Guide\n\nBack to [the readme](../README.md); [the API page](../api/) from its directory URL.\n"
+    "The site's [API](/api) and [gone](/nowhere); rustdoc's [Service](tower::Service) names code.\n"
+)
 INDEX_RST = (
     "Index\n=====\n\nSee `the code <../src/app.py>`_ and `gone <../src/gone.py>`__.\n\n.. image:: ../img/arch.png\n"
     "\nA `named target <pypi_>`_ is no path.\n"
@@ -51,9 +54,10 @@ def test_broken_relative_links_and_images_are_found(tmp_path: Path) -> None:
         ("README.md", 6, "docs/missing-ref.md"),
         ("docs/index.rst", 4, "../src/gone.py"),
         ("docs/index.rst", 6, "../img/arch.png"),
+        ("docs/guide.md", 4, "/nowhere"),
     }
-    # guide, api (extensionless), logo, readme, api dir URL, the code: resolved and present
-    assert checked == len(found) + 6
+    # guide, api (extensionless), logo, readme, api dir URL, the site's /api, the code: present
+    assert checked == len(found) + 7
 
 
 def test_the_link_check_counts_what_the_check_reported(tmp_path: Path) -> None:

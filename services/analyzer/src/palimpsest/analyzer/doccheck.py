@@ -901,12 +901,20 @@ def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     target = unquote(mention.name.strip())
     if not target or target.startswith(("{", "$", "<", "//")) or _SCHEME.match(target):
         return R.PATH_PLACEHOLDER
+    if "::" in target or "`" in target or re.match(r"^[a-z]+@", target):
+        return R.LINK_CODE_REFERENCE
     resolved = _link_target(mention.doc, target)
     if resolved is None:
         return R.PATH_OUTSIDE
     page = _link_target(mention.doc.rsplit(".", 1)[0] + "/index", target)  # a directory URL's folder
     if any(tree.exists(p) or tree.exists_as_doc(p) for p in (resolved, page) if p is not None):
         return R.PATH_EXISTS
+    if target.startswith("/"):
+        folders = mention.doc.split("/")[:-1]
+        for i in range(len(folders), 0, -1):
+            site = posixpath.join("/".join(folders[:i]), target.lstrip("/"))
+            if tree.exists(site) or tree.exists_as_doc(site):
+                return R.LINK_SITE_ROOT
     return Claim(mention, "missing_path", f"`{mention.name.strip()}`", (resolved,))
 
 

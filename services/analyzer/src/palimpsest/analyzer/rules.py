@@ -73,6 +73,14 @@ PATH_SUFFIX = _rule(
     "path.suffix", "resolve", "holds",
     "A path relative to the folder a doc is about: a path of the snapshot ends in it.",
 )  # fmt: skip
+LINK_CODE_REFERENCE = _rule(
+    "link.code_reference", "resolve", "not_a_claim",
+    "A link to code by name (rustdoc's ``[x](crate::y)``, ``fn@path``), not to a file.",
+)  # fmt: skip
+LINK_SITE_ROOT = _rule(
+    "link.site_root", "resolve", "holds",
+    "A root-relative link that resolves from a folder above the doc: the root of the docs site it is published in.",
+)  # fmt: skip
 GOVERNS_PLACEHOLDER = _rule(
     "governs.placeholder", "resolve", "not_a_claim", "An empty or placeholder Governs: target."
 )
