@@ -126,6 +126,7 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     # config/ becomes a symbolic link to etc/conf_v2: config/settings.py still resolves through it
     move(repo, "2024-06-02T00:00:00+00:00", "config", "etc/conf_v2")
     (repo / "config").symlink_to("etc/conf_v2")
+    (repo / "conf").symlink_to("etc/conf_v2")  # a second link with the same target: the same blob
     commit(
         repo,
         "2024-06-02T00:00:00+00:00",
@@ -133,7 +134,9 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
             "docs/ledger.md": ACCURATE,
             "CHANGES.md": CHANGES,
             "docs/uploads.md": NEVER,
-            "docs/settings.md": "# Settings\n\nEdit config/settings.py to switch DEBUG on.\n",
+            "docs/settings.md": (
+                "# Settings\n\nEdit config/settings.py to switch DEBUG on.\n\nOr [the same](../conf/settings.py).\n"
+            ),
             "docs/tutorial/views.md": TUTORIAL,
             "examples/tutorial/flaskr/blog.py": "def index():\n    return 'blog'\n",
             "docs/index.rst": INDEX_RST,
@@ -359,7 +362,7 @@ async def test_every_doc_has_one_state(judged: Judged) -> None:
     assert "CHANGES.md" not in states and "requirements.txt" not in states
     assert judged.state_counts()["drift"] == 4
     # the rules that decided the mentions are counted (facts.doc_check.rules)
-    assert judged.rules["path.through_link"] == 1  # docs/settings.md
+    assert judged.rules["path.through_link"] == 2  # docs/settings.md, through either link
     folded = judged.rules["manual.older_release"]
     assert folded == 2 and judged.rules["link.broken"] == 1
     assert judged.rules["finding"] == sum(1 for f in judged.findings if f.evidence is not None) + folded
