@@ -211,6 +211,11 @@ CASES: list[Case] = [
         lambda: elsewhere("show_page", "```python\ndef show_page(x): ...\n```"),
         False,
     ),
+    (
+        "identifier.own_example",
+        lambda: elsewhere("header_map", "```rust\nlet mut header_map = HeaderMap::new();\n```"),
+        True,
+    ),
     ("identifier.readers_import", lambda: elsewhere("MyTask", "from myapp.tasks import MyTask\n"), True),
     ("identifier.readers_import", lambda: elsewhere("Cart", "from shop.cart import Cart\n"), False),
     # a module of the repository's package that is gone: the repository's own name, gone with it

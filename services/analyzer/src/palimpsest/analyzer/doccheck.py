@@ -337,7 +337,10 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | N
     if not text:
         return None
     last = _last(mention.name)
-    if last in defined_names(_without_stubs(text), {last}):
+    if last in defined_names(_without_stubs(text), {last}) or re.search(
+        rf"\blet\s+mut\s+{re.escape(last)}\b",
+        text,  # a Rust binding, ``let mut headers = …``
+    ):
         return R.IDENTIFIER_OWN_EXAMPLE
     for imported in re.finditer(
         rf"^[ \t>.]*from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\b{re.escape(last)}\b", text, re.M
