@@ -47,7 +47,12 @@ README = (
     "# Billing service\n\nCall `compute_total()` to sum an invoice.\n"
     # the folder's name is a history word: the line's claims hold all the same
     "Imports go through `legacy/importer.py`: call `import_records()` there.\n"
+    # a link to a file that was deleted, and an image that was never in the tree
+    '<p>See [the example](examples/babel/index.js). <img src="./coverage.svg" alt="coverage"></p>\n'
 )
+# a manual kept for the old major release beside the new one: reported once, as a whole
+MANUAL_V1 = "# Guide (1.x)\n\nCall `compute_total()`.\n\nQueue jobs with src/workers/queue.py.\n"
+MANUAL_V2 = "# Guide\n\nCall `compute_invoice_total()`.\n"
 IMPORTER = "def import_records(rows):\n    return list(rows)\n"
 DESIGN = (
     "# Design\n\n## Workers\n\nJobs run in `src/workers/` (see [the queue](../src/workers/queue.py)).\n\n"
@@ -99,6 +104,8 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
             "docs/design.md": DESIGN,
             "docs/billing.md": BILLING,
             "docs/api.rst": API_RST,
+            "docs/v1/guide.md": MANUAL_V1,
+            "examples/babel/index.js": "module.exports = {};\n",
         },
     )
     # the code moves on; the prose does not
@@ -111,6 +118,7 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
             "src/client.py": CLIENT.replace(CLIENT_METHOD, "    pass\n"),
             "src/widgets.py": None,
             "legacy/importer.py": None,
+            "examples/babel/index.js": None,
         },
     )
     shas["move_billing"] = move(repo, "2024-06-02T00:00:00+00:00", "src/billing", "src/payments/billing")
@@ -118,6 +126,7 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     # config/ becomes a symbolic link to etc/conf_v2: config/settings.py still resolves through it
     move(repo, "2024-06-02T00:00:00+00:00", "config", "etc/conf_v2")
     (repo / "config").symlink_to("etc/conf_v2")
+    (repo / "conf").symlink_to("etc/conf_v2")  # a second link with the same target: the same blob
     commit(
         repo,
         "2024-06-02T00:00:00+00:00",
@@ -125,11 +134,14 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
             "docs/ledger.md": ACCURATE,
             "CHANGES.md": CHANGES,
             "docs/uploads.md": NEVER,
-            "docs/settings.md": "# Settings\n\nEdit config/settings.py to switch DEBUG on.\n",
+            "docs/settings.md": (
+                "# Settings\n\nEdit config/settings.py to switch DEBUG on.\n\nOr [the same](../conf/settings.py).\n"
+            ),
             "docs/tutorial/views.md": TUTORIAL,
             "examples/tutorial/flaskr/blog.py": "def index():\n    return 'blog'\n",
             "docs/index.rst": INDEX_RST,
             "docs/guide/index.rst": GUIDE_RST,
+            "docs/v2/guide.md": MANUAL_V2,
             "requirements.txt": "flask>=3\n",
             "tests/templates/mail.txt": "Hello {{ name }}, see src/old/thing.py\n",
         },
@@ -211,6 +223,32 @@ async def test_a_line_citing_a_legacy_folder_keeps_its_claims(
             shas["first"],
             shas["rename"],
         )
+
+
+async def test_links_to_deleted_and_never_existing_files(
+    findings: list[DocFinding], drifted: tuple[Path, dict[str, str]]
+) -> None:
+    """Every relative link or image that does not resolve is a finding: with its evidence when
+    the target existed, as ``broken_link`` when it never did."""
+    _, shas = drifted
+    line = {(f.kind, f.claim): f for f in findings if f.doc == "README.md" and f.line == 5}
+    assert set(line) == {("missing_path", "`examples/babel/index.js`"), ("broken_link", "`coverage.svg`")}
+    deleted = line[("missing_path", "`examples/babel/index.js`")].evidence
+    assert deleted is not None and deleted.removed_in_commit == shas["rename"]
+    broken = line[("broken_link", "`coverage.svg`")]
+    assert broken.evidence is None
+    assert broken.detail == "coverage.svg is not in the tree (never in the repository's history)"
+
+
+async def test_a_manual_for_an_older_release_is_reported_once(findings: list[DocFinding]) -> None:
+    assert [f for f in findings if f.doc.startswith("docs/v1/")] == []
+    [manual] = [f for f in findings if f.kind == "versioned_manual"]
+    assert (manual.doc, manual.claim) == (
+        "docs/v1",
+        "manual for an older release (docs/v1/, newer: docs/v2/)",
+    )
+    assert manual.detail == "2 claim(s) no longer hold at head"
+    assert [f for f in findings if f.doc.startswith("docs/v2")] == []
 
 
 async def test_design_doc_pointing_at_a_deleted_directory(
@@ -314,6 +352,7 @@ async def test_every_doc_has_one_state(judged: Judged) -> None:
         "README.md",
         "docs/billing.md",
         "docs/design.md",
+        "docs/v1/guide.md",  # its findings are reported in one, for the manual
     }
     assert states["docs/api.rst"] == "reference"  # old, and only autodoc directives
     assert states["docs/plugin.md"] == "unverified_old"
@@ -321,10 +360,12 @@ async def test_every_doc_has_one_state(judged: Judged) -> None:
     assert states["docs/settings.md"] == "verified"  # a path through a symbolic link holds
     assert states["docs/uploads.md"] == "unverified"  # names only what never was in the code; not old
     assert "CHANGES.md" not in states and "requirements.txt" not in states
-    assert judged.state_counts()["drift"] == 3
+    assert judged.state_counts()["drift"] == 4
     # the rules that decided the mentions are counted (facts.doc_check.rules)
-    assert judged.rules["path.through_link"] == 1  # docs/settings.md
-    assert judged.rules["finding"] == sum(1 for f in judged.findings if f.evidence is not None)
+    assert judged.rules["path.through_link"] == 2  # docs/settings.md, through either link
+    folded = judged.rules["manual.older_release"]
+    assert folded == 2 and judged.rules["link.broken"] == 1
+    assert judged.rules["finding"] == sum(1 for f in judged.findings if f.evidence is not None) + folded
     assert judged.rules["history.never"] >= 1 and judged.rules["identifier.defined"] >= 1
 
 
@@ -333,8 +374,11 @@ async def test_findings_are_ordered_and_only_these(findings: list[DocFinding]) -
     assert {(f.doc, f.kind) for f in findings} == {
         ("README.md", "missing_identifier"),
         ("README.md", "missing_path"),
+        ("README.md", "broken_link"),
         ("docs/billing.md", "unmatched_governs"),
         ("docs/design.md", "missing_path"),
         ("docs/plugin.md", "stale_doc"),
+        ("docs/v1", "versioned_manual"),
     }
-    assert all(f.evidence is not None for f in findings if f.kind != "stale_doc")
+    without = ("stale_doc", "broken_link", "versioned_manual")  # dated by the tree or a count, not history
+    assert all(f.evidence is not None for f in findings if f.kind not in without)

@@ -16,6 +16,7 @@ from palimpsest.analyzer.doccheck import (
     Claims,
     _about_something_else,
     _foreign_attribute,
+    _foreign_output,
     _governs_claim,
     _identifier_rule,
     _Mention,
@@ -79,6 +80,11 @@ def attribute(name: str, line: str, text: str = "") -> str:
     )
 
 
+def output(name: str, line: str) -> str:
+    mention = _Mention("docs/guide.md", 3, "mention", name, "identifier", "output")
+    return "identifier.foreign_output" if _foreign_output(mention, line, TREE) else "claim"
+
+
 def judged(
     name: str = "make_cart",
     source: str = "code",
@@ -120,6 +126,28 @@ def removed_history() -> History:
     return history
 
 
+def linked(history: History | None, target: str = "img/shot.png") -> str:
+    """What the check makes of a doc's link to ``target`` that is not in the tree."""
+    mention = _Mention("docs/guide.md", 3, "mention", target, "path", "link")
+    claims = Claims(claims=[Claim(mention, "missing_path", f"`{target}`", (f"docs/{target}",))])
+    result = judge(claims, history)
+    kinds = {f.kind for f in result.findings}
+    return "link.broken" if kinds == {"broken_link"} else ",".join(sorted(kinds)) or "none"
+
+
+def manual(doc: str, others: list[str]) -> str:
+    """What a finding on ``doc`` becomes when the docs hold ``others`` too."""
+    claims = Claims(
+        claims=[Claim(_mention("make_cart", doc=doc), "missing_identifier", "`make_cart`", ("make_cart",))],
+        docs={doc, *others},
+    )
+    result = judge(claims, removed_history())
+    if [f.kind for f in result.findings] == ["versioned_manual"]:
+        assert result.findings[0].detail == "1 claim(s) no longer hold at head"
+        return "manual.older_release"
+    return "finding"
+
+
 Case = tuple[str, Callable[[], str], bool]
 CASES: list[Case] = [
     # resolve: paths
@@ -143,6 +171,17 @@ CASES: list[Case] = [
     ("path.exists", lambda: path("src/shop/cart.py"), True),
     ("path.exists", lambda: path("guide/index", "docref", "docs/index.rst"), True),
     ("path.exists", lambda: path("src/shop/gone.py"), False),
+    ("path.exists", lambda: path("/src/shop/cart.py", "link"), True),
+    ("path.exists", lambda: path("install", "link"), True),  # a docs site's page URL
+    ("path.exists", lambda: path("src/shop/cart.py", "link"), False),  # a link is relative to its doc
+    ("path.generated", lambda: path("dist/app.js", "link"), False),  # a link is followed wherever it points
+    ("path.placeholder", lambda: path("path/to/file.md", "link"), False),
+    ("path.placeholder", lambda: path("{{ url }}", "link"), True),
+    ("link.code_reference", lambda: path("tower_http::trace", "link"), True),
+    ("link.code_reference", lambda: path("fn@crate::middleware::from_fn", "link"), True),
+    ("link.code_reference", lambda: path("img/shot.png", "link"), False),
+    ("link.site_root", lambda: path("/install", "link", "docs/guide/a.md"), True),  # docs/install.md
+    ("link.site_root", lambda: path("/src/shop/gone.py", "link", "docs/guide/a.md"), False),
     ("path.suffix", lambda: path("flaskr/blog.py"), True),
     ("path.suffix", lambda: path("flaskr/views.py"), False),
     ("governs.placeholder", lambda: governs("path/to/x"), True),
@@ -172,8 +211,20 @@ CASES: list[Case] = [
         lambda: elsewhere("show_page", "```python\ndef show_page(x): ...\n```"),
         False,
     ),
+    (
+        "identifier.own_example",
+        lambda: elsewhere("header_map", "```rust\nlet mut header_map = HeaderMap::new();\n```"),
+        True,
+    ),
     ("identifier.readers_import", lambda: elsewhere("MyTask", "from myapp.tasks import MyTask\n"), True),
     ("identifier.readers_import", lambda: elsewhere("Cart", "from shop.cart import Cart\n"), False),
+    # a module of the repository's package that is gone: the repository's own name, gone with it
+    ("identifier.readers_import", lambda: elsewhere("Basket", "from shop.basket import Basket\n"), False),
+    (
+        "identifier.readers_import",
+        lambda: elsewhere("Post", "from blog.views import Post\n"),
+        True,
+    ),  # blog.py is a file
     (
         "identifier.other_package",
         lambda: elsewhere("render_widget", "import otherpkg\n\nrender_widget()\n"),
@@ -187,12 +238,58 @@ CASES: list[Case] = [
     ("identifier.foreign_attribute", lambda: attribute("from_url", "client = redis.from_url('x')"), True),
     ("identifier.foreign_attribute", lambda: attribute("from_url", "client = shop.from_url('x')"), False),
     ("identifier.foreign_attribute", lambda: attribute("from_url", "client = from_url('x')"), False),
+    (
+        "identifier.foreign_output",
+        lambda: output("acquire_connection", "TRACE [2019] other._pool - acquire_connection origin=x"),
+        True,
+    ),
+    (
+        "identifier.foreign_output",
+        lambda: output("load_state", 'File "/usr/lib/x/run.py", in load_state'),
+        True,
+    ),
+    (
+        "identifier.foreign_output",
+        lambda: output("acquire_connection", "TRACE [2019] shop.cart - acquire_connection origin=x"),
+        False,
+    ),
+    (
+        "identifier.foreign_output",
+        lambda: output("load_state", 'File "/home/me/src/shop/cart.py", line 3, in load_state'),
+        False,
+    ),
     # prove
     ("history.unavailable", lambda: proved(None), True),
     ("history.unavailable", lambda: proved(History()), False),
     ("history.never", lambda: proved(History()), True),
     ("history.never", lambda: proved(removed_history()), False),
     ("finding", lambda: proved(removed_history()), True),
+    ("link.broken", lambda: linked(History()), True),
+    ("link.broken", lambda: linked(None), True),
+    ("link.broken", lambda: proved(History()), False),
+    (
+        "manual.older_release",
+        lambda: manual("docs/v1/guide.md", ["docs/v2/guide.md", "docs/v1/api.md"]),
+        True,
+    ),
+    (
+        "manual.older_release",
+        lambda: manual("versioned_docs/version-1.x/a.md", ["versioned_docs/version-2.x/a.md"]),
+        True,
+    ),
+    ("manual.older_release", lambda: manual("docs/v2.x/a.md", ["docs/v10.x/a.md"]), True),
+    ("manual.older_release", lambda: manual("docs/v2/guide.md", ["docs/v1/guide.md"]), False),  # the newest
+    (
+        "manual.older_release",
+        lambda: manual("docs/v1/guide.md", ["docs/guide.md"]),
+        False,
+    ),  # no newer sibling
+    ("manual.older_release", lambda: manual("api/2/x.md", ["api/3/x.md"]), False),  # a bare number
+    (
+        "manual.older_release",
+        lambda: manual("docs/v1/guide.md", ["site/v2/guide.md"]),
+        False,
+    ),  # not a sibling
     ("finding", lambda: proved(History()), False),
     # judge
     ("judge.written_after", lambda: judged(written=datetime(2025, 1, 1, tzinfo=UTC)), True),

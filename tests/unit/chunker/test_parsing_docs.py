@@ -77,6 +77,9 @@ def test_mentions_from_inline_code_fences_and_links() -> None:
         ("compute_total", "identifier", "fence:python", 10),
         ("sum_line_items", "identifier", "fence:python", 12),
         ("PALIMPSEST_URL", "identifier", "fence:shell", 20),
+        # a text block is output: recorded as such, a claim only on a line naming the repository's module
+        ("plain_words_in_text_fences", "identifier", "output", 24),
+        ("are_ignored", "identifier", "output", 24),
         ("../other/README.md", "path", "link", 29),
     }
 
@@ -195,7 +198,7 @@ def test_fences_name_their_language() -> None:
     text = "# X\n\n```golang\nfunc runServer() {}\n```\n\n```\nother_name()\n```\n\n```console\n$ run_it_now\n```\n"
     facts = analyze_file("README.md", text, "markdown").facts
     mentions = {(f.name, f.detail) for f in _kinds(facts, "mention")}
-    assert mentions == {("runServer", "fence:go"), ("other_name", "fence")}
+    assert mentions == {("runServer", "fence:go"), ("other_name", "fence")}  # a command at a prompt: none
 
 
 def test_api_reference_directives_name_code() -> None:
@@ -300,7 +303,7 @@ def test_rst_default_role_literal_blocks_code_directives_and_doctests() -> None:
         ("`foo()` was removed in 2.0.", True),
         ("Use `new_api` instead of `old_api`.", True),
         ("The legacy loader is gone.", True),
-        ("See the [legacy docs](docs/old.md).", True),  # link text is prose
+        ("See the [legacy docs](docs/old.md) and `old_api`.", True),  # link text is prose
         ("Backwards compatibility shims live here.", True),
         ("Run `legacy/run.py` and call `parse_all()`.", False),  # the word is inside a code span
         ("The loader lives in legacy/loader.py, see `load_all()`.", False),  # … inside a path
@@ -312,8 +315,26 @@ def test_rst_default_role_literal_blocks_code_directives_and_doctests() -> None:
 )
 def test_history_words_are_read_in_the_prose_only(line: str, history: bool) -> None:
     md = f"# Guide\n\n{line}\n"
-    names = {f.name for f in _kinds(analyze_file("README.md", md, "markdown").facts, "mention")}
+    facts = _kinds(analyze_file("README.md", md, "markdown").facts, "mention")
+    names = {f.name for f in facts if f.detail != "link"}  # a link is followed on any line (below)
     assert (not names) is history, names
+
+
+def test_links_and_images_are_followed_on_every_line_and_in_html() -> None:
+    """A link's target is a claim about the tree wherever it stands: a history line, a deprecated
+    section, an ``<img>`` or ``<a>`` inside Markdown."""
+    md = (
+        "# Guide\n\nSee the [legacy docs](docs/old.md), `old_api()` was removed.\n\n"
+        '<p align="center"><img src="./coverage.svg" alt="x"> <a href="docs/a.md#top">a</a></p>\n\n'
+        "## Deprecated\n\n![shot](img/old.png) and `gone_call()`\n\nSee `the index <pypi_>`_ (a named target).\n"
+    )
+    facts = _kinds(analyze_file("README.md", md, "markdown").facts, "mention")
+    assert {(f.name, f.detail) for f in facts} == {
+        ("docs/old.md", "link"),
+        ("coverage.svg", "link"),
+        ("docs/a.md", "link"),
+        ("img/old.png", "link"),
+    }
 
 
 def test_a_line_citing_a_legacy_folder_keeps_its_claims() -> None:
@@ -334,3 +355,17 @@ def test_a_path_written_as_a_link_s_text_is_a_prose_path() -> None:
     assert mentions == {("lib/defaults.js", "path", "prose")}  # the URL target is no claim
     image = "# X\n\n![docs/diagram.svg](https://example.invalid/d.svg)\n"
     assert not _kinds(analyze_file("README.md", image, "markdown").facts, "mention")  # alt text is not prose
+
+
+def test_signature_listings_in_inline_code_name_their_definition() -> None:
+    md = (
+        "# API\n\n* `def .stream_bytes()` yields bytes; `async def aclose()` closes.\n"
+        "* `func (c *Client) DoRequest(req)` and `class Transport:`.\n* `def not a signature`\n"
+    )
+    facts = _kinds(analyze_file("docs/api.md", md, "markdown").facts, "mention")
+    assert {(f.name, f.detail) for f in facts} == {
+        ("stream_bytes", "code"),
+        ("aclose", "code"),
+        ("DoRequest", "code"),
+        ("Transport", "code"),
+    }

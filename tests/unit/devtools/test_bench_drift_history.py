@@ -49,3 +49,16 @@ def test_windows_come_from_git_alone(tmp_path: Path) -> None:
     )  # helper_fn: still in the code at the fix's parent; own_example: defined in the doc; CHANGES: a changelog
     assert pick_commits(windows, order, 1) == [between]  # inside both windows [removal, fix)
     assert pick_commits([], order, 3) == []
+
+
+def test_a_name_the_docs_own_example_defines_is_no_truth() -> None:
+    from palimpsest.devtools.bench.drift_history import own_example
+
+    assert own_example("deserialized_map", "```rust\nlet deserialized_map: Map = from_str(s)?;\n```")
+    assert own_example("point_y", "```rust\nlet mut point_y = 3;\n```")
+    assert own_example(
+        "SCRIPT_ROOT", "<script>\nSCRIPT_ROOT = {{ request.script_root|tojson }};\n</script>\n"
+    )
+    assert not own_example("zip_safe", "setup(\n    name='x',\n    zip_safe=False,\n)\n")  # an argument
+    assert own_example("own_example", "def own_example():\n    pass\n")
+    assert not own_example("compute_total", "Call `compute_total()`; `total == compute_total(x)`.\n")

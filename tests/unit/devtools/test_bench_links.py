@@ -21,8 +21,14 @@ See [the guide](docs/guide.md), [the API](docs/api) and [an anchor](#usage).
 
     [indented code](nowhere-either.md)
 """
-GUIDE = "# Guide\n\nBack to [the readme](../README.md); [the API page](../api/) from its directory URL.\n"
-INDEX_RST = "Index\n=====\n\nSee `the code <../src/app.py>`_ and `gone <../src/gone.py>`__.\n\n.. image:: ../img/arch.png\n"
+GUIDE = (
+    "# Guide\n\nBack to [the readme](../README.md); [the API page](../api/) from its directory URL.\n"
+    "The site's [API](/api) and [gone](/nowhere); rustdoc's [Service](tower::Service) names code.\n"
+)
+INDEX_RST = (
+    "Index\n=====\n\nSee `the code <../src/app.py>`_ and `gone <../src/gone.py>`__.\n\n.. image:: ../img/arch.png\n"
+    "\nA `named target <pypi_>`_ is no path.\n"
+)
 
 
 def test_broken_relative_links_and_images_are_found(tmp_path: Path) -> None:
@@ -48,6 +54,29 @@ def test_broken_relative_links_and_images_are_found(tmp_path: Path) -> None:
         ("README.md", 6, "docs/missing-ref.md"),
         ("docs/index.rst", 4, "../src/gone.py"),
         ("docs/index.rst", 6, "../img/arch.png"),
+        ("docs/guide.md", 4, "/nowhere"),
     }
-    # guide, api (extensionless), logo, readme, api dir URL, the code: resolved and present
-    assert checked == len(found) + 6
+    # guide, api (extensionless), logo, readme, api dir URL, the site's /api, the code: present
+    assert checked == len(found) + 7
+
+
+def test_the_link_check_counts_what_the_check_reported(tmp_path: Path) -> None:
+    """A broken link counts as reported by a ``missing_path`` or ``broken_link`` finding on its line
+    or its target (the check reports a target once per doc), or inside a ``versioned_manual``."""
+    from palimpsest.devtools.bench.analyze import link_check
+
+    repo = init_repo(tmp_path / "repo")
+    readme = "# X\n\n![a](./gone.png)\n\nAgain ![a](gone.png) and [b](docs/b.md).\n"
+    manual = "# Old\n\n[c](c.md)\n"
+    commit(
+        repo,
+        "2024-01-01T00:00:00+00:00",
+        {"README.md": readme, "docs/v1/a.md": manual, "docs/v2/a.md": "# New\n"},
+    )
+    findings = [
+        {"doc": "README.md", "line": 3, "kind": "broken_link", "claim": "`gone.png`"},
+        {"doc": "docs/v1", "line": 1, "kind": "versioned_manual", "claim": "manual"},
+    ]
+    out = link_check(repo, "HEAD", findings, [])
+    assert (out["broken"], out["reported_by_check"]) == (4, 3)
+    assert [(m["doc"], m["line"], m["target"]) for m in out["missed"]] == [("README.md", 5, "docs/b.md")]

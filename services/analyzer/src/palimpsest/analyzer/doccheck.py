@@ -44,6 +44,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
+from urllib.parse import unquote
 
 from palimpsest.analyzer import rules as R
 from palimpsest.analyzer.history import Evidence, History, LineOrigin, defined_names
@@ -67,7 +68,9 @@ __all__ = [
     "judge",
 ]
 
-FindingKind = Literal["missing_identifier", "missing_path", "unmatched_governs", "stale_doc"]
+FindingKind = Literal[
+    "missing_identifier", "missing_path", "unmatched_governs", "stale_doc", "broken_link", "versioned_manual"
+]
 MAX_FINDINGS = 500
 MAX_UNVERIFIED = 200
 _GENERATED = frozenset(
@@ -106,6 +109,7 @@ _REFERENCE_LINE = re.compile(
 _TITLE = re.compile(r"^\s*[\w`:.~-][^\n]*$")
 _MIME = re.compile(r"^(?:application|text|image|audio|video|multipart|font|model|message)/[\w.+-]+$")
 _SEGMENTS = re.compile(r"\.|::|#|->")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,8 +247,10 @@ async def gather_claims(conn: Conn, index: SnapshotIndex, *, explain: str | None
     texts, lines = await _doc_texts(conn, index, {m.doc for m in missing})
     for mention in missing:
         text, line = texts.get(mention.doc, ""), lines.get((mention.doc, mention.line), "")
-        elsewhere = _about_something_else(mention, text, tree) or (
-            R.IDENTIFIER_FOREIGN_ATTRIBUTE if _foreign_attribute(mention, line, text, tree) else None
+        elsewhere = (
+            _about_something_else(mention, text, tree)
+            or (R.IDENTIFIER_FOREIGN_ATTRIBUTE if _foreign_attribute(mention, line, text, tree) else None)
+            or (R.IDENTIFIER_FOREIGN_OUTPUT if _foreign_output(mention, line, tree) else None)
         )
         if elsewhere is not None:
             out.decided(mention, elsewhere)
@@ -330,13 +336,17 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | N
     if not text:
         return None
     last = _last(mention.name)
-    if last in defined_names(_without_stubs(text), {last}):
+    if last in defined_names(_without_stubs(text), {last}) or re.search(
+        rf"\blet\s+mut\s+{re.escape(last)}\b",
+        text,  # a Rust binding, ``let mut headers = …``
+    ):
         return R.IDENTIFIER_OWN_EXAMPLE
     for imported in re.finditer(
         rf"^[ \t>.]*from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\b{re.escape(last)}\b", text, re.M
     ):
         module = imported.group(1)
-        if module.split(".")[0] not in _STANDARD_LIBRARIES and not tree.module(module):
+        root = module.split(".")[0]
+        if root not in _STANDARD_LIBRARIES and not tree.module(module) and not tree.package(root):
             return R.IDENTIFIER_READERS_IMPORT  # ``from myapp.tasks import MyPeriodicTask``
     if _SEGMENTS.search(mention.name):
         return None  # qualified: its root was already checked against the repository
@@ -406,6 +416,22 @@ def _foreign_attribute(mention: _Mention, line: str, text: str, tree: _Tree) -> 
     return all(not tree.has_stem(r) and not _bound(r, text) for r in roots)
 
 
+def _foreign_output(mention: _Mention, line: str, tree: _Tree) -> bool:
+    """A name in a console, log or trace block on a line that names no module or file of this
+    repository: another program's output (a log record or traceback frame of the repository's own
+    code names its module, ``pkg._pool - acquire_connection``, or its file)."""
+    if mention.source != "output":
+        return False
+    for dotted in re.finditer(r"(?<![\w./-])([A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)+", line):
+        if tree.module(dotted.group(0)) or (tree.has_stem(dotted.group(1)) and not is_doc(dotted.group(0))):
+            return False
+    for path in re.finditer(r"[\w.-]+(?:/[\w.-]+)+", line):
+        parts = path.group(0).split("/")
+        if any(tree.exists("/".join(parts[i:])) for i in range(len(parts) - 1)):
+            return False
+    return True
+
+
 def _bound(name: str, text: str) -> bool:
     """Whether the doc makes ``name`` itself: assigns, imports, loops over or takes it as a parameter."""
     n = re.escape(name)
@@ -473,7 +499,8 @@ def judge(
         outcome = _judge_one(claim, history, claims.symbols, lines or {})
         if isinstance(outcome, DocFinding):
             findings.append(outcome)
-            claims.step(claim.mention, "judge", R.FINDING.name, "finding", outcome.detail or R.FINDING.doc)
+            rule = R.LINK_BROKEN if outcome.kind == "broken_link" else R.FINDING
+            claims.step(claim.mention, "judge", rule.name, "finding", outcome.detail or rule.doc)
             continue
         claims.step(claim.mention, outcome.stage, outcome.name, outcome.verdict, outcome.doc)
         judged_by.append(outcome)
@@ -481,10 +508,85 @@ def judge(
         if list_unverified and len(unverified) < MAX_UNVERIFIED:
             unverified.append(_unverified(claim, outcome))
     states = _doc_states(claims, {f.doc for f in findings})
-    decided = claims.rules + Counter(r.name for r in judged_by) + Counter({R.FINDING.name: len(findings)})
+    broken = sum(1 for f in findings if f.kind == "broken_link")
+    decided = (
+        claims.rules
+        + Counter(r.name for r in judged_by)
+        + Counter({R.FINDING.name: len(findings) - broken, R.LINK_BROKEN.name: broken})
+    )
     findings += [f for f in claims.stale if states.get(f.doc) == "unverified_old"]
+    findings, folded = _fold_manuals(findings, claims.docs | {f.doc for f in claims.stale})
+    if folded:
+        decided[R.MANUAL_OLDER_RELEASE.name] = folded
     findings.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
     return Judged(findings[:MAX_FINDINGS], unverified, count, states, dict(sorted(decided.items())))
+
+
+_VERSION = re.compile(r"^(?:v|version[-_]?)?(\d+)((?:[._-](?:\d+|x))*)$", re.I)
+
+
+def _version_key(segment: str) -> tuple[int, ...] | None:
+    """The version a folder is named for (``v1``, ``v2.x``, ``version-1.x``, ``1.4``), or None: a
+    bare number (``docs/2/``) is a version only when written with a ``v``, a ``version-`` or a dot."""
+    found = _VERSION.match(segment)
+    if found is None or segment.isdigit():
+        return None
+    rest = [int(p) for p in re.split(r"[._-]", found.group(2)) if p.isdigit()]
+    return (int(found.group(1)), *rest)
+
+
+def versioned_manual(doc: str, docs: Iterable[str]) -> tuple[str, str] | None:
+    """The manual for an older release ``doc`` belongs to, and the newer one beside it: a folder
+    named for a version (``docs/v1/``, ``v2.x/``, ``versioned_docs/version-1.x/``) with a sibling
+    folder of docs named for a newer version. A manual kept for an old major release describes
+    that release's code on purpose; it is reported once, as a whole, never line by line."""
+    parts = doc.split("/")
+    for i, segment in enumerate(parts[:-1]):
+        mine = _version_key(segment)
+        if mine is None:
+            continue
+        parent = "/".join(parts[:i])
+        newer: list[tuple[tuple[int, ...], str]] = []
+        for other in docs:
+            other_parts = other.split("/")
+            if len(other_parts) > i + 1 and "/".join(other_parts[:i]) == parent:
+                key = _version_key(other_parts[i])
+                if key is not None and key > mine:
+                    newer.append((key, "/".join(other_parts[: i + 1])))
+        if newer:
+            return "/".join(parts[: i + 1]), max(newer)[1]
+    return None
+
+
+def _fold_manuals(findings: list[DocFinding], docs: set[str]) -> tuple[list[DocFinding], int]:
+    """The findings with those on manuals for an older release (:func:`versioned_manual`) folded
+    into one ``versioned_manual`` finding per manual; and how many were folded."""
+    manuals: dict[str, tuple[str, list[DocFinding]]] = {}
+    kept: list[DocFinding] = []
+    for f in findings:
+        manual = versioned_manual(f.doc, docs)
+        if manual is None:
+            kept.append(f)
+        else:
+            manuals.setdefault(manual[0], (manual[1], []))[1].append(f)
+    for root, (newer, folded) in sorted(manuals.items()):
+        claims = sum(1 for f in folded if f.kind != "stale_doc")
+        old = len({f.doc for f in folded if f.kind == "stale_doc"})
+        detail = f"{claims} claim(s) no longer hold at head" + (
+            f"; {old} page(s) unverified and old" if old else ""
+        )
+        kept.append(
+            DocFinding(
+                root,
+                1,
+                "versioned_manual",
+                f"manual for an older release ({root}/, newer: {newer}/)",
+                None,
+                detail,
+            )
+        )
+    kept.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
+    return kept, sum(len(folded) for _, folded in manuals.values())
 
 
 def _doc_states(claims: Claims, drifted: set[str]) -> dict[str, DocState]:
@@ -508,11 +610,12 @@ def _judge_one(
     claim: Claim, history: History | None, symbols: set[str], lines: dict[tuple[str, int], LineOrigin]
 ) -> DocFinding | Rule:
     """The finding a claim makes, or the rule by which it makes none."""
+    link = claim.mention.source == "link"
     if history is None:
-        return R.HISTORY_UNAVAILABLE
+        return _broken_link(claim, "history unavailable") if link else R.HISTORY_UNAVAILABLE
     proved = _prove(claim, history)
     if proved is None:
-        return R.HISTORY_NEVER
+        return _broken_link(claim, "never in the repository's history") if link else R.HISTORY_NEVER
     read_as, evidence = proved
     if claim.kind == "missing_identifier" and evidence.renamed_to not in symbols:
         evidence = replace(evidence, renamed_to=None)  # what it became must exist now
@@ -521,6 +624,13 @@ def _judge_one(
     if refused is not None:
         return refused
     return _finding(claim, read_as, replace(evidence, subject=read_as))
+
+
+def _broken_link(claim: Claim, why: str) -> DocFinding:
+    """A link or image whose target is not in the tree: a finding of its own, without history."""
+    mention = claim.mention
+    detail = f"{claim.lookups[0]} is not in the tree ({why})"
+    return DocFinding(mention.doc, mention.line, "broken_link", claim.shown, None, detail)
 
 
 def _not_about_the_code(claim: Claim, evidence: Evidence) -> Rule | None:
@@ -687,6 +797,7 @@ class _Tree:
     by_last: dict[str, list[str]]  # last segment → files and directories ending in it
     stems: set[str] = field(default_factory=set)  # built on first use
     mirrors: set[tuple[int, str, str]] = field(default_factory=set)  # built on first use
+    code_dirs: set[str] = field(default_factory=set)  # folders holding code, built on first use
 
     @classmethod
     def of(cls, paths: Iterable[str]) -> _Tree:
@@ -712,6 +823,17 @@ class _Tree:
                 if not is_doc(path):
                     self.stems.update(part.split(".", 1)[0].lower() for part in path.split("/"))
         return name.lower() in self.stems
+
+    def package(self, name: str) -> bool:
+        """A folder called ``name`` holds code (``starlette/``, ``src/flask/``): a module under it
+        that is gone (``from starlette.lifespan import X``) is this repository's, gone; an example
+        file named like a module (``myapp.py``) is no package."""
+        if not self.code_dirs:
+            for path in self.files:
+                if not is_doc(path):
+                    parts = path.split("/")
+                    self.code_dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        return any(entry in self.code_dirs for entry in self.by_last.get(name, ()))
 
     def mirrored(self, path: str) -> bool:
         """The same path with one folder swapped exists: a translation (``docs/de/…`` →
@@ -752,6 +874,8 @@ class _Tree:
 
 def _path_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     """The claim a path mention makes, or the rule that decides it without history."""
+    if mention.source == "link":
+        return _link_claim(mention, tree)
     target = mention.name.strip()
     rule = _tree_rule(target, mention.source, tree)
     if rule is not None:
@@ -768,6 +892,41 @@ def _path_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     if mention.source in ("link", "docref") and not target.startswith("/"):
         resolved = resolved[:1]  # a link is relative to its document, nothing else
     return Claim(mention, "missing_path", f"`{target}`", tuple(resolved))
+
+
+def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
+    """A relative link or image target (Markdown, reStructuredText, HTML inside Markdown) is a
+    claim about the tree wherever it points: it is resolved against the doc's folder (a leading
+    ``/`` against the root), as a page a docs site serves (without its ``.md``/``.rst``/``.html``,
+    or from the page's own folder as directory URLs have it), and nothing else. A target that is
+    not there is a broken link, whatever history says (history only dates it)."""
+    target = unquote(mention.name.strip())
+    if not target or target.startswith(("{", "$", "<", "//")) or _SCHEME.match(target):
+        return R.PATH_PLACEHOLDER
+    if "::" in target or "`" in target or re.match(r"^[a-z]+@", target):
+        return R.LINK_CODE_REFERENCE
+    resolved = _link_target(mention.doc, target)
+    if resolved is None:
+        return R.PATH_OUTSIDE
+    page = _link_target(mention.doc.rsplit(".", 1)[0] + "/index", target)  # a directory URL's folder
+    if any(tree.exists(p) or tree.exists_as_doc(p) for p in (resolved, page) if p is not None):
+        return R.PATH_EXISTS
+    if target.startswith("/"):
+        folders = mention.doc.split("/")[:-1]
+        for i in range(len(folders), 0, -1):
+            site = posixpath.join("/".join(folders[:i]), target.lstrip("/"))
+            if tree.exists(site) or tree.exists_as_doc(site):
+                return R.LINK_SITE_ROOT
+    return Claim(mention, "missing_path", f"`{mention.name.strip()}`", (resolved,))
+
+
+def _link_target(doc: str, target: str) -> str | None:
+    """The repository path a relative link in ``doc`` points at, or None when it leaves the repository."""
+    joined = target.lstrip("/") if target.startswith("/") else posixpath.join(posixpath.dirname(doc), target)
+    normal = posixpath.normpath(joined)
+    if normal.startswith("..") or normal in (".", "/"):
+        return None
+    return normal.rstrip("/")
 
 
 def _is_tree_claim(target: str, source: str | None, tree: _Tree) -> bool:

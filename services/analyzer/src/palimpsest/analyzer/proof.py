@@ -136,7 +136,7 @@ async def _tree_paths(git_dir: Path, commit: str, timeout_s: float) -> tuple[set
     """Every path of the snapshot's tree, and its symbolic links with their targets."""
     out = await run_git(["ls-tree", "-r", "-z", commit], cwd=git_dir, timeout_s=timeout_s)
     paths: set[str] = set()
-    links: dict[str, str] = {}  # blob id → link path, until the targets are read
+    links: dict[str, list[str]] = defaultdict(list)  # blob id → link paths (one target, many links)
     for record in out.split(b"\0"):
         if not record:
             continue
@@ -145,11 +145,12 @@ async def _tree_paths(git_dir: Path, commit: str, timeout_s: float) -> tuple[set
         paths.add(path)
         mode, _, rest = meta.partition(b" ")
         if mode == b"120000":
-            links[rest.split(b" ")[-1].decode("ascii")] = path
+            links[rest.split(b" ")[-1].decode("ascii")].append(path)
     targets: dict[str, str] = {}
     if links:
-        async for sha, content in read_blobs(git_dir, links, missing_ok=True, lazy_fetch=False):
-            targets[links[sha]] = content.decode("utf-8", "replace")
+        async for sha, content in read_blobs(git_dir, list(links), missing_ok=True, lazy_fetch=False):
+            for link in links[sha]:
+                targets[link] = content.decode("utf-8", "replace")
     return paths, targets
 
 

@@ -219,7 +219,7 @@ def findings_section(findings: Sequence[DocFinding], title: str) -> list[str]:
 
 
 def _finding_row(f: DocFinding) -> str:
-    claim = _cell(f.claim + (f" — {f.detail}" if f.detail and f.kind == "stale_doc" else ""))
+    claim = _cell(f.claim + (f" — {f.detail}" if f.detail and f.evidence is None else ""))
     head = f"| `{_cell(f.doc)}` | {f.line} | {f.kind.replace('_', ' ')} | {claim} |"
     e = f.evidence
     if e is None:

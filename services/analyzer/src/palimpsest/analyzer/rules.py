@@ -73,6 +73,14 @@ PATH_SUFFIX = _rule(
     "path.suffix", "resolve", "holds",
     "A path relative to the folder a doc is about: a path of the snapshot ends in it.",
 )  # fmt: skip
+LINK_CODE_REFERENCE = _rule(
+    "link.code_reference", "resolve", "not_a_claim",
+    "A link to code by name (rustdoc's ``[x](crate::y)``, ``fn@path``), not to a file.",
+)  # fmt: skip
+LINK_SITE_ROOT = _rule(
+    "link.site_root", "resolve", "holds",
+    "A root-relative link that resolves from a folder above the doc: the root of the docs site it is published in.",
+)  # fmt: skip
 GOVERNS_PLACEHOLDER = _rule(
     "governs.placeholder", "resolve", "not_a_claim", "An empty or placeholder Governs: target."
 )
@@ -112,6 +120,10 @@ IDENTIFIER_FOREIGN_ATTRIBUTE = _rule(
     "identifier.foreign_attribute", "resolve", "not_a_claim",
     "An example reaches the name only through an object the doc never made and the repository does not name.",
 )  # fmt: skip
+IDENTIFIER_FOREIGN_OUTPUT = _rule(
+    "identifier.foreign_output", "resolve", "not_a_claim",
+    "A name in a console, log or trace block on a line naming no module or file of this repository.",
+)  # fmt: skip
 
 # ----------------------------------------------------------------------------- prove
 PATH_THROUGH_LINK = _rule(
@@ -150,6 +162,14 @@ JUDGE_DELETED_READER = _rule(
 JUDGE_PRIVATE_IN_EXAMPLE = _rule(
     "judge.private_in_example", "judge", "unverified",
     "A private name (``_x`` in Python, lower case in Go) used in an example: the example's own.",
+)  # fmt: skip
+LINK_BROKEN = _rule(
+    "link.broken", "judge", "finding",
+    "A relative link or image whose target is not in the tree and never was in history: a broken link.",
+)  # fmt: skip
+MANUAL_OLDER_RELEASE = _rule(
+    "manual.older_release", "judge", "finding",
+    "A manual kept for an older release beside a newer one: its findings are reported once, as a whole.",
 )  # fmt: skip
 FINDING = _rule(
     "finding", "judge", "finding", "History proves the subject existed in the code and was removed."

@@ -64,11 +64,17 @@ def link_check(
 ) -> dict[str, Any]:
     """The yardstick measured in the same run: a plain link checker's broken relative links at
     ``commit`` (:mod:`palimpsest.devtools.bench.links`), and which of them the check reported (a
-    ``missing_path`` finding on the same doc line); each miss says what the check made of it."""
-    from palimpsest.devtools.bench.links import broken_links
+    ``missing_path`` or ``broken_link`` finding on the same doc line or target (the check reports a
+    target once per doc), or the ``versioned_manual`` finding of the manual the doc belongs to); each
+    miss says what the check made of it."""
+    from palimpsest.devtools.bench.links import broken_links, resolve
 
     checked, broken = broken_links(repo, commit)
-    reported = {(f["doc"], f["line"]) for f in findings if f["kind"] == "missing_path"}
+    paths = [f for f in findings if f["kind"] in ("missing_path", "broken_link")]
+    reported = {(f["doc"], f["line"]) for f in paths} | {
+        (f["doc"], resolve(f["doc"], f["claim"].strip("`"))) for f in paths
+    }
+    manuals = tuple(f["doc"].rstrip("/") + "/" for f in findings if f["kind"] == "versioned_manual")
     why = {(u["doc"], u["line"], u["claim"].strip("`")): u.get("rule") or u["why"] for u in unverified}
     missed = [
         {
@@ -81,6 +87,8 @@ def link_check(
         }
         for b in broken
         if (b.doc, b.line) not in reported
+        and (b.doc, b.resolved) not in reported
+        and not (manuals and b.doc.startswith(manuals))
     ]
     return {
         "links_checked": checked,

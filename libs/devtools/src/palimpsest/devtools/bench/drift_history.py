@@ -37,7 +37,7 @@ from palimpsest.cli.session import Session
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.index.codefacts import is_doc, is_history_doc
 
-__all__ = ["Window", "mine_windows", "pick_commits", "run_bench_drift_history"]
+__all__ = ["Window", "mine_windows", "own_example", "pick_commits", "run_bench_drift_history"]
 
 MAX_EXPLAINED = 12  # misses per analysed commit followed through the check (each reads the history)
 MAX_CANDIDATES_PER_COMMIT = 40  # a doc rewrite removes many names: the first ones are enough
@@ -78,6 +78,7 @@ class Window:
     start: int = 0  # first-parent positions (0 = newest): B, F
     end: int = 0
     found_at: list[str] = field(default_factory=list)
+    as_manual: bool = False  # found as part of a manual for an older release, reported as a whole
     evidence_ok: bool = False
     missed_by: str | None = None
 
@@ -104,9 +105,14 @@ def mine_windows(repo: Path, *, commits: int, rev: str = "HEAD") -> tuple[list[W
         if not parents:
             continue  # the root commit
         parent = parents[0]
-        touched = _git(repo, "diff", "--name-only", "--diff-filter=M", parent, fix).split("\n")
+        touched = _git(repo, "diff", "--no-renames", "--name-only", "--diff-filter=M", parent, fix).split(
+            "\n"
+        )
         for doc in (d for d in touched if d and is_doc(d) and not is_history_doc(d)):
-            windows += _windows_of(repo, doc, fix, parent, position)
+            try:
+                windows += _windows_of(repo, doc, fix, parent, position)
+            except RuntimeError:  # a blob the clone lacks (a mirror without its largest files)
+                continue
     return windows, order
 
 
@@ -125,7 +131,12 @@ def _windows_of(repo: Path, doc: str, fix: str, parent: str, position: dict[str,
             if subject in seen or len(seen) >= MAX_CANDIDATES_PER_COMMIT or subject in after:
                 continue
             seen.add(subject)
-            window = _window(repo, doc, written, subject, kind, form, number, fix, parent, before, position)
+            try:
+                window = _window(
+                    repo, doc, written, subject, kind, form, number, fix, parent, before, position
+                )
+            except RuntimeError:  # an object the clone cannot read (a partial mirror): no truth from it
+                continue
             if window is not None:
                 out.append(window)
     return out
@@ -222,7 +233,7 @@ def _window(
         ).strip()
         if not removal or not _defined_before(repo, subject, removal):
             return None
-        if re.search(rf"\b(?:def|class|function|func|fn)\s+{re.escape(subject)}\b", before):
+        if own_example(subject, before):
             return None  # the doc's own example defines it
     else:
         path = _resolved_path(repo, doc, subject, parent, linked=form == "link")
@@ -249,6 +260,16 @@ def _window(
         start=position[removal],
         end=position[fix],
     )
+
+
+def own_example(name: str, doc: str) -> bool:
+    """Whether the doc's own example defines ``name``: a definition keyword (``def``, ``fn``,
+    ``let mut``, ``const``…) or an assignment at the start of a line (``deserialized = …``; a
+    keyword argument on a line of its own, ending in a comma, passes a value to an API instead)."""
+    n = re.escape(name)
+    keyword = r"\b(?:def|class|function|func|fn|let|const|var|val|struct|enum|type)\s+(?:mut\s+)?"
+    assignment = rf"^[ \t>.]*{n}\s*(?::[^=\n]*)?=(?!=)[^\n]*?[^,\s][ \t]*$"
+    return re.search(rf"{keyword}{n}\b|{assignment}", doc, re.M) is not None
 
 
 def _grep_ok(repo: Path, name: str, commit: str) -> bool:
@@ -331,11 +352,13 @@ async def run_bench_drift_history(
     timeout_s: float = 7200.0,
 ) -> dict[str, Any]:
     from palimpsest.cli.commands_analyze import explain_claim, run_analysis
+    from palimpsest.devtools.bench.analyze import link_check
 
     progress(f"mining drift windows from the last {commits} first-parent commits…")
     windows, order = mine_windows(repo, commits=commits)
     picked = pick_commits(windows, order, at)
     outside: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
     index = {sha: i for i, sha in enumerate(order)}
     for commit in picked:
         position = index[commit]
@@ -346,11 +369,19 @@ async def run_bench_drift_history(
             _git(Path(scratch), "clone", "--quiet", "--shared", str(repo), str(clone))
             _git(clone, "checkout", "--quiet", "-B", "drift-history", commit)  # a branch: indexed as any
             view = await run_analysis(sess, settings, str(clone), reindex=True, timeout_s=timeout_s)
+            links.append({"at": commit, **link_check(clone, commit, view["doc_findings"], [])})
             drift = [f for f in view["doc_findings"] if f["kind"] != "stale_doc"]
             matched: set[int] = set()
             explained = 0
             for w in inside:
                 hits = [i for i, f in enumerate(drift) if f["doc"] == w.doc and _names(f["claim"], w)]
+                manual = [
+                    i
+                    for i, f in enumerate(drift)
+                    if f["kind"] == "versioned_manual" and w.doc.startswith(f["doc"] + "/")
+                ]
+                if not hits and manual:
+                    hits, w.as_manual = manual, True
                 if hits:
                     matched.update(hits)
                     w.found_at.append(commit)
@@ -364,7 +395,7 @@ async def run_bench_drift_history(
                     own = [s for s in steps if s["doc"] == w.doc]
                     w.missed_by = own[-1]["rule"] if own else "extract (no mention recorded)"
             outside += [{**f, "at": commit} for i, f in enumerate(drift) if i not in matched]
-    return _report(repo, order, windows, picked, outside)
+    return _report(repo, order, windows, picked, outside, links)
 
 
 def _names(claim: str, window: Window) -> bool:
@@ -378,7 +409,12 @@ def _plain(written: str) -> str:
 
 
 def _report(
-    repo: Path, order: list[str], windows: list[Window], picked: list[str], outside: list[dict[str, Any]]
+    repo: Path,
+    order: list[str],
+    windows: list[Window],
+    picked: list[str],
+    outside: list[dict[str, Any]],
+    links: list[dict[str, Any]],
 ) -> dict[str, Any]:
     covered = [w for w in windows if any(w.end < order.index(c) <= w.start for c in picked)]
     found = [w for w in covered if w.found_at]
@@ -396,10 +432,18 @@ def _report(
         "windows_covered": len(covered),
         "found": len(found),
         "recall": round(len(found) / len(covered), 3) if covered else None,
+        "found_as_manual": sum(1 for w in found if w.as_manual),
         "evidence_names_removal": sum(1 for w in found if w.evidence_ok),
         "by_form": {form: {"found": n, "of": total} for form, (n, total) in sorted(by_form.items())},
         "misses_by_rule": dict(misses.most_common()),
         "truth": [asdict(w) for w in covered],
         "not_in_truth": outside[:300],
         "not_in_truth_count": len(outside),
+        # the yardstick at the same commits: a plain link check's broken relative links, and how
+        # many of them the check reported (bench/links.py, written apart from the check)
+        "link_check": {
+            "broken": sum(c["broken"] for c in links),
+            "reported_by_check": sum(c["reported_by_check"] for c in links),
+            "per_commit": links,
+        },
     }

@@ -4,7 +4,7 @@ Written apart from the check on purpose (no code of ``palimpsest.analyzer`` or o
 doc reader): every relative link and image target in the docs at a commit -- Markdown links and
 images, HTML ``src``/``href`` inside Markdown, reStructuredText hyperlinks, ``image``/``figure``/
 ``include`` directives -- resolved against the document's folder (a leading ``/`` against the
-root) and looked up in the commit's tree. A target that is neither a file nor a folder there is
+root, or against a folder above the document: the root of the docs site it is published in) and looked up in the commit's tree. A target that is neither a file nor a folder there is
 broken -- also when written as a docs site writes its pages (without the ``.md``/``.rst``/
 ``.html`` of the page, or from the page's own folder as MkDocs' directory URLs have it). Fenced and indented code blocks are skipped; anchors and queries are dropped.
 """
@@ -20,7 +20,7 @@ from urllib.parse import unquote
 
 from palimpsest.index.codefacts import is_doc, is_history_doc
 
-__all__ = ["BrokenLink", "broken_links"]
+__all__ = ["BrokenLink", "broken_links", "resolve"]
 
 _MD_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"'\n]*[\"'])?\s*\)")
 _MD_REFERENCE = re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*<?(\S+?)>?(?:\s+[\"'(].*)?$")
@@ -55,12 +55,16 @@ def broken_links(repo: Path, commit: str) -> tuple[int, list[BrokenLink]]:
     for doc in sorted(set(docs)):
         text = _git(repo, "show", f"{commit}:{doc}")
         for line, target in _targets(text, rst=doc.lower().endswith(".rst")):
-            resolved = _resolve(doc, target)
+            resolved = resolve(doc, target)
             if resolved is None:
                 continue
             checked += 1
-            page = _resolve(doc.rsplit(".", 1)[0] + "/index", target)  # a directory URL's folder
-            if not any(_exists(p, tree) for p in (resolved, page) if p is not None):
+            page = resolve(doc.rsplit(".", 1)[0] + "/index", target)  # a directory URL's folder
+            forms = [resolved, page]
+            if target.startswith("/"):  # … or from the docs site's root, a folder above the doc
+                folders = doc.split("/")[:-1]
+                forms += [posixpath.join(*folders[:i], resolved) for i in range(1, len(folders) + 1)]
+            if not any(_exists(p, tree) for p in forms if p is not None):
                 broken.append(BrokenLink(doc, line, target, resolved))
     return checked, broken
 
@@ -99,8 +103,10 @@ def _targets(text: str, *, rst: bool) -> list[tuple[int, str]]:
     return out
 
 
-def _resolve(doc: str, target: str) -> str | None:
+def resolve(doc: str, target: str) -> str | None:
     """The repository path a relative target points at; None for URLs, anchors, mail and the like."""
+    if target.endswith("_") or "::" in target or "`" in target or re.match(r"^[a-z]+@", target):
+        return None  # ``<pypi_>``: a named reStructuredText target; ``crate::x``, ``fn@x``: rustdoc's links to code
     target = unquote(target.split("#", 1)[0].split("?", 1)[0]).strip()
     if not target or _SCHEME.match(target) or target.startswith(("//", "{", "$", "<")):
         return None

@@ -59,6 +59,11 @@ _RST_CODE_DIRECTIVE = re.compile(
 _RST_TAGGED = frozenset({"code-block", "code", "sourcecode"})  # the others hold Python
 _RST_ANY_DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::")
 _QUALIFIED = re.compile(r"^([A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*)(\(.*\))?;?$")
+# a signature listed in inline code: ``def .stream_bytes()``, ``async def aclose()``, ``func (c *Client) Do()``
+_SIGNATURE = re.compile(
+    r"^(?:async\s+)?(?:def|func|fn|function|fun|class|interface|struct|type)\s+(?:\([^)]*\)\s*)?"
+    r"\.?([A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*)\s*(?:[(<\[:{]|$)"
+)
 _CALLEE = re.compile(r"^([A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*)\(")
 _SLASHED_PATH = re.compile(r"^(?:\.{1,2}/|/)?[\w@.+~-]+(?:/[\w@.+~-]*)+$")
 _FILE_NAME = re.compile(r"^[\w@+~-][\w@.+~-]*\.([A-Za-z]\w{0,9})$")
@@ -69,6 +74,10 @@ _MD_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"']*[\"']
 _MD_REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
 _RST_LINK = re.compile(r"`[^`<]*<([^>`]+)>`__?")
 _RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:include|literalinclude|image|figure)::\s*(\S+)")
+# HTML inside Markdown: ``<img src="./coverage.svg">``, ``<a href="docs/x.md">``
+_HTML_LINK = re.compile(
+    r"<(?:img|a|source|video|audio)\b[^>]*?\s(?:src|href)\s*=\s*[\"']([^\"'\s]+)[\"']", re.I
+)
 _STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`")
 _COMMENT = re.compile(r"(?:^|\s)(?:#|//|--|;;).*$")
 _SEPARATOR = re.compile(r"\.|::|#|->")
@@ -284,7 +293,7 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
     found = _Mentions()
     history = _historical_sections(lines, language)
     fence: str | None = None
-    fence_language: str | None = None  # None: prose (a text/console block)
+    fence_language: str | None = None  # fence:<language>, fence, output (a console block); None: a diff
     directive: int | None = None  # indentation of an open version directive
     tables = _Tables()
     literal: _Literal | None = None  # an open RST literal or code block
@@ -310,6 +319,9 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
             fence_language = _fence_language(opened.group(2))
             continue
         directive = _directive(line, directive)
+        # a link or image is followed wherever it stands: a target that is not in the tree is a
+        # broken link, in a history section as anywhere else
+        _link_mentions(found, line, number)
         if tables.historical(line) or directive is not None or _tells_history(line) or number in history:
             continue
         if module := _CURRENT_MODULE.match(line):
@@ -319,7 +331,6 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
             found.add_api(api.group(1) or api.group(2), number, declares=True)
             continue
         _inline_mentions(found, line, number, rst=language == "rst")
-        _link_mentions(found, line, number)
         _prose_mentions(found, line, number)
     return list(found.seen.values())
 
@@ -371,10 +382,11 @@ class _Tables:
 
 
 def _fence_language(tag: str) -> str | None:
-    """``fence:<language>`` for a fence in a known language, ``fence`` for other code, None for prose."""
+    """``fence:<language>`` for a fence in a known language, ``fence`` for other code, ``output`` for
+    a console, log or trace block, None for a diff (it names the old things on purpose)."""
     lowered = tag.lower()
     if lowered in _PROSE_FENCES:
-        return None
+        return None if lowered == "diff" else "output"
     lowered = _FENCE_ALIASES.get(lowered, lowered)
     known = lowered if lowered in LANGUAGE_NAMES else detect_language(f"x.{lowered}") if lowered else None
     return f"fence:{known}" if known else "fence"
@@ -403,6 +415,8 @@ def _inline_mentions(found: _Mentions, line: str, number: int, *, rst: bool = Fa
             _default_role_mention(found, line, span, number)
         elif _is_path(code):
             found.add(code.removeprefix("./").rstrip("/"), number, "path", "code")
+        elif signature := _SIGNATURE.match(code):  # a listed definition names the API, whatever its shape
+            found.add(signature.group(1), number, "identifier", "code")
         elif qualified := _QUALIFIED.match(code):
             name = qualified.group(1)
             if (
@@ -475,7 +489,7 @@ def _prose_mentions(found: _Mentions, line: str, number: int) -> None:
     if "/" not in line or any(p.match(line) for p in (_HEADER_FACT, _MD_REFERENCE, _RST_DIRECTIVE)):
         return
     # a link's target is read as a link; its text is prose (``[lib/defaults.js](https://…)`` names a path)
-    prose = _INLINE_CODE.sub(" ", _MD_LINK.sub(_link_text, _RST_LINK.sub(" ", line)))
+    prose = _INLINE_CODE.sub(" ", _MD_LINK.sub(_link_text, _RST_LINK.sub(" ", _HTML_LINK.sub(" ", line))))
     if "://" in prose:
         prose = re.sub(r"\S*://\S*", " ", prose)
     for match in _PROSE_PATH.finditer(prose):
@@ -494,11 +508,27 @@ def _link_text(link: re.Match[str]) -> str:
 def _fenced_mentions(found: _Mentions, line: str, number: int, source: str) -> None:
     """Compound identifiers of a code line, not of its string literals and comments (a printed
     trace or a comment names other programs' things as often as this repository's)."""
+    if source == "output":
+        _output_mentions(found, line, number)
+        return
     code = _COMMENT.sub("", _STRING.sub('""', line))
     for match in _IDENTIFIER.finditer(code):
         name = match.group()
         if _is_compound_name(name) and not _keyword_argument(code, match.start(), match.end()):
             found.add(name, number, "identifier", source)
+
+
+def _output_mentions(found: _Mentions, line: str, number: int) -> None:
+    """Compound identifiers in a console, log or trace block (``TRACE … pkg._pool - acquire_connection
+    origin=…``), source ``output``: the check keeps them only on a line that also names a module of
+    the repository, as a log record or a traceback frame of its own code does."""
+    if re.match(r"^\s*(?:[$%#]|\w*>)(?:\s|$)", line):
+        return  # a command typed at a prompt (``$ RUN_MODE=x app``): commands and flags, not definitions
+    code = _STRING.sub('""', line)
+    for match in _IDENTIFIER.finditer(code):
+        name = match.group()
+        if _is_compound_name(name) and code[match.start() - 1 : match.start()] not in ("$", "-", "/"):
+            found.add(name, number, "identifier", "output")
 
 
 def _keyword_argument(code: str, start: int, end: int) -> bool:
@@ -511,11 +541,13 @@ def _keyword_argument(code: str, start: int, end: int) -> bool:
 
 
 def _link_mentions(found: _Mentions, line: str, number: int) -> None:
-    targets = [m.group(1) for m in _MD_LINK.finditer(line)] + [m.group(1) for m in _RST_LINK.finditer(line)]
+    targets = [m.group(1) for pattern in (_MD_LINK, _RST_LINK, _HTML_LINK) for m in pattern.finditer(line)]
     for pattern in (_MD_REFERENCE, _RST_DIRECTIVE):
         if matched := pattern.match(line):
             targets.append(matched.group(1))
     for target in targets:
+        if target.endswith("_"):
+            continue  # ``<pypi_>``: a reference to a named RST target, not a path
         path = target.split("#", 1)[0].split("?", 1)[0].removeprefix("./")
         if path and not _SCHEME.match(path) and not path.startswith("//"):
             found.add(path.rstrip("/") or path, number, "path", "link")
