@@ -68,6 +68,7 @@ SEVERITY = "minor"  # the review scale's "warning" (see review._SEVERITY_ALIASES
 SECTION_TITLE = "Docs this change leaves behind"
 LEAD = "This doc line names"  # how the check's messages begin (the summary's section gathers them)
 MIN_NAME = 3  # shorter names (``x``, ``db``) are words, not claims
+MAX_LISTED = 200  # names the review's sources list at most
 MAX_NAMES = 2000  # removed definitions looked up at most (a vendored tree deleted whole)
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _SEGMENTS = re.compile(r"\.|::|#|->")
@@ -109,6 +110,7 @@ class LeftBehind:
             "unparsed": self.unparsed,
             "fixed_in_pr": self.fixed,
             "findings": len(self.findings),
+            "names": [t.name for t in self.taken][:MAX_LISTED],
         }
 
 
