@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any, Literal
 from uuid import UUID
 
-from palimpsest.core.db import Conn
-from palimpsest.core.git import run_git
+from palimpsest.core.db import Conn, Pool, tenant_tx
+from palimpsest.core.git import GitAuth, run_git
 from palimpsest.core.git_errors import GitError
+from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file
 from palimpsest.reviewer.diff import ChangedFile, definition_name, parse_diff
 from palimpsest.reviewer.review import Finding
@@ -59,6 +60,7 @@ __all__ = [
     "earlier_fingerprints",
     "is_left_behind",
     "left_behind",
+    "preview_left_behind",
 ]
 
 log = logging.getLogger(__name__)
@@ -520,3 +522,42 @@ async def earlier_fingerprints(
         (repository_id, provider, number, head_sha),
     )
     return {str(row["fp"]) for row in await cur.fetchall()}
+
+
+async def preview_left_behind(
+    pool: Pool,
+    tenant_id: UUID,
+    repo: Mapping[str, Any],
+    *,
+    base: str | None,
+    head: str | None,
+    diff: str | None,
+    policy: SourcePolicy,
+    auth: GitAuth | None,
+) -> list[Finding]:
+    """The left-behind findings a review of ``base``..``head`` (or ``diff`` on ``base``) would
+    have, after the base's ``review.ignore`` and ``review.min_severity`` (for MCP's
+    ``review_context``; the change is opened as a review opens it)."""
+    from palimpsest.reviewer.change import opened_change
+    from palimpsest.reviewer.rules import read_rules, severe_enough
+
+    async with opened_change(
+        str(repo["clone_url"]), base or str(repo["default_branch"]), head, diff, auth=auth, policy=policy
+    ) as change:
+        rules = await read_rules(change.head.git_dir, change.base_sha)
+        files = [f for f in change.pr.files if not rules.ignored(f.path)]
+        async with tenant_tx(pool, tenant_id) as conn:
+            found = await left_behind(
+                conn,
+                UUID(str(repo["repository_id"])),
+                change.head.git_dir,
+                change.pr.start or change.base_sha,
+                change.head_sha,
+                files,
+                change.pr.text,
+            )
+    return [
+        f
+        for f in found.findings
+        if severe_enough(f.severity, rules.min_severity) and not rules.ignored(f.path)
+    ]

@@ -127,6 +127,12 @@ class ReviewContextResult(_Result):
     )
     ranking: str
     median_code_date: str | None
+    left_behind: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Doc lines this change leaves behind (it removes, renames or moves what they name),"
+        " found without a model, as the review's `docs` findings: path, start_line, message,"
+        " suggested_change (the corrected line, when known).",
+    )
 
 
 class RecencyFile(BaseModel):

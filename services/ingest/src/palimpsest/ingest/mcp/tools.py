@@ -44,6 +44,7 @@ from palimpsest.ingest.mcp import models
 from palimpsest.reviewer import candidates
 from palimpsest.reviewer.context import estimate_tokens
 from palimpsest.reviewer.errors import ReviewFailed
+from palimpsest.reviewer.leftbehind import preview_left_behind
 from palimpsest.reviewer.preview import preview_context, query_embedder, reranker
 
 __all__ = ["SERVER_NAME", "TOOLS", "Deps", "build_server"]
@@ -411,6 +412,16 @@ class _Tools:
                     else None
                 ),
             )
+            left = await preview_left_behind(
+                self.deps.pool,
+                tenant,
+                repo,
+                base=base,
+                head=head,
+                diff=diff,
+                policy=self.deps.policy,
+                auth=auth,
+            )
         except (ReviewFailed, IndexNotReady) as exc:
             raise ToolError(str(exc)) from exc
         rc = preview.context
@@ -443,6 +454,7 @@ class _Tools:
             median_code_date=_iso(rc.median_code_date),
             left_out=sum(1 for d in rc.dropped if d.get("reason") == "budget"),
             budget_tokens=budget_tokens,
+            left_behind=[f.as_dict() for f in left],
         )
 
     # -------------------------------------------------------------------------- recency
