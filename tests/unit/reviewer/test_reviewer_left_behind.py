@@ -60,3 +60,10 @@ def test_a_finding_says_what_the_change_does_and_corrects_the_line() -> None:
     gone = Taken("legacy", "definition", None, "src/a.py")
     f = _finding("docs/a.md", 2, "Call `legacy()`.", [(gone, "legacy", None)])
     assert "removes (from `src/a.py`)" in f.message and f.suggested_change is None
+
+
+def test_removed_lines_define_names_and_attributes() -> None:
+    from palimpsest.reviewer.leftbehind import _removed_definitions
+
+    lines = ["def send_headers(self):", "    self.stream_id = 3", "    if self.ready == 1:", "x = 1"]
+    assert _removed_definitions(lines) == {"send_headers", "stream_id"}

@@ -73,6 +73,7 @@ MIN_NAME = 3  # shorter names (``x``, ``db``) are words, not claims
 MAX_LISTED = 200  # names the review's sources list at most
 MAX_NAMES = 2000  # removed definitions looked up at most (a vendored tree deleted whole)
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_ATTRIBUTE = re.compile(r"\b(?:self|this)\.([A-Za-z_$][\w$]*)\s*=(?!=)")
 _SEGMENTS = re.compile(r"\.|::|#|->")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -163,6 +164,17 @@ async def _present_at_head(git_dir: Path, head_sha: str, names: Sequence[str]) -
     return present
 
 
+def _removed_definitions(lines: Sequence[str]) -> set[str]:
+    """Names the diff's removed lines define: a definition line, or an attribute set on ``self``/``this``."""
+    out: set[str] = set()
+    for line in lines:
+        name = definition_name(line)
+        if name is not None:
+            out.add(name)
+        out.update(_ATTRIBUTE.findall(line))
+    return out
+
+
 def _renamed_to(name: str, files: Sequence[ChangedFile]) -> str | None:
     """The diff's own rename: a removed line that reads as an added line of the same file but for
     ``name`` (the definition's line first)."""
@@ -223,10 +235,11 @@ async def taken_away(
     code = [f for f in files if f.status != "added" and not is_doc(f.old_path or f.path)]
     bases = [f.old_path or f.path for f in code]
     defined = await base_definitions(conn, repository_id, {p: base_tree[p] for p in bases if p in base_tree})
-    for f in code:  # a blob the index never parsed: the definitions its removed lines show
-        if (f.old_path or f.path) not in defined:
+    for f in code:  # and what the removed lines define (all of it when the index never parsed the blob)
+        path = f.old_path or f.path
+        if path not in defined:
             out.unparsed += 1
-            defined[f.old_path or f.path] = {n for line in f.removed if (n := definition_name(line))}
+        defined.setdefault(path, set()).update(_removed_definitions(f.removed))
     where: dict[str, str] = {}
     for path, names in sorted(defined.items()):
         for name in names:
