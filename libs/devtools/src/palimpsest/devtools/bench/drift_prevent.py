@@ -218,7 +218,7 @@ def _report(
         "truth": rows,
         "judged": judged,
         "outside_truth_on_removing": [
-            {**f, "change": sha}
+            {**f, "change": sha, "true": judge_line(repo, head, f["names"], tree)}
             for sha in removing
             for f in reviews.get(sha, {}).get("flagged", [])
             if not any(w.removed_in == sha and w.doc == f["doc"] and _matches(w, f["names"]) for w in truth)
