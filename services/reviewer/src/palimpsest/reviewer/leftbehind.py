@@ -514,6 +514,8 @@ async def left_behind(
         if not taken:
             out.fixed += 1
             continue
+        if any(f.path == head_path and f.start_line == at for f in out.findings):
+            continue  # two edited base lines whose names stay on one new line: one finding
         out.findings.append(_finding(head_path, at, now, taken))
         out.head_texts[head_path] = head_texts.get(head_path)
     return out
