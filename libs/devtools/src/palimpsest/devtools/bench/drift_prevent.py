@@ -214,6 +214,7 @@ def _report(
         "flagged_on_ordinary": len(judged),
         "true": true,
         "precision": round(true / len(judged), 3) if judged else None,
+        "review_states": dict(Counter(str(r["state"]) for r in reviews.values())),
         "review_seconds": round(sum(r["seconds"] for r in reviews.values()), 1),
         "truth": rows,
         "judged": judged,
