@@ -67,3 +67,14 @@ def test_removed_lines_define_names_and_attributes() -> None:
 
     lines = ["def send_headers(self):", "    self.stream_id = 3", "    if self.ready == 1:", "x = 1"]
     assert _removed_definitions(lines) == {"send_headers", "stream_id"}
+
+
+def test_a_written_path_is_the_form_the_base_has_and_a_docs_own_example_is_not_a_claim() -> None:
+    from palimpsest.reviewer.leftbehind import _hits, _Mention
+
+    gone = {"ERRORS.md": Taken("ERRORS.md", "path", None, "ERRORS.md")}
+    link = _Mention("docs/guide.md", 3, "mention", "ERRORS.md", "path")
+    # docs/ERRORS.md exists at the base: the link is about it, not the deleted root file
+    assert _hits([link], [], gone, {"ERRORS.md", "docs/ERRORS.md", "docs"}) == []
+    [hit] = _hits([link], [], gone, {"ERRORS.md", "docs"})
+    assert hit.taken[0][1] == "ERRORS.md"

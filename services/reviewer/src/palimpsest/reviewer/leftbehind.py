@@ -44,7 +44,7 @@ from palimpsest.core.db import Conn, Pool, tenant_tx
 from palimpsest.core.git import GitAuth, run_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
-from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file
+from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_test
 from palimpsest.reviewer.diff import ChangedFile, definition_name, parse_diff
 from palimpsest.reviewer.review import Finding
 from palimpsest.reviewer.source import files_at
@@ -232,7 +232,12 @@ async def taken_away(
     out: LeftBehind,
 ) -> tuple[list[Taken], dict[str, Taken]]:
     """Definitions the change removes (by name) and paths it deletes or moves (by base path)."""
-    code = [f for f in files if f.status != "added" and not is_doc(f.old_path or f.path)]
+    # a name only a test defined is no claim of the docs
+    code = [
+        f
+        for f in files
+        if f.status != "added" and not is_doc(f.old_path or f.path) and not is_test(f.old_path or f.path)
+    ]
     bases = [f.old_path or f.path for f in code]
     defined = await base_definitions(conn, repository_id, {p: base_tree[p] for p in bases if p in base_tree})
     for f in code:  # and what the removed lines define (all of it when the index never parsed the blob)
@@ -337,8 +342,13 @@ class _Hit:
 
 
 def _hits(
-    mentions: Sequence[_Mention], definitions: Sequence[Taken], paths: Mapping[str, Taken]
+    mentions: Sequence[_Mention],
+    definitions: Sequence[Taken],
+    paths: Mapping[str, Taken],
+    existing: set[str],  # the base's files and folders
 ) -> list[_Hit]:
+    """The base doc lines naming what is taken; a written path is the first of its forms the base
+    has (the doc's folder first: ``guide.md`` in ``docs/`` is ``docs/guide.md`` when that exists)."""
     by_name = {t.name: t for t in definitions}
     found: dict[tuple[str, int], _Hit] = {}
     for m in mentions:
@@ -353,7 +363,8 @@ def _hits(
             forms = (
                 _path_forms(m.doc, m.name) if m.kind == "mention" else [(m.name.strip().lstrip("/"), False)]
             )
-            for path, relative in forms:
+            at_base = sorted((f for f in forms if f[0] in existing), key=lambda f: not f[1])
+            for path, relative in at_base[:1]:
                 t = paths.get(path)
                 if t is None:
                     continue
@@ -478,7 +489,8 @@ async def left_behind(
     out.ran = True
     if not out.taken:
         return out
-    hits = _hits(await _mentions(conn, repository_id, base_tree), definitions, paths)
+    existing = set(base_tree) | _folders(set(base_tree))
+    hits = _hits(await _mentions(conn, repository_id, base_tree), definitions, paths, existing)
     if not hits:
         return out
     docs = sorted({h.doc for h in hits})
@@ -492,7 +504,8 @@ async def left_behind(
         if hit.doc not in head_paths or not 1 <= hit.line <= len(lines):
             continue
         text = lines[hit.line - 1]
-        taken = [t for t in hit.taken if t[1] in text]  # the index may be of another commit
+        own = {n for line in lines if (n := definition_name(line))}  # the doc's own examples define these
+        taken = [t for t in hit.taken if t[1] in text and not (t[0].kind == "definition" and t[1] in own)]
         if not taken:
             continue
         head_path = head_paths[hit.doc]
