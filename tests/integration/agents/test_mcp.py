@@ -284,6 +284,18 @@ async def exercise(session: ClientSession | Client, world: World) -> None:
     by_diff = await call(session, "review_context", repository=name, base=world.repo["base"], diff=diff)
     assert by_diff["changed"] == review["changed"]
     assert by_diff["cochange_missing"] == review["cochange_missing"]
+    assert review["left_behind"] == []  # the change keeps every name the docs use
+    # a rename leaves the README naming what is gone: found without a model, with the corrected line
+    rename = (
+        "diff --git a/src/invoice.py b/src/invoice.py\n--- a/src/invoice.py\n+++ b/src/invoice.py\n"
+        "@@ -4,2 +4,2 @@\n-def invoice_total(order):\n+def order_total(order):\n"
+        "     return compute_total(order.items)\n"
+    )
+    renamed = await call(session, "review_context", repository=name, base=world.repo["base"], diff=rename)
+    [left] = renamed["left_behind"]
+    assert (left["path"], left["start_line"], left["category"]) == ("README.md", 3, "docs")
+    assert "renames to `order_total`" in left["message"]
+    assert left["suggested_change"] == "Call `order_total()` for an order."
 
     dates = await call(session, "recency", repository=name)
     by_path = {f["path"]: f for f in dates["files"]}

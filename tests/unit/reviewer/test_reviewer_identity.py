@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from palimpsest.index.context.finding import Finding
 from palimpsest.reviewer.identity import anchor_present, enclosing_symbol, identify, normalise_message
 from palimpsest.reviewer.positions import diff_map, locate
-from palimpsest.reviewer.review import Finding
 from tests.support.fake_providers import shown_lines
 from tests.support.gitrepo import commit, git, init_repo
 

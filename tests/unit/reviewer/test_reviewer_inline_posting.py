@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from palimpsest.index.context.finding import Finding
 from palimpsest.reviewer.positions import diff_map, locate
 from palimpsest.reviewer.posting import Target, post_review
-from palimpsest.reviewer.review import Finding
 from tests.support.fake_providers import FakeProviders
 from tests.unit.reviewer.test_reviewer_identity import renamed  # noqa: F401  (the module fixture)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from palimpsest.index.context.crossrepo import MAX_CONFIG_BYTES, may_receive, parse_config
+from palimpsest.index.context.finding import Finding
 from palimpsest.reviewer.parts import CUT_NOTE, merge, plan_parts
-from palimpsest.reviewer.review import Finding, Outcome
+from palimpsest.reviewer.review import Outcome
 
 
 def test_a_config_declares_linked_and_pattern_repositories() -> None:

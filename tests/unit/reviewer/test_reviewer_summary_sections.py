@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from palimpsest.index.context.finding import Finding
 from palimpsest.reviewer.details import COCHANGE_TITLE, COMMENT_LIMITS, CONTEXT_TITLE, context_sections
 from palimpsest.reviewer.posting import Shown, Target, post_review
-from palimpsest.reviewer.review import Finding
 from tests.support.fake_providers import BODY_LIMITS, FakeProviders
 
 TOKEN = "tok-sections-5d2e"

@@ -476,6 +476,40 @@ async def bench_drift_history(
     emit(result, as_json=as_json)
 
 
+@bench.command("drift-prevent")
+@_repo_option
+@click.option(
+    "--commits", default=2000, show_default=True, help="First-parent commits mined for drift windows."
+)
+@click.option(
+    "--sample", default=20, show_default=True, help="Ordinary merged changes replayed for precision."
+)
+@click.option("--seed", type=int, default=1, show_default=True, help="Which ordinary changes are sampled.")
+@click.option(
+    "--max-removing", default=100, show_default=True, help="Removing commits (truth) replayed at most."
+)
+@_json_option
+@run_async
+async def bench_drift_prevent(
+    repo: Path, commits: int, sample: int, seed: int, max_removing: int, as_json: bool
+) -> None:
+    """Would the review of the change that caused drift have said so? Each drift-history window's
+    removing commit replayed as a pull request through the reviewer (recall), and ordinary merged
+    changes (precision of the left-behind doc findings, judged against git)."""
+    from palimpsest.devtools.bench.drift_prevent import run_bench_drift_prevent
+
+    result = await run_bench_drift_prevent(
+        settings(),
+        repo=repo,
+        commits=commits,
+        sample=sample,
+        seed=seed,
+        max_removing=max_removing,
+        say=progress,
+    )
+    emit(result, as_json=as_json)
+
+
 @bench.command("analyze")
 @_repo_option
 @click.option("--timeout", "timeout_s", default=7200.0, show_default=True, help="Seconds.")

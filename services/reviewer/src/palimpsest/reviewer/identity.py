@@ -22,7 +22,7 @@ import re
 from dataclasses import replace
 
 from palimpsest.index.context.diff import definition_name
-from palimpsest.reviewer.review import Finding
+from palimpsest.index.context.finding import Finding
 
 __all__ = [
     "anchor_hash",

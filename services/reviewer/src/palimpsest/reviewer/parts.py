@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from palimpsest.core.errors import LLMError
 from palimpsest.core.llm import ChatResult
 from palimpsest.index.context.diff import ChangedFile, parse_diff
-from palimpsest.reviewer.review import Finding, Outcome, read_reply
+from palimpsest.index.context.finding import Finding
+from palimpsest.reviewer.review import Outcome, read_reply
 
 CUT_NOTE = "\n… (this file's diff was cut here to fit the limit)\n"
 

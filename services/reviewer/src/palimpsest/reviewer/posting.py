@@ -40,8 +40,9 @@ from palimpsest.core.credentials import Credential, installation_credential
 from palimpsest.core.db import Conn
 from palimpsest.core.github_app import provider_api_url
 from palimpsest.index.context.errors import ReviewFailed
+from palimpsest.index.context.finding import Finding
+from palimpsest.index.context.leftbehind import SECTION_TITLE, is_left_behind
 from palimpsest.reviewer.details import fit
-from palimpsest.reviewer.review import Finding
 
 log = logging.getLogger(__name__)
 
@@ -152,9 +153,13 @@ def render_summary(
     if resolved:
         counts.append(f"{resolved} resolved since the last review (the code they pointed at changed)")
     lines.append(f"Reviewed `{target.head_sha[:12]}`: " + "; ".join(counts) + ".")
-    if placed_elsewhere:
-        lines += ["", "Findings not on a line of the diff:"]
-        for f in placed_elsewhere:
+    docs = [f for f in placed_elsewhere if is_left_behind(f)]
+    others = [f for f in placed_elsewhere if not is_left_behind(f)]
+    for title, group in (("Findings not on a line of the diff:", others), (f"{SECTION_TITLE}:", docs)):
+        if not group:
+            continue
+        lines += ["", title]
+        for f in group:
             lines.append(f"- **{f.severity}** {_label(f)} ({f.category}): {f.message}")
             if f.suggested_change:
                 lines += [

@@ -20,6 +20,7 @@ from typing import Any
 
 from palimpsest.index.context.assemble import DOC_ANNOTATION, ReviewContext
 from palimpsest.index.context.diff import ChangedFile
+from palimpsest.index.context.finding import Finding
 from palimpsest.index.context.rules import SEVERITIES
 
 CODE_IS_AUTHORITATIVE = "Where documentation and code conflict, the code is authoritative."
@@ -54,38 +55,6 @@ SYSTEM = (
     ' a problem in removed lines uses their old-side line numbers and "side": "old".'
     ' "suggested_change" is the exact replacement text for lines start_line..end_line (new side only).'
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    path: str
-    start_line: int
-    end_line: int
-    severity: str
-    category: str
-    message: str
-    suggested_change: str | None = None
-    side: str = "new"  # new: head-side lines (added or context); old: removed lines (base side)
-    fingerprint: str | None = None  # see palimpsest.reviewer.identity
-    anchor_hash: str | None = None
-    anchor_lines: int = 0
-    symbol: str | None = None
-    position: dict[str, Any] | None = None  # where it shows on the PR's diff (None: summary only)
-    posted_as: str | None = None  # inline | summary | existing
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "side": self.side,
-            "severity": self.severity,
-            "category": self.category,
-            "message": self.message,
-            "suggested_change": self.suggested_change,
-            "fingerprint": self.fingerprint,
-            "symbol": self.symbol,
-        }
 
 
 @dataclass(slots=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ from palimpsest.index.context.change import opened_change
 from palimpsest.index.context.crossrepo import LinkConfig
 from palimpsest.index.context.diff import parse_diff
 from palimpsest.index.context.errors import ReviewFailed
+from palimpsest.index.context.finding import Finding
+from palimpsest.index.context.leftbehind import LeftBehind, earlier_fingerprints, left_behind
 from palimpsest.index.context.preview import query_embedder, reranker
 from palimpsest.index.context.rules import RepoRules, read_rules, severe_enough
 from palimpsest.index.context.source import (
@@ -67,7 +70,7 @@ from palimpsest.reviewer.incremental import Increment, increment
 from palimpsest.reviewer.parts import plan_parts, review_in_parts
 from palimpsest.reviewer.positions import diff_map, locate
 from palimpsest.reviewer.posting import Shown, installation_target, post_review
-from palimpsest.reviewer.review import Finding, Framing, Outcome, brief, messages
+from palimpsest.reviewer.review import Framing, Outcome, brief, messages
 from palimpsest.reviewer.store import (
     ExistingReview,
     ReviewRecord,
@@ -427,9 +430,26 @@ class ReviewerService:
                 outcome, usage = await self._findings(event, context, pr, rules, step)
                 found = _filtered(outcome.findings, rules)
                 record.findings_dropped = outcome.findings_dropped + len(outcome.findings) - len(found)
-                record.findings = await _identified(work_dir, whole, found)
-                record.resolved = await self._resolved(event, work_dir, record, whole)
-            record.summary = outcome.summary
+                behind = await self._left_behind(event, change.head, change.base_sha, pr)
+                drift = [
+                    f
+                    for f in behind.findings
+                    if severe_enough(f.severity, rules.min_severity) and not rules.ignored(f.path)
+                ]
+                record.findings = await _identified(work_dir, whole, found) + await _identified(
+                    work_dir, whole, drift, behind.head_texts
+                )
+                record.sources["left_behind"] = {
+                    **behind.summary(),
+                    "fingerprints": [f.fingerprint for f in record.findings[len(found) :]],
+                }
+                record.resolved = await self._resolved(event, work_dir, record, whole, behind.ran)
+            record.summary = outcome.summary + (
+                f"\n\nThis change leaves {len(drift)} doc line(s) naming what it removes, renames or"
+                " moves (found without a model: the `docs` findings)."
+                if drift
+                else ""
+            )
             record.sources["rules"] = rules.summary()
             record.mode, record.model = usage.get("mode", "brief"), usage.get("model")
             notes = (usage.get("reason"), _config_note(context), rules.note())
@@ -483,19 +503,36 @@ class ReviewerService:
         return Increment(since, found.commits, text, files)
 
     async def _resolved(
-        self, event: ReviewRequested, git_dir: Path, record: ReviewRecord, pr: PullRequestDiff
+        self,
+        event: ReviewRequested,
+        git_dir: Path,
+        record: ReviewRecord,
+        pr: PullRequestDiff,
+        left_behind_ran: bool = False,
     ) -> list[str]:
-        """Fingerprints of this pull request's earlier findings whose anchor changed or vanished."""
+        """Fingerprints of this pull request's earlier findings whose anchor changed or vanished,
+        and of earlier left-behind doc lines this head no longer leaves behind (the line was fixed
+        or the name restored: :mod:`palimpsest.index.context.leftbehind`)."""
         if not _on_provider(event):
             return []
         async with tenant_tx(self.pool, event.tenant_id) as conn:
             prior = await prior_findings(
                 conn, event.repository_id, event.provider, event.number or 0, record.head_sha
             )
+            mechanical = (
+                await earlier_fingerprints(
+                    conn, event.repository_id, event.provider, event.number or 0, record.head_sha
+                )
+                if left_behind_ran
+                else set()
+            )
         current = {f.fingerprint for f in record.findings}
-        todo = [p for p in prior if p.fingerprint not in current]
+        gone = [
+            str(p.fingerprint) for p in prior if p.fingerprint not in current and p.fingerprint in mechanical
+        ]
+        todo = [p for p in prior if p.fingerprint not in current and p.fingerprint not in mechanical]
         if not todo:
-            return []
+            return gone
         renamed = {f.old_path: f.path for f in pr.files if f.old_path}
         texts = dict(pr.at_head)
         missing = list({renamed.get(p.path, p.path) for p in todo} - set(texts))
@@ -503,8 +540,8 @@ class ReviewerService:
             texts.update(await files_at(git_dir, record.head_sha, missing))
         except GitError as exc:
             log.warning("review %s: reading earlier findings' files failed: %s", record.review_id, exc)
-            return []
-        out: list[str] = []
+            return gone
+        out: list[str] = gone
         for p in todo:
             text = texts.get(renamed.get(p.path, p.path))
             present = anchor_present(text, p.anchor_hash, p.anchor_lines)
@@ -564,6 +601,29 @@ class ReviewerService:
                 ),
                 links=links,
             )
+
+    async def _left_behind(
+        self,
+        event: ReviewRequested,
+        head: GitHead,
+        base_sha: str,
+        pr: PullRequestDiff,
+    ) -> LeftBehind:
+        """The doc lines this change leaves behind (no model); a failure leaves the review without them."""
+        try:
+            async with tenant_tx(self.pool, event.tenant_id) as conn:
+                return await left_behind(
+                    conn,
+                    event.repository_id,
+                    head.git_dir,
+                    pr.start or base_sha,
+                    head.head,
+                    pr.files,
+                    pr.text,
+                )
+        except (GitError, PalimpsestError) as exc:
+            log.warning("review of %s: the left-behind docs check failed: %s", event.repository_id, exc)
+            return LeftBehind()
 
     async def _reranker(self, tenant_id: UUID) -> Reranker | None:
         return await reranker(self.gateway, tenant_id, reference="review")
@@ -680,8 +740,14 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "\n… (cut to fit)\n"
 
 
-async def _identified(git_dir: Path, pr: PullRequestDiff, findings: list[Finding]) -> list[Finding]:
-    """Each finding with its fingerprint (anchored on its side's text) and its position on the diff."""
+async def _identified(
+    git_dir: Path,
+    pr: PullRequestDiff,
+    findings: list[Finding],
+    texts: Mapping[str, str | None] | None = None,
+) -> list[Finding]:
+    """Each finding with its fingerprint (anchored on its side's text) and its position on the
+    diff; ``texts``: head texts of files outside the diff that findings point at."""
     files = diff_map(pr.text)
     olds = {
         f.path: (files[f.path].old_path if f.path in files else f.path) for f in findings if f.side == "old"
@@ -694,7 +760,8 @@ async def _identified(git_dir: Path, pr: PullRequestDiff, findings: list[Finding
             log.warning("reading removed lines' files at %s failed: %s", pr.start[:12], exc)
     out = []
     for f in findings:
-        text = base_texts.get(olds[f.path]) if f.side == "old" else pr.at_head.get(f.path)
+        head_text = pr.at_head[f.path] if f.path in pr.at_head else (texts or {}).get(f.path)
+        text = base_texts.get(olds[f.path]) if f.side == "old" else head_text
         known = identify(f, text)
         out.append(replace(known, position=locate(files, known)))
     return out

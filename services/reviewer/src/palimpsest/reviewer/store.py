@@ -14,7 +14,7 @@ from uuid import UUID
 
 from palimpsest.core.db import Conn, columns, fetch_all_as, fetch_one_as
 from palimpsest.core.ids import uuid7
-from palimpsest.reviewer.review import Finding
+from palimpsest.index.context.finding import Finding
 
 
 @dataclass(slots=True)

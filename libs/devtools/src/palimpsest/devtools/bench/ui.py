@@ -201,7 +201,7 @@ async def _write_reviews(
     conn: Any, tenant: UUID, repo_id: UUID, built: Any, paths: list[str], count: int
 ) -> list[UUID]:
     from palimpsest.core.ids import uuid7
-    from palimpsest.reviewer.review import Finding
+    from palimpsest.index.context.finding import Finding
     from palimpsest.reviewer.store import ReviewRecord, save_review
 
     rng = random.Random(100)  # noqa: S311 - reproducible rows

@@ -132,6 +132,12 @@ class ReviewContextResult(_Result):
         description="How docs were demoted: analysis (the newest analysis's doc states: drift and"
         " unverified_old demoted, verified and reference never) or age (no analysis: the age rule).",
     )
+    left_behind: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Doc lines this change leaves behind (it removes, renames or moves what they name),"
+        " found without a model, as the review's `docs` findings: path, start_line, message,"
+        " suggested_change (the corrected line, when known).",
+    )
 
 
 class RecencyFile(BaseModel):

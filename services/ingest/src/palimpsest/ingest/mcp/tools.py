@@ -36,6 +36,7 @@ from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.context import candidates
 from palimpsest.index.context.assemble import estimate_tokens
 from palimpsest.index.context.errors import ReviewFailed
+from palimpsest.index.context.leftbehind import preview_left_behind
 from palimpsest.index.context.preview import preview_context, query_embedder, reranker
 from palimpsest.index.errors import IndexNotReady, InvalidQuery, SemanticUnavailable, UnknownSeed
 from palimpsest.index.graph.query import graph_context
@@ -411,6 +412,16 @@ class _Tools:
                     else None
                 ),
             )
+            left = await preview_left_behind(
+                self.deps.pool,
+                tenant,
+                repo,
+                base=base,
+                head=head,
+                diff=diff,
+                policy=self.deps.policy,
+                auth=auth,
+            )
         except (ReviewFailed, IndexNotReady) as exc:
             raise ToolError(str(exc)) from exc
         rc = preview.context
@@ -444,6 +455,7 @@ class _Tools:
             doc_rule=rc.doc_rule,
             left_out=sum(1 for d in rc.dropped if d.get("reason") == "budget"),
             budget_tokens=budget_tokens,
+            left_behind=[f.as_dict() for f in left],
         )
 
     # -------------------------------------------------------------------------- recency

@@ -1,0 +1,227 @@
+"""``palimpsest bench drift-prevent --repo R``: would the review of the removing change have said so?
+
+**Recall.** The truth is ``bench drift-history``'s (:func:`~palimpsest.devtools.bench.drift_history.mine_windows`,
+git alone): drift maintainers fixed themselves, each window with the first-parent commit B that
+removed the name or path. Each B is replayed as a pull request from its first parent through the
+real reviewer (``palimpsest review``'s path: the base indexed through the bus, ``review.requested``
+→ the reviewer service → the stored review, no model), and a window counts as found when the
+review has a left-behind ``docs`` finding (:mod:`palimpsest.index.context.leftbehind`) on the window's
+doc naming its subject. Each miss says the stage that lost it: ``not_reviewed`` (the review
+failed), ``not_taken`` (the check did not see the change take the name away: still in the head's
+code, or not a definition the index knows), ``no_line`` (taken away, but no finding on the doc
+naming it: the mention was not extracted, or the line was elsewhere at B).
+
+**Precision.** A seeded sample of ordinary first-parent changes (code changed, not a removing
+commit of the truth) is replayed the same way; every left-behind finding is judged against git at
+the repository's head: *true* when no name it reports is in the head's code (``git grep -w`` over
+non-doc, non-test files) and no path it reports is in the head's tree (the drift was real, whether
+or not a later commit fixed the doc line); *false* when a name or path is still there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from nats.aio.client import Client as NATS
+
+from palimpsest.cli.commands_review import review_local
+from palimpsest.cli.local import register_path
+from palimpsest.cli.pipeline import index_and_wait
+from palimpsest.core.db import Pool
+from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.devtools.bench.drift_history import _NOT_DOC_PATHSPEC, Window, _git, _plain, mine_windows
+from palimpsest.devtools.bench.replay import _scratch_repository
+from palimpsest.devtools.scratch import scratch_pipeline
+from palimpsest.index.codefacts import is_doc
+from palimpsest.index.context.leftbehind import CATEGORY, LEAD
+
+__all__ = ["judge_line", "run_bench_drift_prevent"]
+
+# "`name`, which this pull request removes|renames to|moves to|deletes" (the finding's message)
+_NAMED = re.compile(r"`([^`]+)`, which this pull request (removes|renames|moves|deletes)")
+
+
+def flagged(review: dict[str, Any]) -> list[dict[str, Any]]:
+    """The review's left-behind findings: doc, line, the names and paths they report."""
+    out = []
+    for f in review.get("findings") or []:
+        if f.get("category") == CATEGORY and str(f.get("message") or "").startswith(LEAD):
+            names = [m.group(1) for m in _NAMED.finditer(f["message"])]
+            out.append({"doc": f["path"], "line": f["start_line"], "names": names, "message": f["message"]})
+    return out
+
+
+def _matches(window: Window, names: list[str]) -> bool:
+    wanted = {_plain(window.written), window.subject}
+    for name in names:
+        plain = _plain(name)
+        if plain in wanted or plain.split(".")[-1] == window.subject or plain.rstrip("/") == window.subject:
+            return True
+    return False
+
+
+def judge_line(repo: Path, head: str, names: list[str], tree: set[str]) -> bool:
+    """True when nothing the finding reports is at ``head`` (see the module text)."""
+    for name in names:
+        plain = _plain(name).lstrip("/")
+        if plain in tree or any(p.startswith(plain.rstrip("/") + "/") for p in tree):
+            return False
+        last = re.split(r"\.|::|#|->", plain)[-1]
+        if re.fullmatch(r"[A-Za-z_$][\w$]*", last):
+            code = _git(
+                repo, "grep", "-l", "-w", "-F", "-e", last, head, "--", *_NOT_DOC_PATHSPEC, ok=(0, 1)
+            ).split()
+            if any(not is_doc(p.split(":", 1)[-1]) for p in code):
+                return False
+    return True
+
+
+def _ordinary(repo: Path, order: list[str], removing: set[str], sample: int, seed: int) -> list[str]:
+    """A seeded sample of first-parent changes that change code and are not removing commits."""
+    pool = [c for c in order[:-1] if c not in removing]
+    random.Random(seed).shuffle(pool)  # noqa: S311 - a reproducible sample, not security
+    out: list[str] = []
+    for sha in pool:
+        if len(out) >= sample:
+            break
+        parents = _git(repo, "rev-list", "--parents", "-n1", sha).split()[1:]
+        if not parents:
+            continue
+        changed = _git(repo, "diff", "--name-only", parents[0], sha).split("\n")
+        if any(p and not is_doc(p) for p in changed):
+            out.append(sha)
+    return out
+
+
+async def _review(
+    pool: Pool, nc: NATS, tenant: UUID, scratch: Path, repo: Path, sha: str, repo_id: UUID | None
+) -> tuple[dict[str, Any], UUID, float]:
+    parent = _git(repo, "rev-list", "--parents", "-n1", sha).split()[1]
+    _git(scratch, "update-ref", "refs/heads/main", parent)
+    repo_id = repo_id or await register_path(pool, tenant, scratch)
+    started = time.perf_counter()
+    await index_and_wait(pool, nc, tenant, repo_id, reason="push")
+    review = await review_local(pool, nc, tenant, scratch, parent, sha, say=lambda _: None)
+    return review, repo_id, time.perf_counter() - started
+
+
+async def run_bench_drift_prevent(
+    settings: BaseServiceSettings,
+    *,
+    repo: Path,
+    commits: int,
+    sample: int,
+    seed: int,
+    max_removing: int,
+    say: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    repo = repo.resolve()
+    say(f"mining drift windows from the last {commits} first-parent commits…")
+    windows, order = await asyncio.to_thread(mine_windows, repo, commits=commits)
+    head = order[0] if order else ""
+    removing = list(dict.fromkeys(w.removed_in for w in windows))[:max_removing]
+    ordinary = await asyncio.to_thread(_ordinary, repo, order, set(removing), sample, seed)
+    tree = set(_git(repo, "ls-tree", "-r", "--name-only", head).splitlines()) if head else set()
+    position = {sha: i for i, sha in enumerate(order)}
+    todo = sorted({*removing, *ordinary}, key=lambda s: -position.get(s, 0))  # oldest first
+    say(f"{len(windows)} windows, {len(removing)} removing commits, {len(ordinary)} ordinary changes")
+    reviews: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="palimpsest-drift-prevent-") as tmp:
+        root = Path(tmp)
+        scratch = _scratch_repository(repo, root / "prevent.git")
+        async with scratch_pipeline(settings, root / "home") as (_, _, infra, tenant):
+            repo_id: UUID | None = None
+            for i, sha in enumerate(todo, 1):
+                say(f"[{i}/{len(todo)}] {sha[:12]}")
+                review, repo_id, seconds = await _review(
+                    infra.pool, infra.nc, tenant, scratch, repo, sha, repo_id
+                )
+                left = (review.get("sources") or {}).get("left_behind") or {}
+                reviews[sha] = {
+                    "state": review.get("state"),
+                    "reason": review.get("reason"),
+                    "flagged": flagged(review),
+                    "left_behind": {k: v for k, v in left.items() if k != "fingerprints"},
+                    "seconds": round(seconds, 1),
+                }
+    return _report(repo, head, windows, removing, ordinary, reviews, tree)
+
+
+def _report(
+    repo: Path,
+    head: str,
+    windows: list[Window],
+    removing: list[str],
+    ordinary: list[str],
+    reviews: dict[str, dict[str, Any]],
+    tree: set[str],
+) -> dict[str, Any]:
+    truth = [w for w in windows if w.removed_in in reviews]
+    found, misses = 0, Counter[str]()
+    rows = []
+    for w in truth:
+        r = reviews[w.removed_in]
+        hit = any(f["doc"] == w.doc and _matches(w, f["names"]) for f in r["flagged"])
+        stage = None
+        if not hit:
+            taken = [str(n) for n in r["left_behind"].get("names", [])]
+            if r["state"] != "completed":
+                stage = "not_reviewed"
+            elif not any(
+                _plain(n) in (w.subject, _plain(w.written)) or n.split("/")[-1] == w.subject for n in taken
+            ):
+                stage = "not_taken"
+            else:
+                stage = "no_line"
+            misses[stage] += 1
+        found += hit
+        rows.append(
+            {
+                "doc": w.doc,
+                "subject": w.subject,
+                "kind": w.kind,
+                "form": w.form,
+                "removed_in": w.removed_in,
+                "found": hit,
+                "missed_at": stage,
+            }
+        )
+    judged = []
+    for sha in ordinary:
+        for f in reviews.get(sha, {}).get("flagged", []):
+            judged.append({**f, "change": sha, "true": judge_line(repo, head, f["names"], tree)})
+    true = sum(1 for j in judged if j["true"])
+    return {
+        "benchmark": "drift-prevent",
+        "repository": repo.name,
+        "commit": head,
+        "windows": len(windows),
+        "removing_commits": len(removing),
+        "truth_lines": len(truth),
+        "found": found,
+        "recall": round(found / len(truth), 3) if truth else None,
+        "misses_by_stage": dict(misses.most_common()),
+        "ordinary_changes": len(ordinary),
+        "flagged_on_ordinary": len(judged),
+        "true": true,
+        "precision": round(true / len(judged), 3) if judged else None,
+        "review_states": dict(Counter(str(r["state"]) for r in reviews.values())),
+        "review_seconds": round(sum(r["seconds"] for r in reviews.values()), 1),
+        "truth": rows,
+        "judged": judged,
+        "outside_truth_on_removing": [
+            {**f, "change": sha, "true": judge_line(repo, head, f["names"], tree)}
+            for sha in removing
+            for f in reviews.get(sha, {}).get("flagged", [])
+            if not any(w.removed_in == sha and w.doc == f["doc"] and _matches(w, f["names"]) for w in truth)
+        ],
+    }

@@ -1,0 +1,591 @@
+"""Docs this change leaves behind: the doc lines a pull request makes wrong, found from the change alone.
+
+No model is involved; these findings are facts about the change, not opinions, and a model
+never drops them.
+
+1. **What the pull request takes away** (:func:`taken_away`):
+
+   * definitions present at the base and absent at the head: the names the index stores as
+     defined in the changed code files at the base snapshot (:func:`base_definitions`, the one
+     place that reads definitions) that no longer occur as a whole word anywhere in the head's
+     code (``git grep`` at the head commit: a name still defined or used elsewhere — an
+     overload, another definition of the same name — is not drift). A rename is evident when a
+     removed line of the diff reads the same as an added line but for the name (the diff's own
+     rename);
+   * files deleted or moved (the diff's renames give the new path), and folders all of whose
+     files went;
+   * ``Governs:`` targets among those paths.
+
+2. **The doc lines at the base that name them**: the chunker's mention extraction stored in the
+   index (``code_facts`` of the base snapshot's docs: identifiers, paths, ``Governs:`` lines;
+   changelogs and release notes excluded, as in the analysis). Each line is checked against the
+   base text (the snapshot may be the newest rather than the base). A doc line the pull request
+   itself edits so that the name is gone counts as fixed; one it edits keeping the name is
+   reported on the new line.
+
+3. **Findings** (:func:`findings`): category ``docs``, severity ``minor`` (the review scale's
+   warning), one per doc line, on the head's line of the doc: inline with a suggestion when the
+   doc line is on the diff, otherwise in the summary's section :data:`SECTION_TITLE`.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from uuid import UUID
+
+from palimpsest.core.db import Conn, Pool, tenant_tx
+from palimpsest.core.git import GitAuth, run_git
+from palimpsest.core.git_errors import GitError
+from palimpsest.core.sources import SourcePolicy
+from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_test
+from palimpsest.index.context.diff import ChangedFile, definition_name, parse_diff
+from palimpsest.index.context.finding import Finding
+from palimpsest.index.context.source import files_at
+
+__all__ = [
+    "CATEGORY",
+    "LEAD",
+    "SECTION_TITLE",
+    "SEVERITY",
+    "LeftBehind",
+    "Taken",
+    "base_definitions",
+    "earlier_fingerprints",
+    "is_left_behind",
+    "left_behind",
+    "preview_left_behind",
+]
+
+log = logging.getLogger(__name__)
+
+CATEGORY = "docs"
+SEVERITY = "minor"  # the review scale's "warning" (see review._SEVERITY_ALIASES)
+SECTION_TITLE = "Docs this change leaves behind"
+LEAD = "This doc line names"  # how the check's messages begin (the summary's section gathers them)
+MIN_NAME = 3  # shorter names (``x``, ``db``) are words, not claims
+MAX_LISTED = 200  # names the review's sources list at most
+MAX_NAMES = 2000  # removed definitions looked up at most (a vendored tree deleted whole)
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_ATTRIBUTE = re.compile(r"\b(?:self|this)\.([A-Za-z_$][\w$]*)\s*=(?!=)")
+_SEGMENTS = re.compile(r"\.|::|#|->")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """One thing the pull request takes away."""
+
+    name: str  # the definition's name, or the path at the base
+    kind: Literal["definition", "path"]
+    became: str | None  # the rename target or the new path, when evident
+    where: str  # the base file that defined it (definitions), or the path itself
+
+    def what(self) -> str:
+        if self.kind == "definition":
+            return f"renames to `{self.became}`" if self.became else f"removes (from `{self.where}`)"
+        return f"moves to `{self.became}`" if self.became else "deletes"
+
+
+@dataclass(slots=True)
+class LeftBehind:
+    """The check's outcome: findings (unidentified) and what it counted, for the review's sources."""
+
+    findings: list[Finding] = field(default_factory=list)
+    head_texts: dict[str, str | None] = field(default_factory=dict)  # doc → head text (anchors)
+    taken: list[Taken] = field(default_factory=list)
+    still_in_code: int = 0  # removed definitions whose name the head's code still has
+    unparsed: int = 0  # changed code files whose base blob the index has not parsed
+    fixed: int = 0  # doc lines the pull request itself edited so the name is gone
+    ran: bool = False
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "ran": self.ran,
+            "taken": len(self.taken),
+            "still_in_code": self.still_in_code,
+            "unparsed": self.unparsed,
+            "fixed_in_pr": self.fixed,
+            "findings": len(self.findings),
+            "names": [t.name for t in self.taken][:MAX_LISTED],
+        }
+
+
+# ----------------------------------------------------------------------------- what is taken away
+
+
+async def base_definitions(conn: Conn, repository_id: UUID, blobs: Mapping[str, str]) -> dict[str, set[str]]:
+    """Path → the names the index stores as defined in that file's blob (``blobs``: path → blob
+    sha at the base). The one place the check reads definitions (the chunker's symbols today);
+    blobs the index never parsed are left out."""
+    if not blobs:
+        return {}
+    paths: dict[str, list[str]] = defaultdict(list)
+    for path, sha in blobs.items():
+        paths[sha].append(path)
+    cur = await conn.execute(
+        "SELECT blob_sha, name FROM code_symbols WHERE repository_id = %s AND blob_sha = ANY(%s::text[])",
+        (repository_id, list(paths)),
+    )
+    out: dict[str, set[str]] = defaultdict(set)
+    for row in await cur.fetchall():
+        for path in paths[row["blob_sha"]]:
+            out[path].add(row["name"])
+    return dict(out)
+
+
+async def _present_at_head(git_dir: Path, head_sha: str, names: Sequence[str]) -> set[str]:
+    """Which ``names`` occur as a whole word in the head's code (docs and changelogs aside)."""
+    present: set[str] = set()
+    todo = list(names)
+    for start in range(0, len(todo), 200):
+        chunk = todo[start : start + 200]
+        args = ["grep", "-I", "-o", "-w", "-F", "-z"]
+        for name in chunk:
+            args += ["-e", name]
+        try:
+            out = await run_git([*args, head_sha, "--"], cwd=git_dir)
+        except GitError as exc:
+            if "no error output" in exc.detail:  # exit 1: no match at all
+                continue
+            raise
+        prefix = f"{head_sha}:"
+        for line in out.decode("utf-8", "replace").splitlines():
+            path, _, match = line.partition("\0")
+            path = path.removeprefix(prefix)
+            if path and not is_doc(path) and not is_history_file(path):
+                present.add(match)
+    return present
+
+
+def _removed_definitions(lines: Sequence[str]) -> set[str]:
+    """Names the diff's removed lines define: a definition line, or an attribute set on ``self``/``this``."""
+    out: set[str] = set()
+    for line in lines:
+        name = definition_name(line)
+        if name is not None:
+            out.add(name)
+        out.update(_ATTRIBUTE.findall(line))
+    return out
+
+
+def _renamed_to(name: str, files: Sequence[ChangedFile]) -> str | None:
+    """The diff's own rename: a removed line that reads as an added line of the same file but for
+    ``name`` (the definition's line first)."""
+    word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+    votes: dict[str, int] = defaultdict(int)
+    for f in files:
+        added = set(f.added)
+        for line in f.removed:
+            found = word.search(line)
+            if found is None:
+                continue
+            before, after = line[: found.start()], line[found.end() :]
+            for new in added:
+                if (
+                    len(new) <= len(before) + len(after)
+                    or not new.startswith(before)
+                    or not new.endswith(after)
+                ):
+                    continue
+                middle = new[len(before) : len(new) - len(after)]
+                if middle != name and _IDENT.fullmatch(middle):
+                    votes[middle] += 3 if definition_name(line) == name else 1
+    if not votes:
+        return None
+    return max(votes.items(), key=lambda kv: (kv[1], kv[0]))[0]
+
+
+async def _tree(git_dir: Path, rev: str) -> dict[str, str]:
+    """Path → blob sha of every file at ``rev``."""
+    out = await run_git(["ls-tree", "-r", "-z", "--end-of-options", rev], cwd=git_dir)
+    tree: dict[str, str] = {}
+    for record in out.split(b"\0"):
+        meta, sep, raw = record.partition(b"\t")
+        fields = meta.split()
+        if sep and len(fields) == 3 and fields[1] == b"blob":
+            tree[raw.decode("utf-8", "surrogateescape")] = fields[2].decode()
+    return tree
+
+
+def _folders(paths: set[str]) -> set[str]:
+    out: set[str] = set()
+    for p in paths:
+        parts = p.split("/")
+        out.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    return out
+
+
+async def taken_away(
+    conn: Conn,
+    repository_id: UUID,
+    git_dir: Path,
+    base_tree: Mapping[str, str],
+    head_sha: str,
+    files: Sequence[ChangedFile],
+    out: LeftBehind,
+) -> tuple[list[Taken], dict[str, Taken]]:
+    """Definitions the change removes (by name) and paths it deletes or moves (by base path)."""
+    # a name only a test defined is no claim of the docs
+    code = [
+        f
+        for f in files
+        if f.status != "added" and not is_doc(f.old_path or f.path) and not is_test(f.old_path or f.path)
+    ]
+    bases = [f.old_path or f.path for f in code]
+    defined = await base_definitions(conn, repository_id, {p: base_tree[p] for p in bases if p in base_tree})
+    for f in code:  # and what the removed lines define (all of it when the index never parsed the blob)
+        path = f.old_path or f.path
+        if path not in defined:
+            out.unparsed += 1
+        defined.setdefault(path, set()).update(_removed_definitions(f.removed))
+    where: dict[str, str] = {}
+    for path, names in sorted(defined.items()):
+        for name in names:
+            if len(name) >= MIN_NAME and _IDENT.fullmatch(name):
+                where.setdefault(name, path)
+    wanted = sorted(where)[:MAX_NAMES]
+    present = await _present_at_head(git_dir, head_sha, wanted) if wanted else set()
+    out.still_in_code = len(set(wanted) & present)
+    definitions = [
+        Taken(n, "definition", _renamed_to(n, files), where[n]) for n in wanted if n not in present
+    ]
+    paths: dict[str, Taken] = {}
+    moved = {f.old_path: f.path for f in files if f.old_path and f.old_path != f.path}
+    for f in files:
+        if f.status == "deleted":
+            paths[f.path] = Taken(f.path, "path", None, f.path)
+        elif f.old_path and f.old_path != f.path:
+            paths[f.old_path] = Taken(f.old_path, "path", f.path, f.old_path)
+    if paths:
+        head_dirs = _folders(set(await _tree(git_dir, head_sha)))
+        for folder in sorted(_folders(set(base_tree)) - head_dirs):
+            under = [p for p in base_tree if p.startswith(folder + "/")]
+            targets = {_moved_folder(folder, p, moved.get(p)) for p in under}
+            became = targets.pop() if len(targets) == 1 else None
+            paths[folder] = Taken(folder, "path", became, folder)
+    return definitions, paths
+
+
+def _moved_folder(folder: str, old: str, new: str | None) -> str | None:
+    """The folder ``old`` (a file under ``folder``) moved to, when the rest of its path is kept."""
+    rest = old[len(folder) :]
+    if new is None or not new.endswith(rest):
+        return None
+    return new[: len(new) - len(rest)] or None
+
+
+# ----------------------------------------------------------------------------- the doc lines
+
+
+@dataclass(frozen=True, slots=True)
+class _Mention:
+    doc: str
+    line: int
+    kind: str  # mention | governs
+    name: str
+    target: str | None
+
+
+async def _mentions(conn: Conn, repository_id: UUID, base_tree: Mapping[str, str]) -> list[_Mention]:
+    """Every identifier, path and ``Governs:`` mention the index stores for the base's docs
+    (changelogs and release notes aside)."""
+    docs: dict[str, list[str]] = defaultdict(list)
+    for path, sha in base_tree.items():
+        if is_doc(path) and not is_history_doc(path):
+            docs[sha].append(path)
+    if not docs:
+        return []
+    cur = await conn.execute(
+        "SELECT blob_sha, kind, name, line, target FROM code_facts"
+        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[])"
+        " AND (kind = 'governs' OR (kind = 'mention' AND target IN ('identifier', 'path')))"
+        " ORDER BY blob_sha, line, ordinal",
+        (repository_id, list(docs)),
+    )
+    return [
+        _Mention(path, r["line"], r["kind"], r["name"], r["target"])
+        for r in await cur.fetchall()
+        for path in docs[r["blob_sha"]]
+    ]
+
+
+def _path_forms(doc: str, written: str) -> list[tuple[str, bool]]:
+    """The repository paths a written path may stand for: (path, relative to the doc's folder)."""
+    text = written.strip().split("#", 1)[0].split("?", 1)[0].rstrip("/")
+    if not text or "://" in text:
+        return []
+    if text.startswith("/"):
+        return [(text.lstrip("/"), False)]
+    out = [(posixpath.normpath(text.removeprefix("./")), False)]
+    folder = posixpath.dirname(doc)
+    if folder:
+        out.append((posixpath.normpath(posixpath.join(folder, text)), True))
+    return [(p, rel) for p, rel in out if p and not p.startswith("..")]
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+
+
+@dataclass(slots=True)
+class _Hit:
+    doc: str
+    line: int  # at the base
+    taken: list[tuple[Taken, str, str | None]]  # what, as written in the doc, as it should read
+
+
+def _hits(
+    mentions: Sequence[_Mention],
+    definitions: Sequence[Taken],
+    paths: Mapping[str, Taken],
+    existing: set[str],  # the base's files and folders
+) -> list[_Hit]:
+    """The base doc lines naming what is taken; a written path is the first of its forms the base
+    has (the doc's folder first: ``guide.md`` in ``docs/`` is ``docs/guide.md`` when that exists)."""
+    by_name = {t.name: t for t in definitions}
+    found: dict[tuple[str, int], _Hit] = {}
+    for m in mentions:
+        picked: tuple[Taken, str, str | None] | None = None
+        if m.kind == "mention" and m.target == "identifier":
+            for segment in _SEGMENTS.split(m.name.removesuffix("()")):
+                t = by_name.get(segment)
+                if t is not None:
+                    picked = (t, segment, t.became)
+                    break
+        else:  # a path mention or a Governs: target
+            forms = (
+                _path_forms(m.doc, m.name) if m.kind == "mention" else [(m.name.strip().lstrip("/"), False)]
+            )
+            at_base = sorted((f for f in forms if f[0] in existing), key=lambda f: not f[1])
+            for path, relative in at_base[:1]:
+                t = paths.get(path)
+                if t is None:
+                    continue
+                written = m.name.strip().split("#", 1)[0].split("?", 1)[0].rstrip("/")
+                new = None
+                if t.became is not None:
+                    new = (
+                        posixpath.relpath(t.became, posixpath.dirname(m.doc) or ".") if relative else t.became
+                    )
+                    if written.startswith("/"):
+                        new = "/" + t.became
+                    elif written.startswith("./") and not new.startswith("."):
+                        new = "./" + new
+                picked = (t, written, new)
+                break
+        if picked is None:
+            continue
+        hit = found.setdefault((m.doc, m.line), _Hit(m.doc, m.line, []))
+        if all(picked[0] != t for t, _, _ in hit.taken):
+            hit.taken.append(picked)
+    return list(found.values())
+
+
+@dataclass(slots=True)
+class _DocDiff:
+    """One doc's section of the diff: base line → head line, and each hunk's added lines."""
+
+    path: str
+    old_map: dict[int, int | None] = field(default_factory=dict)  # None: removed
+    hunk_of: dict[int, int] = field(default_factory=dict)  # removed base line → hunk
+    added: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # hunk → (head line, text)
+    shifts: list[tuple[int, int]] = field(default_factory=list)  # (first base line after a hunk, delta)
+
+    def head_line(self, line: int) -> int | None:
+        if line in self.old_map:
+            return self.old_map[line]
+        delta = 0
+        for after, d in self.shifts:
+            if line >= after:
+                delta = d
+        return line + delta
+
+
+def _doc_diffs(text: str) -> dict[str, _DocDiff]:
+    """Per base path of a changed doc, its :class:`_DocDiff` (deleted docs are left out)."""
+    out: dict[str, _DocDiff] = {}
+    for section in re.split(r"(?m)^(?=diff --git )", text):
+        parsed = parse_diff(section)
+        if not parsed or parsed[0].status == "deleted":
+            continue
+        f = parsed[0]
+        d = _DocDiff(f.path)
+        hunk, old, new = -1, 0, 0
+        for raw in section.splitlines():
+            match = _HUNK.match(raw)
+            if match:
+                hunk += 1
+                old, new = int(match.group(1)), int(match.group(3))
+                if match.group(2) == "0":
+                    old += 1
+                d.added[hunk] = []
+                continue
+            if hunk < 0 or raw[:1] not in (" ", "+", "-"):
+                continue
+            if raw.startswith("+"):
+                d.added[hunk].append((new, raw[1:]))
+                new += 1
+            elif raw.startswith("-"):
+                d.old_map[old], d.hunk_of[old] = None, hunk
+                old += 1
+            else:
+                d.old_map[old] = new
+                old, new = old + 1, new + 1
+            d.shifts = [s for s in d.shifts if s[0] != old] + [(old, new - old)]
+        out[f.old_path or f.path] = d
+    return out
+
+
+# ----------------------------------------------------------------------------- findings
+
+
+def _finding(doc: str, line: int, text: str, taken: list[tuple[Taken, str, str | None]]) -> Finding:
+    parts = [f"`{written}`, which this pull request {t.what()}" for t, written, _ in taken]
+    corrected = text
+    for t, written, new in taken:
+        if new is None:
+            corrected = ""
+            break
+        corrected = (_word(written) if t.kind == "definition" else re.compile(re.escape(written))).sub(
+            new.replace("\\", "\\\\"), corrected
+        )
+    message = f"{LEAD} {'; and '.join(parts)}: “{text.strip()}”."
+    if corrected and corrected != text:
+        message += f" Corrected line: “{corrected.strip()}”."
+    elif any(t.kind == "definition" and new is None for t, _, new in taken):
+        message += " Nothing in the code takes the name's place: the line needs rewriting or removing."
+    return Finding(
+        path=doc,
+        start_line=line,
+        end_line=line,
+        severity=SEVERITY,
+        category=CATEGORY,
+        message=message,
+        suggested_change=corrected if corrected and corrected != text else None,
+    )
+
+
+async def left_behind(
+    conn: Conn,
+    repository_id: UUID,
+    git_dir: Path,
+    base_sha: str,
+    head_sha: str,
+    files: Sequence[ChangedFile],
+    diff_text: str,
+) -> LeftBehind:
+    """The doc lines at the base that this change makes wrong, as findings on the head's doc lines."""
+    out = LeftBehind()
+    base_tree = await _tree(git_dir, base_sha)
+    definitions, paths = await taken_away(conn, repository_id, git_dir, base_tree, head_sha, files, out)
+    out.taken = [*definitions, *paths.values()]
+    out.ran = True
+    if not out.taken:
+        return out
+    existing = set(base_tree) | _folders(set(base_tree))
+    hits = _hits(await _mentions(conn, repository_id, base_tree), definitions, paths, existing)
+    if not hits:
+        return out
+    docs = sorted({h.doc for h in hits})
+    changed = _doc_diffs(diff_text)
+    deleted = {f.path for f in files if f.status == "deleted"}
+    base_texts = await files_at(git_dir, base_sha, docs)
+    head_paths = {d: changed[d].path if d in changed else d for d in docs if d not in deleted}
+    head_texts = await files_at(git_dir, head_sha, sorted(set(head_paths.values())))
+    for hit in sorted(hits, key=lambda h: (h.doc, h.line)):
+        lines = (base_texts.get(hit.doc) or "").splitlines()
+        if hit.doc not in head_paths or not 1 <= hit.line <= len(lines):
+            continue
+        text = lines[hit.line - 1]
+        own = {n for line in lines if (n := definition_name(line))}  # the doc's own examples define these
+        taken = [t for t in hit.taken if t[1] in text and not (t[0].kind == "definition" and t[1] in own)]
+        if not taken:
+            continue
+        head_path = head_paths[hit.doc]
+        head_lines = (head_texts.get(head_path) or "").splitlines()
+        d = changed.get(hit.doc)
+        at: int | None = hit.line if d is None else d.head_line(hit.line)
+        if at is None and d is not None:  # the PR edits the line: fixed unless the name stays
+            still = [
+                (n, t) for n, t in d.added.get(d.hunk_of[hit.line], []) if any(w in t for _, w, _ in taken)
+            ]
+            if not still:
+                out.fixed += 1
+                continue
+            at = still[0][0]
+        if at is None or not 1 <= at <= len(head_lines):
+            continue
+        now = head_lines[at - 1]
+        taken = [t for t in taken if t[1] in now]
+        if not taken:
+            out.fixed += 1
+            continue
+        if any(f.path == head_path and f.start_line == at for f in out.findings):
+            continue  # two edited base lines whose names stay on one new line: one finding
+        out.findings.append(_finding(head_path, at, now, taken))
+        out.head_texts[head_path] = head_texts.get(head_path)
+    return out
+
+
+def is_left_behind(f: Finding) -> bool:
+    """Whether ``f`` is one of this check's findings."""
+    return f.category == CATEGORY and f.message.startswith(LEAD)
+
+
+async def earlier_fingerprints(
+    conn: Conn, repository_id: UUID, provider: str, number: int, head_sha: str
+) -> set[str]:
+    """Fingerprints of this check's findings on the pull request's earlier heads."""
+    cur = await conn.execute(
+        "SELECT DISTINCT jsonb_array_elements_text(sources->'left_behind'->'fingerprints') AS fp"
+        " FROM reviews WHERE repository_id = %s AND provider = %s AND number = %s AND head_sha <> %s"
+        " AND jsonb_typeof(sources->'left_behind'->'fingerprints') = 'array'",
+        (repository_id, provider, number, head_sha),
+    )
+    return {str(row["fp"]) for row in await cur.fetchall()}
+
+
+async def preview_left_behind(
+    pool: Pool,
+    tenant_id: UUID,
+    repo: Mapping[str, Any],
+    *,
+    base: str | None,
+    head: str | None,
+    diff: str | None,
+    policy: SourcePolicy,
+    auth: GitAuth | None,
+) -> list[Finding]:
+    """The left-behind findings a review of ``base``..``head`` (or ``diff`` on ``base``) would
+    have, after the base's ``review.ignore`` and ``review.min_severity`` (for MCP's
+    ``review_context``; the change is opened as a review opens it)."""
+    from palimpsest.index.context.change import opened_change
+    from palimpsest.index.context.rules import read_rules, severe_enough
+
+    async with opened_change(
+        str(repo["clone_url"]), base or str(repo["default_branch"]), head, diff, auth=auth, policy=policy
+    ) as change:
+        rules = await read_rules(change.head.git_dir, change.base_sha)
+        files = [f for f in change.pr.files if not rules.ignored(f.path)]
+        async with tenant_tx(pool, tenant_id) as conn:
+            found = await left_behind(
+                conn,
+                UUID(str(repo["repository_id"])),
+                change.head.git_dir,
+                change.pr.start or change.base_sha,
+                change.head_sha,
+                files,
+                change.pr.text,
+            )
+    return [
+        f
+        for f in found.findings
+        if severe_enough(f.severity, rules.min_severity) and not rules.ignored(f.path)
+    ]
