@@ -31,9 +31,9 @@ from typing import Any, Literal
 
 from palimpsest.analyzer.history import defined_names
 from palimpsest.chunker.parsing.chunks import analyze_file
-from palimpsest.chunker.parsing.languages import detect_language
 from palimpsest.devtools.bench.history import git, is_code
 from palimpsest.index.codefacts import is_definition_site, is_doc, is_history_doc, is_history_file
+from palimpsest.index.languages import detect_language
 
 __all__ = ["Plan", "Planted", "plant", "score"]
 

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from palimpsest.chunker.parsing.chunks import analyze_file
-from palimpsest.chunker.parsing.languages import detect_language
-from palimpsest.index.languages import PARSED_LANGUAGES
+from palimpsest.index.languages import PARSED_LANGUAGES, detect_language
 
 __all__ = [
     "Change",

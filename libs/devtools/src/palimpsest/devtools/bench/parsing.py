@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from palimpsest.chunker.parsing.chunks import analyze_file
-from palimpsest.chunker.parsing.languages import detect_language
 from palimpsest.chunker.parsing.screen import Screened, screen
 from palimpsest.index.codefacts import grammars
+from palimpsest.index.languages import detect_language
 from palimpsest.index.tokens import code_tokens, code_vector
 
 __all__ = ["generate_typescript_corpus", "main", "measure"]

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from palimpsest.chunker.parsing.chunks import ANALYSIS_VERSION, analyze_file
 from palimpsest.chunker.parsing.errors import GrammarUnavailableError, ParsingError
-from palimpsest.chunker.parsing.languages import (
+from palimpsest.chunker.parsing.lines import MAX_CHUNK_BYTES, WINDOW_LINES, WINDOW_OVERLAP
+from palimpsest.chunker.parsing.model import Chunk, Fact, FileAnalysis, Symbol
+from palimpsest.chunker.parsing.screen import Screened, Skip, SkipReason, screen
+from palimpsest.index.languages import (
     DOC_LANGUAGES,
     PARSED_LANGUAGES,
     TEXT_LANGUAGES,
     detect_language,
     is_doc,
 )
-from palimpsest.chunker.parsing.lines import MAX_CHUNK_BYTES, WINDOW_LINES, WINDOW_OVERLAP
-from palimpsest.chunker.parsing.model import Chunk, Fact, FileAnalysis, Symbol
-from palimpsest.chunker.parsing.screen import Screened, Skip, SkipReason, screen
 
 __all__ = [
     "ANALYSIS_VERSION",

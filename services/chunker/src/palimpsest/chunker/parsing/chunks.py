@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from palimpsest.chunker.parsing.code import analyze_code
 from palimpsest.chunker.parsing.docs import analyze_doc
-from palimpsest.chunker.parsing.languages import DOC_LANGUAGES, is_doc
 from palimpsest.chunker.parsing.lines import split_lines, window_chunks
 from palimpsest.chunker.parsing.model import WINDOW, FileAnalysis
 from palimpsest.index.codefacts.queries import spec_for
+from palimpsest.index.languages import DOC_LANGUAGES, is_doc
 
 __all__ = ["ANALYSIS_VERSION", "analyze_file"]
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from palimpsest.chunker.parsing.languages import KNOWN_EXTENSIONS, LANGUAGE_NAMES, detect_language
 from palimpsest.chunker.parsing.lines import window_chunks
 from palimpsest.chunker.parsing.model import SECTION, Chunk, Fact
+from palimpsest.index.languages import KNOWN_EXTENSIONS, LANGUAGE_NAMES, detect_language
 
 __all__ = ["HEADER_LINES", "MAX_MENTIONS", "analyze_doc", "header_facts", "section_starts"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from palimpsest.chunker.parsing.languages import file_name, file_suffix
 from palimpsest.index.codefacts import is_lockfile
+from palimpsest.index.languages import file_name, file_suffix
 
 __all__ = [
     "INVALID_UTF8_MAX_FRACTION",
