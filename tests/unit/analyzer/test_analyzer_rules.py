@@ -179,7 +179,10 @@ CASES: list[Case] = [
     ("path.placeholder", lambda: path("{{ url }}", "link"), True),
     ("link.code_reference", lambda: path("tower_http::trace", "link"), True),
     ("link.code_reference", lambda: path("fn@crate::middleware::from_fn", "link"), True),
+    ("link.code_reference", lambda: path("crate#sharing-state-with-handlers", "link"), True),
+    ("link.code_reference", lambda: path("super", "link"), True),
     ("link.code_reference", lambda: path("img/shot.png", "link"), False),
+    ("link.code_reference", lambda: path("crates/core/README.md", "link"), False),
     ("link.site_root", lambda: path("/install", "link", "docs/guide/a.md"), True),  # docs/install.md
     ("link.site_root", lambda: path("/src/shop/gone.py", "link", "docs/guide/a.md"), False),
     ("path.suffix", lambda: path("flaskr/blog.py"), True),

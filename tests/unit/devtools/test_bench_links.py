@@ -24,6 +24,7 @@ See [the guide](docs/guide.md), [the API](docs/api) and [an anchor](#usage).
 GUIDE = (
     "# Guide\n\nBack to [the readme](../README.md); [the API page](../api/) from its directory URL.\n"
     "The site's [API](/api) and [gone](/nowhere); rustdoc's [Service](tower::Service) names code.\n"
+    "So do [state](crate#sharing-state) and [the parent](super), but [crates](crates/x.md) is a path.\n"
 )
 INDEX_RST = (
     "Index\n=====\n\nSee `the code <../src/app.py>`_ and `gone <../src/gone.py>`__.\n\n.. image:: ../img/arch.png\n"
@@ -55,6 +56,7 @@ def test_broken_relative_links_and_images_are_found(tmp_path: Path) -> None:
         ("docs/index.rst", 4, "../src/gone.py"),
         ("docs/index.rst", 6, "../img/arch.png"),
         ("docs/guide.md", 4, "/nowhere"),
+        ("docs/guide.md", 5, "crates/x.md"),
     }
     # guide, api (extensionless), logo, readme, api dir URL, the site's /api, the code: present
     assert checked == len(found) + 7

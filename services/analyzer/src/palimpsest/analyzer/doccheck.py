@@ -894,6 +894,10 @@ def _path_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     return Claim(mention, "missing_path", f"`{target}`", tuple(resolved))
 
 
+_RUST_PATH_ROOT = re.compile(r"^(?:crate|self|super)(?:#|$)")
+"""rustdoc's intra-doc link to a module by its path root (``[state](crate#sharing-state)``)."""
+
+
 def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     """A relative link or image target (Markdown, reStructuredText, HTML inside Markdown) is a
     claim about the tree wherever it points: it is resolved against the doc's folder (a leading
@@ -903,7 +907,7 @@ def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     target = unquote(mention.name.strip())
     if not target or target.startswith(("{", "$", "<", "//")) or _SCHEME.match(target):
         return R.PATH_PLACEHOLDER
-    if "::" in target or "`" in target or re.match(r"^[a-z]+@", target):
+    if "::" in target or "`" in target or re.match(r"^[a-z]+@", target) or _RUST_PATH_ROOT.match(target):
         return R.LINK_CODE_REFERENCE
     resolved = _link_target(mention.doc, target)
     if resolved is None:

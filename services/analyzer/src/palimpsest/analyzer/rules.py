@@ -75,7 +75,7 @@ PATH_SUFFIX = _rule(
 )  # fmt: skip
 LINK_CODE_REFERENCE = _rule(
     "link.code_reference", "resolve", "not_a_claim",
-    "A link to code by name (rustdoc's ``[x](crate::y)``, ``fn@path``), not to a file.",
+    "A link to code by name (rustdoc's ``[x](crate::y)``, ``fn@path``, ``crate#section``), not to a file.",
 )  # fmt: skip
 LINK_SITE_ROOT = _rule(
     "link.site_root", "resolve", "holds",

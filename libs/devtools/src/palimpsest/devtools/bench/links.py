@@ -105,8 +105,13 @@ def _targets(text: str, *, rst: bool) -> list[tuple[int, str]]:
 
 def resolve(doc: str, target: str) -> str | None:
     """The repository path a relative target points at; None for URLs, anchors, mail and the like."""
-    if target.endswith("_") or "::" in target or "`" in target or re.match(r"^[a-z]+@", target):
-        return None  # ``<pypi_>``: a named reStructuredText target; ``crate::x``, ``fn@x``: rustdoc's links to code
+    if (
+        target.endswith("_")
+        or "::" in target
+        or "`" in target
+        or re.match(r"^([a-z]+@|(crate|self|super)(#|$))", target)
+    ):
+        return None  # ``<pypi_>``: a named reStructuredText target; ``crate::x``, ``fn@x``, ``crate#s``: rustdoc's links to code
     target = unquote(target.split("#", 1)[0].split("?", 1)[0]).strip()
     if not target or _SCHEME.match(target) or target.startswith(("//", "{", "$", "<")):
         return None
