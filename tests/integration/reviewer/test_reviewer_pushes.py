@@ -296,3 +296,27 @@ async def test_the_newest_request_wins_even_for_a_head_reviewed_before(
             await ask(infra, event(tenant, repo_id, pushes, "h3", "gitlab", trigger="reopened"))
             assert len(api.edits) == edits
     assert api.rejected == []
+
+
+async def test_a_newer_request_for_the_head_shown_keeps_older_requests_out(
+    infra: Infra, pushes: dict[str, Any]
+) -> None:
+    """h3 requested (t1) and posted; h3 requested again (t3), answered from its stored review with
+    nothing to post; a late request for h2 from between them (t2) then posts nothing: the newest
+    request is h3's, so the summary keeps naming h3."""
+    tenant, repo_id = await provider_repository(infra, pushes, "github")
+    with FakeProviders(token=TOKEN) as api, FakeLLM(reply=model, api_key=KEY) as llm:
+        async with reviewer(infra, tenant, model_settings(llm, api, "github")):
+            first = event(tenant, repo_id, pushes, "h3", "github")
+            await ask(infra, first.model_copy(update={"occurred_at": first.occurred_at - timedelta(hours=2)}))
+            edits = len(api.edits)
+            await ask(infra, event(tenant, repo_id, pushes, "h3", "github", trigger="reopened"))
+            assert len(api.edits) == edits  # the summary already names h3
+            late = event(tenant, repo_id, pushes, "h2", "github", trigger="synchronize")
+            older = await ask(
+                infra, late.model_copy(update={"occurred_at": late.occurred_at - timedelta(hours=1)})
+            )
+    assert older["state"] == "completed" and older["posted"] is False
+    assert (older["reason"] or "").startswith(f"not posted: superseded by the review of {pushes['h3'][:12]}")
+    [summary] = api.summaries("github", 11)
+    assert f"head={pushes['h3']}" in summary

@@ -343,7 +343,13 @@ class ReviewerService:
             # asked again for a head whose review was posted, after another head's was: the newest
             # request wins, so the summary names this head again (nothing already there is reposted)
             async with tenant_tx(self.pool, event.tenant_id) as conn:
-                shown = await posted_head(conn, event.repository_id, event.provider, event.number or 0)
+                shown = await posted_head(
+                    conn,
+                    event.repository_id,
+                    event.provider,
+                    event.number or 0,
+                    asked=(event.head_sha or "", event.occurred_at),
+                )
             repost = shown is not None and shown[0] != event.head_sha and shown[1] < event.occurred_at
         if (not found.posted or repost) and found.state == "completed":  # an earlier post failed
             async with tenant_tx(self.pool, event.tenant_id) as conn:

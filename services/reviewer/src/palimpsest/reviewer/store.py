@@ -311,13 +311,18 @@ async def prior_findings(
     )
 
 
+async def _serialise_posts(conn: Conn, repository_id: UUID, provider: str, number: int) -> None:
+    """Posts to one pull request, and what they remember, one at a time (for the rest of the transaction)."""
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        (f"review-post:{repository_id}:{provider}:{number}",),
+    )
+
+
 async def newer_posted(conn: Conn, r: ReviewRecord, number: int, requested_at: datetime) -> str | None:
     """Serialise posts to one pull request (for the rest of the transaction) and answer the head
     of an already posted review that was requested later than this one (None: go ahead)."""
-    await conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-        (f"review-post:{r.repository_id}:{r.provider}:{number}",),
-    )
+    await _serialise_posts(conn, r.repository_id, r.provider, number)
     cur = await conn.execute(
         "SELECT head_sha, requested_at FROM review_pull_requests"
         " WHERE repository_id = %s AND provider = %s AND number = %s",
@@ -330,16 +335,29 @@ async def newer_posted(conn: Conn, r: ReviewRecord, number: int, requested_at: d
 
 
 async def posted_head(
-    conn: Conn, repository_id: UUID, provider: str, number: int
+    conn: Conn, repository_id: UUID, provider: str, number: int, *, asked: tuple[str, datetime]
 ) -> tuple[str, datetime] | None:
-    """The head the pull request's summary names, and when its review was requested."""
+    """The head the pull request's summary names, and when its review was requested, as it was
+    before ``asked`` (a head, requested then). When the summary already names that head and this
+    request is newer, it is remembered as the summary's request: a late request for another head
+    from before it then posts nothing (:func:`newer_posted`), as it would had this one been reviewed."""
+    await _serialise_posts(conn, repository_id, provider, number)
     cur = await conn.execute(
         "SELECT head_sha, requested_at FROM review_pull_requests"
         " WHERE repository_id = %s AND provider = %s AND number = %s",
         (repository_id, provider, number),
     )
     row = await cur.fetchone()
-    return (str(row["head_sha"]), row["requested_at"]) if row else None
+    if row is None:
+        return None
+    head, requested_at = str(row["head_sha"]), row["requested_at"]
+    if head == asked[0] and requested_at < asked[1]:
+        await conn.execute(
+            "UPDATE review_pull_requests SET requested_at = %s"
+            " WHERE repository_id = %s AND provider = %s AND number = %s AND head_sha = %s",
+            (asked[1], repository_id, provider, number, head),
+        )
+    return head, requested_at
 
 
 async def remember_posted(
