@@ -134,7 +134,7 @@ def _rename_definition(
         return None
     text = {p: _read(repo / p) for p in code}
     definers = [p for p in code if is_definition_site(p) and defined_names(text[p].encode(), {name})]
-    if len(definers) != 1:
+    if len(definers) != 1 or _body_variable(text[definers[0]], name):
         return None
     lines = _truth_lines(repo, name, docs, fences, whole_word=True)
     if not lines or any((t.doc, t.line) in taken for t in lines):
@@ -148,6 +148,26 @@ def _rename_definition(
             handle.write(word.sub(new, content))
     parent, commit = _commit(repo, code, f"plant: rename {name} to {new}")
     return Planted("identifier", name, new, commit, parent, lines)
+
+
+def _body_variable(content: str, name: str) -> bool:
+    """``name`` is only ever declared as a variable inside a body (an indented ``let``/``var``/
+    ``const``/``val``/``my``/``local``) and defined no other way: a local a doc's example may reuse as a
+    placeholder of its own, not a definition of the code a doc names, so no plant (the picker's own
+    reading, apart from the check's definitions)."""
+    word = re.escape(name)
+    declared = re.compile(
+        rf"^(?P<indent>[ \t]*)(?:export\s+)?(?:let|var|const|val|my|local)\s+{word}\b", re.M
+    )
+    found = list(declared.finditer(content))
+    if not found or not all(m.group("indent") for m in found):
+        return False
+    other = re.compile(
+        rf"\b(?:def|class|function|func|fn|struct|interface|type|enum|trait)\s+{word}\b"
+        rf"|^[ \t]*(?:(?:this|self)\.)?{word}\s*[:=](?!=)",
+        re.M,
+    )
+    return other.search(content) is None
 
 
 def _read(path: Path) -> str:
