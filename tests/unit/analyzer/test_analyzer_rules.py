@@ -219,6 +219,18 @@ CASES: list[Case] = [
         lambda: elsewhere("header_map", "```rust\nlet mut header_map = HeaderMap::new();\n```"),
         True,
     ),
+    (
+        "identifier.own_example",  # a field of the example's own struct, read as Go
+        lambda: elsewhere(
+            "CheckIn", '```go\ntype Booking struct {\n\tCheckIn  time.Time `form:"in"`\n}\n```'
+        ),
+        True,
+    ),
+    (
+        "identifier.own_example",  # the example only uses it
+        lambda: elsewhere("CheckIn", "```go\nfmt.Println(b.CheckIn)\n```"),
+        False,
+    ),
     ("identifier.readers_import", lambda: elsewhere("MyTask", "from myapp.tasks import MyTask\n"), True),
     ("identifier.readers_import", lambda: elsewhere("Cart", "from shop.cart import Cart\n"), False),
     # a module of the repository's package that is gone: the repository's own name, gone with it

@@ -22,6 +22,8 @@ __all__ = [
     "PARSED_LANGUAGES",
     "TEXT_LANGUAGES",
     "detect_language",
+    "example_path",
+    "fence_language",
     "file_name",
     "file_suffix",
     "is_doc",
@@ -218,6 +220,31 @@ TEXT_LANGUAGES = frozenset(
     - DOC_LANGUAGES
 )
 """Known text kinds that are windowed rather than parsed."""
+
+
+_FENCE_ALIASES = {
+    "golang": "go",
+    "pycon": "python",
+    "python3": "python",
+    "py3": "python",
+    "node": "javascript",
+}
+_SUFFIX_OF = {language: suffix for suffix, language in reversed(list(_EXTENSIONS.items()))}
+
+
+def fence_language(tag: str) -> str | None:
+    """The language a code fence's tag names (``py``, ``golang``, ``typescript``), or None."""
+    lowered = tag.lower()
+    lowered = _FENCE_ALIASES.get(lowered, lowered)
+    if not lowered:
+        return None
+    return lowered if lowered in LANGUAGE_NAMES else detect_language(f"x.{lowered}")
+
+
+def example_path(language: str) -> str | None:
+    """A file name in ``language`` (``example.py``), for reading a doc's code example as that language."""
+    suffix = _SUFFIX_OF.get(language)
+    return f"example{suffix}" if suffix else None
 
 
 def detect_language(path: str) -> str | None:

@@ -52,7 +52,9 @@ from palimpsest.analyzer.rules import Rule
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
 from palimpsest.index.codefacts import is_doc, is_history_doc
+from palimpsest.index.codefacts.definitions import definitions
 from palimpsest.index.docstates import DOC_STATES, DocState
+from palimpsest.index.languages import PARSED_LANGUAGES, example_path, fence_language
 from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
 
@@ -329,6 +331,25 @@ def _without_stubs(text: str) -> bytes:
     return _STUB.sub("", text).encode()
 
 
+_FENCED = re.compile(
+    r"^[ \t>]*(?P<mark>```+|~~~+)[ \t]*(?P<tag>[\w+#.-]*)[^\n]*\n(?P<code>.*?)^[ \t>]*(?P=mark)", re.M | re.S
+)
+
+
+@functools.lru_cache(maxsize=16)
+def _example_names(text: str) -> frozenset[str]:
+    """What a doc's fenced examples define, each read in its fence's language by the code facts'
+    definitions, as the repository's own code is (a Go example's struct fields, a TypeScript
+    example's interface members); asked once per doc, not per mention."""
+    names: set[str] = set()
+    for fenced in _FENCED.finditer(_STUB.sub("", text)):  # a signature listing defines nothing
+        language = fence_language(fenced.group("tag"))
+        path = example_path(language) if language in PARSED_LANGUAGES else None
+        if path is not None:
+            names |= definitions(path, fenced.group("code").encode()).names()
+    return frozenset(names)
+
+
 def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | None:
     """A name the doc's own example defines (``app = Flask(...)``, ``def show(...)``), or an
     unqualified name in a doc whose examples import only other packages (a page about
@@ -336,9 +357,13 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | N
     if not text:
         return None
     last = _last(mention.name)
-    if last in defined_names(_without_stubs(text), {last}) or re.search(
-        rf"\blet\s+mut\s+{re.escape(last)}\b",
-        text,  # a Rust binding, ``let mut headers = …``
+    if (
+        last in _example_names(text)
+        or last in defined_names(_without_stubs(text), {last})
+        or re.search(
+            rf"\blet\s+mut\s+{re.escape(last)}\b",
+            text,  # a Rust binding, ``let mut headers = …``
+        )
     ):
         return R.IDENTIFIER_OWN_EXAMPLE
     for imported in re.finditer(

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from palimpsest.chunker.parsing.lines import window_chunks
 from palimpsest.chunker.parsing.model import SECTION, Chunk, Fact
-from palimpsest.index.languages import KNOWN_EXTENSIONS, LANGUAGE_NAMES, detect_language
+from palimpsest.index.languages import KNOWN_EXTENSIONS, fence_language
 
 __all__ = ["HEADER_LINES", "MAX_MENTIONS", "analyze_doc", "header_facts", "section_starts"]
 
@@ -83,13 +83,6 @@ _COMMENT = re.compile(r"(?:^|\s)(?:#|//|--|;;).*$")
 _SEPARATOR = re.compile(r"\.|::|#|->")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PROSE_FENCES = frozenset({"text", "txt", "console", "output", "log", "diff", "plain"})
-_FENCE_ALIASES = {
-    "golang": "go",
-    "pycon": "python",
-    "python3": "python",
-    "py3": "python",
-    "node": "javascript",
-}
 _ROLE = re.compile(r"((?::[\w+-]+)+):$")
 _IDENTIFIER_ROLES = frozenset(
     {
@@ -387,8 +380,7 @@ def _fence_language(tag: str) -> str | None:
     lowered = tag.lower()
     if lowered in _PROSE_FENCES:
         return None if lowered == "diff" else "output"
-    lowered = _FENCE_ALIASES.get(lowered, lowered)
-    known = lowered if lowered in LANGUAGE_NAMES else detect_language(f"x.{lowered}") if lowered else None
+    known = fence_language(lowered)
     return f"fence:{known}" if known else "fence"
 
 
