@@ -35,6 +35,11 @@ TREE = _Tree.of(
         "docs/guide/index.rst",
         "docs/install.md",
         "examples/tutorial/flaskr/blog.py",
+        "site/public/logo/glow.png",
+        "site/content/index.mdx",
+        "web/src/docs/routing.md",
+        "web/src/routing/mod.rs",
+        "web/Cargo.toml",
     ]
 )
 SYMBOLS = {"add_item", "Cart", "shop"}
@@ -185,6 +190,16 @@ CASES: list[Case] = [
     ("link.code_reference", lambda: path("crates/core/README.md", "link"), False),
     ("link.site_root", lambda: path("/install", "link", "docs/guide/a.md"), True),  # docs/install.md
     ("link.site_root", lambda: path("/src/shop/gone.py", "link", "docs/guide/a.md"), False),
+    ("link.site_root", lambda: path("/logo/glow.png", "link", "site/content/index.mdx"), True),
+    ("link.site_root", lambda: path("/logo/gone.png", "link", "site/content/index.mdx"), False),
+    (
+        "link.rustdoc_page",
+        lambda: path("middleware/index.html#section", "link", "web/src/docs/routing.md"),
+        True,
+    ),
+    ("link.rustdoc_page", lambda: path("struct.Router.html", "link", "web/src/docs/routing.md"), True),
+    ("link.rustdoc_page", lambda: path("middleware/index.html", "link", "docs/guide/a.md"), False),
+    ("link.rustdoc_page", lambda: path("guide.html", "link", "web/src/docs/routing.md"), False),
     ("path.suffix", lambda: path("flaskr/blog.py"), True),
     ("path.suffix", lambda: path("flaskr/views.py"), False),
     ("governs.placeholder", lambda: governs("path/to/x"), True),

@@ -62,6 +62,29 @@ def test_broken_relative_links_and_images_are_found(tmp_path: Path) -> None:
     assert checked == len(found) + 7
 
 
+def test_a_docs_sites_public_folder_and_rustdocs_pages_are_not_broken(tmp_path: Path) -> None:
+    """A root-relative link is served from a folder above the doc or its ``public/``/``static/``;
+    a doc in a crate's ``src/`` is rendered by rustdoc, which generates the pages it links to."""
+    repo = init_repo(tmp_path / "repo")
+    commit(
+        repo,
+        "2024-01-01T00:00:00+00:00",
+        {
+            "site/public/logo/glow.png": b"\x89PNG",
+            "site/content/index.md": '# Home\n\n<img src="/logo/glow.png"> <img src="/logo/gone.png">\n',
+            "web/Cargo.toml": "[package]\nname = 'web'\n",
+            "web/src/lib.rs": "pub mod routing;\n",
+            "web/src/docs/routing.md": "See [backpressure](middleware/index.html#b) and [Router](struct.Router.html).\n",
+            "docs/guide.md": "An [old page](middleware/index.html).\n",
+        },
+    )
+    _, broken = broken_links(repo, "HEAD")
+    assert {(b.doc, b.target) for b in broken} == {
+        ("site/content/index.md", "/logo/gone.png"),
+        ("docs/guide.md", "middleware/index.html"),
+    }
+
+
 def test_the_link_check_counts_what_the_check_reported(tmp_path: Path) -> None:
     """A broken link counts as reported by a ``missing_path`` or ``broken_link`` finding on its line
     or its target (the check reports a target once per doc), or inside a ``versioned_manual``."""

@@ -40,7 +40,7 @@ import posixpath
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -385,7 +385,9 @@ async def _doc_texts(
     conn: Conn, index: SnapshotIndex, docs: set[str]
 ) -> tuple[dict[str, str], dict[tuple[str, int], str]]:
     """The text of each doc in ``docs`` and each of its lines (from its stored section chunks,
-    which hold the doc's lines as written)."""
+    which hold the doc's lines as written). The text is rebuilt line by line: a long section is
+    cut into chunks that overlap, and joined as they are its overlap would repeat a fence's
+    opening line and pair every later fence wrongly."""
     blobs = {f.blob_sha: f.path for f in index.files if f.path in docs}
     if not blobs:
         return {}, {}
@@ -394,14 +396,13 @@ async def _doc_texts(
         " WHERE repository_id = %s AND blob_sha = ANY(%s::text[]) ORDER BY blob_sha, ordinal",
         (index.repository_id, list(blobs)),
     )
-    texts: dict[str, list[str]] = defaultdict(list)
-    lines: dict[tuple[str, int], str] = {}
+    numbered: dict[str, dict[int, str]] = defaultdict(dict)
     for row in await cur.fetchall():
         doc = blobs[row["blob_sha"]]
-        texts[doc].append(row["content"])
         for offset, line in enumerate(row["content"].split("\n")):
-            lines[(doc, row["start_line"] + offset)] = line
-    return {doc: "\n".join(parts) for doc, parts in texts.items()}, lines
+            numbered[doc][row["start_line"] + offset] = line
+    texts = {doc: "\n".join(got.get(n, "") for n in range(1, max(got) + 1)) for doc, got in numbered.items()}
+    return texts, {(doc, n): line for doc, got in numbered.items() for n, line in got.items()}
 
 
 def _imports(text: str, name: str) -> bool:
@@ -921,6 +922,32 @@ def _path_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
 
 _RUST_PATH_ROOT = re.compile(r"^(?:crate|self|super)(?:#|$)")
 """rustdoc's intra-doc link to a module by its path root (``[state](crate#sharing-state)``)."""
+_RUSTDOC_PAGE = re.compile(
+    r"(?:^|/)(?:index|(?:struct|enum|fn|trait|macro|type|constant|static|union|attr|derive|primitive|keyword)"
+    r"\.\w+)\.html(?:#.*)?$"
+)
+"""A page rustdoc generates: a module's ``index.html``, an item's ``struct.Router.html``."""
+_SITE_FOLDERS = ("public", "static")
+"""The folders a docs site serves as its root (Next.js, Vite and VitePress ``public/``;
+Docusaurus, Hugo and Gatsby ``static/``)."""
+
+
+def _rustdoc_source(doc: str, files: Callable[[str], bool]) -> bool:
+    """Whether ``doc`` sits in a Rust crate's ``src/`` (a crate's ``Cargo.toml`` beside that
+    folder): rustdoc renders it (``#[doc = include_str!(…)]``) among the pages it generates."""
+    parts = doc.split("/")[:-1]
+    return any(parts[i] == "src" and files("/".join([*parts[:i], "Cargo.toml"])) for i in range(len(parts)))
+
+
+def _site_roots(doc: str) -> list[str]:
+    """The folders a root-relative link in ``doc`` may be served from, nearest first: each folder
+    above the doc (the root of the docs site it is published in) and its ``public/``/``static/``."""
+    folders = doc.split("/")[:-1]
+    roots: list[str] = []
+    for i in range(len(folders), -1, -1):
+        here = "/".join(folders[:i])
+        roots += ([here] if i else []) + [posixpath.join(here, s) for s in _SITE_FOLDERS]
+    return roots
 
 
 def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
@@ -934,6 +961,8 @@ def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
         return R.PATH_PLACEHOLDER
     if "::" in target or "`" in target or re.match(r"^[a-z]+@", target) or _RUST_PATH_ROOT.match(target):
         return R.LINK_CODE_REFERENCE
+    if _RUSTDOC_PAGE.search(target) and _rustdoc_source(mention.doc, tree.exists):
+        return R.LINK_RUSTDOC_PAGE
     resolved = _link_target(mention.doc, target)
     if resolved is None:
         return R.PATH_OUTSIDE
@@ -941,9 +970,8 @@ def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     if any(tree.exists(p) or tree.exists_as_doc(p) for p in (resolved, page) if p is not None):
         return R.PATH_EXISTS
     if target.startswith("/"):
-        folders = mention.doc.split("/")[:-1]
-        for i in range(len(folders), 0, -1):
-            site = posixpath.join("/".join(folders[:i]), target.lstrip("/"))
+        for root in _site_roots(mention.doc):
+            site = posixpath.join(root, target.lstrip("/"))
             if tree.exists(site) or tree.exists_as_doc(site):
                 return R.LINK_SITE_ROOT
     return Claim(mention, "missing_path", f"`{mention.name.strip()}`", (resolved,))

@@ -79,7 +79,11 @@ LINK_CODE_REFERENCE = _rule(
 )  # fmt: skip
 LINK_SITE_ROOT = _rule(
     "link.site_root", "resolve", "holds",
-    "A root-relative link that resolves from a folder above the doc: the root of the docs site it is published in.",
+    "A root-relative link that resolves from a folder above the doc, or its public/ or static/: the root of the docs site it is published in.",
+)  # fmt: skip
+LINK_RUSTDOC_PAGE = _rule(
+    "link.rustdoc_page", "resolve", "not_a_claim",
+    "A link from a doc rustdoc renders (in a crate's src/) to a page rustdoc generates (index.html, struct.X.html).",
 )  # fmt: skip
 GOVERNS_PLACEHOLDER = _rule(
     "governs.placeholder", "resolve", "not_a_claim", "An empty or placeholder Governs: target."

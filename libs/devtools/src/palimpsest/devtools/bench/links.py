@@ -4,7 +4,10 @@ Written apart from the check on purpose (no code of ``palimpsest.analyzer`` or o
 doc reader): every relative link and image target in the docs at a commit -- Markdown links and
 images, HTML ``src``/``href`` inside Markdown, reStructuredText hyperlinks, ``image``/``figure``/
 ``include`` directives -- resolved against the document's folder (a leading ``/`` against the
-root, or against a folder above the document: the root of the docs site it is published in) and looked up in the commit's tree. A target that is neither a file nor a folder there is
+root, or against a folder above the document or its ``public/``/``static/``: the root of the docs
+site it is published in) and looked up in the commit's tree. A doc in a Rust crate's ``src/`` is
+rendered by rustdoc, so its links to rustdoc's own pages (``index.html``, ``struct.X.html``) are not
+files. A target that is neither a file nor a folder there is
 broken -- also when written as a docs site writes its pages (without the ``.md``/``.rst``/
 ``.html`` of the page, or from the page's own folder as MkDocs' directory URLs have it). Fenced and indented code blocks are skipped; anchors and queries are dropped.
 """
@@ -29,6 +32,10 @@ _RST_LINK = re.compile(r"`[^`<\n]*<([^<>`\s]+)>`__?")
 _RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:image|figure|include|literalinclude)::\s+(\S+)\s*$")
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _SCHEME = re.compile(r"^[a-zA-Z][\w+.-]*:")
+# the pages rustdoc writes: ``index.html`` of a module, ``<kind>.<Name>.html`` of an item
+_RUSTDOC = re.compile(
+    r"(^|/)(index|(struct|enum|fn|trait|macro|type|constant|static|union|attr|derive|primitive|keyword)\.\w+)\.html(#|$)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +68,24 @@ def broken_links(repo: Path, commit: str) -> tuple[int, list[BrokenLink]]:
             checked += 1
             page = resolve(doc.rsplit(".", 1)[0] + "/index", target)  # a directory URL's folder
             forms = [resolved, page]
-            if target.startswith("/"):  # … or from the docs site's root, a folder above the doc
+            # … or from the docs site's root: a folder above the doc, or its public/ or static/
+            if target.startswith("/"):
                 folders = doc.split("/")[:-1]
-                forms += [posixpath.join(*folders[:i], resolved) for i in range(1, len(folders) + 1)]
+                above = ["/".join(folders[:i]) for i in range(len(folders) + 1)]
+                forms += [posixpath.join(a, s, resolved) for a in above for s in ("", "public", "static")]
+            if _RUSTDOC.search(target) and _in_crate_src(doc, tree):
+                continue  # rustdoc renders the doc and generates the page linked to
             if not any(_exists(p, tree) for p in forms if p is not None):
                 broken.append(BrokenLink(doc, line, target, resolved))
     return checked, broken
+
+
+def _in_crate_src(doc: str, tree: set[str]) -> bool:
+    """A doc under a Rust crate's ``src/`` (``Cargo.toml`` beside it) is included into rustdoc's pages."""
+    parts = doc.split("/")
+    return any(
+        part == "src" and "/".join([*parts[:i], "Cargo.toml"]) in tree for i, part in enumerate(parts[:-1])
+    )
 
 
 def _exists(path: str, tree: set[str]) -> bool:
