@@ -486,12 +486,19 @@ async def bench_drift_history(
 )
 @click.option("--seed", type=int, default=1, show_default=True, help="Which ordinary changes are sampled.")
 @click.option(
+    "--taking",
+    default=0,
+    show_default=True,
+    help="Of the sample, how many are drawn among changes that take something away (delete or rename "
+    "a code file, remove a definition line).",
+)
+@click.option(
     "--max-removing", default=100, show_default=True, help="Removing commits (truth) replayed at most."
 )
 @_json_option
 @run_async
 async def bench_drift_prevent(
-    repo: Path, commits: int, sample: int, seed: int, max_removing: int, as_json: bool
+    repo: Path, commits: int, sample: int, seed: int, taking: int, max_removing: int, as_json: bool
 ) -> None:
     """Would the review of the change that caused drift have said so? Each drift-history window's
     removing commit replayed as a pull request through the reviewer (recall), and ordinary merged
@@ -505,6 +512,7 @@ async def bench_drift_prevent(
         sample=sample,
         seed=seed,
         max_removing=max_removing,
+        taking=taking,
         say=progress,
     )
     emit(result, as_json=as_json)

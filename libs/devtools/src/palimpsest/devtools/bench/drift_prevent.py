@@ -12,7 +12,9 @@ code, or not a definition the index knows), ``no_line`` (taken away, but no find
 naming it: the mention was not extracted, or the line was elsewhere at B).
 
 **Precision.** A seeded sample of ordinary first-parent changes (code changed, not a removing
-commit of the truth) is replayed the same way; every left-behind finding is judged against git at
+commit of the truth) is replayed the same way. ``--taking N`` of them are drawn among the changes
+that take something away (delete or rename a code file, or remove a line that starts a
+definition, read from git alone), since a change that takes nothing away cannot be flagged; every left-behind finding is judged against git at
 the repository's head: *true* when no name it reports is in the head's code (``git grep -w`` over
 non-doc, non-test files) and no path it reports is in the head's tree (the drift was real, whether
 or not a later commit fixed the doc line); *false* when a name or path is still there.
@@ -85,21 +87,49 @@ def judge_line(repo: Path, head: str, names: list[str], tree: set[str]) -> bool:
     return True
 
 
-def _ordinary(repo: Path, order: list[str], removing: set[str], sample: int, seed: int) -> list[str]:
-    """A seeded sample of first-parent changes that change code and are not removing commits."""
+# a removed line that starts a definition in any common language (``-def f(``, ``-func (c *C) Do(``,
+# ``-export function``, ``-pub struct``): how the sample finds changes that take something away, from
+# git alone and apart from the check's own definitions
+_REMOVED_DEFINITION = re.compile(
+    r"^-[ \t]*(?:export[ \t]+|pub(?:\([\w ]+\))?[ \t]+|async[ \t]+|public[ \t]+|static[ \t]+)*"
+    r"(?:def|class|func|fn|function|struct|enum|trait|interface|type|const|let|var|macro_rules!)[ \t(]",
+    re.M,
+)
+
+
+def _takes_away(repo: Path, parent: str, sha: str) -> bool:
+    """The change deletes or renames a code file, or removes a line that defines something."""
+    status = _git(repo, "diff", "--name-status", "-M", parent, sha, "--", *_NOT_DOC_PATHSPEC)
+    if any(line[:1] in ("D", "R") and not is_doc(line.split("\t")[1]) for line in status.splitlines()):
+        return True
+    removed = _git(repo, "diff", "-U0", "--no-color", parent, sha, "--", *_NOT_DOC_PATHSPEC)
+    return bool(_REMOVED_DEFINITION.search(removed))
+
+
+def _ordinary(
+    repo: Path, order: list[str], removing: set[str], sample: int, seed: int, taking: int
+) -> tuple[list[str], list[str]]:
+    """A seeded sample of first-parent changes that change code and are not removing commits:
+    ``taking`` of them among the changes that take something away (where a flag can fall at
+    all), the rest drawn from every change; both lists, in that order."""
     pool = [c for c in order[:-1] if c not in removing]
     random.Random(seed).shuffle(pool)  # noqa: S311 - a reproducible sample, not security
-    out: list[str] = []
+    takes: list[str] = []
+    plain: list[str] = []
     for sha in pool:
-        if len(out) >= sample:
+        if len(takes) >= taking and len(plain) >= sample - taking:
             break
         parents = _git(repo, "rev-list", "--parents", "-n1", sha).split()[1:]
         if not parents:
             continue
         changed = _git(repo, "diff", "--name-only", parents[0], sha).split("\n")
-        if any(p and not is_doc(p) for p in changed):
-            out.append(sha)
-    return out
+        if not any(p and not is_doc(p) for p in changed):
+            continue
+        if len(takes) < taking and _takes_away(repo, parents[0], sha):
+            takes.append(sha)
+        elif len(plain) < sample - taking:
+            plain.append(sha)
+    return takes, plain
 
 
 async def _review(
@@ -122,6 +152,7 @@ async def run_bench_drift_prevent(
     sample: int,
     seed: int,
     max_removing: int,
+    taking: int = 0,
     say: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     repo = repo.resolve()
@@ -129,11 +160,17 @@ async def run_bench_drift_prevent(
     windows, order = await asyncio.to_thread(mine_windows, repo, commits=commits)
     head = order[0] if order else ""
     removing = list(dict.fromkeys(w.removed_in for w in windows))[:max_removing]
-    ordinary = await asyncio.to_thread(_ordinary, repo, order, set(removing), sample, seed)
+    takes, plain = await asyncio.to_thread(
+        _ordinary, repo, order, set(removing), sample, seed, min(taking, sample)
+    )
+    ordinary = takes + plain
     tree = set(_git(repo, "ls-tree", "-r", "--name-only", head).splitlines()) if head else set()
     position = {sha: i for i, sha in enumerate(order)}
     todo = sorted({*removing, *ordinary}, key=lambda s: -position.get(s, 0))  # oldest first
-    say(f"{len(windows)} windows, {len(removing)} removing commits, {len(ordinary)} ordinary changes")
+    say(
+        f"{len(windows)} windows, {len(removing)} removing commits,"
+        f" {len(ordinary)} ordinary changes ({len(takes)} taking something away)"
+    )
     reviews: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="palimpsest-drift-prevent-") as tmp:
         root = Path(tmp)
@@ -153,7 +190,7 @@ async def run_bench_drift_prevent(
                     "left_behind": {k: v for k, v in left.items() if k != "fingerprints"},
                     "seconds": round(seconds, 1),
                 }
-    return _report(repo, head, windows, removing, ordinary, reviews, tree)
+    return _report(repo, head, windows, removing, (takes, plain), reviews, tree)
 
 
 def _report(
@@ -161,10 +198,12 @@ def _report(
     head: str,
     windows: list[Window],
     removing: list[str],
-    ordinary: list[str],
+    sampled: tuple[list[str], list[str]],
     reviews: dict[str, dict[str, Any]],
     tree: set[str],
 ) -> dict[str, Any]:
+    takes, plain = sampled
+    ordinary = takes + plain
     truth = [w for w in windows if w.removed_in in reviews]
     found, misses = 0, Counter[str]()
     rows = []
@@ -198,8 +237,16 @@ def _report(
     judged = []
     for sha in ordinary:
         for f in reviews.get(sha, {}).get("flagged", []):
-            judged.append({**f, "change": sha, "true": judge_line(repo, head, f["names"], tree)})
+            judged.append(
+                {
+                    **f,
+                    "change": sha,
+                    "takes_away": sha in takes,
+                    "true": judge_line(repo, head, f["names"], tree),
+                }
+            )
     true = sum(1 for j in judged if j["true"])
+    flagged_changes = {j["change"] for j in judged}
     return {
         "benchmark": "drift-prevent",
         "repository": repo.name,
@@ -211,6 +258,11 @@ def _report(
         "recall": round(found / len(truth), 3) if truth else None,
         "misses_by_stage": dict(misses.most_common()),
         "ordinary_changes": len(ordinary),
+        "ordinary_taking_away": len(takes),
+        "ordinary_changes_flagged": {
+            "taking_away": sum(1 for c in takes if c in flagged_changes),
+            "other": sum(1 for c in plain if c in flagged_changes),
+        },
         "flagged_on_ordinary": len(judged),
         "true": true,
         "precision": round(true / len(judged), 3) if judged else None,

@@ -1,0 +1,39 @@
+"""The drift-prevent benchmark's sample of ordinary changes, on a repository made here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from palimpsest.devtools.bench.drift_prevent import _ordinary, _takes_away
+from tests.support.gitrepo import commit, init_repo, move
+
+
+def test_changes_that_take_something_away_are_told_from_the_rest(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    day = "2024-01-0{}T00:00:00+00:00"
+    first = commit(
+        repo,
+        day.format(1),
+        {
+            "app/core.py": "def run():\n    return 1\n\n\ndef stop():\n    return 0\n",
+            "app/util.go": "package app\n",
+        },
+    )
+    edit = commit(
+        repo, day.format(2), {"app/core.py": "def run():\n    return 2\n\n\ndef stop():\n    return 0\n"}
+    )
+    drop = commit(repo, day.format(3), {"app/core.py": "def run():\n    return 2\n"})  # stop() is gone
+    moved = move(repo, day.format(4), "app/util.go", "pkg/util.go")
+    tests_only = commit(repo, day.format(5), {"tests/test_core.py": "def test_x():\n    pass\n"})
+    untest = commit(repo, day.format(6), {"tests/test_core.py": "x = 1\n"})  # a test's removal: not code
+    docs = commit(repo, day.format(7), {"README.md": "# App\n"})
+
+    assert not _takes_away(repo, first, edit)
+    assert _takes_away(repo, edit, drop)
+    assert _takes_away(repo, drop, moved)
+    assert not _takes_away(repo, tests_only, untest)
+
+    order = [docs, untest, tests_only, moved, drop, edit, first]  # newest first, as mine_windows gives
+    takes, plain = _ordinary(repo, order, removing={drop}, sample=4, seed=1, taking=1)
+    assert takes == [moved]  # the removing commit of the truth is never sampled
+    assert set(plain) <= {edit, tests_only, untest} and len(plain) == 3  # a docs-only change is not sampled
