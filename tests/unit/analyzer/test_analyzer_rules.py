@@ -246,6 +246,16 @@ CASES: list[Case] = [
         lambda: elsewhere("CheckIn", "```go\nfmt.Println(b.CheckIn)\n```"),
         False,
     ),
+    (
+        "identifier.own_example",  # an option the example passes: a key of the API, not its own
+        lambda: elsewhere("withCredentials", "```js\naxios({\n  withCredentials: false,\n})\n```"),
+        False,
+    ),
+    (
+        "identifier.own_example",  # a variable the example declares
+        lambda: elsewhere("instance", "```js\nconst instance = axios.create({ timeout: 1000 });\n```"),
+        True,
+    ),
     ("identifier.readers_import", lambda: elsewhere("MyTask", "from myapp.tasks import MyTask\n"), True),
     ("identifier.readers_import", lambda: elsewhere("Cart", "from shop.cart import Cart\n"), False),
     # a module of the repository's package that is gone: the repository's own name, gone with it

@@ -325,29 +325,33 @@ def _title(lines: list[str], number: int) -> bool:
     return bool(_TITLE.match(lines[number])) and bool(re.match(r"^\s*([=\-~^\"'`*+#])\1{2,}\s*$", following))
 
 
-@functools.lru_cache(maxsize=16)
-def _without_stubs(text: str) -> bytes:
-    """A doc's text without its signature listings, encoded: asked once per doc, not per mention."""
-    return _STUB.sub("", text).encode()
-
-
 _FENCED = re.compile(
     r"^[ \t>]*(?P<mark>```+|~~~+)[ \t]*(?P<tag>[\w+#.-]*)[^\n]*\n(?P<code>.*?)^[ \t>]*(?P=mark)", re.M | re.S
 )
 
 
 @functools.lru_cache(maxsize=16)
-def _example_names(text: str) -> frozenset[str]:
-    """What a doc's fenced examples define, each read in its fence's language by the code facts'
-    definitions, as the repository's own code is (a Go example's struct fields, a TypeScript
-    example's interface members); asked once per doc, not per mention."""
+def _examples(text: str) -> tuple[frozenset[str], bytes]:
+    """What a doc's own examples define, asked once per doc, not per mention: the names its fenced
+    examples in a parsed language define, read by the code facts' definitions as the repository's
+    own code is (a Go example's struct fields, a TypeScript example's interface members) but for
+    the keys of object literals (``{ withCredentials: true }`` passes the API's option); and the
+    rest of its text (other fences, reStructuredText and indented code blocks), for the keyword
+    regex. Signature listings define nothing."""
     names: set[str] = set()
-    for fenced in _FENCED.finditer(_STUB.sub("", text)):  # a signature listing defines nothing
+    rest: list[str] = []
+    at = 0
+    text = _STUB.sub("", text)
+    for fenced in _FENCED.finditer(text):
         language = fence_language(fenced.group("tag"))
         path = example_path(language) if language in PARSED_LANGUAGES else None
         if path is not None:
-            names |= definitions(path, fenced.group("code").encode()).names()
-    return frozenset(names)
+            found = definitions(path, fenced.group("code").encode()).items
+            names |= {d.name for d in found if d.kind != "key"}
+            rest.append(text[at : fenced.start()])
+            at = fenced.end()
+    rest.append(text[at:])
+    return frozenset(names), "".join(rest).encode()
 
 
 def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | None:
@@ -358,8 +362,8 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | N
         return None
     last = _last(mention.name)
     if (
-        last in _example_names(text)
-        or last in defined_names(_without_stubs(text), {last})
+        last in _examples(text)[0]
+        or last in defined_names(_examples(text)[1], {last})
         or re.search(
             rf"\blet\s+mut\s+{re.escape(last)}\b",
             text,  # a Rust binding, ``let mut headers = …``
