@@ -35,7 +35,6 @@ Every doc (not a changelog) ends in one state (:data:`palimpsest.index.docstates
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
 import sys
@@ -47,14 +46,13 @@ from typing import Any, Literal
 from urllib.parse import unquote
 
 from palimpsest.analyzer import rules as R
-from palimpsest.analyzer.history import Evidence, History, LineOrigin, defined_names
+from palimpsest.analyzer.history import Evidence, History, LineOrigin
 from palimpsest.analyzer.rules import Rule
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
 from palimpsest.index.codefacts import is_doc, is_history_doc
-from palimpsest.index.codefacts.definitions import definitions
+from palimpsest.index.codefacts.examples import example_defines
 from palimpsest.index.docstates import DOC_STATES, DocState
-from palimpsest.index.languages import PARSED_LANGUAGES, example_path, fence_language
 from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
 
@@ -95,12 +93,6 @@ _IMPORT = re.compile(
 _STANDARD_LIBRARIES = frozenset(sys.stdlib_module_names) | {
     "node:fs", "fs", "path", "http", "https", "url", "os", "util", "crypto", "stream", "events", "child_process",
 }  # fmt: skip
-# a signature listed with an empty body (``func UseCompressor(name) CallOption {}``, ``def f(x): ...``):
-# the doc lists the repository's API, it does not define an example of its own
-_STUB = re.compile(
-    r"^[ \t]*(?:[\w$]+[ \t]+)*?(?:func|def|fn|function|fun)\b[^\n]*?(?:\{\s*(?:\.\.\.\s*)?\}|:\s*(?:\.\.\.|pass)|;)[ \t]*$",
-    re.MULTILINE,
-)
 _SHELLS = frozenset({"shell", "powershell", "batch", "fish"})
 # what a generated-reference page is made of: headings, title underlines, autodoc/mkdocstrings
 # directives and their indented options; any other line is prose a person wrote
@@ -325,35 +317,6 @@ def _title(lines: list[str], number: int) -> bool:
     return bool(_TITLE.match(lines[number])) and bool(re.match(r"^\s*([=\-~^\"'`*+#])\1{2,}\s*$", following))
 
 
-_FENCED = re.compile(
-    r"^[ \t>]*(?P<mark>```+|~~~+)[ \t]*(?P<tag>[\w+#.-]*)[^\n]*\n(?P<code>.*?)^[ \t>]*(?P=mark)", re.M | re.S
-)
-
-
-@functools.lru_cache(maxsize=16)
-def _examples(text: str) -> tuple[frozenset[str], bytes]:
-    """What a doc's own examples define, asked once per doc, not per mention: the names its fenced
-    examples in a parsed language define, read by the code facts' definitions as the repository's
-    own code is (a Go example's struct fields, a TypeScript example's interface members) but for
-    the keys of object literals (``{ withCredentials: true }`` passes the API's option); and the
-    rest of its text (other fences, reStructuredText and indented code blocks), for the keyword
-    regex. Signature listings define nothing."""
-    names: set[str] = set()
-    rest: list[str] = []
-    at = 0
-    text = _STUB.sub("", text)
-    for fenced in _FENCED.finditer(text):
-        language = fence_language(fenced.group("tag"))
-        path = example_path(language) if language in PARSED_LANGUAGES else None
-        if path is not None:
-            found = definitions(path, fenced.group("code").encode()).items
-            names |= {d.name for d in found if d.kind != "key"}
-            rest.append(text[at : fenced.start()])
-            at = fenced.end()
-    rest.append(text[at:])
-    return frozenset(names), "".join(rest).encode()
-
-
 def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | None:
     """A name the doc's own example defines (``app = Flask(...)``, ``def show(...)``), or an
     unqualified name in a doc whose examples import only other packages (a page about
@@ -361,14 +324,7 @@ def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | N
     if not text:
         return None
     last = _last(mention.name)
-    if (
-        last in _examples(text)[0]
-        or last in defined_names(_examples(text)[1], {last})
-        or re.search(
-            rf"\blet\s+mut\s+{re.escape(last)}\b",
-            text,  # a Rust binding, ``let mut headers = …``
-        )
-    ):
+    if example_defines(text, last):
         return R.IDENTIFIER_OWN_EXAMPLE
     for imported in re.finditer(
         rf"^[ \t>.]*from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\b{re.escape(last)}\b", text, re.M

@@ -45,6 +45,7 @@ from palimpsest.core.git import GitAuth, run_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_test
+from palimpsest.index.codefacts.examples import example_defines
 from palimpsest.index.context.diff import ChangedFile, definition_name, parse_diff
 from palimpsest.index.context.finding import Finding
 from palimpsest.index.context.source import files_at
@@ -504,8 +505,12 @@ async def left_behind(
         if hit.doc not in head_paths or not 1 <= hit.line <= len(lines):
             continue
         text = lines[hit.line - 1]
-        own = {n for line in lines if (n := definition_name(line))}  # the doc's own examples define these
-        taken = [t for t in hit.taken if t[1] in text and not (t[0].kind == "definition" and t[1] in own)]
+        base_text = base_texts.get(hit.doc) or ""
+        taken = [
+            t
+            for t in hit.taken
+            if t[1] in text and not (t[0].kind == "definition" and example_defines(base_text, t[1]))
+        ]
         if not taken:
             continue
         head_path = head_paths[hit.doc]
