@@ -241,8 +241,8 @@ def test_a_signature_listing_is_the_repository_s_api_not_the_doc_s_own_example()
     listing = "```go\nfunc WithCompressor(c Compressor) DialOption {}\nfunc UseCompressor(name) CallOption {}\n```\n"
     example = "```go\nfunc UseCompressor(name string) CallOption {\n\treturn nil\n}\n```\n"
     mention = _Mention("docs/compression.md", 11, "mention", "UseCompressor", "identifier", "code")
-    assert not _about_something_else(mention, listing, tree)  # listed with an empty body: the API
-    assert _about_something_else(mention, example, tree)  # defined with a body: the doc's own example
+    assert not _about_something_else(mention, listing, tree, set())  # listed with an empty body: the API
+    assert _about_something_else(mention, example, tree, set())  # defined with a body: the doc's own example
 
 
 def test_an_attribute_of_an_object_the_example_never_made_is_another_library_s() -> None:
@@ -285,9 +285,9 @@ def test_an_example_s_own_names_are_not_the_repository_s() -> None:
     tree = _Tree.of(["celery/app/task.py", "examples/app/myapp.py", "docs/faq.rst"])
     imported = "    >>> from myapp.tasks import MyPeriodicTask\n    >>> MyPeriodicTask.delay()\n"
     mention = _Mention("docs/faq.rst", 340, "mention", "MyPeriodicTask", "identifier", "fence:python")
-    assert _about_something_else(mention, imported, tree)  # imported from the reader's own package
+    assert _about_something_else(mention, imported, tree, set())  # imported from the reader's own package
     ours = "    >>> from celery.app.task import MyPeriodicTask\n"
-    assert not _about_something_else(mention, ours, tree)
+    assert not _about_something_else(mention, ours, tree, set())
 
     def claim(name: str, **flags: bool) -> Claim:
         mention = _Mention("docs/guide.rst", 10, "mention", name, "identifier", "fence:python")

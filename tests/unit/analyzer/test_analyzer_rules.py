@@ -73,7 +73,7 @@ def identifier(name: str, source: str = "code") -> str:
 
 
 def elsewhere(name: str, text: str) -> str:
-    found = _about_something_else(_mention(name, source="fence:python"), text, TREE)
+    found = _about_something_else(_mention(name, source="fence:python"), text, TREE, SYMBOLS)
     return found.name if found is not None else "claim"
 
 

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from palimpsest.index.codefacts.examples import example_defines
+from palimpsest.index.codefacts.examples import example_containers, example_defines
 
 GO_STRUCT = '```go\ntype Booking struct {\n\tCheckIn  time.Time `form:"in"`\n}\n```\n'
 JS_OPTIONS = "```js\nconst client = axios.create({\n  withCredentials: false,\n  timeout: 1000,\n})\n```\n"
 RST = "Example::\n\n    def show_page(x):\n        return x\n"
+
+
+def test_the_members_of_a_type_the_repository_defines_are_its_listing() -> None:
+    """``type Router interface { HandleFunc(…) }`` in chi's README lists chi's own Router: its
+    methods are claims about the code; the example's own struct (``Booking``) stays its own."""
+    listing = "```go\ntype Router interface {\n\tHandleFunc(pattern string, h http.HandlerFunc)\n}\n```\n"
+    assert example_containers(listing + GO_STRUCT) == {"Router", "Booking"}
+    assert example_defines(listing, "HandleFunc")
+    assert not example_defines(listing, "HandleFunc", {"Router", "Mux"})
+    assert example_defines(GO_STRUCT, "CheckIn", {"Router", "Mux"})
 
 
 @pytest.mark.parametrize(

@@ -242,7 +242,7 @@ async def gather_claims(conn: Conn, index: SnapshotIndex, *, explain: str | None
     for mention in missing:
         text, line = texts.get(mention.doc, ""), lines.get((mention.doc, mention.line), "")
         elsewhere = (
-            _about_something_else(mention, text, tree)
+            _about_something_else(mention, text, tree, out.symbols)
             or (R.IDENTIFIER_FOREIGN_ATTRIBUTE if _foreign_attribute(mention, line, text, tree) else None)
             or (R.IDENTIFIER_FOREIGN_OUTPUT if _foreign_output(mention, line, tree) else None)
         )
@@ -317,14 +317,14 @@ def _title(lines: list[str], number: int) -> bool:
     return bool(_TITLE.match(lines[number])) and bool(re.match(r"^\s*([=\-~^\"'`*+#])\1{2,}\s*$", following))
 
 
-def _about_something_else(mention: _Mention, text: str, tree: _Tree) -> Rule | None:
+def _about_something_else(mention: _Mention, text: str, tree: _Tree, symbols: set[str]) -> Rule | None:
     """A name the doc's own example defines (``app = Flask(...)``, ``def show(...)``), or an
     unqualified name in a doc whose examples import only other packages (a page about
     ``sphinxcontrib.websupport`` kept in Sphinx's docs): not a claim about this repository."""
     if not text:
         return None
     last = _last(mention.name)
-    if example_defines(text, last):
+    if example_defines(text, last, symbols):
         return R.IDENTIFIER_OWN_EXAMPLE
     for imported in re.finditer(
         rf"^[ \t>.]*from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\b{re.escape(last)}\b", text, re.M

@@ -52,6 +52,7 @@ class Definition:
     line: int  # 1-based; 0 when the regex fallback found it
     nested: bool  # inside another (non-binding) definition: a method, or a function's local function
     binding: bool  # bound by an assignment, attribute, constant, field or key, not declared
+    parent: str | None = None  # the enclosing definition's name (a method's type, a field's struct)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +130,14 @@ def _tree_sitter(content: bytes, spec: LanguageSpec) -> tuple[Definition, ...]:
             parent = parent.parent
         # interned: the versions of one file in a cache share their names
         found.append(
-            Definition(sys.intern(tag.name), tag.kind, tag.symbol_start, parent is not None, binding)
+            Definition(
+                sys.intern(tag.name),
+                tag.kind,
+                tag.symbol_start,
+                parent is not None,
+                binding,
+                None if tag.parent is None else sys.intern(tag.parent.name),
+            )
         )
         if binding:
             bound.add(tag.name)

@@ -45,7 +45,7 @@ from palimpsest.core.git import GitAuth, run_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_test
-from palimpsest.index.codefacts.examples import example_defines
+from palimpsest.index.codefacts.examples import example_containers, example_defines
 from palimpsest.index.context.diff import ChangedFile, definition_name, parse_diff
 from palimpsest.index.context.finding import Finding
 from palimpsest.index.context.source import files_at
@@ -139,6 +139,21 @@ async def base_definitions(conn: Conn, repository_id: UUID, blobs: Mapping[str, 
         for path in paths[row["blob_sha"]]:
             out[path].add(row["name"])
     return dict(out)
+
+
+async def _defined_at_base(
+    conn: Conn, repository_id: UUID, base_tree: Mapping[str, str], names: frozenset[str]
+) -> set[str]:
+    """Which of ``names`` a code file of the base defines (the index's symbols of its blobs)."""
+    if not names:
+        return set()
+    blobs = sorted({sha for path, sha in base_tree.items() if not is_doc(path)})
+    cur = await conn.execute(
+        "SELECT DISTINCT name FROM code_symbols WHERE repository_id = %s AND name = ANY(%s::text[])"
+        " AND blob_sha = ANY(%s::text[])",
+        (repository_id, sorted(names), blobs),
+    )
+    return {row["name"] for row in await cur.fetchall()}
 
 
 async def _present_at_head(git_dir: Path, head_sha: str, names: Sequence[str]) -> set[str]:
@@ -500,16 +515,22 @@ async def left_behind(
     base_texts = await files_at(git_dir, base_sha, docs)
     head_paths = {d: changed[d].path if d in changed else d for d in docs if d not in deleted}
     head_texts = await files_at(git_dir, head_sha, sorted(set(head_paths.values())))
+    listed_in: dict[str, set[str]] = {}
     for hit in sorted(hits, key=lambda h: (h.doc, h.line)):
         lines = (base_texts.get(hit.doc) or "").splitlines()
         if hit.doc not in head_paths or not 1 <= hit.line <= len(lines):
             continue
         text = lines[hit.line - 1]
         base_text = base_texts.get(hit.doc) or ""
+        if hit.doc not in listed_in:  # the types the doc's examples declare that the code defines too
+            listed_in[hit.doc] = await _defined_at_base(
+                conn, repository_id, base_tree, example_containers(base_text)
+            )
+        listed = listed_in[hit.doc]
         taken = [
             t
             for t in hit.taken
-            if t[1] in text and not (t[0].kind == "definition" and example_defines(base_text, t[1]))
+            if t[1] in text and not (t[0].kind == "definition" and example_defines(base_text, t[1], listed))
         ]
         if not taken:
             continue
