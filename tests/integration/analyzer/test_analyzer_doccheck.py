@@ -76,7 +76,10 @@ PLUGIN = (
     "# Widgets\n\nThis page is about the otherpkg plugin:\n\n```python\nfrom otherpkg import Widget\n```\n\n"
     "Call `render_widget()` on each `Widget`, and `Client.mount_adapter()` to add an adapter.\n"
 )
-BOOKING_GO = 'package booking\n\nimport "time"\n\ntype Booking struct {\n\tCheckIn  time.Time\n\tCheckOut time.Time\n}\n'
+# the code's own type, whose fields the doc's example type (Booking) shares
+BOOKING_GO = (
+    'package booking\n\nimport "time"\n\ntype Stay struct {\n\tCheckIn  time.Time\n\tCheckOut time.Time\n}\n'
+)
 # one long section, stored as overlapping 60-line chunks: a fence closing inside the overlap
 # (line 55) must not turn the doc's own Go example (lines 70-75) inside out
 BOOKING = (
