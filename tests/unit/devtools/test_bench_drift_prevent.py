@@ -37,3 +37,20 @@ def test_changes_that_take_something_away_are_told_from_the_rest(tmp_path: Path)
     takes, plain = _ordinary(repo, order, removing={drop}, sample=4, seed=1, taking=1)
     assert takes == [moved]  # the removing commit of the truth is never sampled
     assert set(plain) <= {edit, tests_only, untest} and len(plain) == 3  # a docs-only change is not sampled
+
+
+def test_a_doc_line_written_after_the_removing_commit_is_not_at_its_base(tmp_path: Path) -> None:
+    from palimpsest.devtools.bench.drift_history import Window
+    from palimpsest.devtools.bench.drift_prevent import _named_at_base
+
+    repo = init_repo(tmp_path / "repo")
+    day = "2024-02-0{}T00:00:00+00:00"
+    commit(repo, day.format(1), {"app/core.py": "def run():\n    pass\n", "docs/a.md": "Call `run()`.\n"})
+    removing = commit(repo, day.format(2), {"app/core.py": "x = 1\n"})
+    commit(repo, day.format(3), {"docs/b.md": "Also `run()`.\n"})
+
+    def window(doc: str) -> Window:
+        return Window(doc, "run", "run()", "name", "code", 1, "", "", removing)
+
+    assert _named_at_base(repo, window("docs/a.md"))
+    assert not _named_at_base(repo, window("docs/b.md"))  # written after the removing commit

@@ -73,8 +73,13 @@ def test_a_written_path_is_the_form_the_base_has_and_a_docs_own_example_is_not_a
     from palimpsest.index.context.leftbehind import _hits, _Mention
 
     gone = {"ERRORS.md": Taken("ERRORS.md", "path", None, "ERRORS.md")}
-    link = _Mention("docs/guide.md", 3, "mention", "ERRORS.md", "path")
+    link = _Mention("docs/guide.md", 3, "mention", "ERRORS.md", "path", "link")
     # docs/ERRORS.md exists at the base: the link is about it, not the deleted root file
     assert _hits([link], [], gone, {"ERRORS.md", "docs/ERRORS.md", "docs"}) == []
     [hit] = _hits([link], [], gone, {"ERRORS.md", "docs"})
     assert hit.taken[0][1] == "ERRORS.md"
+    # the same name in inline code, with no folder, is the reader's own file (``setup.py``)
+    bare = _Mention("docs/guide.md", 4, "mention", "ERRORS.md", "path", "code")
+    assert _hits([bare], [], gone, {"ERRORS.md", "docs"}) == []
+    written = _Mention("docs/guide.md", 5, "mention", "./ERRORS.md", "path", "code")
+    assert len(_hits([written], [], gone, {"ERRORS.md", "docs"})) == 1

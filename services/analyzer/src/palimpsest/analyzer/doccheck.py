@@ -52,6 +52,7 @@ from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
 from palimpsest.index.codefacts import is_doc, is_history_doc
 from palimpsest.index.codefacts.examples import example_defines
+from palimpsest.index.codefacts.mentions import bare_file_name
 from palimpsest.index.docstates import DOC_STATES, DocState
 from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
@@ -957,7 +958,7 @@ def _tree_rule(target: str, source: str | None, tree: _Tree) -> Rule | None:
         return R.PATH_PLACEHOLDER
     if _MIME.match(target):
         return R.PATH_MIME
-    if "/" not in target.strip("/") and source not in ("link", "docref"):
+    if bare_file_name(target, source):
         return R.PATH_BARE_NAME
     first = target.lstrip("./").split("/", 1)[0]
     if first in _GENERATED:

@@ -9,7 +9,9 @@ review has a left-behind ``docs`` finding (:mod:`palimpsest.index.context.leftbe
 doc naming its subject. Each miss says the stage that lost it: ``not_reviewed`` (the review
 failed), ``not_taken`` (the check did not see the change take the name away: still in the head's
 code, or not a definition the index knows), ``no_line`` (taken away, but no finding on the doc
-naming it: the mention was not extracted, or the line was elsewhere at B).
+naming it: the mention was not extracted, or the line was elsewhere at B), ``not_at_base`` (the
+doc did not name it at B's first parent: the line came later, from a branch merged after B, so no
+review of B could flag it; ``recall_at_base`` leaves these out, ``recall`` keeps them).
 
 **Precision.** A seeded sample of ordinary first-parent changes (code changed, not a removing
 commit of the truth) is replayed the same way. ``--taking N`` of them are drawn among the changes
@@ -104,6 +106,16 @@ def _takes_away(repo: Path, parent: str, sha: str) -> bool:
         return True
     removed = _git(repo, "diff", "-U0", "--no-color", parent, sha, "--", *_NOT_DOC_PATHSPEC)
     return bool(_REMOVED_DEFINITION.search(removed))
+
+
+def _named_at_base(repo: Path, w: Window) -> bool:
+    """Whether the window's doc names its subject at the removing commit's first parent: a doc line
+    written later (on a branch merged after B) was not there for B's review to flag."""
+    parents = _git(repo, "rev-list", "--parents", "-n1", w.removed_in).split()[1:]
+    if not parents:
+        return False
+    text = _git(repo, "show", f"{parents[0]}:{w.doc}", ok=(0, 128))
+    return w.written in text or w.subject in text
 
 
 def _ordinary(
@@ -213,7 +225,9 @@ def _report(
         stage = None
         if not hit:
             taken = [str(n) for n in r["left_behind"].get("names", [])]
-            if r["state"] != "completed":
+            if not _named_at_base(repo, w):
+                stage = "not_at_base"
+            elif r["state"] != "completed":
                 stage = "not_reviewed"
             elif not any(
                 _plain(n) in (w.subject, _plain(w.written)) or n.split("/")[-1] == w.subject for n in taken
@@ -256,6 +270,8 @@ def _report(
         "truth_lines": len(truth),
         "found": found,
         "recall": round(found / len(truth), 3) if truth else None,
+        "truth_lines_at_base": (at_base := len(truth) - misses["not_at_base"]),
+        "recall_at_base": round(found / at_base, 3) if at_base else None,
         "misses_by_stage": dict(misses.most_common()),
         "ordinary_changes": len(ordinary),
         "ordinary_taking_away": len(takes),

@@ -46,6 +46,7 @@ from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_test
 from palimpsest.index.codefacts.examples import example_containers, example_defines
+from palimpsest.index.codefacts.mentions import bare_file_name
 from palimpsest.index.context.diff import ChangedFile, definition_name, parse_diff
 from palimpsest.index.context.finding import Finding
 from palimpsest.index.context.source import files_at
@@ -307,6 +308,7 @@ class _Mention:
     kind: str  # mention | governs
     name: str
     target: str | None
+    source: str | None = None  # how the doc wrote it: code, fence:<language>, link, docref, prose …
 
 
 async def _mentions(conn: Conn, repository_id: UUID, base_tree: Mapping[str, str]) -> list[_Mention]:
@@ -319,14 +321,14 @@ async def _mentions(conn: Conn, repository_id: UUID, base_tree: Mapping[str, str
     if not docs:
         return []
     cur = await conn.execute(
-        "SELECT blob_sha, kind, name, line, target FROM code_facts"
+        "SELECT blob_sha, kind, name, line, target, detail FROM code_facts"
         " WHERE repository_id = %s AND blob_sha = ANY(%s::text[])"
         " AND (kind = 'governs' OR (kind = 'mention' AND target IN ('identifier', 'path')))"
         " ORDER BY blob_sha, line, ordinal",
         (repository_id, list(docs)),
     )
     return [
-        _Mention(path, r["line"], r["kind"], r["name"], r["target"])
+        _Mention(path, r["line"], r["kind"], r["name"], r["target"], r["detail"])
         for r in await cur.fetchall()
         for path in docs[r["blob_sha"]]
     ]
@@ -376,32 +378,38 @@ def _hits(
                     picked = (t, segment, t.became)
                     break
         else:  # a path mention or a Governs: target
-            forms = (
-                _path_forms(m.doc, m.name) if m.kind == "mention" else [(m.name.strip().lstrip("/"), False)]
-            )
-            at_base = sorted((f for f in forms if f[0] in existing), key=lambda f: not f[1])
-            for path, relative in at_base[:1]:
-                t = paths.get(path)
-                if t is None:
-                    continue
-                written = m.name.strip().split("#", 1)[0].split("?", 1)[0].rstrip("/")
-                new = None
-                if t.became is not None:
-                    new = (
-                        posixpath.relpath(t.became, posixpath.dirname(m.doc) or ".") if relative else t.became
-                    )
-                    if written.startswith("/"):
-                        new = "/" + t.became
-                    elif written.startswith("./") and not new.startswith("."):
-                        new = "./" + new
-                picked = (t, written, new)
-                break
+            picked = _path_taken(m, paths, existing)
         if picked is None:
             continue
         hit = found.setdefault((m.doc, m.line), _Hit(m.doc, m.line, []))
         if all(picked[0] != t for t, _, _ in hit.taken):
             hit.taken.append(picked)
     return list(found.values())
+
+
+def _path_taken(
+    m: _Mention, paths: Mapping[str, Taken], existing: set[str]
+) -> tuple[Taken, str, str | None] | None:
+    """What a path mention or ``Governs:`` target names that is taken, as written and as it should
+    read; a bare file name (``setup.py``) is the reader's own file, not the repository's."""
+    if m.kind == "mention" and bare_file_name(m.name, m.source):
+        return None
+    forms = _path_forms(m.doc, m.name) if m.kind == "mention" else [(m.name.strip().lstrip("/"), False)]
+    at_base = sorted((f for f in forms if f[0] in existing), key=lambda f: not f[1])
+    for path, relative in at_base[:1]:
+        t = paths.get(path)
+        if t is None:
+            continue
+        written = m.name.strip().split("#", 1)[0].split("?", 1)[0].rstrip("/")
+        new = None
+        if t.became is not None:
+            new = posixpath.relpath(t.became, posixpath.dirname(m.doc) or ".") if relative else t.became
+            if written.startswith("/"):
+                new = "/" + t.became
+            elif written.startswith("./") and not new.startswith("."):
+                new = "./" + new
+        return (t, written, new)
+    return None
 
 
 @dataclass(slots=True)
