@@ -477,6 +477,10 @@ def _all(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _query_of(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in ("q", "path", "language") if row[k]}
+
+
 def _by_shape(rows: list[dict[str, Any]], cold: dict[str, list[float]]) -> dict[str, Any]:
     """The report's figures of every shape, from :func:`_measure`'s rows and the cold latencies."""
     shapes_out: dict[str, Any] = {}
@@ -502,9 +506,19 @@ def _by_shape(rows: list[dict[str, Any]], cold: dict[str, list[float]]) -> dict[
             "git_grep_p95_over_ours_p95": _ratio(gg["p95"], ours["p95"]),
             "overlap_top10": round(sum(overlaps) / len(overlaps), 3) if overlaps else None,
             "overlap_queries": len(overlaps),
-            "examples": [
-                {k: v for k, v in (("q", r["q"]), ("path", r["path"]), ("language", r["language"])) if v}
-                for r in mine[:3]
+            "examples": [_query_of(r) for r in mine[:3]],
+            # what the tail is made of: the slowest queries of the shape, with ripgrep's time beside
+            "slowest": [
+                {
+                    **{
+                        k: v
+                        for k, v in (("q", r["q"]), ("path", r["path"]), ("language", r["language"]))
+                        if v
+                    },
+                    "ours_ms": round(r["ours_ms"], 2),
+                    "rg_ms": None if r["rg_ms"] is None else round(r["rg_ms"], 2),
+                }
+                for r in sorted(mine, key=lambda r: -r["ours_ms"])[:3]
             ],
         }
     return shapes_out
