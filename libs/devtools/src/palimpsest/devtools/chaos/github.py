@@ -107,7 +107,7 @@ _SUMMARIES = re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/comments$")
 _SUMMARY_EDIT = re.compile(r"^/repos/([^/]+/[^/]+)/issues/comments/(\d+)$")
 _INLINE = re.compile(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/comments$")
 _SUMMARY = re.compile(r"<!-- palimpsest-summary head=([0-9a-f]{7,64}) -->")
-_FINDING = re.compile(r"<!-- palimpsest-finding fp=([0-9a-f]{32}) -->")
+FINDING_MARK = re.compile(r"<!-- palimpsest-finding fp=([0-9a-f]{32}) -->")
 
 
 @dataclass
@@ -220,7 +220,7 @@ class FakeGitHubAPI:
                         self._reply(201, made)
                     elif (
                         kind == "inline"
-                        and _FINDING.search(text)
+                        and FINDING_MARK.search(text)
                         and body.get("commit_id")
                         and body.get("line")
                     ):
@@ -231,7 +231,7 @@ class FakeGitHubAPI:
                             "line": body["line"],
                         }
                         api.inline.setdefault((full_name, number), []).append(made)
-                        api.findings_posted[(full_name, number, _FINDING.search(text).group(1))] += 1  # type: ignore[union-attr]
+                        api.findings_posted[(full_name, number, FINDING_MARK.search(text).group(1))] += 1  # type: ignore[union-attr]
                         self._reply(201, made)
                     else:
                         self._reply(422, {"message": "Validation Failed"})

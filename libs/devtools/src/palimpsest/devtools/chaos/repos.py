@@ -124,6 +124,10 @@ class ChaosRepo:
             m = rng.choice(_MODULES)
             rel = f"src/{self.name}/extra_{self._steps}.py"
             self._write(rel, f"from .{m} import {m}_base\n" + _function(m, self._steps))
+            # the design doc names the new module: a later change that deletes it leaves this line
+            # behind, so the reviews of the soak carry left-behind doc findings too
+            with (self.path / "docs/design.md").open("a") as fh:
+                fh.write(f"\n- `{rel}` adds `{m}_step_{self._steps}`.\n")
         elif roll < 0.22 and len(files) > 4:
             victim = next((f for f in files if "/extra_" in f), None)
             if victim is not None:

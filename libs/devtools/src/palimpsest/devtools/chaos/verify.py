@@ -33,8 +33,9 @@ from palimpsest.cli.processes import Supervisor
 from palimpsest.cli.stack import StackInfo
 from palimpsest.core import bus
 from palimpsest.core.events import subject_of
-from palimpsest.devtools.chaos.github import FakeGitHubAPI
+from palimpsest.devtools.chaos.github import FINDING_MARK, FakeGitHubAPI
 from palimpsest.devtools.chaos.repos import ChaosRepo
+from palimpsest.index.context.leftbehind import SECTION_TITLE
 
 if TYPE_CHECKING:
     from palimpsest.devtools.chaos.soak import ChaosConfig, Delivery
@@ -382,6 +383,7 @@ async def _check_reviews(
     for (name, number, fp), n in api.findings_posted.items():
         if n != 1:
             problems.append(f"{name}#{number}: finding {fp[:12]} posted {n} times")
+    left_behind = _check_left_behind(api, problems)
     return {
         "requested": len(requested),
         "stored": sum(stored.values()),
@@ -389,7 +391,29 @@ async def _check_reviews(
         "superseded": superseded,
         "pull_requests": len(newest),
         "findings_posted": sum(api.findings_posted.values()),
+        "left_behind_in_summaries": left_behind,
     }
+
+
+def _check_left_behind(api: FakeGitHubAPI, problems: list[str]) -> int:
+    """Each pull request's summary lists a left-behind doc finding (its section, "Docs this change
+    leaves behind") once, and never one also posted inline; returns how many the summaries list."""
+    listed = 0
+    for (name, number), summaries in api.summaries.items():
+        body = str(summaries[0]["body"]) if summaries else ""
+        if SECTION_TITLE not in body:
+            continue
+        section = body.split(SECTION_TITLE, 1)[1].split("\n\n", 1)[0]
+        marks = Counter(FINDING_MARK.findall(section))
+        listed += len(marks)
+        for fp, n in marks.items():
+            if n != 1:
+                problems.append(f"{name}#{number}: left-behind finding {fp[:12]} listed {n} times")
+            if api.findings_posted[(name, number, fp)]:
+                problems.append(
+                    f"{name}#{number}: left-behind finding {fp[:12]} both inline and in the summary"
+                )
+    return listed
 
 
 async def _check_dead_letters(
