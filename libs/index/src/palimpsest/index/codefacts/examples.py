@@ -22,9 +22,9 @@ from collections.abc import Collection
 from palimpsest.index.codefacts.definitions import defined_names, definitions
 from palimpsest.index.languages import PARSED_LANGUAGES, example_path, fence_language
 
-__all__ = ["STUB", "example_containers", "example_defines", "example_names"]
+__all__ = ["example_containers", "example_defines", "example_names"]
 
-STUB = re.compile(
+_STUB = re.compile(
     r"^[ \t]*(?:[\w$]+[ \t]+)*?(?:func|def|fn|function|fun)\b[^\n]*?(?:\{\s*(?:\.\.\.\s*)?\}|:\s*(?:\.\.\.|pass)|;)[ \t]*$",
     re.MULTILINE,
 )
@@ -42,7 +42,7 @@ def example_names(text: str) -> tuple[dict[str, frozenset[str | None]], bytes]:
     names: dict[str, set[str | None]] = {}
     rest: list[str] = []
     at = 0
-    text = STUB.sub("", text)
+    text = _STUB.sub("", text)
     for fenced in _FENCED.finditer(text):
         language = fence_language(fenced.group("tag"))
         path = example_path(language) if language in PARSED_LANGUAGES else None
