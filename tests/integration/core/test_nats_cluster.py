@@ -161,6 +161,39 @@ async def test_losing_the_stream_leader_loses_nothing(cluster: EmbeddedNatsClust
             await nc.close()
 
 
+async def test_a_service_starting_without_a_quorum_waits_for_it(cluster: EmbeddedNatsCluster) -> None:
+    """Two of three nodes down: JetStream has no quorum and cannot declare anything. A service
+    starting now retries its declaration instead of exiting; it completes once a node returns."""
+    cluster.node("n1").kill()
+    cluster.node("n2").kill()
+    nc = await bus.connect(cluster.node("n0").url, name="starting-service")
+    try:
+        with pytest.raises(bus.BusError):  # what a start without the retry met, and exited on
+            await bus.declare(nc, bus.BusConfig(replicas=3), [bus.CONSUMERS["chunker"]])
+        declaring = asyncio.create_task(
+            bus.declare_when_ready(
+                nc, bus.BusConfig(replicas=3), [bus.CONSUMERS["chunker"]], within_s=BOUND_S
+            )
+        )
+        await asyncio.sleep(3)
+        assert not declaring.done()  # still waiting, not failed
+        cluster.node("n1").start()  # a quorum again (two of three)
+        declared = await asyncio.wait_for(declaring, BOUND_S)
+        # "updated" when an attempt that timed out on the client was applied by the cluster later
+        assert declared.status[bus.STREAM] in ("created", "updated") and "chunker" in declared.status
+        js = nc.jetstream()
+        assert (await js.stream_info(bus.STREAM)).config.num_replicas == 3
+        assert (await js.consumer_info(bus.STREAM, "chunker")).config.durable_name == "chunker"
+        with pytest.raises(bus.BusError):  # and it does give up, after its bound
+            cluster.node("n1").kill()
+            await bus.declare_when_ready(
+                nc, bus.BusConfig(replicas=3), [bus.CONSUMERS["chunker"]], within_s=2
+            )
+    finally:
+        with contextlib.suppress(Exception):
+            await nc.close()
+
+
 async def _current(nc: object, name: str) -> bool:
     c = await bus.stream_cluster(nc)  # type: ignore[arg-type]
     return any(r.name == name and r.current and r.lag == 0 for r in c.followers) or c.leader == name

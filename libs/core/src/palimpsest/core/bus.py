@@ -19,6 +19,7 @@ is declared without a count of its own, so it has its stream's and scales with i
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,6 +220,35 @@ async def declare(nc: NATS, cfg: BusConfig, specs: list[ConsumerSpec] | None = N
     except Exception as exc:
         raise BusError(f"bus declaration failed: {exc}") from exc
     return Declared(status, frozenset(unfiltered))
+
+
+DECLARE_RETRY_S = 120.0
+"""How long a service starting keeps retrying its bus declaration (a JetStream cluster without a
+quorum, a node restarting) before it gives up and exits, to be restarted."""
+
+
+async def declare_when_ready(
+    nc: NATS,
+    cfg: BusConfig,
+    specs: list[ConsumerSpec] | None = None,
+    *,
+    within_s: float = DECLARE_RETRY_S,
+) -> Declared:
+    """:func:`declare`, retried with a growing delay (0.5 s up to 5 s) while JetStream cannot answer:
+    a service that starts while its cluster has no quorum waits for it instead of exiting at once
+    (and crash-looping); after ``within_s`` the last error is raised."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    delay = 0.5
+    while True:
+        try:
+            return await declare(nc, cfg, specs)
+        except BusError as exc:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise
+            log.warning("%s; retrying in %.1f s (gives up in %.0f s)", exc, min(delay, left), left)
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 5.0)
 
 
 async def bus_init(url: str, cfg: BusConfig, *, creds_file: Path | None = None) -> dict[str, str]:

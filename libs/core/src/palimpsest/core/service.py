@@ -165,7 +165,7 @@ async def run(
     specs = [d.consumer for d in definitions if d.consumer is not None]
     unfiltered: frozenset[str] = frozenset()
     if specs:  # a consumer must exist, with our configuration, before we bind to it
-        unfiltered = (await bus.declare(infra.nc, infra.bus_config, specs)).unfiltered
+        unfiltered = (await bus.declare_when_ready(infra.nc, infra.bus_config, specs)).unfiltered
     broker = _consumer_broker(definitions, infra, unfiltered)
     tasks: list[asyncio.Task[None]] = []
     relay_obj: Relay | None = None
