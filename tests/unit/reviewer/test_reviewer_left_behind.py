@@ -83,3 +83,17 @@ def test_a_written_path_is_the_form_the_base_has_and_a_docs_own_example_is_not_a
     assert _hits([bare], [], gone, {"ERRORS.md", "docs"}) == []
     written = _Mention("docs/guide.md", 5, "mention", "./ERRORS.md", "path", "code")
     assert len(_hits([written], [], gone, {"ERRORS.md", "docs"})) == 1
+
+
+def test_a_manual_kept_for_an_older_release_is_not_left_behind() -> None:
+    """``docs/v1/`` beside ``docs/v2/`` describes the v1 release on purpose: a change to the code at
+    head leaves none of its lines behind (the doc check folds such a manual into one finding)."""
+    from palimpsest.index.context.leftbehind import _Hit, _outside_older_manuals
+
+    gone = Taken("NewApp", "definition", None, "app.go")
+    hits = [_Hit(doc, 3, [(gone, "NewApp", None)]) for doc in ("docs/v1/manual.md", "docs/v2/manual.md")]
+    tree = {"docs/v1/manual.md": "a", "docs/v2/manual.md": "b", "app.go": "c"}
+    kept, older = _outside_older_manuals(hits, tree)
+    assert [h.doc for h in kept] == ["docs/v2/manual.md"] and older == 1
+    kept, older = _outside_older_manuals(hits[:1], {"docs/v1/manual.md": "a"})  # a lone v1: current
+    assert [h.doc for h in kept] == ["docs/v1/manual.md"] and older == 0

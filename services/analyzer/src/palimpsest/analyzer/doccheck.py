@@ -52,7 +52,7 @@ from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
 from palimpsest.index.codefacts import is_doc, is_history_doc
 from palimpsest.index.codefacts.examples import example_defines
-from palimpsest.index.codefacts.mentions import bare_file_name
+from palimpsest.index.codefacts.mentions import bare_file_name, versioned_manual
 from palimpsest.index.docstates import DOC_STATES, DocState
 from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
@@ -507,42 +507,6 @@ def judge(
         decided[R.MANUAL_OLDER_RELEASE.name] = folded
     findings.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
     return Judged(findings[:MAX_FINDINGS], unverified, count, states, dict(sorted(decided.items())))
-
-
-_VERSION = re.compile(r"^(?:v|version[-_]?)?(\d+)((?:[._-](?:\d+|x))*)$", re.I)
-
-
-def _version_key(segment: str) -> tuple[int, ...] | None:
-    """The version a folder is named for (``v1``, ``v2.x``, ``version-1.x``, ``1.4``), or None: a
-    bare number (``docs/2/``) is a version only when written with a ``v``, a ``version-`` or a dot."""
-    found = _VERSION.match(segment)
-    if found is None or segment.isdigit():
-        return None
-    rest = [int(p) for p in re.split(r"[._-]", found.group(2)) if p.isdigit()]
-    return (int(found.group(1)), *rest)
-
-
-def versioned_manual(doc: str, docs: Iterable[str]) -> tuple[str, str] | None:
-    """The manual for an older release ``doc`` belongs to, and the newer one beside it: a folder
-    named for a version (``docs/v1/``, ``v2.x/``, ``versioned_docs/version-1.x/``) with a sibling
-    folder of docs named for a newer version. A manual kept for an old major release describes
-    that release's code on purpose; it is reported once, as a whole, never line by line."""
-    parts = doc.split("/")
-    for i, segment in enumerate(parts[:-1]):
-        mine = _version_key(segment)
-        if mine is None:
-            continue
-        parent = "/".join(parts[:i])
-        newer: list[tuple[tuple[int, ...], str]] = []
-        for other in docs:
-            other_parts = other.split("/")
-            if len(other_parts) > i + 1 and "/".join(other_parts[:i]) == parent:
-                key = _version_key(other_parts[i])
-                if key is not None and key > mine:
-                    newer.append((key, "/".join(other_parts[: i + 1])))
-        if newer:
-            return "/".join(parts[: i + 1]), max(newer)[1]
-    return None
 
 
 def _fold_manuals(findings: list[DocFinding], docs: set[str]) -> tuple[list[DocFinding], int]:

@@ -46,7 +46,7 @@ from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_test
 from palimpsest.index.codefacts.examples import example_containers, example_defines
-from palimpsest.index.codefacts.mentions import bare_file_name
+from palimpsest.index.codefacts.mentions import bare_file_name, versioned_manual
 from palimpsest.index.context.diff import ChangedFile, definition_name, parse_diff
 from palimpsest.index.context.finding import Finding
 from palimpsest.index.context.source import files_at
@@ -105,6 +105,7 @@ class LeftBehind:
     still_in_code: int = 0  # removed definitions whose name the head's code still has
     unparsed: int = 0  # changed code files whose base blob the index has not parsed
     fixed: int = 0  # doc lines the pull request itself edited so the name is gone
+    older_manual: int = 0  # doc lines of a manual kept for an older release (it describes that release)
     ran: bool = False
 
     def summary(self) -> dict[str, Any]:
@@ -114,6 +115,7 @@ class LeftBehind:
             "still_in_code": self.still_in_code,
             "unparsed": self.unparsed,
             "fixed_in_pr": self.fixed,
+            "in_older_manual": self.older_manual,
             "findings": len(self.findings),
             "names": [t.name for t in self.taken][:MAX_LISTED],
         }
@@ -412,6 +414,14 @@ def _path_taken(
     return None
 
 
+def _outside_older_manuals(hits: list[_Hit], base_tree: Mapping[str, str]) -> tuple[list[_Hit], int]:
+    """The hits not in a manual kept for an older release (``docs/v1/`` beside ``docs/v2/``), which
+    describes that release on purpose, and how many were; the doc check folds those the same way."""
+    docs = [p for p in base_tree if is_doc(p)]
+    kept = [h for h in hits if versioned_manual(h.doc, docs) is None]
+    return kept, len(hits) - len(kept)
+
+
 @dataclass(slots=True)
 class _DocDiff:
     """One doc's section of the diff: base line → head line, and each hunk's added lines."""
@@ -515,6 +525,7 @@ async def left_behind(
         return out
     existing = set(base_tree) | _folders(set(base_tree))
     hits = _hits(await _mentions(conn, repository_id, base_tree), definitions, paths, existing)
+    hits, out.older_manual = _outside_older_manuals(hits, base_tree)
     if not hits:
         return out
     docs = sorted({h.doc for h in hits})
