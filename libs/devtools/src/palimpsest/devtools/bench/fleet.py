@@ -57,6 +57,7 @@ from palimpsest.devtools.bench.fleet_day import (
     DEFAULT_RATES,
     REVIEW_TARGET_S,
     DayRates,
+    SnapshotWatch,
     day_report,
     run_day,
     settle,
@@ -185,27 +186,30 @@ def _cpu_between(before: dict[str, float], after: dict[str, float]) -> dict[str,
 
 
 async def _wait_ready(owner_url: str, repos: Sequence[FleetRepo], timeout_s: float) -> None:
-    """Until each of ``repos`` has a ready snapshot (its ``ready``: the first one's ``ready_at``),
-    or ``timeout_s``; a repository's id is read once its installation registered it."""
+    """Until each of ``repos`` has a ready snapshot, or ``timeout_s``. A repository's ``ready`` is
+    when this poll (every 0.25 s) first saw one: the snapshot's ``ready_at`` is its build
+    transaction's start (``now()``), not when readiness became visible. A repository's id is read
+    once its installation registered it."""
     by_external = {str(r.external_id): r for r in repos}
     deadline = time.monotonic() + timeout_s
     async with await psycopg.AsyncConnection.connect(owner_url, autocommit=True) as conn:
         while True:
             cur = await conn.execute(
-                "SELECT r.external_id, r.repository_id::text, extract(epoch FROM min(s.ready_at))"
+                "SELECT r.external_id, r.repository_id::text, bool_or(s.ready_at IS NOT NULL)"
                 " FROM repositories r LEFT JOIN code_index_snapshots s ON s.tenant_id = r.tenant_id"
-                " AND s.repository_id = r.repository_id AND s.ready_at IS NOT NULL"
+                " AND s.repository_id = r.repository_id"
                 " WHERE r.provider = 'github' AND r.external_id = ANY(%s) GROUP BY 1, 2",
                 ([k for k, r in by_external.items() if r.ready is None],),
             )
-            for external_id, repository_id, ready_at in await cur.fetchall():
+            now = time.time()
+            for external_id, repository_id, ready in await cur.fetchall():
                 r = by_external[external_id]
                 r.repository_id = repository_id
-                if ready_at is not None:
-                    r.ready = float(ready_at)
+                if ready:
+                    r.ready = now
             if all(r.ready is not None for r in repos) or time.monotonic() > deadline:
                 return
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.25)
 
 
 async def _db_figures(owner_url: str, since: str) -> dict[str, Any]:
@@ -376,11 +380,11 @@ async def _measure(
                 cpu2 = cpu1
             else:
                 lag.phase = "day"
+                watch = SnapshotWatch(stack.owner_url, [r.repository_id for r in fleet])
+                samplers.append(asyncio.create_task(watch.run(stop)))
                 played = await run_day(gh, http, urls, made, fleet, day_s, seed, rates)
                 progress("fleet: the day's deliveries sent; waiting for its reviews and indexes")
-                settle_s = await settle(
-                    gh, stack.owner_url, played, timeout_s=max(REVIEW_TARGET_S * 2, day_s)
-                )
+                settle_s = await settle(gh, watch, played, timeout_s=max(REVIEW_TARGET_S * 2, day_s))
                 day = day_report(played, day_s, settle_s)
                 cpu2 = usage.cpu_now()
         finally:
