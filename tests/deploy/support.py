@@ -39,6 +39,9 @@ CRD_SCHEMAS = {
     ("monitoring.coreos.com/v1", "PrometheusRule"): "monitoring.coreos.com_v1_prometheusrule.json",
 }
 
+# The chart's own defaults (values.yaml), as a user gets them.
+DEFAULT_VALUES: dict[str, Any] = yaml.safe_load((CHART_DIR / "values.yaml").read_text())
+
 # Every optional feature switched on, with non-default references to exercise the templates.
 ALL_ON: dict[str, Any] = {
     "autoscaling": {

@@ -12,6 +12,7 @@ from .support import (
     ALL_ON,
     CHART_DIR,
     CONSUMERS,
+    DEFAULT_VALUES,
     LINT_KUBE_VERSION,
     SERVICES,
     Rendered,
@@ -116,13 +117,16 @@ def test_each_consumer_scaled_object_names_its_durable_consumer(all_on_render: R
         meta = trigger["metadata"]
         consumer = component_of(obj)
         lag = ALL_ON["services"].get(consumer, {}).get("autoscaling", {}).get("lagThreshold")
+        defaults = DEFAULT_VALUES["services"][consumer]["autoscaling"]  # set from bench fleet's figures
 
         assert trigger["type"] == "nats-jetstream"
         assert meta["consumer"] == consumer
         assert meta["stream"] == "PALIMPSEST"
         assert meta["account"] == "$G"
         assert meta["natsServerMonitoringEndpoint"] == "nats.nats.svc.cluster.local:8222"
-        assert meta["lagThreshold"] == str(lag or (5 if consumer in ("chunker", "recency-scanner") else 10))
+        assert meta["lagThreshold"] == str(lag or defaults["lagThreshold"])
+        assert obj["spec"]["minReplicaCount"] == defaults["minReplicas"]
+        assert obj["spec"]["maxReplicaCount"] == defaults["maxReplicas"]
         assert deployments[obj["spec"]["scaleTargetRef"]["name"]] == consumer
         assert trigger["authenticationRef"] == {"name": "nats-monitoring", "kind": "TriggerAuthentication"}
 

@@ -62,23 +62,58 @@ async def bench_stack(runs: int, as_json: bool) -> None:
 @click.option("--repos", default=24, show_default=True, type=click.IntRange(2, 5000))
 @click.option("--tenants", default=4, show_default=True, type=click.IntRange(1, 500))
 @click.option(
-    "--replicas", default=1, show_default=True, type=click.IntRange(1, 4), help="Processes of every service."
+    "--replicas",
+    multiple=True,
+    default=(1,),
+    show_default=True,
+    type=click.IntRange(1, 4),
+    help="Processes of every service; repeat (--replicas 1 --replicas 2) for one run each and the speed-up.",
 )
 @click.option(
     "--large-files", default=2000, show_default=True, help="Files of each large repository (about 5 %)."
+)
+@click.option(
+    "--day-seconds",
+    default=180.0,
+    show_default=True,
+    type=click.FloatRange(5.0),
+    help="The simulated day of pushes and pull requests, compressed into this many seconds.",
+)
+@click.option(
+    "--onboarding-timeout",
+    default=3600.0,
+    show_default=True,
+    type=click.FloatRange(10.0),
+    help="Seconds to wait for every repository to be ready; past it the run reports what was and skips the day.",
 )
 @click.option("--seed", default=1, show_default=True)
 @_json_option
 @run_async
 async def bench_fleet(
-    repos: int, tenants: int, replicas: int, large_files: int, seed: int, as_json: bool
+    repos: int,
+    tenants: int,
+    replicas: tuple[int, ...],
+    large_files: int,
+    day_seconds: float,
+    onboarding_timeout: float,
+    seed: int,
+    as_json: bool,
 ) -> None:
-    """A fleet onboarded at once: time until all are ready against a linear one-repository yardstick,
-    fairness between tenants, peak RSS per service, database growth per repository and file."""
+    """A fleet installed through signed webhooks, then a simulated day of pushes and reviewed pull
+    requests: time until all are ready against a linear one-repository yardstick, fairness between
+    tenants, review and push latency, per-consumer lag, peak RSS and CPU per service, database growth
+    per repository and file, and the issue's targets met or not."""
     from palimpsest.devtools.bench.fleet import run_bench_fleet
 
     result = await run_bench_fleet(
-        settings(), repos=repos, tenants=tenants, replicas=replicas, large_files=large_files, seed=seed
+        settings(),
+        repos=repos,
+        tenants=tenants,
+        replicas=replicas,
+        large_files=large_files,
+        seed=seed,
+        day_s=day_seconds,
+        onboarding_timeout_s=onboarding_timeout,
     )
     emit(result, as_json=True)
 

@@ -1,11 +1,15 @@
-"""GitHub, as the soak meets it: signed webhook deliveries out, and the REST API reviews go to.
+"""GitHub, as the soak and ``bench fleet`` meet it: signed webhook deliveries out, and the REST API
+reviews go to.
 
-The deliveries follow GitHub's documented ``push`` and ``pull_request`` shapes (trimmed to the
-fields a consumer reads, plus the identifying ones). The fake REST API serves what the reviewer
-posts through (a summary issue comment edited in place per pull request, review comments per
-finding; see :class:`FakeGitHubAPI`) on 127.0.0.1, checks the installation token in the
-``Authorization`` header (401 otherwise), and records every post and edit, so the soak can prove
-that each pull request got one summary and each head was posted exactly once.
+The deliveries follow GitHub's documented ``push``, ``pull_request``, ``installation`` and
+``installation_repositories`` shapes (trimmed to the fields a consumer reads, plus the identifying
+ones); :func:`delivery_headers` are the headers GitHub sends with each. The fake REST API serves
+what the reviewer posts through (a summary issue comment edited in place per pull request, review
+comments per finding; see :class:`FakeGitHubAPI`) and an installation's repository listing
+(``GET /installation/repositories``, what installation sync reads) on 127.0.0.1, checks the
+installation token in the ``Authorization`` header (401 otherwise), and records every post and
+edit with its time, so the soak can prove that each pull request got one summary and each head
+was posted exactly once, and the fleet benchmark can time each review.
 """
 
 from __future__ import annotations
@@ -15,14 +19,33 @@ import hmac
 import json
 import re
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
 
-from palimpsest.devtools.chaos.repos import ChaosRepo, Commit
+from palimpsest.devtools.chaos.repos import Commit
+
+GITHUB_WEB = "https://github.com"
+LISTING_PAGE = 100  # repositories per page of GET /installation/repositories (GitHub's maximum)
+
+
+class HostedRepo(Protocol):
+    """What a delivery says about a repository (the soak's and the fleet's repositories alike)."""
+
+    @property
+    def external_id(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def full_name(self) -> str: ...
+
 
 _REVIEWS = re.compile(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/reviews$")
 _MARKER = re.compile(r"<!-- palimpsest-review head=([0-9a-f]{7,64}) -->")
@@ -32,7 +55,23 @@ def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def _repository(repo: ChaosRepo, installation_login: str) -> dict[str, Any]:
+def delivery_headers(event: str, delivery_id: str, secret: str, body: bytes) -> dict[str, str]:
+    """The headers of one GitHub App delivery, signed with the installation's webhook ``secret``."""
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": "GitHub-Hookshot/palimpsest-devtools",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery_id,
+        "X-GitHub-Hook-ID": "1",
+        "X-GitHub-Hook-Installation-Target-Type": "integration",
+        "X-GitHub-Hook-Installation-Target-ID": "1",
+        "X-Hub-Signature-256": sign(secret, body),
+    }
+
+
+def repository_object(repo: HostedRepo, installation_login: str, web: str = GITHUB_WEB) -> dict[str, Any]:
+    """The full repository object of push and pull-request deliveries and of the REST listing;
+    ``web``: the GitHub instance's scheme and host (an Enterprise Server's, or a loopback fake's)."""
     return {
         "id": repo.external_id,
         "name": repo.name,
@@ -40,20 +79,67 @@ def _repository(repo: ChaosRepo, installation_login: str) -> dict[str, Any]:
         "private": True,
         "visibility": "private",
         "owner": {"login": installation_login, "id": 1000, "type": "Organization"},
-        "html_url": f"https://github.com/{repo.full_name}",
-        "clone_url": f"https://github.com/{repo.full_name}.git",
+        "html_url": f"{web}/{repo.full_name}",
+        "clone_url": f"{web}/{repo.full_name}.git",
         "default_branch": "main",
     }
 
 
-def push_payload(repo: ChaosRepo, installation_id: int, login: str, commit: Commit) -> dict[str, Any]:
+def _installation(installation_id: int, login: str, web: str) -> dict[str, Any]:
+    return {
+        "id": installation_id,
+        "account": {"login": login, "id": 1000, "type": "Organization", "html_url": f"{web}/{login}"},
+        "repository_selection": "selected",
+        "target_type": "Organization",
+    }
+
+
+def _listed(repo: HostedRepo) -> dict[str, Any]:
+    """The short repository object of installation events."""
+    return {"id": repo.external_id, "name": repo.name, "full_name": repo.full_name, "private": True}
+
+
+def installation_payload(
+    action: str, installation_id: int, login: str, repos: Sequence[HostedRepo], web: str = GITHUB_WEB
+) -> dict[str, Any]:
+    """An ``installation`` delivery (``created``: the App installed on these repositories)."""
+    return {
+        "action": action,
+        "installation": _installation(installation_id, login, web),
+        "repositories": [_listed(r) for r in repos],
+        "sender": {"login": f"{login}-admin", "id": 2002, "type": "User"},
+    }
+
+
+def installation_repositories_payload(
+    action: str,
+    installation_id: int,
+    login: str,
+    added: Sequence[HostedRepo],
+    removed: Sequence[HostedRepo] = (),
+    web: str = GITHUB_WEB,
+) -> dict[str, Any]:
+    """An ``installation_repositories`` delivery (``added``/``removed``: the selection changed)."""
+    return {
+        "action": action,
+        "installation": _installation(installation_id, login, web),
+        "repository_selection": "selected",
+        "repositories_added": [_listed(r) for r in added],
+        "repositories_removed": [_listed(r) for r in removed],
+        "sender": {"login": f"{login}-admin", "id": 2002, "type": "User"},
+    }
+
+
+def push_payload(
+    repo: HostedRepo, installation_id: int, login: str, commit: Commit, web: str = GITHUB_WEB
+) -> dict[str, Any]:
     entry = {
         "id": commit.sha,
         "tree_id": commit.sha,
         "distinct": True,
         "message": "chaos change",
         "timestamp": commit.timestamp,
-        "url": f"https://github.com/{repo.full_name}/commit/{commit.sha}",
+        "url": f"{web}/{repo.full_name}/commit/{commit.sha}",
         "author": {"name": "Palimpsest Chaos", "email": "chaos@palimpsest.invalid"},
         "committer": {"name": "Palimpsest Chaos", "email": "chaos@palimpsest.invalid"},
         "added": commit.added,
@@ -68,10 +154,10 @@ def push_payload(repo: ChaosRepo, installation_id: int, login: str, commit: Comm
         "deleted": False,
         "forced": False,
         "base_ref": None,
-        "compare": f"https://github.com/{repo.full_name}/compare/{(commit.parent or '')[:12]}...{commit.sha[:12]}",
+        "compare": f"{web}/{repo.full_name}/compare/{(commit.parent or '')[:12]}...{commit.sha[:12]}",
         "commits": [entry],
         "head_commit": entry,
-        "repository": _repository(repo, login),
+        "repository": repository_object(repo, login, web),
         "pusher": {"name": "chaos", "email": "chaos@palimpsest.invalid"},
         "sender": {"login": "chaos-bot", "id": 2000, "type": "User"},
         "installation": {"id": installation_id, "account": {"login": login}},
@@ -79,7 +165,14 @@ def push_payload(repo: ChaosRepo, installation_id: int, login: str, commit: Comm
 
 
 def pull_request_payload(
-    repo: ChaosRepo, installation_id: int, login: str, action: str, number: int, base: str, head: str
+    repo: HostedRepo,
+    installation_id: int,
+    login: str,
+    action: str,
+    number: int,
+    base: str,
+    head: str,
+    web: str = GITHUB_WEB,
 ) -> dict[str, Any]:
     return {
         "action": action,
@@ -95,9 +188,9 @@ def pull_request_payload(
             "user": {"login": "chaos-dev", "id": 2001, "type": "User"},
             "base": {"label": f"{login}:main", "ref": "main", "sha": base},
             "head": {"label": f"{login}:pr-{number}", "ref": f"pr-{number}", "sha": head},
-            "html_url": f"https://github.com/{repo.full_name}/pull/{number}",
+            "html_url": f"{web}/{repo.full_name}/pull/{number}",
         },
-        "repository": _repository(repo, login),
+        "repository": repository_object(repo, login, web),
         "sender": {"login": "chaos-dev", "id": 2001, "type": "User"},
         "installation": {"id": installation_id, "account": {"login": login}},
     }
@@ -119,8 +212,11 @@ class FakeGitHubAPI:
     /repos/{o}/{r}/pulls/{n}/comments``); ``GET …/pulls/{n}/reviews`` lists the reviews of
     earlier versions (legacy markers), ``POST /graphql`` answers review-thread queries. ``posts``
     counts, per (repository, number, head), how often a summary was created or edited to name
-    that head; ``summaries_created`` how many summary comments each pull request got;
-    ``findings_posted`` how often each finding (fingerprint) was posted on a pull request.
+    that head, and ``posted_at`` when (wall clock) it first was; ``summaries_created`` how many
+    summary comments each pull request got; ``findings_posted`` how often each finding
+    (fingerprint) was posted on a pull request. ``GET /installation/repositories`` lists, to the
+    bearer of an installation's token, the repository objects in ``listings`` under that token,
+    ``per_page`` at a time with GitHub's ``Link: <…>; rel="next"``.
     """
 
     tokens: dict[str, str] = field(default_factory=dict)  # full name → the installation's token
@@ -130,6 +226,8 @@ class FakeGitHubAPI:
     posts: Counter[tuple[str, int, str]] = field(default_factory=Counter)  # (repo, number, head) → posts
     summaries_created: Counter[tuple[str, int]] = field(default_factory=Counter)
     findings_posted: Counter[tuple[str, int, str]] = field(default_factory=Counter)
+    posted_at: dict[tuple[str, int, str], float] = field(default_factory=dict)  # first post of a head
+    listings: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # token → repositories
     unauthorized: int = 0
     next_id: int = 1
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -137,6 +235,10 @@ class FakeGitHubAPI:
     def _new_id(self) -> int:
         self.next_id += 1
         return self.next_id
+
+    def _posted(self, key: tuple[str, int, str]) -> None:
+        self.posts[key] += 1
+        self.posted_at.setdefault(key, time.time())
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         api = self
@@ -188,7 +290,36 @@ class FakeGitHubAPI:
                 data = json.loads(self.rfile.read(length) or b"{}")
                 return data if isinstance(data, dict) else {}
 
+            def _listing(self) -> None:
+                """One page of ``GET /installation/repositories`` for the bearer's installation."""
+                given = self.headers.get("Authorization", "")
+                token = next((t for t in api.listings if hmac.compare_digest(given, f"Bearer {t}")), None)
+                if token is None:
+                    with api.lock:
+                        api.unauthorized += 1
+                    self._reply(401, {"message": "Bad credentials"})
+                    return
+                query = parse_qs(urlsplit(self.path).query)
+                per_page = min(LISTING_PAGE, int(query.get("per_page", [str(LISTING_PAGE)])[0]))
+                page = max(1, int(query.get("page", ["1"])[0]))
+                with api.lock:
+                    repos = list(api.listings[token])
+                items = repos[(page - 1) * per_page : page * per_page]
+                body = json.dumps({"total_count": len(repos), "repositories": items}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                if page * per_page < len(repos):
+                    host = self.headers.get("Host", "")
+                    nxt = f"http://{host}/installation/repositories?per_page={per_page}&page={page + 1}"
+                    self.send_header("Link", f'<{nxt}>; rel="next"')
+                self.end_headers()
+                self.wfile.write(body)
+
             def do_GET(self) -> None:
+                if self.path.split("?", 1)[0] == "/installation/repositories":
+                    self._listing()
+                    return
                 route = self._route()
                 if route is None:
                     return
@@ -216,7 +347,7 @@ class FakeGitHubAPI:
                         made = {"id": api._new_id(), "body": text}
                         api.summaries.setdefault((full_name, number), []).append(made)
                         api.summaries_created[(full_name, number)] += 1
-                        api.posts[(full_name, number, _SUMMARY.search(text).group(1))] += 1  # type: ignore[union-attr]
+                        api._posted((full_name, number, _SUMMARY.search(text).group(1)))  # type: ignore[union-attr]
                         self._reply(201, made)
                     elif (
                         kind == "inline"
@@ -251,7 +382,7 @@ class FakeGitHubAPI:
                                 before = _SUMMARY.search(item["body"])
                                 item["body"] = text
                                 if before is None or before.group(1) != marker.group(1):
-                                    api.posts[(name, number, marker.group(1))] += 1
+                                    api._posted((name, number, marker.group(1)))
                                 self._reply(200, item)
                                 return
                     self._reply(404 if marker else 422, {"message": "Not Found"})

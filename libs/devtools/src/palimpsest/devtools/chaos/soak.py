@@ -50,7 +50,13 @@ from palimpsest.cli.stack import Servers, StackInfo, open_stack
 from palimpsest.core import bus
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.chaos.cluster import NodeLoss, StallProbe, lose_node
-from palimpsest.devtools.chaos.github import FakeGitHubAPI, pull_request_payload, push_payload, serving, sign
+from palimpsest.devtools.chaos.github import (
+    FakeGitHubAPI,
+    delivery_headers,
+    pull_request_payload,
+    push_payload,
+    serving,
+)
 from palimpsest.devtools.chaos.model import MODEL, calls, chaos_model
 from palimpsest.devtools.chaos.repos import ChaosRepo
 from palimpsest.devtools.chaos.verify import Expectations, Tenant, verify
@@ -505,16 +511,7 @@ async def _send(run: Run, d: Delivery) -> None:
     """POST one delivery, redelivering (same id) on connection errors, timeouts and 5xx."""
     run.sent.append(d)
     tenant = run.tenants[d.tenant]
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": "GitHub-Hookshot/chaos",
-        "X-GitHub-Event": d.event,
-        "X-GitHub-Delivery": d.delivery_id,
-        "X-GitHub-Hook-ID": "1",
-        "X-GitHub-Hook-Installation-Target-Type": "integration",
-        "X-GitHub-Hook-Installation-Target-ID": "1",
-        "X-Hub-Signature-256": sign(d.secret or tenant.webhook_secret, d.body),
-    }
+    headers = delivery_headers(d.event, d.delivery_id, d.secret or tenant.webhook_secret, d.body)
     deadline = time.monotonic() + SEND_GIVE_UP_S
     delay = 0.25
     urls = run.sup.ingest_urls

@@ -5,7 +5,11 @@ thread of the calling process, on a free loopback port. With ``authorization`` i
 ``Authorization`` header, as GitHub, GitLab and Bitbucket do, and answers anything else ``401``
 with a ``WWW-Authenticate`` challenge (which makes git try, and with prompts disabled fail, to ask
 for credentials); ``hang=True`` accepts requests and never answers, for timeout tests. Responses
-stream from ``http-backend`` to the socket; nothing is buffered whole.
+stream from ``http-backend`` to the socket; nothing is buffered whole. ``authorize`` decides per
+request instead (path and header: several owners' repositories, each with its own token), and
+``tls`` with ``port`` serves https, e.g. ``https://127.0.0.1/owner/name.git`` on port 443, the only
+form Palimpsest registers for an installation's repository (:func:`self_signed_tls` makes the
+certificate; git trusts it through ``GIT_SSL_CAINFO``).
 
 ``python -m palimpsest.devtools.fakes.git_http --root DIR (--generate N F SEED | --repo PATH)`` is
 ``bench recency``'s git host: it generates (or takes) a repository, prints one JSON line (``url``,
@@ -17,18 +21,23 @@ Loopback only; no service image installs it.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
 import gzip
+import ipaddress
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 from palimpsest.devtools.bench.recency import generate_history, git_env
@@ -66,6 +75,8 @@ class GitHttpHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         body = self._body()
+        if owner.authorize is not None:
+            authorized = owner.authorize(urlsplit(self.path).path, self.headers.get("Authorization"))
         if not authorized:
             self.reply(401, [("WWW-Authenticate", 'Basic realm="palimpsest-test"')], b"")
             return
@@ -157,8 +168,30 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, owner: GitHttpServer) -> None:
-        super().__init__(("127.0.0.1", 0), GitHttpHandler)
+        super().__init__((owner.host, owner.requested_port), GitHttpHandler)
         self.owner = owner
+
+    def get_request(self) -> tuple[Any, Any]:
+        sock, address = self.socket.accept()
+        if self.owner.tls is None:
+            return sock, address
+        # the handshake runs in the request's thread (finish_request), never in the accept loop
+        return self.owner.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(30.0)
+            try:
+                request.do_handshake()
+            except (OSError, ssl.SSLError):
+                return
+        super().finish_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        if isinstance(request, ssl.SSLSocket):  # close_notify first: the response ends at EOF
+            with contextlib.suppress(OSError, ssl.SSLError, ValueError):
+                request = request.unwrap()
+        super().shutdown_request(request)
 
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # clients killed mid-request (timeout tests) are expected
@@ -171,9 +204,23 @@ class GitHttpServer:
     ``Authorization`` header value required (``None``: a request that sends one is refused).
     """
 
-    def __init__(self, root: Path, *, authorization: str | None = None, hang: bool = False) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        authorization: str | None = None,
+        hang: bool = False,
+        authorize: Callable[[str, str | None], bool] | None = None,
+        tls: ssl.SSLContext | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
         self.root = root
         self.authorization = authorization
+        self.authorize = authorize
+        self.tls = tls
+        self.host = host
+        self.requested_port = port
         self.hang = hang
         self.released = threading.Event()
         self.requests: list[SeenRequest] = []
@@ -206,7 +253,9 @@ class GitHttpServer:
         return int(self._server.server_address[1])
 
     def url(self, repo: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{repo}"
+        if self.tls is not None and self.port == 443:
+            return f"https://{self.host}/{repo}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}/{repo}"
 
     def record(self, request: SeenRequest) -> None:
         with self._lock:
@@ -215,6 +264,49 @@ class GitHttpServer:
     def respond(self, handler: GitHttpHandler, body: bytes) -> None:
         """Answer one authorised request (a subclass may answer otherwise)."""
         handler.stream_backend(self.root, body)
+
+
+def self_signed_tls(directory: Path, host: str = "127.0.0.1") -> tuple[ssl.SSLContext, Path]:
+    """A server context for ``host`` (an IP literal) with a fresh self-signed certificate, and the
+    certificate's file, for clients to trust (``GIT_SSL_CAINFO``). The key file is gone once loaded."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_file = directory / "fake-git-host.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file = directory / "fake-git-host.key"
+    key_file.touch(mode=0o600)
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(cert_file, key_file)
+    finally:
+        key_file.unlink()
+    return context, cert_file
 
 
 def _branch(repo: Path) -> str:
