@@ -54,3 +54,14 @@ def test_a_doc_line_written_after_the_removing_commit_is_not_at_its_base(tmp_pat
 
     assert _named_at_base(repo, window("docs/a.md"))
     assert not _named_at_base(repo, window("docs/b.md"))  # written after the removing commit
+
+
+def test_the_judge_reads_a_relative_path_from_the_flagged_doc_s_folder(tmp_path: Path) -> None:
+    from palimpsest.devtools.bench.drift_prevent import judge_line
+
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, "2024-03-01T00:00:00+00:00", {"examples/app/render.yaml": "x: 1\n", "README.md": "# R\n"})
+    tree = {"examples/app/render.yaml", "README.md"}
+    assert not judge_line(repo, "HEAD", ["render.yaml"], tree, "examples/app/README.md")  # still there
+    assert judge_line(repo, "HEAD", ["render.yaml"], tree, "docs/README.md")  # nothing beside that doc
+    assert judge_line(repo, "HEAD", ["gone/thing.yaml"], tree, "examples/app/README.md")

@@ -97,3 +97,19 @@ def test_a_manual_kept_for_an_older_release_is_not_left_behind() -> None:
     assert [h.doc for h in kept] == ["docs/v2/manual.md"] and older == 1
     kept, older = _outside_older_manuals(hits[:1], {"docs/v1/manual.md": "a"})  # a lone v1: current
     assert [h.doc for h in kept] == ["docs/v1/manual.md"] and older == 0
+
+
+def test_a_relative_link_that_moves_with_its_doc_still_holds() -> None:
+    """An example folder renamed whole: its README's ``./render.yaml`` still resolves at the head."""
+    from palimpsest.index.context.leftbehind import _moved_with_the_doc
+
+    moved = Taken(
+        "examples/app/render.yaml", "path", "examples/.interop/app/render.yaml", "examples/app/render.yaml"
+    )
+    assert _moved_with_the_doc((moved, "./render.yaml", None), "examples/.interop/app/README.md")
+    assert not _moved_with_the_doc((moved, "./render.yaml", None), "examples/app/README.md")  # doc stayed
+    assert not _moved_with_the_doc(
+        (moved, "/examples/app/render.yaml", None), "examples/.interop/app/README.md"
+    )
+    deleted = Taken("examples/app/render.yaml", "path", None, "examples/app/render.yaml")
+    assert not _moved_with_the_doc((deleted, "./render.yaml", None), "examples/.interop/app/README.md")

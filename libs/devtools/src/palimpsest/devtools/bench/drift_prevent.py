@@ -25,6 +25,7 @@ or not a later commit fixed the doc line); *false* when a name or path is still 
 from __future__ import annotations
 
 import asyncio
+import posixpath
 import random
 import re
 import tempfile
@@ -73,12 +74,15 @@ def _matches(window: Window, names: list[str]) -> bool:
     return False
 
 
-def judge_line(repo: Path, head: str, names: list[str], tree: set[str]) -> bool:
-    """True when nothing the finding reports is at ``head`` (see the module text)."""
+def judge_line(repo: Path, head: str, names: list[str], tree: set[str], doc: str = "") -> bool:
+    """True when nothing the finding reports is at ``head`` (see the module text); a path is looked
+    up from the root and from the folder of ``doc``, the doc the finding is on."""
     for name in names:
         plain = _plain(name).lstrip("/")
-        if plain in tree or any(p.startswith(plain.rstrip("/") + "/") for p in tree):
-            return False
+        beside = posixpath.normpath(posixpath.join(posixpath.dirname(doc), _plain(name)))
+        for path in {plain.rstrip("/"), beside.rstrip("/")}:
+            if path in tree or any(p.startswith(path + "/") for p in tree):
+                return False
         last = re.split(r"\.|::|#|->", plain)[-1]
         if re.fullmatch(r"[A-Za-z_$][\w$]*", last):
             code = _git(
@@ -256,7 +260,7 @@ def _report(
                     **f,
                     "change": sha,
                     "takes_away": sha in takes,
-                    "true": judge_line(repo, head, f["names"], tree),
+                    "true": judge_line(repo, head, f["names"], tree, f["doc"]),
                 }
             )
     true = sum(1 for j in judged if j["true"])
@@ -287,7 +291,7 @@ def _report(
         "truth": rows,
         "judged": judged,
         "outside_truth_on_removing": [
-            {**f, "change": sha, "true": judge_line(repo, head, f["names"], tree)}
+            {**f, "change": sha, "true": judge_line(repo, head, f["names"], tree, f["doc"])}
             for sha in removing
             for f in reviews.get(sha, {}).get("flagged", [])
             if not any(w.removed_in == sha and w.doc == f["doc"] and _matches(w, f["names"]) for w in truth)

@@ -414,6 +414,15 @@ def _path_taken(
     return None
 
 
+def _moved_with_the_doc(item: tuple[Taken, str, str | None], head_doc: str) -> bool:
+    """A relative path the doc wrote that still resolves from the doc's folder at the head: the doc
+    moved with what it names (an example folder renamed whole, its README's ``./render.yaml``)."""
+    t, written, _ = item
+    if t.kind != "path" or t.became is None or written.startswith("/"):
+        return False
+    return posixpath.normpath(posixpath.join(posixpath.dirname(head_doc), written)) == t.became
+
+
 def _outside_older_manuals(hits: list[_Hit], base_tree: Mapping[str, str]) -> tuple[list[_Hit], int]:
     """The hits not in a manual kept for an older release (``docs/v1/`` beside ``docs/v2/``), which
     describes that release on purpose, and how many were; the doc check folds those the same way."""
@@ -546,14 +555,16 @@ async def left_behind(
                 conn, repository_id, base_tree, example_containers(base_text)
             )
         listed = listed_in[hit.doc]
+        head_path = head_paths[hit.doc]
         taken = [
             t
             for t in hit.taken
-            if t[1] in text and not (t[0].kind == "definition" and example_defines(base_text, t[1], listed))
+            if t[1] in text
+            and not (t[0].kind == "definition" and example_defines(base_text, t[1], listed))
+            and not _moved_with_the_doc(t, head_path)
         ]
         if not taken:
             continue
-        head_path = head_paths[hit.doc]
         head_lines = (head_texts.get(head_path) or "").splitlines()
         d = changed.get(hit.doc)
         at: int | None = hit.line if d is None else d.head_line(hit.line)
