@@ -76,11 +76,12 @@ def _matches(window: Window, names: list[str]) -> bool:
 
 def judge_line(repo: Path, head: str, names: list[str], tree: set[str], doc: str = "") -> bool:
     """True when nothing the finding reports is at ``head`` (see the module text); a path is looked
-    up from the root and from the folder of ``doc``, the doc the finding is on."""
+    up from the folder of ``doc``, the doc the finding is on, and, when written with a folder, from
+    the root (a bare file name the check reports only as a link, which is relative to its doc)."""
     for name in names:
         plain = _plain(name).lstrip("/")
         beside = posixpath.normpath(posixpath.join(posixpath.dirname(doc), _plain(name)))
-        for path in {plain.rstrip("/"), beside.rstrip("/")}:
+        for path in {beside.rstrip("/")} | ({plain.rstrip("/")} if "/" in plain.strip("/") else set()):
             if path in tree or any(p.startswith(path + "/") for p in tree):
                 return False
         last = re.split(r"\.|::|#|->", plain)[-1]
