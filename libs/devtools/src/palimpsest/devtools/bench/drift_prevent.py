@@ -31,7 +31,7 @@ import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -60,8 +60,16 @@ def flagged(review: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for f in review.get("findings") or []:
         if f.get("category") == CATEGORY and str(f.get("message") or "").startswith(LEAD):
-            names = [m.group(1) for m in _NAMED.finditer(f["message"])]
-            out.append({"doc": f["path"], "line": f["start_line"], "names": names, "message": f["message"]})
+            named = list(_NAMED.finditer(f["message"]))
+            out.append(
+                {
+                    "doc": f["path"],
+                    "line": f["start_line"],
+                    "names": [m.group(1) for m in named],
+                    "paths": [m.group(1) for m in named if m.group(2) in ("moves", "deletes")],
+                    "message": f["message"],
+                }
+            )
     return out
 
 
@@ -74,7 +82,9 @@ def _matches(window: Window, names: list[str]) -> bool:
     return False
 
 
-def judge_line(repo: Path, head: str, names: list[str], tree: set[str], doc: str = "") -> bool:
+def judge_line(
+    repo: Path, head: str, names: list[str], tree: set[str], doc: str = "", paths: Sequence[str] = ()
+) -> bool:
     """True when nothing the finding reports is at ``head`` (see the module text); a path is looked
     up from the folder of ``doc``, the doc the finding is on, and, when written with a folder, from
     the root (a bare file name the check reports only as a link, which is relative to its doc)."""
@@ -85,7 +95,7 @@ def judge_line(repo: Path, head: str, names: list[str], tree: set[str], doc: str
             if path in tree or any(p.startswith(path + "/") for p in tree):
                 return False
         last = re.split(r"\.|::|#|->", plain)[-1]
-        if re.fullmatch(r"[A-Za-z_$][\w$]*", last):
+        if name not in paths and re.fullmatch(r"[A-Za-z_$][\w$]*", last):  # a file's name is no identifier
             code = _git(
                 repo, "grep", "-l", "-w", "-F", "-e", last, head, "--", *_NOT_DOC_PATHSPEC, ok=(0, 1)
             ).split()
@@ -261,7 +271,7 @@ def _report(
                     **f,
                     "change": sha,
                     "takes_away": sha in takes,
-                    "true": judge_line(repo, head, f["names"], tree, f["doc"]),
+                    "true": judge_line(repo, head, f["names"], tree, f["doc"], f.get("paths", ())),
                 }
             )
     true = sum(1 for j in judged if j["true"])
@@ -292,7 +302,11 @@ def _report(
         "truth": rows,
         "judged": judged,
         "outside_truth_on_removing": [
-            {**f, "change": sha, "true": judge_line(repo, head, f["names"], tree, f["doc"])}
+            {
+                **f,
+                "change": sha,
+                "true": judge_line(repo, head, f["names"], tree, f["doc"], f.get("paths", ())),
+            }
             for sha in removing
             for f in reviews.get(sha, {}).get("flagged", [])
             if not any(w.removed_in == sha and w.doc == f["doc"] and _matches(w, f["names"]) for w in truth)
