@@ -60,12 +60,19 @@ def test_the_judge_reads_a_relative_path_from_the_flagged_doc_s_folder(tmp_path:
     from palimpsest.devtools.bench.drift_prevent import judge_line
 
     repo = init_repo(tmp_path / "repo")
-    commit(repo, "2024-03-01T00:00:00+00:00", {"examples/app/render.yaml": "x: 1\n", "README.md": "# R\n"})
-    tree = {"examples/app/render.yaml", "README.md"}
+    commit(
+        repo,
+        "2024-03-01T00:00:00+00:00",
+        {"examples/app/render.yaml": "x: 1\n", "README.md": "# R\n", "src/io.py": "md = 'notes'\n"},
+    )
+    tree = {"examples/app/render.yaml", "README.md", "src/io.py"}
     assert not judge_line(repo, "HEAD", ["render.yaml"], tree, "examples/app/README.md")  # still there
     assert judge_line(repo, "HEAD", ["render.yaml"], tree, "docs/README.md")  # nothing beside that doc
     assert judge_line(repo, "HEAD", ["gone/thing.yaml"], tree, "examples/app/README.md")
     assert judge_line(repo, "HEAD", ["README.md"], tree, "docs/guide.md")  # a bare link: beside its doc only
     assert not judge_line(
         repo, "HEAD", ["examples/app"], tree, "docs/guide.md"
-    )  # with a folder: the root too
+    )  # a folder: from the root too
+    # a file's name is not grepped as an identifier (its extension ``md`` is a word of src/io.py)
+    assert judge_line(repo, "HEAD", ["NOTES.md"], tree, "docs/guide.md", paths=["NOTES.md"])
+    assert not judge_line(repo, "HEAD", ["md"], tree, "docs/guide.md")  # a removed name still in the code
