@@ -69,7 +69,9 @@ def test_the_judge_reads_a_relative_path_from_the_flagged_doc_s_folder(tmp_path:
     assert not judge_line(repo, "HEAD", ["render.yaml"], tree, "examples/app/README.md")  # still there
     assert judge_line(repo, "HEAD", ["render.yaml"], tree, "docs/README.md")  # nothing beside that doc
     assert judge_line(repo, "HEAD", ["gone/thing.yaml"], tree, "examples/app/README.md")
-    assert judge_line(repo, "HEAD", ["README.md"], tree, "docs/guide.md")  # a bare link: beside its doc only
+    assert judge_line(
+        repo, "HEAD", ["README.md"], tree, "docs/guide.md", paths=["README.md"]
+    )  # beside its doc only
     assert not judge_line(
         repo, "HEAD", ["examples/app"], tree, "docs/guide.md"
     )  # a folder: from the root too
