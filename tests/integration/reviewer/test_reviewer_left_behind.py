@@ -215,3 +215,30 @@ async def test_the_repository_rules_apply(
             done = await ask(infra, event(tenant, repo_id, repo, "h1", "github"))
     assert done["sources"]["left_behind"]["findings"] == 3  # found, then kept or not by the rules
     assert sorted(_docs(done)) == expected
+
+
+async def test_what_the_base_blob_defines_is_read_by_the_code_facts(
+    infra: Infra, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A TypeScript interface member (``_ctx_out: unknown``) is a definition the chunker's symbols
+    leave out and no removed line's regex reads: the code facts read it in the base blob, so a
+    change that drops it takes it away; a member the change keeps is still in the head's code."""
+    from uuid import uuid4
+
+    from palimpsest.index.context.diff import parse_diff
+    from palimpsest.index.context.leftbehind import LeftBehind, _tree, taken_away
+
+    r = init_repo(tmp_path_factory.mktemp("members") / "repo")
+    types = "export interface Builder {\n  _ctx_out: unknown;\n  _input_in: unknown;\n}\n"
+    base = commit(r, "2024-05-01T00:00:00+00:00", {"src/types.ts": types})
+    head = commit(
+        r, "2024-05-02T00:00:00+00:00", {"src/types.ts": types.replace("  _ctx_out: unknown;\n", "")}
+    )
+    files = parse_diff(git(r, "diff", "--no-color", "-M", base, head))
+    out = LeftBehind()
+    async with infra.pool.connection() as conn:  # nothing indexed: the chunker's symbols are empty
+        definitions, _ = await taken_away(
+            conn, uuid4(), r / ".git", await _tree(r / ".git", base), head, files, out
+        )
+    assert [t.name for t in definitions] == ["_ctx_out"]
+    assert out.still_in_code >= 2  # Builder and _input_in are still there

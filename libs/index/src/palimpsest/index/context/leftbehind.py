@@ -41,10 +41,11 @@ from typing import Any, Literal
 from uuid import UUID
 
 from palimpsest.core.db import Conn, Pool, tenant_tx
-from palimpsest.core.git import GitAuth, run_git
+from palimpsest.core.git import GitAuth, read_blobs, run_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_test
+from palimpsest.index.codefacts.definitions import definitions as code_definitions
 from palimpsest.index.codefacts.examples import example_containers, example_defines
 from palimpsest.index.codefacts.mentions import bare_file_name, versioned_manual
 from palimpsest.index.context.diff import ChangedFile, definition_name, parse_diff
@@ -258,12 +259,19 @@ async def taken_away(
         if f.status != "added" and not is_doc(f.old_path or f.path) and not is_test(f.old_path or f.path)
     ]
     bases = [f.old_path or f.path for f in code]
-    defined = await base_definitions(conn, repository_id, {p: base_tree[p] for p in bases if p in base_tree})
+    blobs = {p: base_tree[p] for p in bases if p in base_tree}
+    defined = await base_definitions(conn, repository_id, blobs)
     for f in code:  # and what the removed lines define (all of it when the index never parsed the blob)
         path = f.old_path or f.path
         if path not in defined:
             out.unparsed += 1
         defined.setdefault(path, set()).update(_removed_definitions(f.removed))
+    # and what the code facts read in the base blob: members, fields and constants the chunker's
+    # symbols leave out (a TypeScript interface's ``_ctx_out: unknown``); a name the change keeps is
+    # still in the head's code, which the look-up below asks
+    by_sha = {sha: path for path, sha in blobs.items()}
+    async for sha, data in read_blobs(git_dir, by_sha, missing_ok=True):
+        defined[by_sha[sha]].update(code_definitions(by_sha[sha], data).names())
     where: dict[str, str] = {}
     for path, names in sorted(defined.items()):
         for name in names:
