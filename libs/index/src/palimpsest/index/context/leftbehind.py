@@ -266,12 +266,18 @@ async def taken_away(
         if path not in defined:
             out.unparsed += 1
         defined.setdefault(path, set()).update(_removed_definitions(f.removed))
-    # and what the code facts read in the base blob: members, fields and constants the chunker's
-    # symbols leave out (a TypeScript interface's ``_ctx_out: unknown``); a name the change keeps is
-    # still in the head's code, which the look-up below asks
+    # and what the code facts read on the base blob's removed lines: members, fields and constants
+    # the chunker's symbols leave out (a TypeScript interface's ``_ctx_out: unknown``); only those
+    # lines, so a large changed file (a bundle) does not send its every name to the look-up below
+    removed = {f.old_path or f.path: f.removed_ranges for f in code}
     by_sha = {sha: path for path, sha in blobs.items()}
     async for sha, data in read_blobs(git_dir, by_sha, missing_ok=True):
-        defined[by_sha[sha]].update(code_definitions(by_sha[sha], data).names())
+        path = by_sha[sha]
+        defined[path].update(
+            d.name
+            for d in code_definitions(path, data).items
+            if any(start <= d.line <= end for start, end in removed.get(path, ()))
+        )
     where: dict[str, str] = {}
     for path, names in sorted(defined.items()):
         for name in names:
