@@ -559,11 +559,11 @@ async def left_behind(
     head_texts = await files_at(git_dir, head_sha, sorted(set(head_paths.values())))
     listed_in: dict[str, set[str]] = {}
     for hit in sorted(hits, key=lambda h: (h.doc, h.line)):
-        lines = (base_texts.get(hit.doc) or "").splitlines()
+        base_text = base_texts.get(hit.doc) or ""
+        lines = base_text.splitlines()
         if hit.doc not in head_paths or not 1 <= hit.line <= len(lines):
             continue
         text = lines[hit.line - 1]
-        base_text = base_texts.get(hit.doc) or ""
         if hit.doc not in listed_in:  # the types the doc's examples declare that the code defines too
             listed_in[hit.doc] = await _defined_at_base(
                 conn, repository_id, base_tree, example_containers(base_text)
