@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import secrets
 import subprocess
 import time
 import uuid
@@ -49,13 +48,13 @@ from palimpsest.devtools.bench.recency import git_env
 from palimpsest.devtools.chaos.github import (
     FakeGitHubAPI,
     delivery_headers,
+    install_tenant,
     installation_payload,
     installation_repositories_payload,
     repository_object,
     serving,
 )
 from palimpsest.devtools.chaos.repos import Commit
-from palimpsest.devtools.chaos.soak import _call
 from palimpsest.devtools.fakes.git_http import GitHttpServer, self_signed_tls
 
 BYTES_PER_FILE = 1500
@@ -237,30 +236,17 @@ class FleetGitHub:
     ) -> FleetTenant:
         """A tenant (admin API) with its GitHub App installation (tenant API); its repositories
         come later, by webhook."""
-        made = await _call(http, "POST", f"{ingest_url}/v1/tenants", admin, {"name": name})
+        made = await install_tenant(http, ingest_url, admin, name, 30_000_000 + index, host=self.host)
         tenant = FleetTenant(
             index=index,
             login=name,
-            tenant_id=made["tenant_id"],
-            api_token=made["api_token"],
-            installation_external_id=30_000_000 + index,
-            webhook_secret=secrets.token_urlsafe(24),
-            access_token="ghs_" + secrets.token_urlsafe(27),
+            tenant_id=made.tenant_id,
+            api_token=made.api_token,
+            installation_external_id=made.installation_external_id,
+            webhook_secret=made.webhook_secret,
+            access_token=made.access_token,
+            installation_id=made.installation_id,
         )
-        inst = await _call(
-            http,
-            "POST",
-            f"{ingest_url}/v1/tenants/{tenant.tenant_id}/installations",
-            tenant.api_token,
-            {
-                "provider": "github",
-                "external_id": str(tenant.installation_external_id),
-                "host": self.host,
-                "webhook_secret": tenant.webhook_secret,
-                "access_token": tenant.access_token,
-            },
-        )
-        tenant.installation_id = inst["installation_id"]
         self.tenants[tenant.login] = tenant
         self.api.listings[tenant.access_token] = []
         return tenant

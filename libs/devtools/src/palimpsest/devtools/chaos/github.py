@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import json
 import re
+import secrets
 import threading
 import time
 from collections import Counter
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
+
+import httpx
 
 from palimpsest.devtools.chaos.repos import Commit
 
@@ -401,3 +404,62 @@ def serving(api: FakeGitHubAPI) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+async def api_call(http: httpx.AsyncClient, method: str, url: str, token: str, body: Any = None) -> Any:
+    """One call of Palimpsest's HTTP API with a bearer token; an error status raises, naming the
+    route (never the token) and the start of the answer."""
+    r = await http.request(method, url, headers={"Authorization": f"Bearer {token}"}, json=body)
+    if r.status_code >= 300:
+        raise RuntimeError(f"{method} {url.split('/v1', 1)[-1]} answered {r.status_code}: {r.text[:200]}")
+    return r.json() if r.content else None
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledTenant:
+    """A tenant made through the admin API with its GitHub App installation (tenant API): the
+    secrets the fake GitHub signs webhooks with and hands out as the installation's token."""
+
+    tenant_id: str
+    api_token: str
+    installation_id: str
+    installation_external_id: int
+    webhook_secret: str
+    access_token: str
+
+
+async def install_tenant(
+    http: httpx.AsyncClient,
+    ingest_url: str,
+    admin_token: str,
+    name: str,
+    external_id: int,
+    *,
+    host: str | None = None,
+) -> InstalledTenant:
+    """Make tenant ``name`` and register its GitHub installation ``external_id`` (on ``host``, an
+    Enterprise Server host, when given); the webhook secret and access token are fresh."""
+    made = await api_call(http, "POST", f"{ingest_url}/v1/tenants", admin_token, {"name": name})
+    webhook_secret = secrets.token_urlsafe(24)
+    access_token = "ghs_" + secrets.token_urlsafe(27)
+    inst = await api_call(
+        http,
+        "POST",
+        f"{ingest_url}/v1/tenants/{made['tenant_id']}/installations",
+        made["api_token"],
+        {
+            "provider": "github",
+            "external_id": str(external_id),
+            **({"host": host} if host else {}),
+            "webhook_secret": webhook_secret,
+            "access_token": access_token,
+        },
+    )
+    return InstalledTenant(
+        tenant_id=made["tenant_id"],
+        api_token=made["api_token"],
+        installation_id=inst["installation_id"],
+        installation_external_id=external_id,
+        webhook_secret=webhook_secret,
+        access_token=access_token,
+    )

@@ -52,7 +52,9 @@ from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.chaos.cluster import NodeLoss, StallProbe, lose_node
 from palimpsest.devtools.chaos.github import (
     FakeGitHubAPI,
+    api_call,
     delivery_headers,
+    install_tenant,
     pull_request_payload,
     push_payload,
     serving,
@@ -234,13 +236,6 @@ def _ingest_port() -> int | None:
     return None if os.environ.get("PALIMPSEST_INGEST_PORT") else free_port()
 
 
-async def _call(http: httpx.AsyncClient, method: str, url: str, token: str, body: Any = None) -> Any:
-    r = await http.request(method, url, headers={"Authorization": f"Bearer {token}"}, json=body)
-    if r.status_code >= 300:
-        raise RuntimeError(f"{method} {url.split('/v1', 1)[-1]} answered {r.status_code}: {r.text[:200]}")
-    return r.json() if r.content else None
-
-
 async def _tenants(sup: Supervisor, http: httpx.AsyncClient, rng: random.Random) -> dict[str, Tenant]:
     admin = sup.processes["ingest"].env.get("PALIMPSEST_ADMIN_TOKEN")
     if not admin:
@@ -249,36 +244,23 @@ async def _tenants(sup: Supervisor, http: httpx.AsyncClient, rng: random.Random)
         )
     tenants: dict[str, Tenant] = {}
     for key in ("a", "b"):
-        made = await _call(
+        made = await install_tenant(
             http,
-            "POST",
-            f"{sup.ingest_url}/v1/tenants",
+            sup.ingest_url,
             admin,
-            {"name": f"chaos-{key}-{uuid.uuid4().hex[:6]}"},
+            f"chaos-{key}-{uuid.uuid4().hex[:6]}",
+            rng.randrange(10_000_000, 99_999_999),
         )
-        tenant = Tenant(
+        tenants[key] = Tenant(
             key=key,
-            tenant_id=made["tenant_id"],
-            api_token=made["api_token"],
-            installation_external_id=rng.randrange(10_000_000, 99_999_999),
+            tenant_id=made.tenant_id,
+            api_token=made.api_token,
+            installation_external_id=made.installation_external_id,
             login=f"chaos-{key}",
-            webhook_secret=secrets.token_urlsafe(24),
-            access_token="ghs_" + secrets.token_urlsafe(27),
+            webhook_secret=made.webhook_secret,
+            access_token=made.access_token,
+            installation_id=made.installation_id,
         )
-        inst = await _call(
-            http,
-            "POST",
-            f"{sup.ingest_url}/v1/tenants/{tenant.tenant_id}/installations",
-            tenant.api_token,
-            {
-                "provider": "github",
-                "external_id": str(tenant.installation_external_id),
-                "webhook_secret": tenant.webhook_secret,
-                "access_token": tenant.access_token,
-            },
-        )
-        tenant.installation_id = inst["installation_id"]
-        tenants[key] = tenant
     return tenants
 
 
@@ -302,7 +284,7 @@ async def _repositories(
             cfg.seed * 100 + i,
         )
         await asyncio.to_thread(repo.create)
-        made = await _call(
+        made = await api_call(
             http,
             "POST",
             f"{sup.ingest_url}/v1/tenants/{tenant.tenant_id}/repositories",
