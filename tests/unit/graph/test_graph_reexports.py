@@ -245,3 +245,33 @@ def test_by_bare_name_a_js_file_reaches_only_its_own_package() -> None:
     }
     # its own package's definer, never another package's or the root's
     assert set(_fallback(files, "packages/a/src/use.ts")[0]) == {"packages/a/src/local.ts"}
+
+
+def test_by_bare_name_a_go_file_reaches_only_its_own_package() -> None:
+    files = {
+        "go.mod": "module example.com/m\n",
+        "mux.go": "package m\n\nfunc (mx *Mux) ServeHTTP() {}\n",
+        "tree.go": "package m\n\nfunc (n *node) findRoute() {}\n",
+        "use.go": "package m\n\nfunc serve(mx *Mux) { mx.ServeHTTP(); n.findRoute() }\n",
+        "middleware/value.go": "package middleware\n\nfunc WithValue(next Handler) { next.ServeHTTP() }\n",
+        "middleware/route.go": "package middleware\n\nfunc use(n thing) { n.findRoute() }\n",
+    }
+    # a method of the same name in another package is not what a value's method call means:
+    # that package's names come only through an import
+    assert _fallback(files, "middleware/value.go")[0] == {}
+    assert _fallback(files, "middleware/route.go")[0] == {}
+    assert set(_fallback(files, "use.go")[0]) == {"mux.go", "tree.go"}
+
+
+def test_by_bare_name_a_rust_file_reaches_only_its_own_crate() -> None:
+    files = {
+        "Cargo.toml": '[workspace]\nmembers = ["core", "derive"]\n',
+        "core/Cargo.toml": '[package]\nname = "core_x"\n',
+        "core/src/lib.rs": "pub mod map;\n",
+        "core/src/map.rs": "pub struct Map;\nimpl Map { pub fn insert_entry(&self) {} }\n",
+        "core/src/user.rs": "fn go(m: &Thing) { m.insert_entry() }\n",
+        "derive/Cargo.toml": '[package]\nname = "derive_x"\n',
+        "derive/src/lib.rs": "fn go(m: &Other) { m.insert_entry() }\n",
+    }
+    assert set(_fallback(files, "core/src/user.rs")[0]) == {"core/src/map.rs"}
+    assert _fallback(files, "derive/src/lib.rs")[0] == {}
