@@ -260,6 +260,10 @@ class ImportReader:
         if spec.startswith("."):
             found = self._file(posixpath.join(posixpath.dirname(importer), spec), _JS_EXT)
             return {found} if found else set()
+        for target in self._aliased(importer, spec):
+            found = self._file(target, _JS_EXT)
+            if found:
+                return {found}
         for name in sorted(self.packages, key=len, reverse=True):
             if spec == name or spec.startswith(name + "/"):
                 directory, rest = self.packages[name], spec[len(name) + 1 :]
@@ -271,6 +275,60 @@ class ImportReader:
                         return {found}
                 return set()
         return set()
+
+    def _aliased(self, importer: str, spec: str) -> list[str]:
+        """Where the nearest ``tsconfig.json``/``jsconfig.json``'s ``paths`` send ``spec``."""
+        directory = posixpath.dirname(importer)
+        while True:
+            config = self._ts_paths(directory)
+            if config is not None:
+                base, paths = config
+                out: list[str] = []
+                for key, targets in paths.items():
+                    head, star, tail = key.partition("*")
+                    if star and spec.startswith(head) and spec.endswith(tail) and len(spec) >= len(key) - 1:
+                        middle = spec[len(head) : len(spec) - len(tail)]
+                        out += [posixpath.join(base, t.replace("*", middle, 1)) for t in targets]
+                    elif not star and spec == key:
+                        out += [posixpath.join(base, t) for t in targets]
+                return out
+            if not directory:
+                return []
+            directory = posixpath.dirname(directory)
+
+    def _ts_paths(self, directory: str) -> tuple[str, dict[str, list[str]]] | None:
+        """(the folder ``paths`` are relative to, ``paths``) of the config in ``directory``;
+        ``None`` when the folder has none."""
+        for name in ("tsconfig.json", "jsconfig.json"):
+            path = posixpath.join(directory, name) if directory else name
+            if path in self.texts:
+                return self._ts_config(path) or ("", {})
+        return None
+
+    def _ts_config(self, path: str, depth: int = 0) -> tuple[str, dict[str, list[str]]] | None:
+        """A config file's ``paths``, or what the config a relative ``extends`` names has."""
+        directory = posixpath.dirname(path)
+        try:
+            options = json.loads(_strip_json_comments(self.texts.get(path, "")))
+        except ValueError:
+            return None
+        if not isinstance(options, dict):
+            return None
+        compiler = options.get("compilerOptions")
+        compiler = compiler if isinstance(compiler, dict) else {}
+        paths = compiler.get("paths")
+        if isinstance(paths, dict):
+            base = compiler.get("baseUrl")
+            return posixpath.normpath(posixpath.join(directory, base if isinstance(base, str) else ".")), {
+                k: [t for t in v if isinstance(t, str)] for k, v in paths.items() if isinstance(v, list)
+            }
+        parent = options.get("extends")
+        if isinstance(parent, str) and parent.startswith(".") and depth < 8:
+            target = posixpath.normpath(posixpath.join(directory, parent))
+            for candidate in (target, f"{target}.json", f"{target}/tsconfig.json"):
+                if candidate in self.texts:
+                    return self._ts_config(candidate, depth + 1)
+        return None
 
     def _py(self, importer: str, module: str, name: str | None) -> set[str]:
         dots = len(module) - len(module.lstrip("."))
@@ -418,6 +476,30 @@ class ImportReader:
         if name in ("mod.rs", "lib.rs", "main.rs"):
             return posixpath.dirname(path)
         return path[: -len(".rs")]
+
+
+def _strip_json_comments(text: str) -> str:
+    """A ``tsconfig.json`` as JSON: its ``//`` and ``/* */`` comments and trailing commas
+    dropped (never inside a string: ``"**/*.ts"`` stays)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i) if "\n" in text[i:] else n
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        else:
+            out.append(ch)
+            i += 1
+    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
 
 
 def _use_tree(spec: str) -> list[str]:

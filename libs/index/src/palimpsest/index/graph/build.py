@@ -15,7 +15,11 @@ resolver silently misses every definer that sorts after the referencing file).
   *route*: the files this one imports, if some define it; else the modules reached through the
   barrels it imports; else the only definer; else those in the same directory (Go packages,
   C translation units); else all (the bare-name fallback) — and each of the N left gets 1/N.
-  Definitions nested in a function are local and answer no other file. By bare name (routes
+  Definitions nested in a function are local and answer no other file. In a language whose
+  files are modules (Python, JS/TS, Rust) a plain name crosses files only through an import:
+  only a member call (``x.m()``, a method of a type the file may never name) goes past the
+  imports, and then only to product code (a Rust plain name reaches its crate's only definer:
+  the facts do not tell ``de::from_str()`` from ``from_str()``). By bare name (routes
   after the imports), a file reaches only definers of its own *unit*: a Go file its package
   (its folder), a JS/TS file its package (the nearest ``package.json``), a Rust file its crate
   (the nearest ``Cargo.toml``) — names cross units through imports; definitions in tests
@@ -64,6 +68,10 @@ __all__ = ["GRAPH_LANGUAGES", "MAX_DEFINERS", "build_graph"]
 _FUNCTION_KINDS = frozenset({"function", "method"})
 _JAVASCRIPT = frozenset({"javascript", "typescript", "tsx"})
 _PYTHON_INITS = frozenset({"__init__.py", "__init__.pyi"})
+# languages whose files are modules: a plain name (not ``x.m()``) crosses files only through an
+# import, so it never falls back to a bare-name match (Rust's facts do not tell a path-qualified
+# call, ``de::from_str()``, from a plain one: a plain Rust name still reaches the crate's only definer)
+_MODULE_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "rust"})
 # the file that makes a folder a unit bare names do not leave, and the languages it holds
 _UNIT_MARKERS = {"package.json": _JAVASCRIPT, "cargo.toml": frozenset({"rust"})}
 _MAX_REEXPORTED = 4000
@@ -295,10 +303,11 @@ class _Resolution:
             known = self._scopes[path] = frozenset(reached)
         return known
 
-    def _candidates(self, path: str, name: str) -> tuple[list[tuple[str, int]], str]:
+    def _candidates(self, path: str, name: str, member: bool = False) -> tuple[list[tuple[str, int]], str]:
         """Definers of ``name`` a reference from ``path`` may mean (at most ``max_definers + 1``:
         more than that is "too common" however many there are), and the route that found them
-        (``import``, ``barrel``, ``unique``, ``directory``, ``name``)."""
+        (``import``, ``barrel``, ``unique``, ``directory``, ``name``; ``not_imported``: none, a
+        plain name of a module language that the file does not import)."""
         entry = self.definers.get(name)
         if not entry:
             return [], "none"
@@ -314,9 +323,16 @@ class _Resolution:
                 if scoped:
                     return scoped, "barrel"
 
-        def allowed(p: str) -> bool:
-            return self._by_name(path, p)
+        language = self.languages.get(path)
+        modular = language in _MODULE_LANGUAGES
 
+        def allowed(p: str) -> bool:
+            # in a module language a method of a test, example or benchmark is reached by import only
+            return self._by_name(path, p) and not (modular and self._role(p) != _PRODUCT)
+
+        if modular and not member:
+            found = [(p, entry[p][0]) for p in entry if self._by_name(path, p)] if language == "rust" else []
+            return (found, "unique") if len(found) == 1 else ([], "not_imported")
         if len(entry) <= 2:
             found = [(p, entry[p][0]) for p in entry if allowed(p)]
             if len(found) <= 1:
@@ -327,7 +343,9 @@ class _Resolution:
         return list(islice(((p, entry[p][0]) for p in entry if allowed(p)), self.max_definers + 1)), "name"
 
     def _link(self, file: FileFacts, source: int, name: str, kind: EdgeKind, member: bool = False) -> None:
-        candidates, route = self._candidates(file.path, name)
+        candidates, route = self._candidates(file.path, name, member)
+        if route == "not_imported":
+            self.report.routes[route] += 1
         if not candidates:
             return  # defined nowhere in the tree (a library or builtin name), or only set aside
         self.report.routes[route] += 1
