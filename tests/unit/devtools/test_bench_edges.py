@@ -114,7 +114,8 @@ RUST = {
     "src/value/mod.rs": "mod de;\npub fn to_value() {}\npub struct Value;\n",
     "src/value/de.rs": "fn go() { crate::builder::Command; super::to_value(); }\n",
     "src/ser.rs": "use crate::io;\nfn go<W: io::Write>() { json!() }\n",
-    "tests/test.rs": "use demo::json;\nfn t() { json!() }\n",
+    "tests/test.rs": "#[macro_use]\nmod support;\nuse demo::json;\nfn t() { json!() }\n",
+    "tests/support/mod.rs": "macro_rules! check { () => {} }\n",
     "tests/lexical.rs": '#[path = "../src/value/mod.rs"]\nmod value;\n#[path = "lexical/num.rs"]\nmod num;\n',
     "tests/lexical/num.rs": "use crate::value::de;\n",
 }
@@ -131,7 +132,12 @@ RUST = {
         # the crate's own macro by name
         ("src/ser.rs", {"src/io/mod.rs", "src/io/core.rs", "src/macros.rs"}, {"src/value/de.rs"}),
         # another crate's #[macro_export] macro: at that crate's root
-        ("tests/test.rs", {"src/lib.rs", "src/macros.rs"}, {"src/builder/command.rs"}),
+        # (and a test crate's root declares its modules beside itself)
+        (
+            "tests/test.rs",
+            {"src/lib.rs", "src/macros.rs", "tests/support/mod.rs"},
+            {"src/builder/command.rs"},
+        ),
         # a test crate whose #[path] module is a folder of the library: `crate::` is that crate
         ("tests/lexical/num.rs", {"src/value/de.rs"}, {"src/io/core.rs", "src/value/mod.rs"}),
     ],

@@ -465,7 +465,14 @@ class ImportReader:
                     if target in self.paths:
                         known[name] = target
                     continue
-                for f in (f"{base}/{name}.rs", f"{base}/{name}/mod.rs"):
+                # a crate root that is no lib.rs/main.rs (tests/x.rs) declares beside itself
+                here = posixpath.dirname(path)
+                for f in (
+                    f"{base}/{name}.rs",
+                    f"{base}/{name}/mod.rs",
+                    f"{here}/{name}.rs",
+                    f"{here}/{name}/mod.rs",
+                ):
                     if f in self.paths:
                         known[name] = f
                         break
