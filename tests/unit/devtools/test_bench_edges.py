@@ -97,3 +97,54 @@ def test_star_imports_on_consecutive_lines_are_each_read() -> None:
         }
     )
     assert {"pkg/_a.py", "pkg/_b.py", "pkg/_c.py"} <= reader.reachable("use.py")
+
+
+RUST = {
+    "Cargo.toml": '[package]\nname = "demo"\n',
+    "src/lib.rs": (
+        "#[macro_use]\nmod macros;\npub mod builder;\nmod io;\npub mod value;\n"
+        "pub use crate::value::{to_value, Value as Json};\n"
+    ),
+    "src/macros.rs": "#[macro_export]\nmacro_rules! json { () => {} }\n",
+    "src/builder/mod.rs": "mod command;\nmod arg;\npub use command::Command;\n",
+    "src/builder/command.rs": "pub struct Command;\n",
+    "src/builder/arg.rs": "use crate::builder::{Command, self};\npub struct Arg;\n",
+    "src/io/mod.rs": '#[cfg(not(feature = "std"))]\n#[path = "core.rs"]\nmod imp;\npub use self::imp::Write;\n',
+    "src/io/core.rs": "pub trait Write {}\n",
+    "src/value/mod.rs": "mod de;\npub fn to_value() {}\npub struct Value;\n",
+    "src/value/de.rs": "fn go() { crate::builder::Command; super::to_value(); }\n",
+    "src/ser.rs": "use crate::io;\nfn go<W: io::Write>() { json!() }\n",
+    "tests/test.rs": "#[macro_use]\nmod support;\nuse demo::json;\nfn t() { json!() }\n",
+    "tests/support/mod.rs": "macro_rules! check { () => {} }\n",
+    "tests/lexical.rs": '#[path = "../src/value/mod.rs"]\nmod value;\n#[path = "lexical/num.rs"]\nmod num;\n',
+    "tests/lexical/num.rs": "use crate::value::de;\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("source", "reachable", "not_reachable"),
+    [
+        # a "uniform" path through a module the barrel declares
+        ("src/builder/arg.rs", {"src/builder/mod.rs", "src/builder/command.rs"}, {"src/io/core.rs"}),
+        # paths written inline, and `super::` to the declaring module
+        ("src/value/de.rs", {"src/builder/command.rs", "src/value/mod.rs"}, {"src/macros.rs"}),
+        # a module brought in by `use`, then named inline; #[path] after another attribute;
+        # the crate's own macro by name
+        ("src/ser.rs", {"src/io/mod.rs", "src/io/core.rs", "src/macros.rs"}, {"src/value/de.rs"}),
+        # another crate's #[macro_export] macro: at that crate's root
+        # (and a test crate's root declares its modules beside itself)
+        (
+            "tests/test.rs",
+            {"src/lib.rs", "src/macros.rs", "tests/support/mod.rs"},
+            {"src/builder/command.rs"},
+        ),
+        # a test crate whose #[path] module is a folder of the library: `crate::` is that crate
+        ("tests/lexical/num.rs", {"src/value/de.rs"}, {"src/io/core.rs", "src/value/mod.rs"}),
+    ],
+)
+def test_the_reader_follows_rust_modules_as_the_compiler_declares_them(
+    source: str, reachable: set[str], not_reachable: set[str]
+) -> None:
+    found = ImportReader(RUST).reachable(source)
+    assert reachable <= found, reachable - found
+    assert not (not_reachable & found), not_reachable & found

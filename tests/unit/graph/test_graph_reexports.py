@@ -163,20 +163,36 @@ def _fallback(files: dict[str, str], source: str) -> tuple[dict[str, float], Gra
 def test_by_bare_name_product_code_never_reaches_tests_examples_benchmarks_or_a_superseded_version() -> None:
     used, report = _fallback(
         {
-            "src/v3/types.ts": "export function merge() { return 3 }\n",
-            "src/v4/types.ts": "export function merge() { return 4 }\n",
-            "src/util/merge.test.ts": "export function merge() { return 0 }\n",
-            "bench/merge.ts": "export function merge() { return 0 }\n",
-            "examples/merge.ts": "export function merge() { return 0 }\n",
-            "lib/merge.ts": "export function merge() { return 1 }\n",
-            "app/use.ts": "export function go() { merge() }\n",
+            "src/v3/types.ts": "export class A { merge() { return 3 } }\n",
+            "src/v4/types.ts": "export class B { merge() { return 4 } }\n",
+            "src/util/merge.test.ts": "export class C { merge() { return 0 } }\n",
+            "bench/merge.ts": "export class D { merge() { return 0 } }\n",
+            "examples/merge.ts": "export class E { merge() { return 0 } }\n",
+            "lib/merge.ts": "export class F { merge() { return 1 } }\n",
+            "app/use.ts": "export function go(x: any) { x.merge() }\n",
         },
         "app/use.ts",
     )
-    # the call and the reference each split 1/2 between the two product definers
+    # the member call and its reference each split 1/2 between the two product definers
     assert used == {"src/v4/types.ts": 1.0, "lib/merge.ts": 1.0}
     assert report.routes["name"] == 2  # the call and the reference
     assert report.bare_name_by_language["typescript"] == 2
+
+
+def test_a_plain_name_of_a_module_language_crosses_files_only_through_an_import() -> None:
+    files = {
+        "lib/merge.ts": "export function merge() { return 1 }\n",
+        "app/use.ts": "export function go() { merge() }\n",
+        "app/imports.ts": 'import { merge } from "../lib/merge"\nexport function go() { merge() }\n',
+        "pkg/core.py": "def build():\n    return 1\n",
+        "pkg/use.py": "def go():\n    return build()\n",
+    }
+    used, report = _fallback(files, "app/use.ts")
+    assert used == {}  # a global it would need to be: no file of the tree is one
+    assert report.routes["not_imported"] == 4  # a call and its reference in each language
+    assert set(_fallback(files, "app/imports.ts")[0]) == {"lib/merge.ts"}
+    assert _fallback(files, "pkg/use.py")[0] == {}
+    assert "left unresolved (a plain name its module language would need imported) 4" in report.text()
 
 
 def test_a_file_reaches_a_set_aside_definer_by_importing_it() -> None:
@@ -193,26 +209,38 @@ def test_a_file_reaches_a_set_aside_definer_by_importing_it() -> None:
 
 
 def test_tests_and_set_aside_code_reach_their_own_kind_by_name() -> None:
+    # Java: a class's names reach the package's other files without an import
     files = {
-        "bench/helpers.ts": "export function timeIt() { return 0 }\n",
-        "bench/other/run.ts": "export function go() { timeIt() }\n",
-        "tests/helpers.ts": "export function fixture() { return 0 }\n",
-        "tests/unit/a.test.ts": "export function go() { fixture(); timeIt() }\n",
+        "bench/Helpers.java": "class Helpers { static int timeIt() { return 0; } }\n",
+        "bench/other/Run.java": "class Run { void go() { timeIt(); } }\n",
+        "tests/Helpers.java": "class Fixtures { static int fixture() { return 0; } }\n",
+        "tests/unit/ATest.java": "class ATest { void go() { fixture(); timeIt(); } }\n",
     }
-    assert set(_fallback(files, "bench/other/run.ts")[0]) == {"bench/helpers.ts"}
+    assert set(_fallback(files, "bench/other/Run.java")[0]) == {"bench/Helpers.java"}
+    assert set(_fallback(files, "tests/unit/ATest.java")[0]) == {"tests/Helpers.java"}
+
+
+def test_in_a_module_language_set_aside_code_is_reached_only_by_import() -> None:
+    files = {
+        "bench/helpers.ts": "export class T { timeIt() { return 0 } }\n",
+        "bench/other/run.ts": "export function go(t: any) { t.timeIt() }\n",
+        "tests/helpers.ts": "export class F { fixture() { return 0 } }\n",
+        "tests/unit/a.test.ts": 'import { F } from "../helpers"\nexport function go(f: F) { f.fixture() }\n',
+    }
+    assert _fallback(files, "bench/other/run.ts")[0] == {}
     assert set(_fallback(files, "tests/unit/a.test.ts")[0]) == {"tests/helpers.ts"}
 
 
 def test_a_major_version_folder_answers_its_own_files_by_name() -> None:
     files = {
-        "src/v3/types.ts": "export function merge() { return 3 }\n",
-        "src/v3/use.ts": "export function go() { merge(); timeIt() }\n",
-        "src/v3/tests/a.test.ts": "export function go() { helper() }\n",
-        "src/v4/types.ts": "export function merge() { return 4 }\n",
-        "src/v4/tests/helpers.ts": "export function helper() { return 0 }\n",
-        "src/v4/use.ts": "export function go() { merge() }\n",
-        "bench/helpers.ts": "export function timeIt() { return 0 }\n",
-        "lib/use.ts": "export function go() { merge() }\n",
+        "src/v3/types.ts": "export class A { merge() { return 3 } }\n",
+        "src/v3/use.ts": "export function go(x: any) { x.merge(); x.timeIt() }\n",
+        "src/v3/tests/a.test.ts": "export function go(x: any) { x.helper() }\n",
+        "src/v4/types.ts": "export class B { merge() { return 4 } }\n",
+        "src/v4/tests/helpers.ts": "export class H { helper() { return 0 } }\n",
+        "src/v4/use.ts": "export function go(x: any) { x.merge() }\n",
+        "bench/helpers.ts": "export class T { timeIt() { return 0 } }\n",
+        "lib/use.ts": "export function go(x: any) { x.merge() }\n",
     }
     # the old version's code reaches the old definition, never the new one nor a benchmark
     assert set(_fallback(files, "src/v3/use.ts")[0]) == {"src/v3/types.ts"}
@@ -236,12 +264,42 @@ def test_by_bare_name_a_js_file_reaches_only_its_own_package() -> None:
     files = {
         "package.json": '{"name": "root"}',
         "packages/a/package.json": '{"name": "@x/a"}',
-        "packages/a/src/local.ts": "export function shared() { return 1 }\n",
-        "packages/a/src/use.ts": "export function go() { shared(); other() }\n",
+        "packages/a/src/local.ts": "export class L { shared() { return 1 } }\n",
+        "packages/a/src/use.ts": "export function go(x: any) { x.shared(); x.other() }\n",
         "packages/b/package.json": '{"name": "@x/b"}',
-        "packages/b/src/other.ts": "export function other() { return 2 }\nexport function shared() { return 2 }\n",
+        "packages/b/src/other.ts": "export class O { other() { return 2 }\n shared() { return 2 } }\n",
         "packages/b/src/use.ts": 'import { other } from "@x/a"\nexport function go() { other() }\n',
-        "scripts/tool.ts": "export function other() { return 3 }\n",
+        "scripts/tool.ts": "export class T { other() { return 3 } }\n",
     }
     # its own package's definer, never another package's or the root's
     assert set(_fallback(files, "packages/a/src/use.ts")[0]) == {"packages/a/src/local.ts"}
+
+
+def test_by_bare_name_a_go_file_reaches_only_its_own_package() -> None:
+    files = {
+        "go.mod": "module example.com/m\n",
+        "mux.go": "package m\n\nfunc (mx *Mux) ServeHTTP() {}\n",
+        "tree.go": "package m\n\nfunc (n *node) findRoute() {}\n",
+        "use.go": "package m\n\nfunc serve(mx *Mux) { mx.ServeHTTP(); n.findRoute() }\n",
+        "middleware/value.go": "package middleware\n\nfunc WithValue(next Handler) { next.ServeHTTP() }\n",
+        "middleware/route.go": "package middleware\n\nfunc use(n thing) { n.findRoute() }\n",
+    }
+    # a method of the same name in another package is not what a value's method call means:
+    # that package's names come only through an import
+    assert _fallback(files, "middleware/value.go")[0] == {}
+    assert _fallback(files, "middleware/route.go")[0] == {}
+    assert set(_fallback(files, "use.go")[0]) == {"mux.go", "tree.go"}
+
+
+def test_by_bare_name_a_rust_file_reaches_only_its_own_crate() -> None:
+    files = {
+        "Cargo.toml": '[workspace]\nmembers = ["core", "derive"]\n',
+        "core/Cargo.toml": '[package]\nname = "core_x"\n',
+        "core/src/lib.rs": "pub mod map;\n",
+        "core/src/map.rs": "pub struct Map;\nimpl Map { pub fn insert_entry(&self) {} }\n",
+        "core/src/user.rs": "fn go(m: &Thing) { m.insert_entry() }\n",
+        "derive/Cargo.toml": '[package]\nname = "derive_x"\n',
+        "derive/src/lib.rs": "fn go(m: &Other) { m.insert_entry() }\n",
+    }
+    assert set(_fallback(files, "core/src/user.rs")[0]) == {"core/src/map.rs"}
+    assert _fallback(files, "derive/src/lib.rs")[0] == {}

@@ -26,7 +26,7 @@ def test_report_lists_every_blind_spot() -> None:
             ),
             "src/a/run.py": "def start():\n    return 1\n",
             "src/b/run.py": "def start():\n    return 2\n",
-            "src/main.py": "def main():\n    return start()\n",
+            "src/main.py": "def main(runner):\n    return runner.start()\n",
             "docs/old.md": "# Old\n\nGoverns: src/removed\nSupersedes: 0042\n",
         }
     )
@@ -69,7 +69,7 @@ def test_report_lists_every_blind_spot() -> None:
 
 def test_too_common_names_make_no_edges_and_are_reported() -> None:
     files = {f"pkg{n}/mod.py": "def get():\n    return 1\n" for n in range(30)}
-    files["app.py"] = "def main():\n    return get()\n"
+    files["app.py"] = "def main(store):\n    return store.get()\n"
     graph, report = graph_of(files)
     assert report.ambiguous["get"].dropped
     app = graph.path_node("app.py")
@@ -80,7 +80,7 @@ def test_too_common_names_make_no_edges_and_are_reported() -> None:
 def test_definitions_nested_in_functions_and_in_tests_do_not_answer_code() -> None:
     graph, report = graph_of(
         {
-            "src/app.py": "def handle():\n    return error()\n",
+            "src/app.py": "def handle(api):\n    return api.error()\n",
             "src/errors.py": "def error():\n    return 500\n",
             "src/views.py": "def view():\n    def error():\n        return 1\n    return error()\n",
             "tests/test_app.py": "def test_x():\n    def error():\n        return 2\n    assert error()\n\n\ndef error():\n    return 3\n",

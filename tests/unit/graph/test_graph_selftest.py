@@ -50,10 +50,10 @@ def test_a_reference_resolves_to_a_definer_that_sorts_later() -> None:
     """
     graph, _ = graph_of(
         {
-            "a/user.py": "def run():\n    return zeta_helper(2)\n",
+            "a/user.py": "def run(h):\n    return h.zeta_helper(2)\n",
             "z/helpers.py": "def zeta_helper(x):\n    return x * 2\n",
             "a/early.py": "def alpha_helper():\n    return 1\n",
-            "z/late.py": "def go():\n    return alpha_helper()\n",
+            "z/late.py": "def go(h):\n    return h.alpha_helper()\n",
         }
     )
     later = {r.path: r for r in ranked(graph, ["a/user.py"])}

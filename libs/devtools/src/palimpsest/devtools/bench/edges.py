@@ -8,9 +8,15 @@ with :mod:`palimpsest.index.graph.imports`. An edge is *reachable* when its targ
 one the source imports, or one re-exported, transitively, by a file it imports (TS/JS
 ``export … from``, a Python ``__init__.py``'s ``from`` imports, Rust ``pub use``); a Go
 file also reaches its own package (its directory) and every file of a package it imports.
+Rust is read as the compiler declares modules: ``mod x;`` (``#[path]`` followed) makes the
+module tree, ``crate::``/``super::``/``self::`` walk it from the file's crate root (the file no
+module declares), a ``use`` tree or a path written inline names the deepest module it reaches
+(a first segment may be a declared child module or a name an earlier ``use`` brought in), a
+macro reaches its crate's ``macro_rules!`` by name, and a crate root re-exports its crate's
+``#[macro_export]`` macros.
 
-The figure is a floor: what the plain rules cannot resolve (a ``tsconfig`` alias, a crate
-imported by name, Python ``sys.path`` tricks) counts as unreachable. Edges are reported both
+The figure is a floor: what the plain rules cannot resolve (a ``tsconfig`` alias, a module a
+macro declares, Python ``sys.path`` tricks) counts as unreachable. Edges are reported both
 as a plain share and weighted by their 1/N share, and per route language.
 """
 
@@ -45,7 +51,14 @@ _GO_SPEC = re.compile(r'"([^"]+)"')
 _GO_MODULE = re.compile(r"^module\s+(\S+)", re.M)
 _RS_USE = re.compile(r"^\s*(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", re.M)
 _CARGO_NAME = re.compile(r'^\[package\][^\[]*?^name\s*=\s*"([^"]+)"', re.M | re.S)
-_RS_MOD = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", re.M)
+# `mod name;`, with the file a `#[path = "…"]` attribute (other attributes may sit between) names
+_RS_MOD = re.compile(r"^[ \t]*((?:#\[[^\]]*\]\s*)*)(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", re.M)
+_RS_PATH_ATTR = re.compile(r"""#\[path\s*=\s*"([^"]+)"\]""")
+_RS_MACRO_DEF = re.compile(
+    r"^[ \t]*(#\[macro_export[^\]]*\]\s*)?(?:#\[[^\]]*\]\s*)*macro_rules!\s*(\w+)", re.M
+)
+_RS_MACRO_USE = re.compile(r"(?<![\w:])(\w+)!\s*[(\[{]")
+_RS_INLINE_PATH = re.compile(r"(?<![\w:])((?:\w+::)+\w+)")
 
 
 def _git(repo: Path, *args: str) -> bytes:
@@ -100,6 +113,9 @@ class ImportReader:
             if posixpath.basename(p) == "Cargo.toml" and (m := _CARGO_NAME.search(t))
         }
         self._edges: dict[str, tuple[set[str], set[str]]] = {}
+        self._children: dict[str, dict[str, str]] = {}
+        self._parents: dict[str, str] | None = None
+        self._macros: dict[str, dict[str, set[str]]] = {}
 
     def _packages(self) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -174,16 +190,43 @@ class ImportReader:
         return imports
 
     def _read_rs(self, path: str, text: str) -> tuple[set[str], set[str]]:
+        """``use`` trees (``pub use`` re-exports), ``mod`` declarations, paths written inline
+        (``crate::de::from_str(…)``), and macros: one of the crate's own ``macro_rules!`` by
+        name, another crate's ``#[macro_export]`` ones through that crate's root."""
         imports: set[str] = set()
         reexports: set[str] = set()
+        aliases: dict[str, str] = {}  # a name a `use` brought in → its file
         for public, spec in _RS_USE.findall(text):
-            found = self._rs(path, spec)
+            found = self._rs(path, spec, aliases)
             imports |= found
             if public:
                 reexports |= found
-        for name in _RS_MOD.findall(text):
-            imports |= self._rs_mod(path, name)
+        children = self._rs_children(path)
+        imports |= set(children.values())
+        for spec in _RS_INLINE_PATH.findall(text):
+            imports |= self._rs(path, spec, {**aliases})
+        crate = self._rs_root(path)
+        macros = self._rs_macros()
+        for name in set(_RS_MACRO_USE.findall(text)) - {"macro_rules"}:
+            imports |= {f for f in macros.get(name, ()) if self._rs_root(f) == crate}
+        if self._rs_parent(path) is None:  # a crate root: its crate's #[macro_export] macros are here
+            exported = {f for fs in self._rs_macros(exported=True).values() for f in fs}
+            reexports |= {f for f in exported if self._rs_root(f) == crate}
+            imports |= reexports
         return imports, reexports
+
+    def _rs_macros(self, *, exported: bool = False) -> dict[str, set[str]]:
+        """``macro_rules!`` name → the files defining it (only ``#[macro_export]`` ones)."""
+        key = "exported" if exported else "all"
+        known = self._macros.get(key)
+        if known is None:
+            known = self._macros[key] = {}
+            for file, text in self.texts.items():
+                if file.endswith(".rs") and "macro_rules!" in text:
+                    for export, name in _RS_MACRO_DEF.findall(text):
+                        if export or not exported:
+                            known.setdefault(name, set()).add(file)
+        return known
 
     def reachable(self, path: str) -> set[str]:
         """What ``path`` imports plus everything re-exported, transitively, by those files."""
@@ -217,6 +260,10 @@ class ImportReader:
         if spec.startswith("."):
             found = self._file(posixpath.join(posixpath.dirname(importer), spec), _JS_EXT)
             return {found} if found else set()
+        for target in self._aliased(importer, spec):
+            found = self._file(target, _JS_EXT)
+            if found:
+                return {found}
         for name in sorted(self.packages, key=len, reverse=True):
             if spec == name or spec.startswith(name + "/"):
                 directory, rest = self.packages[name], spec[len(name) + 1 :]
@@ -228,6 +275,60 @@ class ImportReader:
                         return {found}
                 return set()
         return set()
+
+    def _aliased(self, importer: str, spec: str) -> list[str]:
+        """Where the nearest ``tsconfig.json``/``jsconfig.json``'s ``paths`` send ``spec``."""
+        directory = posixpath.dirname(importer)
+        while True:
+            config = self._ts_paths(directory)
+            if config is not None:
+                base, paths = config
+                out: list[str] = []
+                for key, targets in paths.items():
+                    head, star, tail = key.partition("*")
+                    if star and spec.startswith(head) and spec.endswith(tail) and len(spec) >= len(key) - 1:
+                        middle = spec[len(head) : len(spec) - len(tail)]
+                        out += [posixpath.join(base, t.replace("*", middle, 1)) for t in targets]
+                    elif not star and spec == key:
+                        out += [posixpath.join(base, t) for t in targets]
+                return out
+            if not directory:
+                return []
+            directory = posixpath.dirname(directory)
+
+    def _ts_paths(self, directory: str) -> tuple[str, dict[str, list[str]]] | None:
+        """(the folder ``paths`` are relative to, ``paths``) of the config in ``directory``;
+        ``None`` when the folder has none."""
+        for name in ("tsconfig.json", "jsconfig.json"):
+            path = posixpath.join(directory, name) if directory else name
+            if path in self.texts:
+                return self._ts_config(path) or ("", {})
+        return None
+
+    def _ts_config(self, path: str, depth: int = 0) -> tuple[str, dict[str, list[str]]] | None:
+        """A config file's ``paths``, or what the config a relative ``extends`` names has."""
+        directory = posixpath.dirname(path)
+        try:
+            options = json.loads(_strip_json_comments(self.texts.get(path, "")))
+        except ValueError:
+            return None
+        if not isinstance(options, dict):
+            return None
+        compiler = options.get("compilerOptions")
+        compiler = compiler if isinstance(compiler, dict) else {}
+        paths = compiler.get("paths")
+        if isinstance(paths, dict):
+            base = compiler.get("baseUrl")
+            return posixpath.normpath(posixpath.join(directory, base if isinstance(base, str) else ".")), {
+                k: [t for t in v if isinstance(t, str)] for k, v in paths.items() if isinstance(v, list)
+            }
+        parent = options.get("extends")
+        if isinstance(parent, str) and parent.startswith(".") and depth < 8:
+            target = posixpath.normpath(posixpath.join(directory, parent))
+            for candidate in (target, f"{target}.json", f"{target}/tsconfig.json"):
+                if candidate in self.texts:
+                    return self._ts_config(candidate, depth + 1)
+        return None
 
     def _py(self, importer: str, module: str, name: str | None) -> set[str]:
         dots = len(module) - len(module.lstrip("."))
@@ -266,49 +367,116 @@ class ImportReader:
                 return {p for p in self.by_dir.get(folder.rstrip("/"), ()) if p.endswith(".go")}
         return set()
 
-    def _crate_root(self, importer: str) -> str:
-        parts = importer.split("/")
-        if "src" in parts:
-            return "/".join(parts[: parts.index("src") + 1])
-        return posixpath.dirname(importer)
-
-    def _rs(self, importer: str, spec: str) -> set[str]:
-        spec = re.sub(r"\s+", "", spec)
-        head, _, group = spec.partition("{")
-        heads = [head.rstrip(":")]
-        if group:
-            heads = [f"{head}{item}" for item in group.rstrip("}").split(",") if item]
-        found: set[str] = set()
-        for one in heads:
-            parts = [p for p in re.sub(r"\s+as\s+\w+$", "", one).split("::") if p]
-            if not parts:
-                continue
-            if parts[0] == "crate":
-                base = self._crate_root(importer)
-                parts = parts[1:]
-            elif parts[0] in ("self", "super"):
-                base = self._module_dir(importer)
-                while parts and parts[0] in ("self", "super"):
-                    if parts[0] == "super":
-                        base = posixpath.dirname(base)
-                    parts = parts[1:]
-            elif parts[0] in self.crates:  # a crate of this workspace, by name
-                base = self.crates[parts[0]].lstrip("/")
-                parts = parts[1:]
-            else:
-                continue  # a crate from outside the tree
-            for n in range(len(parts), -1, -1):
-                prefix = "/".join(parts[:n])
-                folder = posixpath.join(base, prefix) if prefix else base
-                hit = [f for f in (f"{folder}.rs", f"{folder}/mod.rs") if f in self.paths]
-                if not prefix:
-                    hit = [
-                        f for f in (f"{base}/lib.rs", f"{base}/main.rs", f"{base}/mod.rs") if f in self.paths
-                    ]
-                if hit:
-                    found.add(hit[0])
-                    break
+    def _rs_parent(self, module: str) -> str | None:
+        """The file that declares ``module`` (``mod x;``, ``#[path]`` followed), if any."""
+        if self._parents is None:
+            self._parents = {}
+            for file in sorted(p for p in self.paths if p.endswith(".rs")):
+                for child in self._rs_children(file).values():
+                    self._parents.setdefault(child, file)
+        found = self._parents.get(module)
+        if found is None and posixpath.basename(module) not in ("lib.rs", "main.rs"):
+            # declared where this reader cannot see (a macro such as `automod::dir!`): the module
+            # file of its folder, as Rust would have to find it
+            folder = posixpath.dirname(module)
+            found = next(
+                (f"{folder}/{n}" for n in ("mod.rs", "main.rs", "lib.rs") if f"{folder}/{n}" in self.paths),
+                None,
+            )
+            if found == module:
+                found = None
         return found
+
+    def _rs_root(self, module: str) -> str:
+        """The crate root ``module`` belongs to: up the declaring files to one nobody declares."""
+        seen = {module}
+        while (parent := self._rs_parent(module)) is not None and parent not in seen:
+            seen.add(parent)
+            module = parent
+        return module
+
+    def _rs(self, importer: str, spec: str, aliases: dict[str, str] | None = None) -> set[str]:
+        """The files a ``use`` tree or an inline path names; ``aliases`` (when given) gets each
+        name a ``use`` brings in → the file it resolved to, for the inline paths read after."""
+        found: set[str] = set()
+        for one in _use_tree(spec):
+            path, _, alias = one.partition("@")
+            parts = [p for p in path.split("::") if p]
+            if parts and parts[-1] == "self":
+                parts = parts[:-1]
+            start = self._rs_start(importer, parts, aliases or {}) if parts else None
+            if start is None:
+                continue
+            hit = self._rs_walk(*start)
+            found.add(hit)
+            if aliases is not None:
+                aliases.setdefault(alias or parts[-1], hit)
+        return found
+
+    def _rs_start(
+        self, importer: str, parts: list[str], aliases: dict[str, str]
+    ) -> tuple[str, list[str]] | None:
+        """The module file a path starts from and the segments left, or ``None`` for a crate from
+        outside the tree or a local name (``Self::``, a type's item)."""
+        head = parts[0]
+        if head == "crate":
+            return self._rs_root(importer), parts[1:]
+        if head in ("self", "super"):
+            module: str | None = importer
+            while parts and parts[0] in ("self", "super"):
+                if parts[0] == "super":
+                    module = self._rs_parent(module) if module else None
+                parts = parts[1:]
+            return (module, parts) if module else None
+        if head in self._rs_children(importer):  # a module this file declares (a "uniform" path)
+            return importer, parts
+        if head in aliases:  # a module a `use` brought in
+            return aliases[head], parts[1:]
+        if head in self.crates:  # a crate of this workspace, by name
+            root = self.crates[head].lstrip("/")
+            for name in ("lib.rs", "main.rs"):
+                if f"{root}/{name}" in self.paths:
+                    return f"{root}/{name}", parts[1:]
+        return None
+
+    def _rs_walk(self, module: str, parts: list[str]) -> str:
+        """The deepest declared module along ``parts`` from ``module`` (the rest are items)."""
+        for part in parts:
+            child = self._rs_children(module).get(part)
+            if child is None:  # declared out of sight (a macro): only its conventional file can be it
+                folder = self._module_dir(module)
+                child = next(
+                    (f for f in (f"{folder}/{part}.rs", f"{folder}/{part}/mod.rs") if f in self.paths), None
+                )
+            if child is None:
+                break
+            module = child
+        return module
+
+    def _rs_children(self, path: str) -> dict[str, str]:
+        """The modules ``path`` declares (``mod x;``) → their files (``#[path]`` followed)."""
+        known = self._children.get(path)
+        if known is None:
+            known = self._children[path] = {}
+            base = self._module_dir(path)
+            for attributes, name in _RS_MOD.findall(self.texts.get(path, "")):
+                if explicit := _RS_PATH_ATTR.search(attributes):
+                    target = posixpath.normpath(posixpath.join(posixpath.dirname(path), explicit.group(1)))
+                    if target in self.paths:
+                        known[name] = target
+                    continue
+                # a crate root that is no lib.rs/main.rs (tests/x.rs) declares beside itself
+                here = posixpath.dirname(path)
+                for f in (
+                    f"{base}/{name}.rs",
+                    f"{base}/{name}/mod.rs",
+                    f"{here}/{name}.rs",
+                    f"{here}/{name}/mod.rs",
+                ):
+                    if f in self.paths:
+                        known[name] = f
+                        break
+        return known
 
     def _module_dir(self, path: str) -> str:
         name = posixpath.basename(path)
@@ -316,9 +484,52 @@ class ImportReader:
             return posixpath.dirname(path)
         return path[: -len(".rs")]
 
-    def _rs_mod(self, importer: str, name: str) -> set[str]:
-        base = self._module_dir(importer)
-        return {f for f in (f"{base}/{name}.rs", f"{base}/{name}/mod.rs") if f in self.paths}
+
+def _strip_json_comments(text: str) -> str:
+    """A ``tsconfig.json`` as JSON: its ``//`` and ``/* */`` comments and trailing commas
+    dropped (never inside a string: ``"**/*.ts"`` stays)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i) if "\n" in text[i:] else n
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        else:
+            out.append(ch)
+            i += 1
+    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+
+
+def _use_tree(spec: str) -> list[str]:
+    """A Rust ``use`` tree as flat paths: ``a::{b, c::{d as e, self}}`` → ``a::b``, ``a::c::d@e``
+    (brought in as ``e``), ``a::c::self``."""
+    spec = re.sub(r"\s+as\s+(\w+)", r"@\1", spec)  # the name it is brought in as
+    spec = re.sub(r"\s+", "", spec)
+    brace = spec.find("{")
+    if brace < 0:
+        return [spec]
+    prefix, body = spec[:brace], spec[brace + 1 : spec.rfind("}")]
+    items: list[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(body):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(body[start:i])
+            start = i + 1
+    items.append(body[start:])
+    return [prefix + flat for item in items if item for flat in _use_tree(item)]
 
 
 def run_bench_edges(repo: Path, rev: str = "HEAD", sample: int = 400, seed: int = 1) -> dict[str, Any]:

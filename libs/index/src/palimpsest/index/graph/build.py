@@ -15,9 +15,14 @@ resolver silently misses every definer that sorts after the referencing file).
   *route*: the files this one imports, if some define it; else the modules reached through the
   barrels it imports; else the only definer; else those in the same directory (Go packages,
   C translation units); else all (the bare-name fallback) — and each of the N left gets 1/N.
-  Definitions nested in a function are local and answer no other file. By bare name (routes
-  after the imports), a JS/TS file reaches only definers of its own package (the folder of
-  the nearest ``package.json``: names cross packages through imports), definitions in tests
+  Definitions nested in a function are local and answer no other file. In a language whose
+  files are modules (Python, JS/TS, Rust) a plain name crosses files only through an import:
+  only a member call (``x.m()``, a method of a type the file may never name) goes past the
+  imports, and then only to product code (a Rust plain name reaches its crate's only definer:
+  the facts do not tell ``de::from_str()`` from ``from_str()``). By bare name (routes
+  after the imports), a file reaches only definers of its own *unit*: a Go file its package
+  (its folder), a JS/TS file its package (the nearest ``package.json``), a Rust file its crate
+  (the nearest ``Cargo.toml``) — names cross units through imports; definitions in tests
   answer only tests (code never depends on tests), and
   definitions in examples and benchmarks answer only files of their own kind, and a
   major-version folder with a rival (``v3`` beside ``v4``,
@@ -63,6 +68,12 @@ __all__ = ["GRAPH_LANGUAGES", "MAX_DEFINERS", "build_graph"]
 _FUNCTION_KINDS = frozenset({"function", "method"})
 _JAVASCRIPT = frozenset({"javascript", "typescript", "tsx"})
 _PYTHON_INITS = frozenset({"__init__.py", "__init__.pyi"})
+# languages whose files are modules: a plain name (not ``x.m()``) crosses files only through an
+# import, so it never falls back to a bare-name match (Rust's facts do not tell a path-qualified
+# call, ``de::from_str()``, from a plain one: a plain Rust name still reaches the crate's only definer)
+_MODULE_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "rust"})
+# the file that makes a folder a unit bare names do not leave, and the languages it holds
+_UNIT_MARKERS = {"package.json": _JAVASCRIPT, "cargo.toml": frozenset({"rust"})}
 _MAX_REEXPORTED = 4000
 """A barrel reaching more modules than this is cut there (a whole repository re-exported)."""
 
@@ -93,9 +104,14 @@ class _Resolution:
         self.by_dir: dict[tuple[str, str], list[str]] = {}
         self._roles: dict[str, int] = {}
         self._versions = rival_version_dirs(f.path for f in self.files)  # folder -> superseded
-        # JS/TS package folders (a package.json): names cross them only through imports
-        self._packages = frozenset(dirname(p) for p in self.texts if p.rpartition("/")[2] == "package.json")
-        self._package_of: dict[str, str | None] = {}
+        # the folders a bare name never leaves (names cross them only through imports): a JS/TS
+        # package (its package.json) and a Rust crate (its Cargo.toml); a Go package is its folder
+        self._units = {
+            language: frozenset(dirname(p) for p in self.texts if p.rpartition("/")[2].lower() == marker)
+            for marker, languages in _UNIT_MARKERS.items()
+            for language in languages
+        }
+        self._unit_of: dict[str, str | None] = {}
         self.languages = {f.path: f.language for f in self.files}
         self._version_of: dict[str, str | None] = {}
         self.imported: dict[str, set[str]] = {}
@@ -219,35 +235,39 @@ class _Resolution:
         self._version_of[path] = found
         return found
 
-    def _package(self, path: str) -> str | None:
-        """The JS/TS package folder (nearest ``package.json``) of ``path``, or ``None``."""
-        if path in self._package_of:
-            return self._package_of[path]
-        directory: str | None = dirname(path)
+    def _unit(self, path: str) -> str | None:
+        """The folder a bare name used in ``path`` cannot leave: its Go package (the folder), its
+        JS/TS package (nearest ``package.json``) or Rust crate (nearest ``Cargo.toml``); ``None``
+        where the language has no such unit or the tree declares none."""
+        if path in self._unit_of:
+            return self._unit_of[path]
+        language = self.languages.get(path)
         found: str | None = None
-        while directory is not None:
-            if directory in self._packages:
-                found = directory
-                break
-            directory = dirname(directory) if directory else None
-        self._package_of[path] = found
+        if language == "go":
+            found = dirname(path)
+        elif markers := self._units.get(language or ""):
+            directory: str | None = dirname(path)
+            while directory is not None:
+                if directory in markers:
+                    found = directory
+                    break
+                directory = dirname(directory) if directory else None
+        self._unit_of[path] = found
         return found
 
     def _by_name(self, path: str, definer: str) -> bool:
         """Whether a bare-name match from ``path`` may mean ``definer``: tests answer tests,
-        examples and benchmarks their own kind; a JS/TS file only files of its own package
-        (another package's names come through an import); a major-version folder answers
-        itself, and the newest one also answers files outside every version folder."""
+        examples and benchmarks their own kind; a Go file only its own package, a JS/TS file
+        only its own package and a Rust file only its own crate (another unit's names come
+        through an import, :meth:`_unit`); a major-version folder answers itself, and the newest
+        one also answers files outside every version folder."""
         if definer == path:
             return False
         role = self._role(definer)
         if role not in (_PRODUCT, self._role(path)):
             return False
-        if (
-            self._packages
-            and self.languages.get(path) in _JAVASCRIPT
-            and self._package(definer) != self._package(path)
-        ):
+        unit = self._unit(path)
+        if unit is not None and self._unit(definer) != unit:  # (a definer in another language has none)
             return False
         theirs = self._version(definer)
         if theirs is None:
@@ -283,10 +303,11 @@ class _Resolution:
             known = self._scopes[path] = frozenset(reached)
         return known
 
-    def _candidates(self, path: str, name: str) -> tuple[list[tuple[str, int]], str]:
+    def _candidates(self, path: str, name: str, member: bool = False) -> tuple[list[tuple[str, int]], str]:
         """Definers of ``name`` a reference from ``path`` may mean (at most ``max_definers + 1``:
         more than that is "too common" however many there are), and the route that found them
-        (``import``, ``barrel``, ``unique``, ``directory``, ``name``)."""
+        (``import``, ``barrel``, ``unique``, ``directory``, ``name``; ``not_imported``: none, a
+        plain name of a module language that the file does not import)."""
         entry = self.definers.get(name)
         if not entry:
             return [], "none"
@@ -302,9 +323,16 @@ class _Resolution:
                 if scoped:
                     return scoped, "barrel"
 
-        def allowed(p: str) -> bool:
-            return self._by_name(path, p)
+        language = self.languages.get(path)
+        modular = language in _MODULE_LANGUAGES
 
+        def allowed(p: str) -> bool:
+            # in a module language a method of a test, example or benchmark is reached by import only
+            return self._by_name(path, p) and not (modular and self._role(p) != _PRODUCT)
+
+        if modular and not member:
+            found = [(p, entry[p][0]) for p in entry if self._by_name(path, p)] if language == "rust" else []
+            return (found, "unique") if len(found) == 1 else ([], "not_imported")
         if len(entry) <= 2:
             found = [(p, entry[p][0]) for p in entry if allowed(p)]
             if len(found) <= 1:
@@ -315,7 +343,9 @@ class _Resolution:
         return list(islice(((p, entry[p][0]) for p in entry if allowed(p)), self.max_definers + 1)), "name"
 
     def _link(self, file: FileFacts, source: int, name: str, kind: EdgeKind, member: bool = False) -> None:
-        candidates, route = self._candidates(file.path, name)
+        candidates, route = self._candidates(file.path, name, member)
+        if route == "not_imported":
+            self.report.routes[route] += 1
         if not candidates:
             return  # defined nowhere in the tree (a library or builtin name), or only set aside
         self.report.routes[route] += 1

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 TEXT_ROWS = 20
-ROUTES = ("import", "barrel", "unique", "directory", "name")
+ROUTES = ("import", "barrel", "unique", "directory", "name", "not_imported")
 """How a reference found its definers, most certain first (see :mod:`palimpsest.index.graph.build`)."""
 ROUTE_TITLES = {
     "import": "through imports",
@@ -40,6 +40,7 @@ ROUTE_TITLES = {
     "unique": "only definer",
     "directory": "same directory",
     "name": "bare name",
+    "not_imported": "left unresolved (a plain name its module language would need imported)",
 }
 
 
