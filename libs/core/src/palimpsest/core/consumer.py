@@ -5,6 +5,9 @@ delivery count. Handlers are plain async functions ``handler(event, ctx)``; they
 ``ctx.transaction()`` for their writes, which sets the tenant and claims the inbox in the same
 transaction. A handler that raises is retried with a growing delay (``Retry``); when the last
 delivery fails the server emits a MAX_DELIVERIES advisory and the message becomes a dead letter.
+A handler that fails because the database cannot be reached (:func:`palimpsest.core.db.unreachable`)
+is not at fault: its delivery is held until the database answers (at most ``outage_hold_s``) and the
+handler runs again in the same delivery, so an outage spends none of the ``max_deliver`` attempts.
 An event the runtime has no handler for fails the same way, loudly, never acknowledged unapplied
 (the start-up check, :func:`palimpsest.core.topology.check_handlers`, makes that unreachable
 unless the server-side consumer and the running code disagree).
@@ -26,7 +29,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from pydantic import ValidationError
 
 from palimpsest.core import inbox, metrics
-from palimpsest.core.db import Conn, Pool, system_tx, tenant_tx
+from palimpsest.core.db import Conn, Pool, system_tx, tenant_tx, unreachable
 from palimpsest.core.errors import DuplicateEvent, UnhandledEvent
 from palimpsest.core.events import Event, parse_event
 from palimpsest.core.telemetry import extract, tracer
@@ -92,6 +95,8 @@ class ConsumerRuntime:
     pool: Pool
     handlers: Mapping[str, Handler]
     retry_delays_s: tuple[float, ...] = (1.0, 5.0, 30.0, 120.0)
+    # how long a delivery waits for an unreachable database before it fails (and counts); see _hold
+    outage_hold_s: float = 300.0
     on_applied: list[Callable[[Event], None]] = field(default_factory=list)
     # set where the server applies no subject filter (nats-server < 2.10 with several subjects): the
     # event types this consumer asked for; any other event was never addressed to it (its own
@@ -138,45 +143,34 @@ class ConsumerRuntime:
                 "event_type": event.TYPE,
                 "tenant_id": event.tenant_id,
             }
-            ctx = HandlerContext(self.consumer, self.pool, event, deliveries, heartbeat)
-            try:
-                if handler is None:
-                    # retried (a newer replica may handle it), then a dead letter
-                    raise UnhandledEvent(f"{self.consumer} has no handler for {event.TYPE}")
-                if await self._already(ctx):
-                    raise DuplicateEvent(str(event.id))
-                await handler(event, ctx)
-                if not ctx.claimed:
-                    await self._claim_only(ctx)
-                outcome = Outcome("applied", event.TYPE)
-                for cb in self.on_applied:
-                    cb(event)
-            except DuplicateEvent:
-                outcome = Outcome("duplicate", event.TYPE)
+            held = 0.0
+            while True:
+                ctx = HandlerContext(self.consumer, self.pool, event, deliveries, heartbeat)
+                try:
+                    outcome = await self._apply(handler, ctx)
+                    break
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    if not unreachable(exc) or held >= self.outage_hold_s:
+                        self._failed(span, event, exc)
+                        delay = self.retry_delays_s[min(deliveries - 1, len(self.retry_delays_s) - 1)]
+                        log.log(
+                            logging.ERROR if isinstance(exc, UnhandledEvent) else logging.WARNING,
+                            "%s: %s %s failed on delivery %d (%s); retry in %.0fs",
+                            self.consumer,
+                            event.TYPE,
+                            event.id,
+                            deliveries,
+                            _describe(exc),
+                            delay,
+                            extra=extra,
+                        )
+                        await self._record_failure(event, exc)
+                        raise Retry(delay, exc) from exc
+                    held += await self._hold(ctx, exc, self.outage_hold_s - held)
+            if outcome.status == "duplicate":
                 log.info("%s: event %s already applied; acknowledging", self.consumer, event.id, extra=extra)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                span.record_exception(exc)
-                span.set_status(Status(StatusCode.ERROR, exc.__class__.__name__))
-                unhandled = isinstance(exc, UnhandledEvent)
-                metrics.EVENTS_CONSUMED.labels(
-                    self.consumer, event.TYPE, "unhandled" if unhandled else "failed"
-                ).inc()
-                await self._record_failure(event, exc)
-                delay = self.retry_delays_s[min(deliveries - 1, len(self.retry_delays_s) - 1)]
-                log.log(
-                    logging.ERROR if unhandled else logging.WARNING,
-                    "%s: %s %s failed on delivery %d (%s); retry in %.0fs",
-                    self.consumer,
-                    event.TYPE,
-                    event.id,
-                    deliveries,
-                    _describe(exc),
-                    delay,
-                    extra=extra,
-                )
-                raise Retry(delay, exc) from exc
             span.set_attribute("palimpsest.outcome", outcome.status)
             elapsed = time.perf_counter() - started
             metrics.EVENTS_CONSUMED.labels(self.consumer, event.TYPE, outcome.status).inc()
@@ -184,6 +178,65 @@ class ConsumerRuntime:
             lag = (datetime.now(UTC) - event.occurred_at).total_seconds()
             metrics.EVENT_LAG_SECONDS.labels(self.consumer, event.TYPE).observe(max(lag, 0.0))
             return outcome
+
+    async def _apply(self, handler: Handler | None, ctx: HandlerContext) -> Outcome:
+        event = ctx.event
+        if handler is None:
+            # retried (a newer replica may handle it), then a dead letter
+            raise UnhandledEvent(f"{self.consumer} has no handler for {event.TYPE}")
+        try:
+            if await self._already(ctx):
+                raise DuplicateEvent(str(event.id))
+            await handler(event, ctx)
+            if not ctx.claimed:
+                await self._claim_only(ctx)
+        except DuplicateEvent:
+            return Outcome("duplicate", event.TYPE)
+        for cb in self.on_applied:
+            cb(event)
+        return Outcome("applied", event.TYPE)
+
+    async def _hold(self, ctx: HandlerContext, exc: BaseException, budget: float) -> float:
+        """The database could not be reached: the event is not at fault, so its delivery is held
+        (heartbeats keep JetStream from redelivering it) until the database answers again, for at
+        most ``budget`` seconds, instead of spending one of its ``max_deliver`` attempts — a
+        PostgreSQL restart or a pooler refusing logins never turns work into dead letters. The
+        seconds spent are returned; the caller runs the handler again (or, past the budget, fails
+        the delivery as any other failure)."""
+        started = time.perf_counter()
+        log.warning(
+            "%s: %s %s: database unreachable (%s); holding delivery %d until it answers (at most %.0fs)",
+            self.consumer,
+            ctx.event.TYPE,
+            ctx.event.id,
+            _describe(exc),
+            ctx.deliveries,
+            budget,
+        )
+        metrics.EVENTS_CONSUMED.labels(self.consumer, ctx.event.TYPE, "held").inc()
+        step = 0.5
+        while (spent := time.perf_counter() - started) < budget:
+            await asyncio.sleep(min(step, budget - spent))
+            step = min(step * 2, 5.0)
+            try:
+                await ctx.heartbeat()
+                async with system_tx(self.pool) as conn:
+                    await conn.execute("SELECT 1")
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as probe:  # still down (or the bus is): wait on
+                if not unreachable(probe):
+                    log.debug("hold probe failed: %s", _describe(probe))
+        return max(time.perf_counter() - started, 1e-3)
+
+    def _failed(self, span: trace.Span, event: Event, exc: BaseException) -> None:
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, exc.__class__.__name__))
+        unhandled = isinstance(exc, UnhandledEvent)
+        metrics.EVENTS_CONSUMED.labels(
+            self.consumer, event.TYPE, "unhandled" if unhandled else "failed"
+        ).inc()
 
     async def _already(self, ctx: HandlerContext) -> bool:
         async with system_tx(self.pool) as conn:

@@ -24,7 +24,7 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, class_row, dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from palimpsest.core.errors import DatabaseError
 
@@ -34,6 +34,32 @@ if TYPE_CHECKING:
 Conn = AsyncConnection[DictRow]
 Pool = AsyncConnectionPool[Conn]
 Row = TypeVar("Row")
+
+
+UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (DatabaseError, psycopg.OperationalError, PoolTimeout)
+"""What an unavailable database raises (an API answers 503 for these, never 500)."""
+
+# SQLSTATEs that say the server (or the pooler in front of it) could not be talked to: class 08
+# (connection exception: refused, lost, a pooler refusing logins) and the shutdown states
+_UNREACHABLE_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether ``exc``, or an exception it was raised from, says the database could not be
+    reached — a refused or lost connection, a server shutting down, no pooled connection in time
+    — rather than that the work itself failed (a constraint, a bad query, a deadlock)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, PoolTimeout):
+            return True
+        if isinstance(current, psycopg.OperationalError):
+            state = current.sqlstate
+            if state is None or state.startswith(_UNREACHABLE_STATES):
+                return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def with_user(url: str, user: str) -> str:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 
-import psycopg
-import psycopg_pool
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -19,7 +17,7 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
-from palimpsest.core.errors import DatabaseError
+from palimpsest.core.db import UNAVAILABLE_ERRORS
 from palimpsest.ingest.api import (
     v1_analyses,
     v1_index,
@@ -89,7 +87,7 @@ def create_api(ctx: IngestContext, *, mcp: McpEndpoint | None = None) -> FastAPI
     app.router.routes.append(Mount(UI_PREFIX, create_ui(ctx)))
     app.add_exception_handler(IngestError, _ingest_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
-    for unavailable in (DatabaseError, psycopg.OperationalError, psycopg_pool.PoolTimeout):
+    for unavailable in UNAVAILABLE_ERRORS:
         app.add_exception_handler(unavailable, _unavailable)
     app.add_exception_handler(Exception, _unexpected)
     app.add_middleware(AuditTrail, pool=ctx.pool)

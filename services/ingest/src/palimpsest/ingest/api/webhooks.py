@@ -12,13 +12,11 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
-import psycopg
-import psycopg_pool
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from palimpsest.core.errors import DatabaseError
+from palimpsest.core.db import UNAVAILABLE_ERRORS
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import IngestError
 from palimpsest.ingest.intake import Answer, Intake
@@ -95,7 +93,7 @@ async def answer(
     except TimeoutError:
         log.warning("webhook %s: not handled within %.1f s", provider, ctx.settings.webhook_timeout_s)
         return Answer(503, "rejected", "not handled in time; deliver again later")
-    except (DatabaseError, psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+    except UNAVAILABLE_ERRORS as exc:
         log.warning("webhook %s: database unavailable (%s)", provider, exc.__class__.__name__)
         return Answer(503, "rejected", "temporarily unavailable; deliver again later")
     except IngestError as exc:

@@ -18,8 +18,6 @@ from typing import Any
 from urllib.parse import quote
 from uuid import UUID
 
-import psycopg
-import psycopg_pool
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
@@ -29,7 +27,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from palimpsest.core.errors import DatabaseError
+from palimpsest.core.db import UNAVAILABLE_ERRORS
 from palimpsest.ingest.admin.access import ApiScope, Principal, scope_for
 from palimpsest.ingest.admin.access import Scope as Scope_
 from palimpsest.ingest.context import IngestContext
@@ -143,7 +141,7 @@ class WebView:
                     session=session,
                     status=exc.status,
                 )
-            except (DatabaseError, psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+            except UNAVAILABLE_ERRORS as exc:
                 log.warning("web view: database unavailable: %s", exc.__class__.__name__)
                 return self.render(
                     request, "error.html", 503, message="temporarily unavailable; try again", status=503
