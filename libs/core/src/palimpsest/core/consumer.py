@@ -220,12 +220,13 @@ class ConsumerRuntime:
             step = min(step * 2, 5.0)
             try:
                 await ctx.heartbeat()
+            except Exception as beat:  # the bus is away too: JetStream may redeliver; the inbox holds
+                log.debug("hold heartbeat failed: %s", _describe(beat))
+            try:
                 async with system_tx(self.pool) as conn:
                     await conn.execute("SELECT 1")
                 break
-            except asyncio.CancelledError:
-                raise
-            except Exception as probe:  # still down (or the bus is): wait on
+            except Exception as probe:  # still down: wait on
                 if not unreachable(probe):
                     log.debug("hold probe failed: %s", _describe(probe))
         return max(time.perf_counter() - started, 1e-3)
