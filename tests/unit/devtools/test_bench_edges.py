@@ -148,3 +148,15 @@ def test_the_reader_follows_rust_modules_as_the_compiler_declares_them(
     found = ImportReader(RUST).reachable(source)
     assert reachable <= found, reachable - found
     assert not (not_reachable & found), not_reachable & found
+
+
+def test_the_reader_follows_tsconfig_paths_with_comments_and_extends() -> None:
+    reader = ImportReader(
+        {
+            "tsconfig.base.json": '{ // shared\n "compilerOptions": {"paths": {"~/*": ["./src/*"],},}, }\n',
+            "app/tsconfig.json": '{"extends": "../tsconfig.base.json", "include": ["**/*.ts"]}\n',
+            "src/util.ts": "export const u = 1\n",
+            "app/main.ts": 'import { u } from "~/util"\n',
+        }
+    )
+    assert reader.reachable("app/main.ts") == {"src/util.ts"}

@@ -4,7 +4,8 @@ The graph of a repository's revision is built in memory (the chunker's parsing, 
 :func:`~palimpsest.index.graph.build_graph`); a seeded sample of its ``references`` and
 ``calls`` edges between two files is then checked by *this* module, which reads imports with
 its own regular expressions and resolves them with its own (plainer) rules, sharing no code
-with :mod:`palimpsest.index.graph.imports`. An edge is *reachable* when its target file is
+with :mod:`palimpsest.index.graph.imports` but its JSONC reader (``parse_jsonc``, a file format,
+not a resolution rule). An edge is *reachable* when its target file is
 one the source imports, or one re-exported, transitively, by a file it imports (TS/JS
 ``export … from``, a Python ``__init__.py``'s ``from`` imports, Rust ``pub use``); a Go
 file also reaches its own package (its directory) and every file of a package it imports.
@@ -15,8 +16,10 @@ module declares), a ``use`` tree or a path written inline names the deepest modu
 macro reaches its crate's ``macro_rules!`` by name, and a crate root re-exports its crate's
 ``#[macro_export]`` macros.
 
-The figure is a floor: what the plain rules cannot resolve (a ``tsconfig`` alias, a module a
-macro declares, Python ``sys.path`` tricks) counts as unreachable. Edges are reported both
+A JS/TS specifier also goes through the nearest ``tsconfig.json``/``jsconfig.json``'s ``paths``.
+
+The figure is a floor: what the plain rules cannot resolve (a bundler alias, a module a macro
+declares, Python ``sys.path`` tricks) counts as unreachable. Edges are reported both
 as a plain share and weighted by their 1/N share, and per route language.
 """
 
@@ -31,6 +34,8 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from palimpsest.index.graph.imports.javascript import parse_jsonc
 
 __all__ = ["ImportReader", "run_bench_edges"]
 
@@ -115,6 +120,7 @@ class ImportReader:
         self._edges: dict[str, tuple[set[str], set[str]]] = {}
         self._children: dict[str, dict[str, str]] = {}
         self._parents: dict[str, str] | None = None
+        self._configs: dict[str, tuple[str, dict[str, list[str]]] | None] = {}  # folder -> tsconfig paths
         self._macros: dict[str, dict[str, set[str]]] = {}
 
     def _packages(self) -> dict[str, str]:
@@ -298,20 +304,22 @@ class ImportReader:
 
     def _ts_paths(self, directory: str) -> tuple[str, dict[str, list[str]]] | None:
         """(the folder ``paths`` are relative to, ``paths``) of the config in ``directory``;
-        ``None`` when the folder has none."""
-        for name in ("tsconfig.json", "jsconfig.json"):
-            path = posixpath.join(directory, name) if directory else name
-            if path in self.texts:
-                return self._ts_config(path) or ("", {})
-        return None
+        ``None`` when the folder has none. Read once per folder."""
+        if directory not in self._configs:
+            self._configs[directory] = next(
+                (
+                    self._ts_config(path) or ("", {})
+                    for name in ("tsconfig.json", "jsconfig.json")
+                    if (path := posixpath.join(directory, name) if directory else name) in self.texts
+                ),
+                None,
+            )
+        return self._configs[directory]
 
     def _ts_config(self, path: str, depth: int = 0) -> tuple[str, dict[str, list[str]]] | None:
         """A config file's ``paths``, or what the config a relative ``extends`` names has."""
         directory = posixpath.dirname(path)
-        try:
-            options = json.loads(_strip_json_comments(self.texts.get(path, "")))
-        except ValueError:
-            return None
+        options = parse_jsonc(self.texts.get(path, ""))
         if not isinstance(options, dict):
             return None
         compiler = options.get("compilerOptions")
@@ -483,30 +491,6 @@ class ImportReader:
         if name in ("mod.rs", "lib.rs", "main.rs"):
             return posixpath.dirname(path)
         return path[: -len(".rs")]
-
-
-def _strip_json_comments(text: str) -> str:
-    """A ``tsconfig.json`` as JSON: its ``//`` and ``/* */`` comments and trailing commas
-    dropped (never inside a string: ``"**/*.ts"`` stays)."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            i = text.find("\n", i) if "\n" in text[i:] else n
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        else:
-            out.append(ch)
-            i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
 
 
 def _use_tree(spec: str) -> list[str]:
