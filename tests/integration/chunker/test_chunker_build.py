@@ -320,6 +320,34 @@ async def test_a_filter_finds_its_few_chunks_beneath_many_better_ranked_ones(
         assert len(await lexical_search(conn, repo_id, "widget", limit=10)) == 10
 
 
+async def test_candidates_are_the_snapshots_chunks_not_older_kept_versions(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    """A repository keeps the blobs of its previous snapshot: thirty files said "widget" in the
+    first tree and no longer do; of the second tree only two files say it. A search of the
+    second snapshot over a pool smaller than the older matches (migration 0047) still finds both
+    (it found neither when the pool was any of the repository's chunks)."""
+    r = init_repo(tmp_path / "kept")
+    old = {f"py/mod{i}.py": f"def part_{i}():\n    widget = {i}\n    return widget\n" for i in range(30)}
+    commit(r, "2024-01-01", old)
+    tenant = await create_tenant(infra.pool, "kept")
+    repo_id = await register_path(infra.pool, tenant, r)
+    first = await build(infra, tenant, repo_id)
+    new = {path: text.replace("widget", "gadget") for path, text in old.items()}
+    new |= {
+        "py/keep_a.py": "def keep_a():\n    return 'widget a'\n",
+        "py/keep_b.py": "def keep_b():\n    return 'widget b'\n",
+    }
+    commit(r, "2024-02-01", new)
+    second = await build(infra, tenant, repo_id)
+    assert first.state == second.state == "ready"
+    async with tenant_tx(infra.pool, tenant) as conn:
+        kept = await list_snapshots(conn, repo_id)
+        assert {s.snapshot_id for s in kept} >= {first.snapshot_id, second.snapshot_id}  # old blobs kept
+        hits = await lexical_search(conn, repo_id, "widget", limit=10, candidates=8)
+    assert sorted(h.path for h in hits) == ["py/keep_a.py", "py/keep_b.py"]
+
+
 async def test_an_identifier_is_padded_with_chunks_holding_all_its_words_not_one(
     infra: Infra, tmp_path: Path, chunker: None
 ) -> None:
