@@ -46,7 +46,14 @@ from palimpsest.core.secretbox import KEY_FILE, SecretBox, load_box
 from palimpsest.core.service import Background, Infra, ServiceDefinition, closed_on_stop
 from palimpsest.core.settings import BaseServiceSettings, service_settings
 from palimpsest.core.suspension import suspended_reason
-from palimpsest.index.context.assemble import ContextOptions, Reranker, ReviewContext, assemble_context
+from palimpsest.index.context.assemble import (
+    COCHANGE_DEPTH,
+    NEIGHBOURHOOD_DEPTH,
+    ContextOptions,
+    Reranker,
+    ReviewContext,
+    assemble_context,
+)
 from palimpsest.index.context.candidates import QueryEmbedder
 from palimpsest.index.context.change import opened_change
 from palimpsest.index.context.crossrepo import LinkConfig
@@ -121,7 +128,8 @@ class Settings(BaseServiceSettings, LLMSettings):
         default=12,
         ge=1,
         le=200,
-        description="Context chunks taken from one source (lexical, graph, co-change, ...) at most.",
+        description=f"Candidates each context source is asked for (the graph neighbourhood {NEIGHBOURHOOD_DEPTH}"
+        f" times as many, co-change {COCHANGE_DEPTH} times); the ranking and the token budget decide what is shown.",
     )
     review_post: bool = Field(
         default=True, description="Post reviews of provider pull requests back to the provider."
