@@ -70,7 +70,7 @@ RRF_K = 60  # cross-repository chunks: reciprocal rank in their source
 # neighbourhood that another source found too, or whose chunk is short, can still earn its place,
 # and the calibrated model and the budget decide rather than the cut at 48. Replayed merged
 # changes (issue 42's closing note): no repository of ten worse by more than 0.005, chi 0.974 -> 1.0;
-# the price is reading the best chunk of up to 480 files (assembly p50 0.1-0.3 s -> 0.3-0.8 s).
+# the price is reading the best chunk of up to 480 files (assembly p50 0.15-0.27 s -> 0.22-0.70 s).
 NEIGHBOURHOOD_DEPTH = 40
 COCHANGE_DEPTH = 4
 # The chance that a source's n-th file (0-based) belongs in the review is a · (1 + n) ** -k, as
