@@ -306,14 +306,13 @@ class ImportReader:
         """(the folder ``paths`` are relative to, ``paths``) of the config in ``directory``;
         ``None`` when the folder has none. Read once per folder."""
         if directory not in self._configs:
-            self._configs[directory] = next(
-                (
-                    self._ts_config(path) or ("", {})
-                    for name in ("tsconfig.json", "jsconfig.json")
-                    if (path := posixpath.join(directory, name) if directory else name) in self.texts
-                ),
-                None,
-            )
+            found = None
+            for name in ("tsconfig.json", "jsconfig.json"):
+                path = posixpath.join(directory, name) if directory else name
+                if path in self.texts:
+                    found = self._ts_config(path) or ("", {})
+                    break
+            self._configs[directory] = found
         return self._configs[directory]
 
     def _ts_config(self, path: str, depth: int = 0) -> tuple[str, dict[str, list[str]]] | None:
