@@ -9,13 +9,10 @@ Messages name line numbers, never the diff's content.
 
 from __future__ import annotations
 
-import re
-
+from palimpsest.core.wire import parse_hunk_header
 from palimpsest.ingest.errors import InvalidRequest
 
 __all__ = ["InvalidDiff", "check_unified_diff"]
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 class InvalidDiff(InvalidRequest):
@@ -56,11 +53,10 @@ def _hunks(lines: list[str], i: int) -> int:
     """Consume the hunks after a file's headers; the index of the first line after them."""
     hunks = 0
     while i < len(lines) and lines[i].startswith("@@"):
-        match = _HUNK.match(lines[i])
-        if match is None:
+        header = parse_hunk_header(lines[i])
+        if header is None:
             raise InvalidDiff(f"line {i + 1}: malformed hunk header (expected '@@ -a,b +c,d @@')")
-        old = int(match[2]) if match[2] is not None else 1
-        new = int(match[4]) if match[4] is not None else 1
+        old, new = header.old_count, header.new_count
         i += 1
         while old > 0 or new > 0:
             if i >= len(lines):

@@ -29,6 +29,7 @@ from palimpsest.ingest.decisions import Decision, decide
 from palimpsest.ingest.store import deliveries, lookups
 from palimpsest.ingest.store.deliveries import DeliveryRow
 from palimpsest.ingest.webhooks import (
+    PROVIDERS,
     InstallationKey,
     ParsedDelivery,
     Suspension,
@@ -41,22 +42,10 @@ from palimpsest.ingest.webhooks._payload import clip
 
 log = logging.getLogger(__name__)
 
-# Event names used as metric labels; anything else (attacker-chosen text) is counted as "other".
-KNOWN_EVENTS: Final[dict[str, frozenset[str]]] = {
-    "github": frozenset(
-        {"ping", "push", "pull_request", "issue_comment", "installation", "installation_repositories"}
-    ),
-    "gitlab": frozenset({"Push Hook", "Tag Push Hook", "Merge Request Hook", "Note Hook"}),
-    "bitbucket": frozenset(
-        {
-            "repo:push",
-            "pullrequest:created",
-            "pullrequest:updated",
-            "pullrequest:fulfilled",
-            "pullrequest:rejected",
-            "pullrequest:comment_created",
-        }
-    ),
+# Event names used as metric labels: the events each provider's parser handles (its handler table,
+# the one list of them); anything else (attacker-chosen text) is counted as "other".
+KNOWN_EVENTS: Final[Mapping[str, frozenset[str]]] = {
+    name: frozenset(provider.parser.handlers) for name, provider in PROVIDERS.items()
 }
 
 

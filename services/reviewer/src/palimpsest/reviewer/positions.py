@@ -21,9 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from palimpsest.core.wire import parse_hunk_header
 from palimpsest.index.context.finding import Finding
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 @dataclass(slots=True)
@@ -62,9 +61,9 @@ def diff_map(text: str) -> dict[str, FileMap]:
                 del files[current.path]
                 current.path = raw[len("rename to ") :]
                 files[current.path] = current
-            match = _HUNK.match(raw)
-            if match:
-                old, new = int(match.group(1)), int(match.group(3))
+            header = parse_hunk_header(raw)
+            if header is not None:
+                old, new = header.old_start, header.new_start
                 hunk = _Hunk()
                 current.hunks.append(hunk)
             continue

@@ -27,7 +27,6 @@ a log line or an error message.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -39,6 +38,13 @@ import httpx
 from palimpsest.core.credentials import Credential, installation_credential
 from palimpsest.core.db import Conn
 from palimpsest.core.github_app import provider_api_url
+from palimpsest.core.wire import (
+    FINDING_MARKER,
+    LEGACY_SUMMARY_MARKER,
+    SUMMARY_MARKER,
+    finding_marker,
+    summary_marker,
+)
 from palimpsest.index.context.errors import ReviewFailed
 from palimpsest.index.context.finding import Finding
 from palimpsest.index.context.leftbehind import SECTION_TITLE, is_left_behind
@@ -48,9 +54,6 @@ log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
 MAX_PAGES = 20
-_SUMMARY = re.compile(r"<!-- palimpsest-summary head=([0-9a-f]{7,64}) -->")
-_LEGACY = re.compile(r"<!-- palimpsest-review head=([0-9a-f]{7,64}) -->")  # before issue 21
-_FINDING = re.compile(r"<!-- palimpsest-finding fp=([0-9a-f]{32}) -->")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +78,7 @@ class Target:
 
     @property
     def marker(self) -> str:
-        return f"<!-- palimpsest-summary head={self.head_sha} -->"
-
-
-def finding_marker(fingerprint: str) -> str:
-    return f"<!-- palimpsest-finding fp={fingerprint} -->"
+        return summary_marker(self.head_sha)
 
 
 @dataclass(slots=True)
@@ -335,14 +334,14 @@ def _scan(
     summary: bool = True,
     comment: str | None = None,
 ) -> None:
-    found = _SUMMARY.search(body)
+    found = SUMMARY_MARKER.search(body)
     if found and summary and state.summary_ref is None:
         state.summary_ref, state.summary_head = ref, found.group(1)
         return
-    legacy = _LEGACY.search(body)
+    legacy = LEGACY_SUMMARY_MARKER.search(body)
     if legacy:
         state.legacy_heads.add(legacy.group(1))
-    first = _FINDING.search(body)
+    first = FINDING_MARKER.search(body)
     if first and not found:
         state.threads.setdefault(first.group(1), Thread(ref, resolved, comment))
 
@@ -442,7 +441,7 @@ class _GitLab:
                 continue
             first = notes[0]
             body = str(first.get("body") or "")
-            if _SUMMARY.search(body):
+            if SUMMARY_MARKER.search(body):
                 _scan(state, str(first.get("id")), body)
             else:
                 _scan(

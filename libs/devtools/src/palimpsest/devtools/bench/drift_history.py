@@ -35,6 +35,7 @@ from typing import Any
 from palimpsest.cli.output import progress
 from palimpsest.cli.session import Session
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.core.wire import parse_hunk_header
 from palimpsest.index.codefacts import is_doc, is_history_doc
 
 __all__ = ["Window", "mine_windows", "own_example", "pick_commits", "run_bench_drift_history"]
@@ -145,11 +146,10 @@ def _windows_of(repo: Path, doc: str, fix: str, parent: str, position: dict[str,
 def _removed_lines(repo: Path, parent: str, fix: str, doc: str) -> list[int]:
     """The line numbers (in the parent's doc) that ``fix`` removed or changed."""
     out: list[int] = []
-    for hunk in re.finditer(
-        r"^@@ -(\d+)(?:,(\d+))? ", _git(repo, "diff", "-U0", parent, fix, "--", doc), re.M
-    ):
-        start, count = int(hunk.group(1)), int(hunk.group(2) or "1")
-        out.extend(range(start, start + count))
+    for line in _git(repo, "diff", "-U0", parent, fix, "--", doc).splitlines():
+        hunk = parse_hunk_header(line)
+        if hunk is not None:
+            out.extend(range(hunk.old_start, hunk.old_start + hunk.old_count))
     return out
 
 

@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from palimpsest.core.wire import FINDING_MARKER, SUMMARY_MARKER
 from palimpsest.devtools.chaos.repos import Commit
 
 GITHUB_WEB = "https://github.com"
@@ -51,7 +52,6 @@ class HostedRepo(Protocol):
 
 
 _REVIEWS = re.compile(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/reviews$")
-_MARKER = re.compile(r"<!-- palimpsest-review head=([0-9a-f]{7,64}) -->")
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -202,8 +202,6 @@ def pull_request_payload(
 _SUMMARIES = re.compile(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/comments$")
 _SUMMARY_EDIT = re.compile(r"^/repos/([^/]+/[^/]+)/issues/comments/(\d+)$")
 _INLINE = re.compile(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/comments$")
-_SUMMARY = re.compile(r"<!-- palimpsest-summary head=([0-9a-f]{7,64}) -->")
-FINDING_MARK = re.compile(r"<!-- palimpsest-finding fp=([0-9a-f]{32}) -->")
 
 
 @dataclass
@@ -346,15 +344,15 @@ class FakeGitHubAPI:
                         self._reply(
                             200, {"data": {"repository": {"pullRequest": {"reviewThreads": {"nodes": []}}}}}
                         )
-                    elif kind == "summaries" and _SUMMARY.search(text):
+                    elif kind == "summaries" and SUMMARY_MARKER.search(text):
                         made = {"id": api._new_id(), "body": text}
                         api.summaries.setdefault((full_name, number), []).append(made)
                         api.summaries_created[(full_name, number)] += 1
-                        api._posted((full_name, number, _SUMMARY.search(text).group(1)))  # type: ignore[union-attr]
+                        api._posted((full_name, number, SUMMARY_MARKER.search(text).group(1)))  # type: ignore[union-attr]
                         self._reply(201, made)
                     elif (
                         kind == "inline"
-                        and FINDING_MARK.search(text)
+                        and FINDING_MARKER.search(text)
                         and body.get("commit_id")
                         and body.get("line")
                     ):
@@ -365,7 +363,7 @@ class FakeGitHubAPI:
                             "line": body["line"],
                         }
                         api.inline.setdefault((full_name, number), []).append(made)
-                        api.findings_posted[(full_name, number, FINDING_MARK.search(text).group(1))] += 1  # type: ignore[union-attr]
+                        api.findings_posted[(full_name, number, FINDING_MARKER.search(text).group(1))] += 1  # type: ignore[union-attr]
                         self._reply(201, made)
                     else:
                         self._reply(422, {"message": "Validation Failed"})
@@ -377,12 +375,12 @@ class FakeGitHubAPI:
                     return
                 kind, full_name, ident = route
                 text = str(body.get("body") or "")
-                marker = _SUMMARY.search(text)
+                marker = SUMMARY_MARKER.search(text)
                 with api.lock:
                     for (name, number), items in api.summaries.items():
                         for item in items:
                             if kind == "summary" and name == full_name and item["id"] == ident and marker:
-                                before = _SUMMARY.search(item["body"])
+                                before = SUMMARY_MARKER.search(item["body"])
                                 item["body"] = text
                                 if before is None or before.group(1) != marker.group(1):
                                     api._posted((name, number, marker.group(1)))

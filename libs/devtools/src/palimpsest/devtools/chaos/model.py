@@ -14,11 +14,11 @@ import json
 import re
 from typing import Any
 
+from palimpsest.core.wire import parse_hunk_header
 from palimpsest.devtools.fakes.llm import FakeLLM
 
 MODEL = "openai/chaos-reviewer"
 _DIFF = re.compile(r"```diff\n(.*?)\n```", re.S)
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
 def first_added_line(diff: str) -> tuple[str, int, str] | None:
@@ -27,8 +27,8 @@ def first_added_line(diff: str) -> tuple[str, int, str] | None:
     for raw in diff.splitlines():
         if raw.startswith("+++ "):
             path = raw[4:].removeprefix("b/")
-        elif (hunk := _HUNK.match(raw)) is not None:
-            line = int(hunk.group(1))
+        elif (hunk := parse_hunk_header(raw)) is not None:
+            line = hunk.new_start
         elif raw.startswith("+") and path and path != "/dev/null" and line:
             return path, line, raw[1:]
         elif raw.startswith(" "):

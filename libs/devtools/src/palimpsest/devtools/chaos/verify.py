@@ -33,7 +33,8 @@ from palimpsest.cli.processes import Supervisor
 from palimpsest.cli.stack import StackInfo
 from palimpsest.core import bus
 from palimpsest.core.events import subject_of
-from palimpsest.devtools.chaos.github import FINDING_MARK, FakeGitHubAPI
+from palimpsest.core.wire import FINDING_MARKER
+from palimpsest.devtools.chaos.github import FakeGitHubAPI
 from palimpsest.devtools.chaos.repos import ChaosRepo
 from palimpsest.index.context.leftbehind import SECTION_TITLE
 
@@ -404,7 +405,7 @@ def _check_left_behind(api: FakeGitHubAPI, problems: list[str]) -> int:
         if SECTION_TITLE not in body:
             continue
         section = body.split(SECTION_TITLE, 1)[1].split("\n\n", 1)[0]
-        marks = Counter(FINDING_MARK.findall(section))
+        marks = Counter(FINDING_MARKER.findall(section))
         listed += len(marks)
         for fp, n in marks.items():
             if n != 1:

@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
+from palimpsest.core.wire import parse_hunk_header
+
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _CALL = re.compile(r"([A-Za-z_$][\w$]*)\s*\(")
 _DEFINITION = re.compile(
@@ -121,16 +122,14 @@ def parse_diff(text: str) -> list[ChangedFile]:
             continue
         if _header_line(current, raw):
             continue
-        hunk = _HUNK.match(raw)
-        if hunk:
-            # "-40,0": nothing removed, the lines go after old line 40
-            current._old_line = int(hunk.group(1)) + (1 if hunk.group(2) == "0" else 0)
-            new_line = int(hunk.group(3))
-            count = int(hunk.group(4)) if hunk.group(4) is not None else 1
-            current.hunk_ranges.append((new_line, max(new_line, new_line + count - 1)))
-            current._last_definition = _definition_name(hunk.group(5))
-            if hunk.group(5).strip():
-                current.headers.append(hunk.group(5).strip())
+        hunk = parse_hunk_header(raw)
+        if hunk is not None:
+            current._old_line = hunk.old_line
+            new_line = hunk.new_start
+            current.hunk_ranges.append((new_line, max(new_line, new_line + hunk.new_count - 1)))
+            current._last_definition = _definition_name(hunk.section)
+            if hunk.section.strip():
+                current.headers.append(hunk.section.strip())
             continue
         new_line = _body_line(current, raw, new_line)
     return files

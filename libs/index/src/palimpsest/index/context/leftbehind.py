@@ -44,6 +44,7 @@ from palimpsest.core.db import Conn, Pool, tenant_tx
 from palimpsest.core.git import GitAuth, read_blobs, run_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
+from palimpsest.core.wire import parse_hunk_header
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_test
 from palimpsest.index.codefacts.definitions import definitions as code_definitions
 from palimpsest.index.codefacts.examples import example_containers, example_defines
@@ -78,7 +79,6 @@ MAX_NAMES = 2000  # removed definitions looked up at most (a vendored tree delet
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _ATTRIBUTE = re.compile(r"\b(?:self|this)\.([A-Za-z_$][\w$]*)\s*=(?!=)")
 _SEGMENTS = re.compile(r"\.|::|#|->")
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,12 +476,10 @@ def _doc_diffs(text: str) -> dict[str, _DocDiff]:
         d = _DocDiff(f.path)
         hunk, old, new = -1, 0, 0
         for raw in section.splitlines():
-            match = _HUNK.match(raw)
-            if match:
+            header = parse_hunk_header(raw)
+            if header is not None:
                 hunk += 1
-                old, new = int(match.group(1)), int(match.group(3))
-                if match.group(2) == "0":
-                    old += 1
+                old, new = header.old_line, header.new_start
                 d.added[hunk] = []
                 continue
             if hunk < 0 or raw[:1] not in (" ", "+", "-"):

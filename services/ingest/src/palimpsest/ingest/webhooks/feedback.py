@@ -17,18 +17,10 @@ recorded when it posted (``review_threads``); anything else is ignored with a re
 
 from __future__ import annotations
 
-import re
-
+from palimpsest.core.wire import marker_fingerprint
 from palimpsest.ingest.webhooks._payload import Node, clip
 from palimpsest.ingest.webhooks._rules import is_bot_author
 from palimpsest.ingest.webhooks.models import FeedbackIntent, Ignored, Intent, RepoRef
-
-_MARKER = re.compile(r"<!-- palimpsest-finding fp=([0-9a-f]{32}) -->")
-
-
-def marker_fingerprint(text: str) -> str | None:
-    found = _MARKER.search(text)
-    return found.group(1) if found else None
 
 
 def github_thread(payload: Node, repo: RepoRef, bot_name: str) -> Intent:
