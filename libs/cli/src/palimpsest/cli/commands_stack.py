@@ -49,7 +49,7 @@ async def up(as_json: bool, processes: bool) -> None:
         async with running_services(s, stack, ops=ops) as infra:
             stack.ops_url = f"http://127.0.0.1:{ops.bound_port}" if ops.bound_port else None
             stack.ingest_url = infra.ingest_url
-            await _serve(stack, stop, as_json, "every service")
+            await _serve(s, stack, stop, as_json, "every service")
     progress("stopped")
 
 
@@ -60,23 +60,46 @@ async def _up_processes(s: Any, stop: asyncio.Event, as_json: bool) -> None:
     async with open_stack(s) as stack, supervised(s, stack) as sup:
         stack.ingest_url = sup.ingest_url
         stack.processes = sup.describe()
-        await _serve(stack, stop, as_json, "every service process")
+        await _serve(s, stack, stop, as_json, "every service process")
 
 
-async def _serve(stack: Any, stop: asyncio.Event, as_json: bool, what: str) -> None:
+async def _serve(s: Any, stack: Any, stop: asyncio.Event, as_json: bool, what: str) -> None:
     """Record the running stack, describe it, and wait for Ctrl-C (or SIGTERM)."""
     from palimpsest.cli.stack import clear_state, write_state
 
     write_state(stack)
     try:
-        emit(stack.public(), as_json=as_json, text=_describe_stack(stack))
+        described = {**stack.public(), "sign_in": sign_in(s, stack)}
+        emit(described, as_json=as_json, text=_describe_stack(stack, described["sign_in"]))
         progress(f"running; Ctrl-C stops {what} and the embedded servers")
         await stop.wait()
     finally:
         clear_state(stack)
 
 
-def _describe_stack(stack: Any) -> str:
+SIGN_IN_TOKEN_COMMAND = "palimpsest token create --tenant TENANT --scope read"  # noqa: S105 - a command, not a secret
+
+
+def sign_in(s: Any, stack: Any) -> dict[str, str | None]:
+    """How to open the web view of a running stack: its address, the command that makes a token to
+    sign in with, and where the operator token is (a variable's name or a file's path; never the
+    token). Under ``up`` the ingest service uses ``PALIMPSEST_ADMIN_TOKEN`` when set, else the one it
+    generates into the home (in-process, and handed to ``--processes`` children)."""
+    from palimpsest.ingest.settings import ingest_settings
+    from palimpsest.ingest.tokens import ADMIN_TOKEN_FILE
+    from palimpsest.ingest.web.routes import PREFIX
+
+    configured = ingest_settings(s).admin_token
+    return {
+        "web_url": f"{stack.ingest_url}{PREFIX}/" if stack.ingest_url else None,
+        "token_command": SIGN_IN_TOKEN_COMMAND,
+        "operator_token": "PALIMPSEST_ADMIN_TOKEN"
+        if configured
+        else str(Path(stack.home) / ADMIN_TOKEN_FILE),
+    }
+
+
+def _describe_stack(stack: Any, how: dict[str, str | None]) -> str:
     lines = [
         f"PostgreSQL  {'embedded' if stack.embedded_db else 'external'}  {stack.public()['app_url']}",
         f"NATS        {'embedded' if stack.embedded_nats else 'external'}  {stack.nats_url}",
@@ -84,6 +107,12 @@ def _describe_stack(stack: Any) -> str:
     ]
     if stack.ingest_url:
         lines.append(f"ingest      {stack.ingest_url}  (webhooks, /v1 API, /openapi.json)")
+    if how["web_url"]:
+        lines += [
+            f"web view    {how['web_url']}  (sign in with a tenant token that holds the read scope)",
+            f"token       {how['token_command']}  (a tenant first: palimpsest tenant create NAME)",
+            f"operator    the operator token (every tenant) is in {how['operator_token']}",
+        ]
     if stack.ops_url:
         lines.append(f"ops         {stack.ops_url}/healthz  /readyz  /metrics")
     for name, proc in stack.processes.items():
