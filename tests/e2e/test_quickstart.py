@@ -4,9 +4,11 @@ The blocks of the section headed "(terminal 1)" run as one long-lived process (`
 stopped with Ctrl-C at the end); every other ``sh`` block runs, in order, in "terminal 2": one
 shell command at a time through bash, carrying its exported variables and working directory on,
 starting in a git repository this test makes (the doc says to ``cd`` into one). The environment is
-a user's: no ``PALIMPSEST_*`` but a scratch ``PALIMPSEST_HOME`` and free ports for the ingest API
-and the ops endpoint (other stacks may run on this machine), the CLI on ``PATH`` as
-``source .venv/bin/activate`` puts it, so ``up`` starts its embedded PostgreSQL and NATS.
+a user's: no ``PALIMPSEST_*`` but a scratch ``PALIMPSEST_HOME``, the CLI on ``PATH`` as
+``source .venv/bin/activate`` puts it, so ``up`` starts its embedded PostgreSQL and NATS. The
+default ports of the ingest API (8080) and the ops endpoint (9090) are held by the test (or by
+someone else on this machine) while it runs, as a Prometheus or another service holds them on many
+a machine: ``up`` must listen elsewhere and say where.
 
 Then the system Chromium opens the web view at the address ``up`` printed, signs in with the token
 the doc's ``token create`` printed, and finds the indexed repository and its page.
@@ -17,16 +19,21 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
+from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.ingest.settings import Settings as IngestSettings
 from tests.support import browser
 from tests.support.gitrepo import commit, init_repo
 
@@ -123,9 +130,33 @@ def user_environment(home: Path) -> dict[str, str]:
     env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(venv_bin.parent)
     env["PALIMPSEST_HOME"] = str(home)
-    env["PALIMPSEST_INGEST_PORT"] = "0"
-    env["PALIMPSEST_OPS_PORT"] = "0"
     return env
+
+
+DEFAULT_PORTS = (
+    int(IngestSettings.model_fields["ingest_port"].default),
+    int(BaseServiceSettings.model_fields["ops_port"].default),
+)
+
+
+@contextmanager
+def taken(*ports: int) -> Iterator[None]:
+    """Hold ``ports`` on loopback; one that something else already holds is taken all the same."""
+    held: list[socket.socket] = []
+    try:
+        for port in ports:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.bind(("127.0.0.1", port))
+                sock.listen()
+            except OSError:
+                sock.close()
+                continue
+            held.append(sock)
+        yield
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def wait_for_line(proc: subprocess.Popen[bytes], log: Path, pattern: re.Pattern[str]) -> re.Match[str]:
@@ -175,6 +206,13 @@ async def test_the_quickstart_as_written_ends_signed_in_on_the_repository(tmp_pa
         },
     )
 
+    with taken(*DEFAULT_PORTS):
+        await _walk(blocks, env, home, repo, sha, tmp_path)
+
+
+async def _walk(
+    blocks: list[Block], env: dict[str, str], home: Path, repo: Path, sha: str, tmp_path: Path
+) -> None:
     log = tmp_path / "terminal-1.log"
     terminal_1 = " && ".join(c for b in blocks if TERMINAL_1 in b.heading for c in shell_commands(b.text))
     with log.open("wb") as sink:
@@ -193,6 +231,9 @@ async def test_the_quickstart_as_written_ends_signed_in_on_the_repository(tmp_pa
         web_url = web.group(1)
         assert re.search(r"^token\s+palimpsest token create --tenant TENANT --scope read", printed, re.M)
         assert f"operator token (every tenant) is in {home / 'admin-token'}" in printed
+        ops = re.search(r"^ops\s+(http://127\.0\.0\.1:\d+)/healthz", printed, re.M)
+        assert ops is not None, printed
+        assert httpx.get(f"{ops.group(1)}/healthz", timeout=10).status_code == 200
 
         terminal_2 = Terminal(env, repo, tmp_path)
         for block in blocks:
@@ -238,3 +279,16 @@ async def test_the_quickstart_as_written_ends_signed_in_on_the_repository(tmp_pa
                 up.kill()
     assert up.returncode == 0, log.read_text()
     assert not (home / "stack.json").exists()
+
+
+def test_up_on_an_ops_port_given_and_taken_is_one_line(home: Path) -> None:
+    env = {**user_environment(home), "PALIMPSEST_OPS_PORT": str(DEFAULT_PORTS[1])}
+    with taken(DEFAULT_PORTS[1]):
+        out = subprocess.run(
+            ["palimpsest", "up"], env=env, capture_output=True, timeout=COMMAND_TIMEOUT_S, check=False
+        )
+    stderr = out.stderr.decode()
+    assert out.returncode == 2, stderr
+    assert f"127.0.0.1:{DEFAULT_PORTS[1]} (in use)" in stderr and "PALIMPSEST_OPS_PORT" in stderr
+    assert "Traceback" not in stderr
+    assert not (home / "postgres").exists()  # refused before any server started

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async, settings
 from palimpsest.cli.target import announce_local, refuse_remote
+
+if TYPE_CHECKING:
+    from palimpsest.core.ops import OpsServer
 
 # ------------------------------------------------------------------------------------------- stack
 
@@ -28,7 +32,6 @@ async def up(as_json: bool, processes: bool) -> None:
     from palimpsest.cli.runner import running_services
     from palimpsest.cli.stack import open_stack, read_running
     from palimpsest.core import telemetry
-    from palimpsest.core.ops import OpsServer
     from palimpsest.core.service import install_signal_handlers
 
     refuse_remote()
@@ -44,13 +47,35 @@ async def up(as_json: bool, processes: bool) -> None:
         await _up_processes(s, stop, as_json)
         progress("stopped")
         return
-    async with open_stack(s) as stack:
-        ops = OpsServer("127.0.0.1", s.ops_port if s.ops_port else 0)
-        async with running_services(s, stack, ops=ops) as infra:
-            stack.ops_url = f"http://127.0.0.1:{ops.bound_port}" if ops.bound_port else None
-            stack.ingest_url = infra.ingest_url
-            await _serve(s, stack, stop, as_json, "every service")
+    ops = _ops_server(s)  # before the servers start: a port given and taken ends `up` at once
+    async with open_stack(s) as stack, running_services(s, stack, ops=ops) as infra:
+        stack.ops_url = f"http://127.0.0.1:{ops.bound_port}" if ops.bound_port else None
+        stack.ingest_url = infra.ingest_url
+        await _serve(s, stack, stop, as_json, "every service")
     progress("stopped")
+
+
+def _ops_server(s: Any) -> OpsServer:
+    """The ops endpoint of the in-process stack, bound on loopback: the configured port
+    (``PALIMPSEST_OPS_PORT``; one in use is a one-line error), or the default 9090 and, when
+    something else has that (a Prometheus, another stack), a free port, as the ingest API does."""
+    from palimpsest.core.ops import OpsServer
+
+    ops = OpsServer("127.0.0.1", s.ops_port)
+    try:
+        ops.bind()
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        if "ops_port" in s.model_fields_set:
+            fail(
+                f"the ops endpoint cannot listen on 127.0.0.1:{s.ops_port} (in use);"
+                " set PALIMPSEST_OPS_PORT to a free port (0: any)"
+            )
+        ops = OpsServer("127.0.0.1", 0)
+        ops.bind()
+        progress(f"port {s.ops_port} is in use; the ops endpoint listens on {ops.bound_port} instead")
+    return ops
 
 
 async def _up_processes(s: Any, stop: asyncio.Event, as_json: bool) -> None:
