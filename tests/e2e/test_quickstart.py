@@ -174,7 +174,8 @@ def test_the_doc_is_a_walkthrough() -> None:
     """The parts the test relies on exist: ``up`` in terminal 1, then a token and an index."""
     blocks = sh_blocks(DOC.read_text())
     first = [b for b in blocks if TERMINAL_1 in b.heading]
-    assert [shell_commands(b.text) for b in first] == [["palimpsest up"]]
+    started = [c for b in first for c in shell_commands(b.text)]
+    assert len(started) == 1 and started[0].startswith("palimpsest up"), started  # one long-lived command
     later = [c for b in blocks if TERMINAL_1 not in b.heading for c in shell_commands(b.text)]
     assert any(c.startswith("palimpsest token create") for c in later), later
     readme = (ROOT / "README.md").read_text()
