@@ -109,6 +109,10 @@ def test_services_run_as_processes_and_come_back_after_kill_9(stack: ServerSet, 
             assert _ready(p["ops_port"]), name
         cmdlines = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children.values()]
         assert all(b"postgresql://" not in c and b"nats://" not in c for c in cmdlines)  # config in env only
+        _wait(lambda: "running; Ctrl-C" in log.read_text(), "up describes the stack")
+        web_url = f"{info['ingest_url']}/ui/"  # up --json says where to sign in, and it answers there
+        assert f'"web_url": "{web_url}"' in log.read_text()
+        assert "API token" in httpx.get(f"{web_url}sign-in", timeout=10).text
 
         assert _index(env, repo)["files"] == 1  # the chunker now runs its parse-worker pool
         old = children["chunker"]

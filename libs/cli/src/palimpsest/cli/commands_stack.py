@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async, settings
 from palimpsest.cli.target import announce_local, refuse_remote
+
+if TYPE_CHECKING:
+    from palimpsest.core.ops import OpsServer
 
 # ------------------------------------------------------------------------------------------- stack
 
@@ -28,7 +32,6 @@ async def up(as_json: bool, processes: bool) -> None:
     from palimpsest.cli.runner import running_services
     from palimpsest.cli.stack import open_stack, read_running
     from palimpsest.core import telemetry
-    from palimpsest.core.ops import OpsServer
     from palimpsest.core.service import install_signal_handlers
 
     refuse_remote()
@@ -44,13 +47,35 @@ async def up(as_json: bool, processes: bool) -> None:
         await _up_processes(s, stop, as_json)
         progress("stopped")
         return
-    async with open_stack(s) as stack:
-        ops = OpsServer("127.0.0.1", s.ops_port if s.ops_port else 0)
-        async with running_services(s, stack, ops=ops) as infra:
-            stack.ops_url = f"http://127.0.0.1:{ops.bound_port}" if ops.bound_port else None
-            stack.ingest_url = infra.ingest_url
-            await _serve(stack, stop, as_json, "every service")
+    ops = _ops_server(s)  # before the servers start: a port given and taken ends `up` at once
+    async with open_stack(s) as stack, running_services(s, stack, ops=ops) as infra:
+        stack.ops_url = f"http://127.0.0.1:{ops.bound_port}" if ops.bound_port else None
+        stack.ingest_url = infra.ingest_url
+        await _serve(s, stack, stop, as_json, "every service")
     progress("stopped")
+
+
+def _ops_server(s: Any) -> OpsServer:
+    """The ops endpoint of the in-process stack, bound on loopback: the configured port
+    (``PALIMPSEST_OPS_PORT``; one in use is a one-line error), or the default 9090 and, when
+    something else has that (a Prometheus, another stack), a free port, as the ingest API does."""
+    from palimpsest.core.ops import OpsServer
+
+    ops = OpsServer("127.0.0.1", s.ops_port)
+    try:
+        ops.bind()
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        if "ops_port" in s.model_fields_set:
+            fail(
+                f"the ops endpoint cannot listen on 127.0.0.1:{s.ops_port} (in use);"
+                " set PALIMPSEST_OPS_PORT to a free port (0: any)"
+            )
+        ops = OpsServer("127.0.0.1", 0)
+        ops.bind()
+        progress(f"port {s.ops_port} is in use; the ops endpoint listens on {ops.bound_port} instead")
+    return ops
 
 
 async def _up_processes(s: Any, stop: asyncio.Event, as_json: bool) -> None:
@@ -60,23 +85,46 @@ async def _up_processes(s: Any, stop: asyncio.Event, as_json: bool) -> None:
     async with open_stack(s) as stack, supervised(s, stack) as sup:
         stack.ingest_url = sup.ingest_url
         stack.processes = sup.describe()
-        await _serve(stack, stop, as_json, "every service process")
+        await _serve(s, stack, stop, as_json, "every service process")
 
 
-async def _serve(stack: Any, stop: asyncio.Event, as_json: bool, what: str) -> None:
+async def _serve(s: Any, stack: Any, stop: asyncio.Event, as_json: bool, what: str) -> None:
     """Record the running stack, describe it, and wait for Ctrl-C (or SIGTERM)."""
     from palimpsest.cli.stack import clear_state, write_state
 
     write_state(stack)
     try:
-        emit(stack.public(), as_json=as_json, text=_describe_stack(stack))
+        described = {**stack.public(), "sign_in": sign_in(s, stack)}
+        emit(described, as_json=as_json, text=_describe_stack(stack, described["sign_in"]))
         progress(f"running; Ctrl-C stops {what} and the embedded servers")
         await stop.wait()
     finally:
         clear_state(stack)
 
 
-def _describe_stack(stack: Any) -> str:
+SIGN_IN_TOKEN_COMMAND = "palimpsest token create --tenant TENANT --scope read"  # noqa: S105 - a command, not a secret
+
+
+def sign_in(s: Any, stack: Any) -> dict[str, str | None]:
+    """How to open the web view of a running stack: its address, the command that makes a token to
+    sign in with, and where the operator token is (a variable's name or a file's path; never the
+    token). Under ``up`` the ingest service uses ``PALIMPSEST_ADMIN_TOKEN`` when set, else the one it
+    generates into the home (in-process, and handed to ``--processes`` children)."""
+    from palimpsest.ingest.settings import ingest_settings
+    from palimpsest.ingest.tokens import ADMIN_TOKEN_FILE
+    from palimpsest.ingest.web.routes import PREFIX
+
+    configured = ingest_settings(s).admin_token
+    return {
+        "web_url": f"{stack.ingest_url}{PREFIX}/" if stack.ingest_url else None,
+        "token_command": SIGN_IN_TOKEN_COMMAND,
+        "operator_token": "PALIMPSEST_ADMIN_TOKEN"
+        if configured
+        else str(Path(stack.home) / ADMIN_TOKEN_FILE),
+    }
+
+
+def _describe_stack(stack: Any, how: dict[str, str | None]) -> str:
     lines = [
         f"PostgreSQL  {'embedded' if stack.embedded_db else 'external'}  {stack.public()['app_url']}",
         f"NATS        {'embedded' if stack.embedded_nats else 'external'}  {stack.nats_url}",
@@ -84,6 +132,12 @@ def _describe_stack(stack: Any) -> str:
     ]
     if stack.ingest_url:
         lines.append(f"ingest      {stack.ingest_url}  (webhooks, /v1 API, /openapi.json)")
+    if how["web_url"]:
+        lines += [
+            f"web view    {how['web_url']}  (sign in with a tenant token that holds the read scope)",
+            f"token       {how['token_command']}  (a tenant first: palimpsest tenant create NAME)",
+            f"operator    the operator token (every tenant) is in {how['operator_token']}",
+        ]
     if stack.ops_url:
         lines.append(f"ops         {stack.ops_url}/healthz  /readyz  /metrics")
     for name, proc in stack.processes.items():
