@@ -18,6 +18,7 @@ import types
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -27,11 +28,12 @@ from palimpsest.chunker.build import BuildStats, Limits, build, collect_garbage,
 from palimpsest.chunker.errors import BuildFailed, BuildSkipped
 from palimpsest.chunker.source import open_source, raise_build_failure
 from palimpsest.chunker.work import warm_up
-from palimpsest.core import metrics
+from palimpsest.core import metrics, outcomes
 from palimpsest.core.bus import CONSUMERS
-from palimpsest.core.consumer import HandlerContext
+from palimpsest.core.consumer import HandlerContext, describe_error
 from palimpsest.core.credentials import box_for, git_auth_for
-from palimpsest.core.db import tenant_tx
+from palimpsest.core.db import tenant_tx, unreachable
+from palimpsest.core.errors import DuplicateEvent
 from palimpsest.core.events import IndexRequested, SnapshotBuilt
 from palimpsest.core.git import GitAuth
 from palimpsest.core.git_errors import GitError
@@ -153,6 +155,39 @@ class Chunker:
             broken.shutdown(wait=False, cancel_futures=True)
 
     async def handle(self, event: IndexRequested, ctx: HandlerContext) -> None:
+        try:
+            await self._handle(event, ctx)
+        except Exception as exc:
+            # an outage holds the delivery (the runtime) and a duplicate was applied: no outcome
+            if not unreachable(exc) and not isinstance(exc, DuplicateEvent):
+                await self._unsuccessful(ctx, event, exc)
+            raise
+
+    async def _unsuccessful(self, ctx: HandlerContext, event: IndexRequested, exc: Exception) -> None:
+        """The request failed and goes back to the bus: the repository says it is retrying (and
+        when), or, on its last delivery, that it is dead-lettered, with the error as the reason."""
+        if _pinned(event):
+            return
+        delay = ctx.retry_in_s()
+        try:
+            async with tenant_tx(ctx.pool, event.tenant_id) as conn:
+                await outcomes.record(
+                    conn,
+                    event.repository_id,
+                    "build",
+                    "dead_lettered" if delay is None else "retrying",
+                    describe_error(exc),
+                    event_id=event.id,
+                    attempt=ctx.deliveries,
+                    max_attempts=ctx.max_deliver,
+                    retry_at=None if delay is None else datetime.now(UTC) + timedelta(seconds=delay),
+                )
+        except Exception as db_exc:  # the failure itself is logged and retried by the runtime
+            log.warning(
+                "index request %s: outcome not recorded (%s)", event.request_id, describe_error(db_exc)
+            )
+
+    async def _handle(self, event: IndexRequested, ctx: HandlerContext) -> None:
         started = time.monotonic()
         try:
             repo = await self._repository(ctx, event)
@@ -168,10 +203,16 @@ class Chunker:
                 await emit(
                     conn, _built(event, state="skipped", reason=skip.reason, snapshot_id=skip.snapshot_id)
                 )
+                if skip.reason == "up_to_date" and not _pinned(event):  # the head is indexed
+                    await outcomes.record(conn, event.repository_id, "build", "ok", event_id=event.id)
             log.info("index request %s skipped: %s", event.request_id, skip.reason)
         except BuildFailed as failure:  # before a snapshot exists: the source was refused or is gone
             async with ctx.transaction() as conn:
                 await emit(conn, _built(event, state="failed", reason=str(failure)[:1000]))
+                if not _pinned(event):
+                    await outcomes.record(
+                        conn, event.repository_id, "build", "failed", str(failure), event_id=event.id
+                    )
             metrics.INDEX_BUILDS.labels("failed", failure.reason).inc()
             log.warning("index request %s failed: %s", event.request_id, failure)
 
@@ -195,6 +236,7 @@ class Chunker:
                     "DELETE FROM code_index_snapshots WHERE repository_id = %s", (event.repository_id,)
                 )
                 await collect_garbage(conn, event.repository_id)
+                await outcomes.record(conn, event.repository_id, "build", "ok", event_id=event.id)
                 await emit(conn, _built(event, state="skipped", reason="index_mode_off"))
             return None
         return dict(repo)
@@ -219,7 +261,7 @@ class Chunker:
         s = self.settings
         executor = self.executor()
         branch = repo["default_branch"]
-        pinned = event.reason == "review" and event.commit_sha is not None
+        pinned = _pinned(event)
         async with open_source(
             repo["clone_url"],
             branch,
@@ -257,6 +299,8 @@ class Chunker:
                         s.keep_ready_snapshots,
                         pinned=pinned,
                     )
+                    if not pinned:
+                        await outcomes.record(conn, event.repository_id, "build", "ok", event_id=event.id)
                     await emit(
                         conn,
                         _built(
@@ -307,6 +351,10 @@ class Chunker:
                 "UPDATE code_index_snapshots SET state = 'failed', reason = %s, duration_s = %s WHERE snapshot_id = %s",
                 (failure.reason, duration, snapshot_id),
             )
+            if not _pinned(event):
+                await outcomes.record(
+                    conn, event.repository_id, "build", "failed", str(failure), event_id=event.id
+                )
             await emit(
                 conn,
                 _built(
@@ -321,6 +369,11 @@ class Chunker:
         metrics.INDEX_BUILDS.labels("failed", failure.reason).inc()
         metrics.INDEX_BUILD_SECONDS.labels("failed").observe(duration)
         log.warning("snapshot %s failed: %s", snapshot_id, failure)
+
+
+def _pinned(event: IndexRequested) -> bool:
+    """A review's base, built at a pinned commit: not the branch's build, so not its outcome."""
+    return event.reason == "review" and event.commit_sha is not None
 
 
 async def _ready_for(ctx: HandlerContext, repository_id: UUID, commit: str, *, pinned: bool) -> UUID | None:
