@@ -1,5 +1,5 @@
 """Failures are first-class state (issue 52): a repository that cannot be indexed says so, with its
-reason and when to expect a retry, in the API, ``repo list`` / ``repo show``, ``palimpsest
+reason and when to expect a retry (and so does its last analysis), in the API, ``repo list`` / ``repo show``, ``palimpsest
 status``, the ``palimpsest_repositories_failing`` gauge and the web view (a real Chromium).
 
 Two real failures, on loopback only:
@@ -40,11 +40,12 @@ from palimpsest.core import metrics
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.consumer import HandlerContext
 from palimpsest.core.deadletters import list_dead_letters
-from palimpsest.core.events import IndexRequested, SnapshotBuilt
+from palimpsest.core.events import AnalysisCompleted, AnalysisRequested, IndexRequested, SnapshotBuilt
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.service import Infra, ServiceDefinition, close_infra, open_infra
 from palimpsest.ingest.failing import measure_once
 from tests.conftest import settings_for
+from tests.integration.analyzer.support import analyzer_for, analyzer_settings, running
 from tests.integration.ingest.support import ENCRYPTION_KEY, Served, World, drop_tenant, new_tenant
 from tests.support import browser
 from tests.support.gitrepo import commit, init_repo
@@ -117,6 +118,13 @@ async def _cli(served: Served, token: str, *args: str) -> str:
     assert done.returncode == 0, done.stderr
     assert token not in done.stdout + done.stderr
     return done.stdout
+
+
+async def _analyse(infra: Infra, tenant: UUID, repository_id: UUID) -> None:
+    """Request an analysis from the real analyzer (no model: the mechanical report) and wait for it."""
+    event = AnalysisRequested(tenant_id=tenant, repository_id=repository_id)
+    async with running(infra, [analyzer_for(infra, {tenant}, analyzer_settings(analysis_auto=False))]):
+        await request_and_wait(infra, event, (AnalysisCompleted,))
 
 
 async def _repository(client: httpx.AsyncClient, world: World, repository_id: str) -> dict[str, Any]:
@@ -262,13 +270,25 @@ async def test_a_refused_source_fails_with_its_reason_and_a_successful_build_cle
         assert f"refused-source ({world.tenant_id})" in (
             (await collect(served.infra.settings))["components"]["repositories"].get("failing", "")
         )
+        # an analysis of a repository that was never indexed fails with its reason too
+        await _analyse(infra, world.tenant_id, repository_id)
+        analysis = (await _repository(client, world, str(repository_id)))["analysis"]
+        assert analysis["text"].startswith("failed: no_ready_snapshot"), analysis
+        shown = await _cli(
+            served, world.token, "repo", "show", str(repository_id), "--tenant", str(world.tenant_id)
+        )
+        assert (
+            "build       failed: source_refused" in shown and "analysis    failed: no_ready_snapshot" in shown
+        )
 
         # the operator allows the source and rebuilds: the build succeeds and the failure is gone
         rebuild = IndexRequested(tenant_id=world.tenant_id, repository_id=repository_id, reason="rebuild")
         async with services(infra, [_chunker(world.tenant_id, allow_local_sources=True)]):
             built = (await request_and_wait(infra, rebuild, (SnapshotBuilt,)))[SnapshotBuilt]
         assert built.state == "ready", built
+        await _analyse(infra, world.tenant_id, repository_id)
         repo = await _repository(client, world, str(repository_id))
+        assert repo["analysis"]["state"] == "ok", repo["analysis"]
         assert repo["build"]["state"] == "ok" and repo["build"]["retry"] is None, repo["build"]
         assert repo["build"]["failing_since"] is None
         listed = await _cli(served, world.token, "repo", "list", "--tenant", str(world.tenant_id))

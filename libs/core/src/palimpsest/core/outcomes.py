@@ -12,13 +12,18 @@ these rows through :func:`outcomes_of` and :func:`failing_counts`; :meth:`Outcom
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
 from uuid import UUID
 
-from palimpsest.core.db import Conn, fetch_all
+from palimpsest.core.consumer import HandlerContext, describe_error
+from palimpsest.core.db import Conn, fetch_all, tenant_tx, unreachable
+from palimpsest.core.errors import DuplicateEvent
+
+log = logging.getLogger(__name__)
 
 Kind = Literal["build", "analysis"]
 State = Literal["ok", "retrying", "failed", "dead_lettered"]
@@ -144,6 +149,33 @@ async def record(
     )
 
 
+async def record_unsuccessful(
+    ctx: HandlerContext, repository_id: UUID, kind: Kind, exc: BaseException
+) -> None:
+    """A handler's delivery failed and goes back to the bus: the repository says it is retrying
+    (and when), or, on the last delivery, that it is dead-lettered, with the error as the reason.
+    Call it from the handler's ``except`` before re-raising; an unreachable database (the runtime
+    holds the delivery) and a duplicate (already applied) are no outcome and are not recorded."""
+    if unreachable(exc) or isinstance(exc, DuplicateEvent):
+        return
+    delay = ctx.retry_in_s()
+    try:
+        async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
+            await record(
+                conn,
+                repository_id,
+                kind,
+                "dead_lettered" if delay is None else "retrying",
+                describe_error(exc),
+                event_id=ctx.event.id,
+                attempt=ctx.deliveries,
+                max_attempts=ctx.max_deliver,
+                retry_at=None if delay is None else datetime.now(UTC) + timedelta(seconds=delay),
+            )
+    except Exception as db_exc:  # the failure itself is logged and retried by the runtime
+        log.warning("%s of %s: outcome not recorded (%s)", kind, repository_id, describe_error(db_exc))
+
+
 async def link_dead_letter(conn: Conn, event_id: UUID, dead_letter_id: int, reason: str | None) -> int:
     """The request ``event_id`` became dead letter ``dead_letter_id``: the outcome it left says so
     (if the handler's last delivery did not already) and names the row to replay. Returns the rows
@@ -198,4 +230,5 @@ __all__ = [
     "link_dead_letter",
     "outcomes_of",
     "record",
+    "record_unsuccessful",
 ]

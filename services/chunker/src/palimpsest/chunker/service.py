@@ -18,7 +18,6 @@ import types
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -30,10 +29,9 @@ from palimpsest.chunker.source import open_source, raise_build_failure
 from palimpsest.chunker.work import warm_up
 from palimpsest.core import metrics, outcomes
 from palimpsest.core.bus import CONSUMERS
-from palimpsest.core.consumer import HandlerContext, describe_error
+from palimpsest.core.consumer import HandlerContext
 from palimpsest.core.credentials import box_for, git_auth_for
-from palimpsest.core.db import tenant_tx, unreachable
-from palimpsest.core.errors import DuplicateEvent
+from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import IndexRequested, SnapshotBuilt
 from palimpsest.core.git import GitAuth
 from palimpsest.core.git_errors import GitError
@@ -157,35 +155,10 @@ class Chunker:
     async def handle(self, event: IndexRequested, ctx: HandlerContext) -> None:
         try:
             await self._handle(event, ctx)
-        except Exception as exc:
-            # an outage holds the delivery (the runtime) and a duplicate was applied: no outcome
-            if not unreachable(exc) and not isinstance(exc, DuplicateEvent):
-                await self._unsuccessful(ctx, event, exc)
+        except Exception as exc:  # back to the bus: the repository says retrying or dead-lettered
+            if not _pinned(event):
+                await outcomes.record_unsuccessful(ctx, event.repository_id, "build", exc)
             raise
-
-    async def _unsuccessful(self, ctx: HandlerContext, event: IndexRequested, exc: Exception) -> None:
-        """The request failed and goes back to the bus: the repository says it is retrying (and
-        when), or, on its last delivery, that it is dead-lettered, with the error as the reason."""
-        if _pinned(event):
-            return
-        delay = ctx.retry_in_s()
-        try:
-            async with tenant_tx(ctx.pool, event.tenant_id) as conn:
-                await outcomes.record(
-                    conn,
-                    event.repository_id,
-                    "build",
-                    "dead_lettered" if delay is None else "retrying",
-                    describe_error(exc),
-                    event_id=event.id,
-                    attempt=ctx.deliveries,
-                    max_attempts=ctx.max_deliver,
-                    retry_at=None if delay is None else datetime.now(UTC) + timedelta(seconds=delay),
-                )
-        except Exception as db_exc:  # the failure itself is logged and retried by the runtime
-            log.warning(
-                "index request %s: outcome not recorded (%s)", event.request_id, describe_error(db_exc)
-            )
 
     async def _handle(self, event: IndexRequested, ctx: HandlerContext) -> None:
         started = time.monotonic()
