@@ -69,11 +69,11 @@ def test_the_last_delivery_comes_back_at_once_the_others_after_their_delay() -> 
     def ctx(deliveries: int, max_deliver: int | None) -> HandlerContext:
         return HandlerContext(
             "c",
-            None,
+            None,  # type: ignore[arg-type]  # no pool: retry_in_s reads none
             event,
             deliveries,
             retry_delays_s=(1.0, 5.0, 120.0),
-            max_deliver=max_deliver,  # type: ignore[arg-type]
+            max_deliver=max_deliver,
         )
 
     assert [ctx(d, 5).retry_in_s() for d in range(1, 6)] == [1.0, 5.0, 120.0, 120.0, None]
