@@ -282,6 +282,34 @@ def _repo_line(r: dict[str, Any]) -> str:
     return f"{r['repository_id']}  {r['provider']:<9} {r['full_name']}  [{r['index_mode']}, {r['default_branch']}]  {r['clone_url']}"
 
 
+def _outcome_text(o: dict[str, Any] | None) -> str:
+    return str(o["text"]) if o else "none recorded"
+
+
+def _repo_list_line(r: dict[str, Any]) -> str:
+    """A repository of ``repo list``: what it is and its last build's outcome (and reason)."""
+    return f"{_repo_line(r)}  build: {_outcome_text(r.get('build'))}"
+
+
+def _repo_text(r: dict[str, Any]) -> str:
+    """``repo show``: the repository, its last build and analysis outcomes, and when to expect a retry."""
+    lines = [
+        f"repository  {r['repository_id']}",
+        f"name        {r['full_name']} ({r['provider']})",
+        f"url         {r['clone_url']}",
+        f"branch      {r['default_branch']}",
+        f"index mode  {r['index_mode']}",
+    ]
+    for kind in ("build", "analysis"):
+        o = r.get(kind)
+        lines.append(f"{kind:<11} {_outcome_text(o)}")
+        if o and o.get("retry"):
+            lines.append(f"  retry     {o['retry']}")
+        if o and o.get("failing_since"):
+            lines.append(f"  since     {o['failing_since']}")
+    return "\n".join(lines)
+
+
 @repo.command("add")
 @tenant_option
 @click.argument("url")
@@ -343,9 +371,18 @@ api_command(
     "list",
     "GET",
     "/v1/tenants/{tenant}/repositories",
-    help="List the tenant's repositories.",
-    text=_repo_line,
+    help="List the tenant's repositories with their last build's outcome.",
+    text=_repo_list_line,
     empty="no repositories",
+)
+api_command(
+    repo,
+    "show",
+    "GET",
+    "/v1/tenants/{tenant}/repositories/{repository_id}",
+    help="Show a repository: its last build and analysis outcome, the reason, when to expect a retry.",
+    argument="repository_id",
+    text=_repo_text,
 )
 api_command(
     repo,

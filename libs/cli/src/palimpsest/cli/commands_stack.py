@@ -151,7 +151,8 @@ def _describe_stack(stack: Any, how: dict[str, str | None]) -> str:
 @click.option("--json", "as_json", is_flag=True)
 @run_async
 async def status(as_json: bool) -> None:
-    """Report each component: database, bus, consumers, the running stack."""
+    """Report each component: database, bus, consumers, the running stack, and the repositories
+    that cannot be indexed (degraded). Exits 1 when a component does not answer."""
     from palimpsest.cli.status import collect
 
     refuse_remote()
@@ -165,9 +166,11 @@ async def status(as_json: bool) -> None:
 def _status_text(report: dict[str, Any]) -> str:
     lines = []
     for name, comp in report["components"].items():
-        mark = "ok " if comp.get("ok") else "ERR"
+        mark = "ok " if comp.get("ok") else "DEG" if comp.get("degraded") else "ERR"
         detail = ", ".join(f"{k}={v}" for k, v in comp.items() if k != "ok")
         lines.append(f"[{mark}] {name:<16} {detail}")
+    if report.get("degraded"):
+        lines.append("degraded: some repositories cannot be indexed or analysed (see above)")
     return "\n".join(lines)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from palimpsest.cli.stack import read_running
-from palimpsest.core import bus
+from palimpsest.core import bus, outcomes
 from palimpsest.core.db import describe
 from palimpsest.core.settings import BaseServiceSettings
 
@@ -35,9 +36,52 @@ async def collect(settings: BaseServiceSettings) -> dict[str, Any]:
         }
     if db_url is not None:
         components["database"] = await _database(db_url)
+        if components["database"]["ok"]:
+            components["repositories"] = await _repositories(db_url)
     if nats_url is not None:
         components.update(await _bus(nats_url, settings))
-    return {"ok": all(c.get("ok") for c in components.values()), "components": components}
+    return {
+        # every component answers (a degraded one answers, but some of its work cannot be done)
+        "ok": all(c.get("ok") or c.get("degraded") for c in components.values()),
+        "degraded": any(c.get("degraded") for c in components.values()),
+        "components": components,
+    }
+
+
+async def _repositories(url: str) -> dict[str, Any]:
+    """Repositories that cannot be indexed or analysed now (their last outcome failed, is
+    retrying or was dead-lettered), per active tenant, read in each tenant's transaction."""
+    try:
+        async with await psycopg.AsyncConnection.connect(
+            url, connect_timeout=5, prepare_threshold=None, row_factory=dict_row
+        ) as conn:
+            cur = await conn.execute(
+                "SELECT tenant_id, name FROM palimpsest_tenant_list()"
+                " WHERE suspended_at IS NULL AND deleting_at IS NULL ORDER BY name, tenant_id"
+            )
+            tenants = await cur.fetchall()
+            failing: dict[str, dict[str, int]] = {}
+            for t in tenants:
+                async with conn.transaction():
+                    await conn.execute("SELECT set_config('app.tenant_id', %s, true)", (str(t["tenant_id"]),))
+                    counts = await outcomes.failing_counts(conn)
+                if any(counts.values()):
+                    failing[f"{t['name']} ({t['tenant_id']})"] = counts
+    except psycopg.Error as exc:
+        return {"ok": False, "error": exc.__class__.__name__}
+    out: dict[str, Any] = {
+        "ok": not failing,
+        "degraded": bool(failing),
+        "tenants": len(tenants),
+        "cannot_build": sum(c["build"] for c in failing.values()),
+        "cannot_analyse": sum(c["analysis"] for c in failing.values()),
+    }
+    if failing:
+        out["failing"] = "; ".join(
+            f"{name}: {c['build']} build, {c['analysis']} analysis" for name, c in failing.items()
+        )
+        out["hint"] = "`palimpsest repo list --tenant T` shows each one's reason"
+    return out
 
 
 async def _database(url: str) -> dict[str, Any]:

@@ -49,6 +49,18 @@ class HandlerContext:
     deliveries: int = 1
     heartbeat_fn: Heartbeat | None = None
     claimed: bool = False
+    retry_delays_s: tuple[float, ...] = ()
+    max_deliver: int | None = None
+
+    def retry_in_s(self) -> float | None:
+        """Seconds until the event is delivered again if this delivery fails; None when this is its
+        last delivery (a failure makes it a dead letter, and the runtime NAKs it without delay so
+        the server's MAX_DELIVERIES advisory, and so the dead letter, follows at once)."""
+        if self.max_deliver is not None and self.deliveries >= self.max_deliver:
+            return None
+        if not self.retry_delays_s:
+            return 0.0
+        return self.retry_delays_s[min(self.deliveries - 1, len(self.retry_delays_s) - 1)]
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Conn]:
@@ -97,6 +109,9 @@ class ConsumerRuntime:
     retry_delays_s: tuple[float, ...] = (1.0, 5.0, 30.0, 120.0)
     # how long a delivery waits for an unreachable database before it fails (and counts); see _hold
     outage_hold_s: float = 300.0
+    # the consumer's max_deliver: its last failed delivery is NAKed at once (see retry_in_s); None
+    # when unknown here (every failure then waits its retry delay)
+    max_deliver: int | None = None
     on_applied: list[Callable[[Event], None]] = field(default_factory=list)
     # set where the server applies no subject filter (nats-server < 2.10 with several subjects): the
     # event types this consumer asked for; any other event was never addressed to it (its own
@@ -145,7 +160,15 @@ class ConsumerRuntime:
             }
             held = 0.0
             while True:
-                ctx = HandlerContext(self.consumer, self.pool, event, deliveries, heartbeat)
+                ctx = HandlerContext(
+                    self.consumer,
+                    self.pool,
+                    event,
+                    deliveries,
+                    heartbeat,
+                    retry_delays_s=self.retry_delays_s,
+                    max_deliver=self.max_deliver,
+                )
                 try:
                     outcome = await self._apply(handler, ctx)
                     break
@@ -154,20 +177,22 @@ class ConsumerRuntime:
                 except Exception as exc:
                     if not unreachable(exc) or held >= self.outage_hold_s:
                         self._failed(span, event, exc)
-                        delay = self.retry_delays_s[min(deliveries - 1, len(self.retry_delays_s) - 1)]
+                        delay = ctx.retry_in_s()
                         log.log(
-                            logging.ERROR if isinstance(exc, UnhandledEvent) else logging.WARNING,
-                            "%s: %s %s failed on delivery %d (%s); retry in %.0fs",
+                            logging.ERROR
+                            if isinstance(exc, UnhandledEvent) or delay is None
+                            else logging.WARNING,
+                            "%s: %s %s failed on delivery %d (%s); %s",
                             self.consumer,
                             event.TYPE,
                             event.id,
                             deliveries,
-                            _describe(exc),
-                            delay,
+                            describe_error(exc),
+                            "its last: a dead letter" if delay is None else f"retry in {delay:.0f}s",
                             extra=extra,
                         )
                         await self._record_failure(event, exc)
-                        raise Retry(delay, exc) from exc
+                        raise Retry(delay or 0.0, exc) from exc
                     held += await self._hold(ctx, exc, self.outage_hold_s - held)
             if outcome.status == "duplicate":
                 log.info("%s: event %s already applied; acknowledging", self.consumer, event.id, extra=extra)
@@ -209,7 +234,7 @@ class ConsumerRuntime:
             self.consumer,
             ctx.event.TYPE,
             ctx.event.id,
-            _describe(exc),
+            describe_error(exc),
             ctx.deliveries,
             budget,
         )
@@ -221,14 +246,14 @@ class ConsumerRuntime:
             try:
                 await ctx.heartbeat()
             except Exception as beat:  # the bus is away too: JetStream may redeliver; the inbox holds
-                log.debug("hold heartbeat failed: %s", _describe(beat))
+                log.debug("hold heartbeat failed: %s", describe_error(beat))
             try:
                 async with system_tx(self.pool) as conn:
                     await conn.execute("SELECT 1")
                 break
             except Exception as probe:  # still down: wait on
                 if not unreachable(probe):
-                    log.debug("hold probe failed: %s", _describe(probe))
+                    log.debug("hold probe failed: %s", describe_error(probe))
         return max(time.perf_counter() - started, 1e-3)
 
     def _failed(self, span: trace.Span, event: Event, exc: BaseException) -> None:
@@ -255,13 +280,15 @@ class ConsumerRuntime:
                     " VALUES (%s, %s, %s, %s) ON CONFLICT (consumer, event_id) DO UPDATE"
                     " SET attempts = event_failures.attempts + 1, last_error = EXCLUDED.last_error,"
                     " updated_at = clock_timestamp()",
-                    (self.consumer, event.id, event.tenant_id, _describe(exc)[:2000]),
+                    (self.consumer, event.id, event.tenant_id, describe_error(exc)[:2000]),
                 )
         except Exception as db_exc:  # the database may be the reason the handler failed
             log.debug("could not record failure: %s", db_exc.__class__.__name__)
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
+    """An error in one line (its class and first line), as logs, ``event_failures`` and dead letters
+    keep it."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
 

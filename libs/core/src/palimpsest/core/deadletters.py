@@ -15,15 +15,16 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import NotFoundError
 from psycopg.types.json import Jsonb
 
-from palimpsest.core import metrics
+from palimpsest.core import metrics, outcomes
 from palimpsest.core.bus import ADVISORY_STREAM, STREAM, ConsumerSpec
-from palimpsest.core.db import Pool, system_tx
+from palimpsest.core.db import Pool, system_tx, tenant_tx
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,10 @@ async def record_advisory(pool: Pool, nc: NATS, consumer: str, advisory: dict[st
                 last_error,
             ),
         )
-        inserted = await cur.fetchone() is not None
+        row = await cur.fetchone()
+        inserted = row is not None
+    if row is not None and event_id and tenant_id:
+        await _mark_repository(pool, str(tenant_id), str(event_id), int(row["id"]), last_error)
     if inserted:
         metrics.DEAD_LETTERS.labels(consumer).inc()
         log.error(
@@ -119,6 +123,24 @@ async def record_advisory(pool: Pool, nc: NATS, consumer: str, advisory: dict[st
             last_error,
         )
     return True
+
+
+async def _mark_repository(
+    pool: Pool, tenant_id: str, event_id: str, dead_letter_id: int, last_error: str | None
+) -> None:
+    """A build or analysis request that became a dead letter says so on its repository (the
+    outcome its handler stored; see :mod:`palimpsest.core.outcomes`), naming the row to replay."""
+    try:
+        tenant, event = UUID(tenant_id), UUID(event_id)
+    except ValueError:  # not a tenant or event id: nothing names this message
+        return
+    try:
+        async with tenant_tx(pool, tenant) as conn:
+            await outcomes.link_dead_letter(conn, event, dead_letter_id, last_error)
+    except Exception as exc:  # the dead letter is stored; its repository keeps the handler's word
+        log.warning(
+            "dead letter %d: repository outcome not linked (%s)", dead_letter_id, exc.__class__.__name__
+        )
 
 
 async def run_recorder(pool: Pool, nc: NATS, spec: ConsumerSpec, stop: asyncio.Event) -> None:

@@ -95,6 +95,13 @@ INDEX_BUILDS = Counter(
     ["state", "reason"],
     registry=REGISTRY,
 )
+REPOSITORIES_FAILING = Gauge(
+    "palimpsest_repositories_failing",
+    "Repositories of a tenant whose last build or analysis failed, is retrying or was dead-lettered"
+    " (repository_outcomes, read by ingest every 30 s), by tenant and kind (build, analysis).",
+    ["tenant", "kind"],
+    registry=REGISTRY,
+)
 INDEX_SKIPPED_FILES = Counter(
     "palimpsest_index_skipped_files",
     "Files skipped while building a snapshot, by reason.",

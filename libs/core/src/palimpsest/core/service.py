@@ -222,7 +222,12 @@ def _consumer_broker(
         if d.consumer is not None:
             addressed = frozenset(d.consumer.event_types) if d.consumer.name in unfiltered else None
             runtime = ConsumerRuntime(
-                d.consumer.name, infra.pool, d.handlers, settings.retry_delays_s, addressed=addressed
+                d.consumer.name,
+                infra.pool,
+                d.handlers,
+                settings.retry_delays_s,
+                addressed=addressed,
+                max_deliver=settings.max_deliver,
             )
             _subscribe(broker, runtime, d.consumer)
     return broker

@@ -21,6 +21,7 @@ from palimpsest.analyzer.analysis import Analyzer, AnalyzerConfig, Job, complete
 from palimpsest.analyzer.proof import AuthProvider
 from palimpsest.analyzer.schedule import ScheduleConfig, mark_due, run_scheduler
 from palimpsest.analyzer.store import save_analysis
+from palimpsest.core import outcomes
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.consumer import HandlerContext
 from palimpsest.core.credentials import box_for, git_auth_for
@@ -102,6 +103,13 @@ class AnalyzerService:
         self.schedule = settings.schedule_config()
 
     async def on_requested(self, event: AnalysisRequested, ctx: HandlerContext) -> None:
+        try:
+            await self._requested(event, ctx)
+        except Exception as exc:  # back to the bus: the repository says retrying or dead-lettered
+            await outcomes.record_unsuccessful(ctx, event.repository_id, "analysis", exc)
+            raise
+
+    async def _requested(self, event: AnalysisRequested, ctx: HandlerContext) -> None:
         job = Job(event.tenant_id, event.repository_id, event.snapshot_id, event.request_id, "request")
         record = await self.analyzer.run(job, heartbeat=ctx.heartbeat)
         if record is None:

@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 
 from palimpsest.analyzer.doccheck import DocFinding
 from palimpsest.analyzer.errors import AnalysisNotFound
+from palimpsest.core import outcomes
 from palimpsest.core.db import Conn
 from palimpsest.index.stored import AnalysisView, analysis_view
 
@@ -52,6 +53,15 @@ class AnalysisRecord:
 
 
 async def save_analysis(conn: Conn, tenant_id: UUID, record: AnalysisRecord) -> None:
+    """Store the analysis and, beside its repository, the outcome of its last analysis."""
+    await outcomes.record(
+        conn,
+        record.repository_id,
+        "analysis",
+        "ok" if record.state == "completed" else "failed",
+        record.reason if record.state != "completed" else None,
+        event_id=None,
+    )
     await conn.execute(
         "INSERT INTO analyses (tenant_id, analysis_id, repository_id, snapshot_id, commit_sha, request_id, trigger,"
         " state, mode, reason, model, markdown, selection, facts, median_code, prompt_tokens, completion_tokens,"

@@ -27,7 +27,7 @@ from palimpsest.chunker.build import BuildStats, Limits, build, collect_garbage,
 from palimpsest.chunker.errors import BuildFailed, BuildSkipped
 from palimpsest.chunker.source import open_source, raise_build_failure
 from palimpsest.chunker.work import warm_up
-from palimpsest.core import metrics
+from palimpsest.core import metrics, outcomes
 from palimpsest.core.bus import CONSUMERS
 from palimpsest.core.consumer import HandlerContext
 from palimpsest.core.credentials import box_for, git_auth_for
@@ -153,6 +153,14 @@ class Chunker:
             broken.shutdown(wait=False, cancel_futures=True)
 
     async def handle(self, event: IndexRequested, ctx: HandlerContext) -> None:
+        try:
+            await self._handle(event, ctx)
+        except Exception as exc:  # back to the bus: the repository says retrying or dead-lettered
+            if not _pinned(event):
+                await outcomes.record_unsuccessful(ctx, event.repository_id, "build", exc)
+            raise
+
+    async def _handle(self, event: IndexRequested, ctx: HandlerContext) -> None:
         started = time.monotonic()
         try:
             repo = await self._repository(ctx, event)
@@ -168,10 +176,16 @@ class Chunker:
                 await emit(
                     conn, _built(event, state="skipped", reason=skip.reason, snapshot_id=skip.snapshot_id)
                 )
+                if skip.reason == "up_to_date" and not _pinned(event):  # the head is indexed
+                    await outcomes.record(conn, event.repository_id, "build", "ok", event_id=event.id)
             log.info("index request %s skipped: %s", event.request_id, skip.reason)
         except BuildFailed as failure:  # before a snapshot exists: the source was refused or is gone
             async with ctx.transaction() as conn:
                 await emit(conn, _built(event, state="failed", reason=str(failure)[:1000]))
+                if not _pinned(event):
+                    await outcomes.record(
+                        conn, event.repository_id, "build", "failed", str(failure), event_id=event.id
+                    )
             metrics.INDEX_BUILDS.labels("failed", failure.reason).inc()
             log.warning("index request %s failed: %s", event.request_id, failure)
 
@@ -195,6 +209,7 @@ class Chunker:
                     "DELETE FROM code_index_snapshots WHERE repository_id = %s", (event.repository_id,)
                 )
                 await collect_garbage(conn, event.repository_id)
+                await outcomes.record(conn, event.repository_id, "build", "ok", event_id=event.id)
                 await emit(conn, _built(event, state="skipped", reason="index_mode_off"))
             return None
         return dict(repo)
@@ -219,7 +234,7 @@ class Chunker:
         s = self.settings
         executor = self.executor()
         branch = repo["default_branch"]
-        pinned = event.reason == "review" and event.commit_sha is not None
+        pinned = _pinned(event)
         async with open_source(
             repo["clone_url"],
             branch,
@@ -257,6 +272,8 @@ class Chunker:
                         s.keep_ready_snapshots,
                         pinned=pinned,
                     )
+                    if not pinned:
+                        await outcomes.record(conn, event.repository_id, "build", "ok", event_id=event.id)
                     await emit(
                         conn,
                         _built(
@@ -307,6 +324,10 @@ class Chunker:
                 "UPDATE code_index_snapshots SET state = 'failed', reason = %s, duration_s = %s WHERE snapshot_id = %s",
                 (failure.reason, duration, snapshot_id),
             )
+            if not _pinned(event):
+                await outcomes.record(
+                    conn, event.repository_id, "build", "failed", str(failure), event_id=event.id
+                )
             await emit(
                 conn,
                 _built(
@@ -321,6 +342,11 @@ class Chunker:
         metrics.INDEX_BUILDS.labels("failed", failure.reason).inc()
         metrics.INDEX_BUILD_SECONDS.labels("failed").observe(duration)
         log.warning("snapshot %s failed: %s", snapshot_id, failure)
+
+
+def _pinned(event: IndexRequested) -> bool:
+    """A review's base, built at a pinned commit: not the branch's build, so not its outcome."""
+    return event.reason == "review" and event.commit_sha is not None
 
 
 async def _ready_for(ctx: HandlerContext, repository_id: UUID, commit: str, *, pinned: bool) -> UUID | None:

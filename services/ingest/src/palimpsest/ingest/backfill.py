@@ -47,6 +47,7 @@ from palimpsest.core import metrics
 from palimpsest.core.db import Pool, fetch_all, fetch_one, system_tx, tenant_tx
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.outbox import emit
+from palimpsest.core.outcomes import TRANSIENT_REASONS
 from palimpsest.ingest.store import lookups, repositories
 
 log = logging.getLogger(__name__)
@@ -57,13 +58,6 @@ HeadResolver = Callable[[str, str], Awaitable[str | None]]
 InstallationSync = Callable[[int, int, Collection[UUID] | None], Awaitable[object]]
 
 JOB = "backfill"
-TRANSIENT_REASONS = (
-    "interrupted",
-    "source_network",
-    "source_timeout",
-    "source_remote_refused",
-    "source_disk_full",
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -220,6 +220,21 @@ class RepositoryUpdate(_In):
     visibility: Visibility | None = None
 
 
+class RepositoryOutcome(_Out):
+    """A repository's last build or analysis outcome (migration 0048)."""
+
+    state: Literal["ok", "retrying", "failed", "dead_lettered"]
+    text: str = Field(description="The state in words: ok, failed: <reason>, dead-lettered: <reason>, …")
+    reason: str | None
+    retry: str | None = Field(description="When to expect another attempt, or what to do; null when ok.")
+    attempt: int | None
+    max_attempts: int | None
+    retry_at: datetime | None
+    dead_letter_id: int | None
+    failing_since: datetime | None
+    updated_at: datetime
+
+
 class Repository(_Out):
     repository_id: UUID
     provider: RepoProvider
@@ -232,6 +247,13 @@ class Repository(_Out):
     installation_id: UUID | None
     created_at: datetime
     updated_at: datetime
+    build: RepositoryOutcome | None = Field(
+        default=None, description="The last index build's outcome and reason; null before the first."
+    )
+    analysis: RepositoryOutcome | None = Field(
+        default=None,
+        description="The last analysis request's outcome, where one failed or was dead-lettered.",
+    )
 
 
 class RepositoryRegistered(Repository):

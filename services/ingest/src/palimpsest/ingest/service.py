@@ -19,6 +19,7 @@ from palimpsest.ingest.api.app import create_app
 from palimpsest.ingest.api.server import IngestServer
 from palimpsest.ingest.backfill import backfill_forever
 from palimpsest.ingest.context import IngestContext, build_context
+from palimpsest.ingest.failing import measure_forever
 from palimpsest.ingest.mcp.http import McpEndpoint
 from palimpsest.ingest.retention import prune_forever
 from palimpsest.ingest.settings import Settings, backfill_policy, ingest_settings
@@ -81,7 +82,12 @@ def prepare(infra: Infra) -> Ingest:
             ctx.pool, backfill_policy(settings, local_sources=ctx.policy.allow_local), stop, sync=sync
         )
 
+    async def failing(_: Infra, stop: asyncio.Event) -> None:
+        await measure_forever(ctx.pool, stop)
+
     definition = ServiceDefinition(
-        name="ingest", background=[serve, retention, backfill], ready_checks={"ingest_http": server.ready}
+        name="ingest",
+        background=[serve, retention, backfill, failing],
+        ready_checks={"ingest_http": server.ready},
     )
     return Ingest(server, ctx, definition)

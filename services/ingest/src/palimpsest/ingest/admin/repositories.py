@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from palimpsest.core import outcomes
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
@@ -78,15 +79,22 @@ async def list_repositories(
 ) -> list[dict[str, Any]]:
     async with scoped_tx(ctx, scope) as conn:
         found = await repositories.list_repositories(conn, provider=provider, installation_id=installation_id)
-    return [r.to_json() for r in found]
+        states = await outcomes.outcomes_of(conn)
+    return [with_outcomes(r.to_json(), states.get(r.repository_id, {})) for r in found]
 
 
 async def get_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> dict[str, Any]:
     async with scoped_tx(ctx, scope) as conn:
         found = await repositories.get_repository(conn, repository_id)
+        states = await outcomes.outcomes_of(conn, [repository_id])
     if found is None:
         raise NotFound("no such repository")
-    return found.to_json()
+    return with_outcomes(found.to_json(), states.get(repository_id, {}))
+
+
+def with_outcomes(repo: dict[str, Any], found: dict[str, outcomes.Outcome]) -> dict[str, Any]:
+    """The repository as the API shows it, with its last build and analysis outcome."""
+    return {**repo, **{kind: o.as_dict() for kind, o in found.items()}}
 
 
 async def update_repository(

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from palimpsest.core import bus
+from palimpsest.core import bus, outcomes
 from palimpsest.index.errors import IndexNotReady, UnknownSeed
 from palimpsest.index.graph.query import graph_context
 from palimpsest.index.recency import cochange_neighbours, last_modified_at
@@ -52,6 +52,7 @@ async def repositories_page(ctx: IngestContext, scope: Scope) -> dict[str, Any]:
     """Every repository with its newest snapshot (any state), newest ready one, last analysis and review."""
     rows = []
     async with scoped_tx(ctx, scope) as conn:
+        states = await outcomes.outcomes_of(conn)
         for repo in await repositories.list_repositories(conn):
             newest = await list_snapshots(conn, repo.repository_id, limit=1)
             analysis = await list_analyses(conn, repo.repository_id, limit=1)
@@ -65,6 +66,7 @@ async def repositories_page(ctx: IngestContext, scope: Scope) -> dict[str, Any]:
                     else await newest_ready(conn, repo.repository_id),
                     "analysis": analysis[0] if analysis else None,
                     "review": review[0] if review else None,
+                    "build": states.get(repo.repository_id, {}).get("build"),
                 }
             )
     return {"rows": rows, "lag": await pipeline_lag(ctx)}
@@ -90,8 +92,10 @@ async def repository_page(ctx: IngestContext, scope: Scope, repository_id: UUID)
         snapshots = await list_snapshots(conn, repository_id, limit=10)
         newest = await list_analyses(conn, repository_id, limit=1)
         view = await analysis_view(conn, newest[0].analysis_id) if newest else None
+        states = (await outcomes.outcomes_of(conn, [repository_id])).get(repository_id, {})
     links = ProviderLinks.of(repo.provider, repo.clone_url)
-    return {"repo": repo, "links": links, "snapshots": snapshots, "analysis": view}
+    failing = [o for o in (states.get("build"), states.get("analysis")) if o is not None and o.failing]
+    return {"repo": repo, "links": links, "snapshots": snapshots, "analysis": view, "failing": failing}
 
 
 def analysis_values(view: AnalysisView, links: ProviderLinks) -> dict[str, Any]:
