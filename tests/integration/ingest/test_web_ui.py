@@ -51,6 +51,8 @@ NOTES = (
     f"# Notes\n\n{PAYLOAD_SCRIPT}\n\n{PAYLOAD_IMG}\n\n[open the rates](javascript:window.__pwned='link')\n"
 )
 
+LOGO = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))  # binary: indexing skips it
+
 
 def make_repository(path: Path) -> dict[str, str]:
     """The README names ``compute_total()``, renamed in 2024; tax and invoice change together
@@ -59,7 +61,13 @@ def make_repository(path: Path) -> dict[str, str]:
     commit(
         r,
         "2022-01-10T00:00:00+00:00",
-        {"README.md": README, "docs/notes.md": NOTES, "src/invoice.py": INVOICE, HOSTILE_NAME: "# Old\n"},
+        {
+            "README.md": README,
+            "docs/notes.md": NOTES,
+            "src/invoice.py": INVOICE,
+            HOSTILE_NAME: "# Old\n",
+            "assets/logo.png": LOGO,
+        },
     )
     commit(
         r,
@@ -434,6 +442,12 @@ async def test_the_review_leads_with_its_result_and_the_file_shows_its_source(
         )
         assert len(set(colours)) == 3, colours  # keyword, function name and plain text differ
         assert await b.script("return document.querySelectorAll('[style], script').length") == 0
+        # a file indexing skipped is named with its reason, never shown; a missing path says so
+        await b.get(served.url + site.repo_ui("/file?path=assets/logo.png"))
+        assert "Not shown: indexing skipped this file (binary" in await b.text()
+        assert await b.script("return document.querySelectorAll('.source').length") == 0
+        await b.get(served.url + site.repo_ui("/file?path=src/absent.py"))
+        assert "This path is not in the newest ready snapshot." in await b.text()
         # search: numbered lines, the query's word marked, the hostile doc still inert text
         await b.get(served.url + site.repo_ui("/search?q=pwned"))
         marks = await b.script(

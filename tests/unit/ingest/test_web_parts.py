@@ -9,7 +9,14 @@ from palimpsest.index.staleness import is_stale, stale_line
 from palimpsest.ingest.web.links import ProviderLinks
 from palimpsest.ingest.web.markdown import render_inline, render_markdown
 from palimpsest.ingest.web.plot import FreshnessPoint, freshness_svg
-from palimpsest.ingest.web.source import MAX_SOURCE_LINES, SOURCE_CSS, hit_lines, source_view
+from palimpsest.ingest.web.source import (
+    HIGHLIGHT_LINES,
+    MAX_SOURCE_CHARS,
+    MAX_SOURCE_LINES,
+    SOURCE_CSS,
+    hit_lines,
+    source_view,
+)
 from palimpsest.ingest.web.views import moment
 
 SHA = "3f37d853e4011db87bfe102ffd7138fba710fd37"
@@ -136,7 +143,13 @@ def test_the_source_is_numbered_highlighted_escaped_and_capped() -> None:
     assert re.findall(r'<span class="linenos">\s*(\d+)</span>', html) == ["1", "2", "3", "4", "5"]
     assert '<span class="kn">import</span>' in html and '<span class="k">def</span>' in html
     assert "<script>" not in html and "&lt;script&gt;" in html and "style=" not in html
+    assert shown.highlighted
     huge = source_view("data.txt", "\n".join("x" * 50 for _ in range(MAX_SOURCE_LINES + 10)))
     assert huge.lines == MAX_SOURCE_LINES and huge.total == MAX_SOURCE_LINES + 10
+    long = source_view("long.py", "x = 1\n" * (HIGHLIGHT_LINES + 1))  # numbered, not lexed
+    assert not long.highlighted and long.language == "Python" and 'class="n"' not in str(long.html)
+    assert str(long.html).count('class="linenos"') == HIGHLIGHT_LINES + 1
+    wide = source_view("min.js", "a" * (MAX_SOURCE_CHARS * 2))  # one huge line: cut, still shown
+    assert wide.lines == 1 and len(str(wide.html)) < MAX_SOURCE_CHARS
     assert source_view("blob.unknownext", "\x00\x01 binary-ish").language == "Text only"
     assert b".source .k " in SOURCE_CSS and b"pre {" not in SOURCE_CSS  # scoped: tables keep their look

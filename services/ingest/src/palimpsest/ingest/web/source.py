@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from markupsafe import Markup, escape
 from pygments import highlight
@@ -21,9 +22,11 @@ from pygments.util import ClassNotFound
 
 from palimpsest.index.tokens import query_terms
 
-__all__ = ["SOURCE_CSS", "HitLine", "Source", "hit_lines", "source_view"]
+__all__ = ["SOURCE_CSS", "HitLine", "Source", "cached_source_view", "hit_lines", "source_view"]
 
 MAX_SOURCE_LINES = 5000  # past these, the page shows the first ones and says so
+HIGHLIGHT_LINES = 1000  # longer files are numbered but not coloured: lexing costs ~0.1-0.3 ms a line
+CACHED = 64  # rendered files kept per process (a blob's text never changes)
 MAX_SOURCE_CHARS = 512 * 1024
 MAX_LINE_CHARS = 2000  # a minified line is cut (the provider link shows it whole)
 
@@ -40,6 +43,7 @@ class Source:
     lines: int  # lines shown
     total: int  # lines in the file
     language: str
+    highlighted: bool  # coloured by a language's lexer (not plain text, not too long)
 
 
 def _lexer(path: str, text: str) -> Lexer:
@@ -51,7 +55,7 @@ def _lexer(path: str, text: str) -> Lexer:
 
 def source_view(path: str, text: str) -> Source:
     """The file's first lines (at most ``MAX_SOURCE_LINES`` and ``MAX_SOURCE_CHARS``), numbered,
-    highlighted for the language its name says (plain text when none)."""
+    highlighted for the language its name says (plain text when none, or past ``HIGHLIGHT_LINES``)."""
     lines = text.split("\n")
     if len(lines) > 1 and lines[-1] == "":  # the file's final newline ends its last line
         lines.pop()
@@ -65,8 +69,15 @@ def source_view(path: str, text: str) -> Source:
         kept.append(line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " …")
     shown = "\n".join(kept)
     lexer = _lexer(path, shown)
-    html = highlight(shown, lexer, _FORMATTER)
-    return Source(Markup(html), len(kept), total, lexer.name)  # noqa: S704 - Pygments escapes the text
+    coloured = len(kept) <= HIGHLIGHT_LINES and not isinstance(lexer, TextLexer)
+    html = highlight(shown, lexer if coloured else TextLexer(stripnl=False, ensurenl=False), _FORMATTER)
+    return Source(Markup(html), len(kept), total, lexer.name, coloured)  # noqa: S704 - Pygments escapes the text
+
+
+@lru_cache(maxsize=CACHED)
+def cached_source_view(path: str, blob_sha: str, text: str) -> Source:
+    """:func:`source_view`, kept per (path, blob): the file page renders a blob's text once."""
+    return source_view(path, text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ data (``bench ui``'s yardsticks) call the same functions of :mod:`palimpsest.ing
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
@@ -26,7 +27,7 @@ from palimpsest.ingest.store import lookups, repositories
 from palimpsest.ingest.web.links import ProviderLinks
 from palimpsest.ingest.web.markdown import render_markdown
 from palimpsest.ingest.web.plot import FreshnessPoint, freshness_svg
-from palimpsest.ingest.web.source import hit_lines, source_view
+from palimpsest.ingest.web.source import cached_source_view, hit_lines
 
 __all__ = ["file_page", "repositories_page", "repository_page", "review_page", "reviews_page", "search_page"]
 
@@ -175,6 +176,9 @@ async def file_page(ctx: IngestContext, scope: Scope, repository_id: UUID, path:
             graph_note = "this path is not in the newest snapshot's graph"
     links = ProviderLinks.of(repo.provider, repo.clone_url)
     commit = ready.commit_sha if ready is not None else None
+    source = None
+    if stored is not None and stored.text is not None:  # lexing is CPU: off the event loop
+        source = await asyncio.to_thread(cached_source_view, path, stored.blob_sha, stored.text)
     return {
         "repo": repo,
         "links": links,
@@ -187,7 +191,7 @@ async def file_page(ctx: IngestContext, scope: Scope, repository_id: UUID, path:
         "graph_note": graph_note,
         "indexed": ready is not None,
         "stored": stored,
-        "source": source_view(path, stored.text) if stored is not None and stored.text is not None else None,
+        "source": source,
     }
 
 
