@@ -96,6 +96,7 @@ def test_paths_and_dunder_names_are_code_never_emphasis() -> None:
     assert "<code>a/__b__.py</code>" in html and "`" not in html  # code spans untouched
     assert 'href="https://example.com/__x__/y"' in html and 'href="https://example.com/__z__/q"' in html
     assert "and/or <strong>bold</strong>" in html  # words with a slash, and emphasis, as before
+    assert str(render_markdown("on 2024/01/02")) == "<p>on 2024/01/02</p>\n"  # a date is no path
     assert "<pre><code>src/__main__.py\n</code></pre>" in html  # fenced code untouched
     reason = str(render_inline("changed in 2 of the 3 commits that changed `src/a.py` <b>x</b>"))
     assert reason == "changed in 2 of the 3 commits that changed <code>src/a.py</code> &lt;b&gt;x&lt;/b&gt;"

@@ -45,6 +45,8 @@ def _as_code(found: re.Match[str]) -> str:
         return found.group(0)
     token, tail = token.rstrip("."), token[len(token.rstrip(".")) :]  # a sentence's full stop
     last = token.rstrip("/").rsplit("/", 1)[-1]
+    if not any(c.isalpha() for c in token):  # 2024/01/02, 1/2: numbers, not paths
+        return found.group(0)
     if token.startswith("__") or "_" in token or "*" in token or "." in last or token.count("/") > 1:
         return f"`{token}`{tail}"
     return found.group(0)  # "and/or", "read/write": words, not paths
