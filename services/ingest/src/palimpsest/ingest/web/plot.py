@@ -4,8 +4,9 @@ the staleness rule's line drawn, as inline SVG made on the server (no script, no
 Each row is a doc (oldest first); its dot sits at the doc's last change. Two vertical lines mark
 the median code date and the rule's line six months before it (``staleness.stale_line``): dots
 left of it are past the rule's line. A dot is red when the analysis calls the doc stale, amber
-when it is past the line yet not stale (the doc check verified its claims, or it only holds
-generated-reference directives), green when it is newer than the line: a dot inside the stale
+when it is past the line yet not called stale (the doc check's state, in its tooltip, says why:
+verified, reference, or drift — a claim proved false, listed as a finding), green when it is
+newer than the line: a dot inside the stale
 zone is never drawn as current. Every label is escaped; the SVG uses presentation attributes and classes
 of the stylesheet, never inline styles, so the page's CSP needs no ``unsafe-inline``.
 """
