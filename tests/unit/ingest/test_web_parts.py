@@ -17,7 +17,7 @@ from palimpsest.ingest.web.source import (
     hit_lines,
     source_view,
 )
-from palimpsest.ingest.web.views import moment
+from palimpsest.ingest.web.views import day, moment
 
 SHA = "3f37d853e4011db87bfe102ffd7138fba710fd37"
 
@@ -128,6 +128,7 @@ def test_moments_carry_seconds_in_utc() -> None:
     assert moment(a) == "2026-12-07 11:37:05 UTC" and moment(b) == "2026-12-07 11:37:48 UTC"
     assert moment(a.isoformat()) == moment(a)  # the API's JSON (reviews, feedback) reads the same
     assert moment(None) == "—" and moment("not a time") == "—"
+    assert day(b) == "2026-12-07" and day(b.isoformat()) == "2026-12-07" and day(None) == "—"
 
 
 def test_hit_lines_are_numbered_with_the_query_words_marked_and_escaped() -> None:

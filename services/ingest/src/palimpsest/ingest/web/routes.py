@@ -80,7 +80,7 @@ def _env() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["short"] = lambda sha: (sha or "")[:12]
-    env.filters["day"] = lambda when: when.strftime("%Y-%m-%d") if when is not None else "—"
+    env.filters["day"] = views.day
     env.filters["moment"] = views.moment
     env.filters["q"] = lambda value: quote(str(value), safe="")
     env.filters["inline_md"] = render_inline

@@ -58,6 +58,14 @@ def moment(value: Any) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def day(value: Any) -> str:
+    """How the web view shows a date (a commit's, a file's last change): ``YYYY-MM-DD`` in UTC."""
+    when = _when(value)
+    if when is None:
+        return "—"
+    return (when.astimezone(UTC) if when.tzinfo is not None else when).strftime("%Y-%m-%d")
+
+
 async def tenants_page(ctx: IngestContext) -> dict[str, Any]:
     return {"tenants": await lookups.tenant_list(ctx.pool)}
 
