@@ -36,7 +36,7 @@ from tests.integration.analyzer.support import (
     indexer_definitions,
     running,
 )
-from tests.integration.analyzer.test_analyzer_doccheck import INVOICE, LEDGER, README, RENAMED
+from tests.integration.analyzer.test_analyzer_doccheck import INVOICE, LEDGER, README, RENAMED, REPORT
 from tests.integration.ingest.read_support import poll
 from tests.integration.ingest.support import ADMIN_TOKEN, Served, World, drop_tenant, new_tenant
 from tests.integration.ingest.test_ingest_review_api import reviewer
@@ -51,14 +51,23 @@ NOTES = (
     f"# Notes\n\n{PAYLOAD_SCRIPT}\n\n{PAYLOAD_IMG}\n\n[open the rates](javascript:window.__pwned='link')\n"
 )
 
+LOGO = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))  # binary: indexing skips it
+
 
 def make_repository(path: Path) -> dict[str, str]:
-    """The README names ``compute_total()``, renamed in 2024; tax and invoice change together."""
+    """The README names ``compute_total()``, renamed in 2024; tax and invoice change together
+    (so a change of invoice alone is warned about tax)."""
     r = init_repo(path)
     commit(
         r,
         "2022-01-10T00:00:00+00:00",
-        {"README.md": README, "docs/notes.md": NOTES, "src/invoice.py": INVOICE, HOSTILE_NAME: "# Old\n"},
+        {
+            "README.md": README,
+            "docs/notes.md": NOTES,
+            "src/invoice.py": INVOICE,
+            HOSTILE_NAME: "# Old\n",
+            "assets/logo.png": LOGO,
+        },
     )
     commit(
         r,
@@ -66,6 +75,8 @@ def make_repository(path: Path) -> dict[str, str]:
         {"src/invoice.py": RENAMED, "src/tax.py": TAX, "src/ledger.py": LEDGER},
         message="rename compute_total <script>window.__pwned='commit'</script>",
     )
+    for n, day in enumerate(("2024-03-15", "2024-04-01", "2024-04-15")):  # commits without tax.py:
+        commit(r, f"{day}T00:00:00+00:00", {"src/report.py": REPORT + f"\n# v{n}\n"})  # its base rate
     base = commit(
         r,
         "2024-05-01T00:00:00+00:00",
@@ -341,3 +352,108 @@ async def test_every_page_in_a_real_browser(served: Served, site: Site, tmp_path
         await visit(site.repo_ui(), "signed-out", "Sign in")
     for path in saved:
         print(f"screenshot: {path}")
+
+
+BROKEN_WORDS = """
+const broken = new Set();
+const top = (node, i) => {
+  const r = document.createRange();
+  r.setStart(node, i);
+  r.setEnd(node, i + 1);
+  const rects = r.getClientRects();
+  return rects.length ? Math.round(rects[0].top) : null;
+};
+const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  if (!n.parentElement.closest('td, th')) continue;
+  let prev = null;
+  for (let i = 0; i < n.data.length; i++) {
+    const here = top(n, i);
+    const inWord = i > 0 && /[A-Za-z0-9]/.test(n.data[i - 1]) && /[A-Za-z0-9]/.test(n.data[i]);
+    if (inWord && prev !== null && here !== null && here > prev) broken.add(n.data);
+    prev = here;
+  }
+}
+return Array.from(broken);
+"""
+
+
+async def test_the_review_leads_with_its_result_and_the_file_shows_its_source(
+    served: Served, site: Site, tmp_path: Path
+) -> None:
+    """The review page's order in the browser (header, findings, co-change warning, summary,
+    context; Dropped collapsed), times to the second, no word broken mid-token on a phone-sized
+    window, the file page's numbered and highlighted source, the search's marked words."""
+    why = browser.missing()
+    if why is not None:
+        pytest.skip(why)
+    with browser.chromium(tmp_path / "profile") as b:
+        await b.get(served.url + site.repo_ui())
+        await b.fill_and_submit("token", site.world.token)
+        await b.url()
+        await b.get(served.url + site.ui(f"/reviews/{site.review_id}"))
+        head = await b.script("return document.getElementById('review-head').innerText")
+        assert "none: a review of commits" in head, head  # a local review has no pull request
+        assert site.repo["base"][:12] in head and re.search(r"\d\d:\d\d:\d\d UTC", head), head
+        tops = await b.script(
+            "return ['review-head', 'find-h', 'co-h', 'sum-h', 'ctx-h', 'fb-h'].map("
+            "id => document.getElementById(id).getBoundingClientRect().top)"
+        )
+        assert tops == sorted(tops) and len(set(tops)) == len(tops), tops
+        warning = await b.script("return document.getElementById('co-h').parentElement.innerText")
+        assert "src/tax.py" in warning, warning
+        # Dropped is collapsed: present, closed, its table not shown until opened (no script needed)
+        dropped = await b.script(
+            "const d = document.getElementById('dropped');"
+            " return d && [d.open, d.querySelector('table').checkVisibility(), d.innerText.trim()]"
+        )
+        assert dropped is not None and dropped[0] is False and dropped[1] is False, dropped
+        assert re.fullmatch(r"Dropped \(\d+\)", dropped[2]), dropped
+        await b.click("details#dropped summary")
+        assert await b.script("return document.querySelector('#dropped table').checkVisibility()") is True
+        # the brief's "What uses it" is a paragraph of its own, not the last list item's tail
+        items = await b.script(
+            "return Array.from(document.querySelectorAll('article.markdown li')).map(li => li.innerText)"
+        )
+        assert items and not any("What uses it" in i for i in items), items
+        assert await b.script("return document.querySelectorAll('[style]').length") == 0
+        # on a phone-sized window, a cell's single word is never broken across lines
+        await asyncio.to_thread(b.driver.set_window_size, 400, 1000)
+        for url in (site.ui(f"/reviews/{site.review_id}"), site.repo_ui("/reviews"), site.repo_ui()):
+            await b.get(served.url + url)
+            assert await b.script(BROKEN_WORDS) == [], url
+        await asyncio.to_thread(b.driver.set_window_size, 1280, 1400)
+        # the reviews list: to the second, with the base
+        await b.get(served.url + site.repo_ui("/reviews"))
+        listed = await b.text()
+        assert re.search(r"\d\d:\d\d:\d\d UTC", listed) and site.repo["base"][:12] in listed, listed
+        # the file page: the source at the snapshot, every line numbered, highlighted by class
+        await b.get(served.url + site.repo_ui("/file?path=src/invoice.py"))
+        expected = (RENAMED + "\n# v3\n").rstrip("\n").split("\n")
+        numbers = await b.script(
+            "return Array.from(document.querySelectorAll('.source .linenos')).map(e => e.innerText.trim())"
+        )
+        assert numbers == [str(n) for n in range(1, len(expected) + 1)], numbers
+        code = await b.script("return document.querySelector('.source code').innerText")
+        assert "def compute_invoice_total(lines):" in code and "# v3" in code
+        colours = await b.script(
+            "const c = s => getComputedStyle(document.querySelector(s)).color;"
+            " return [c('.source .k'), c('.source .nf'), c('.source code')]"
+        )
+        assert len(set(colours)) == 3, colours  # keyword, function name and plain text differ
+        assert await b.script("return document.querySelectorAll('[style], script').length") == 0
+        # a file indexing skipped is named with its reason, never shown; a missing path says so
+        await b.get(served.url + site.repo_ui("/file?path=assets/logo.png"))
+        assert "Not shown: indexing skipped this file (binary" in await b.text()
+        assert await b.script("return document.querySelectorAll('.source').length") == 0
+        await b.get(served.url + site.repo_ui("/file?path=src/absent.py"))
+        assert "This path is not in the newest ready snapshot." in await b.text()
+        # search: numbered lines, the query's word marked, the hostile doc still inert text
+        await b.get(served.url + site.repo_ui("/search?q=pwned"))
+        marks = await b.script(
+            "return Array.from(document.querySelectorAll('ol.hits mark')).map(m => m.innerText)"
+        )
+        assert marks and {m.lower() for m in marks} == {"pwned"}, marks
+        assert await b.script("return document.querySelectorAll('ol.hits .ln').length") > 0
+        assert PAYLOAD_SCRIPT in await b.text()  # the hostile doc's text, marked yet shown literally
+        assert await b.script("return window.__pwned === undefined") is True

@@ -14,7 +14,7 @@ from uuid import UUID
 import pytest
 from pydantic import SecretStr
 
-from palimpsest.cli.commands_review import review_local
+from palimpsest.cli.commands_review import review_local, review_text
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import ReviewCompleted, ReviewRequested
 from palimpsest.core.llm import Gateway
@@ -215,6 +215,17 @@ async def test_with_a_model_findings_on_changed_lines_are_stored(
     assert stored["findings_dropped"] == 1
     assert stored["summary"] == "discount() can return None."
     assert stored["tokens"]["prompt"] > 0
+    # the CLI's text leads with the result: the review id, the finding, the co-change warning, the
+    # summary; the context and what was dropped come after
+    lines = review_text(stored).splitlines()
+    assert lines[0].startswith(f"Review {stored['review_id']} · completed")
+    finding = next(i for i, line in enumerate(lines) if "discount() may return None" in line)
+    warning = lines.index("Usually changes with these, not in this change:")
+    summary = lines.index("discount() can return None.")
+    context = lines.index("Context (prompt order):")
+    assert 0 < finding < warning < summary < context
+    assert any(line.startswith("  src/tax.py: ") for line in lines[warning:summary])
+    assert lines[-1] == f"Show it again: palimpsest review show {stored['review_id']}"
     prompt = fake.requests("chat")[0].text()
     assert CODE_IS_AUTHORITATIVE in prompt
     assert "src/invoice.py" in prompt and "usually change" in prompt

@@ -4,11 +4,13 @@ usages are capped with a count of the rest; the co-change warning comes with its
 
 from __future__ import annotations
 
+import re
 from uuid import uuid4
 
 from palimpsest.index.context.assemble import DOC_ANNOTATION, FROM_HEAD_NOTE, ReviewContext, _fresh_only
 from palimpsest.index.context.candidates import Candidate
 from palimpsest.index.context.diff import ChangedFile, DiffNames
+from palimpsest.ingest.web.markdown import render_markdown
 from palimpsest.reviewer.review import BRIEF_LIST, brief
 
 
@@ -35,9 +37,19 @@ def test_a_doc_is_in_play_or_left_out_never_both() -> None:
     text = brief(_ctx([guide], dropped, []), [ChangedFile("src/billing.py")])
     [line] = [line for line in text.splitlines() if line.startswith("Documentation in play")]
     assert line == (
-        f"Documentation in play: docs/guide.md ({DOC_ANNOTATION}, last modified 2024-03-01);"
-        " stale docs left out: docs/old.md; docs with proved drift left out: docs/wrong.md."
+        "Documentation in play: docs/guide.md (documentation — verify against code, last modified"
+        " 2024-03-01); stale docs left out: docs/old.md; docs with proved drift left out: docs/wrong.md."
     )
+    assert "((" not in text  # the marker's parentheses are not doubled
+
+
+def test_a_line_after_a_list_is_its_own_paragraph_not_the_last_items_continuation() -> None:
+    users = [_item("usage", "src/user.py")]
+    text = brief(_ctx(users, [], []), [ChangedFile("src/billing.py")])
+    html = str(render_markdown(text))
+    [item] = re.findall(r"<li>.*?</li>", html, re.S)
+    assert "src/billing.py" in item and "What uses it" not in item
+    assert re.search(r"<p>What uses it: (<code>)?src/user.py(</code>)?</p>", html)
 
 
 def test_usages_are_capped_with_a_count_of_the_rest() -> None:

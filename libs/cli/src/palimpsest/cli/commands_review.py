@@ -218,9 +218,35 @@ def dropped_text(dropped: list[dict[str, Any]]) -> str:
 
 
 def review_text(out: dict[str, Any]) -> str:
+    """The review for people, the result first: its id, the findings, the co-change warning, the
+    summary; then where the context came from, the context itself and what was dropped."""
+    review_id = out.get("review_id")
     if out.get("state") == "failed":
-        return f"review failed: {out.get('reason')}"
-    lines = [out.get("summary") or "", "", snapshot_note(out), "Context (prompt order):"]
+        return (
+            f"review {review_id} failed: {out.get('reason')}"
+            if review_id
+            else f"review failed: {out.get('reason')}"
+        )
+    head = str(out.get("head_sha") or "")[:12]
+    base = str(out.get("base_sha") or "")[:12]
+    lines = [f"Review {review_id or '(not stored)'} · {out.get('state')} · {base or '?'}..{head or '?'}"]
+    findings = out.get("findings") or []
+    lines.append(f"Findings ({len(findings)}):" if findings else "Findings: none.")
+    for f in findings:
+        lines.append(f"{f['severity']:>8}  {f['path']}:{f['start_line']}-{f['end_line']}  {f['message']}")
+    missing = out.get("cochange_missing") or []
+    if missing:
+        lines.append("Usually changes with these, not in this change:")
+        for p in missing:
+            lines.append(f"  {p['path']}: {p.get('reason') or ''}" if isinstance(p, dict) else f"  {p}")
+    lines += [
+        "",
+        "Summary:",
+        out.get("summary") or "(none)",
+        "",
+        snapshot_note(out),
+        "Context (prompt order):",
+    ]
     for c in out.get("context", []):
         note = f"  {c['annotation']}" if c.get("annotation") else ""
         label = f"{c['source']} {c['repository']}" if c.get("repository") else c["source"]
@@ -228,6 +254,6 @@ def review_text(out: dict[str, Any]) -> str:
         lines.append(f"  [{label}] {c['path']}:{c['start_line']}-{c['end_line']}{note}{why}")
     if out.get("dropped"):
         lines.append("Dropped: " + dropped_text(out["dropped"]))
-    for f in out.get("findings", []):
-        lines.append(f"{f['severity']:>8}  {f['path']}:{f['start_line']}-{f['end_line']}  {f['message']}")
+    if review_id:
+        lines += ["", f"Show it again: palimpsest review show {review_id}"]
     return "\n".join(lines)

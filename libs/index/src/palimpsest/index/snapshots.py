@@ -114,3 +114,39 @@ async def delete_repository_index(conn: Conn, repository_id: UUID) -> None:
     """
     await conn.execute("DELETE FROM code_index_snapshots WHERE repository_id = %s", (repository_id,))
     await conn.execute("DELETE FROM code_blobs WHERE repository_id = %s", (repository_id,))
+
+
+@dataclass(frozen=True, slots=True)
+class FileText:
+    """A file of a snapshot as its chunks hold it: ``text`` is None when indexing skipped the file
+    (``skip_reason``: binary, too large, generated…), so it has no chunks."""
+
+    path: str
+    blob_sha: str
+    size: int
+    skip_reason: str | None
+    text: str | None
+
+
+async def file_text(conn: Conn, repository_id: UUID, snapshot_id: UUID, path: str) -> FileText | None:
+    """The file at ``path`` in the snapshot, rebuilt line by line from its (overlapping) chunks;
+    a line no chunk holds is empty, so every line keeps its number. None: not in the snapshot."""
+    cur = await conn.execute(
+        "SELECT blob_sha, size, skip_reason FROM code_index_files WHERE snapshot_id = %s AND path = %s",
+        (snapshot_id, path),
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    if row["skip_reason"] is not None:
+        return FileText(path, row["blob_sha"], row["size"], row["skip_reason"], None)
+    cur = await conn.execute(
+        "SELECT start_line, content FROM code_chunks WHERE repository_id = %s AND blob_sha = %s ORDER BY ordinal",
+        (repository_id, row["blob_sha"]),
+    )
+    lines: dict[int, str] = {}
+    for chunk in await cur.fetchall():
+        for offset, line in enumerate(chunk["content"].split("\n")):
+            lines.setdefault(chunk["start_line"] + offset, line)
+    text = "\n".join(lines.get(n, "") for n in range(1, max(lines) + 1)) if lines else ""
+    return FileText(path, row["blob_sha"], row["size"], None, text)

@@ -222,23 +222,32 @@ def capped(names: Sequence[str], most: int = BRIEF_LIST) -> str:
 
 
 def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
-    """The review without a model: what changed, what uses it, what usually changes with it."""
+    """The review without a model: what changed, what uses it, what usually changes with it.
+
+    Markdown (the web view and the providers render it): each part is a paragraph of its own, so
+    a line after a list never reads as a continuation of the list's last item."""
     lines = [f"What changed: {len(files)} file(s)."]
     lines += [f"- {f.path} ({f.status}, +{len(f.added)} -{len(f.removed)})" for f in files[:BRIEF_LIST]]
     if len(files) > BRIEF_LIST:
         lines.append(f"- … and {len(files) - BRIEF_LIST} more")
     users = sorted({i.path for i in ctx.items if i.source == "usage"})
+    lines.append("")
     lines.append(
         "What uses it: " + (capped(users) if users else "no indexed usages of the changed definitions.")
     )
+    lines.append("")
     lines.append(
         "What usually changes with it (not in this PR):" + ("" if ctx.cochange_missing else " nothing.")
     )
     lines += [f"- {p['path']}: {p['reason']}" for p in ctx.cochange_missing]
-    # one line per doc: in the context (with its marker) or left out as stale, never both
+    lines.append("")
+    # one line per doc: in the context (with its marker) or left out as stale, never both; the
+    # marker's own parentheses are the note's (never "((documentation …), …)")
     docs = list(
         dict.fromkeys(
-            f"{i.path} ({i.annotation})" for i in ctx.items if i.annotation and DOC_ANNOTATION in i.annotation
+            f"{i.path} ({i.annotation.replace(DOC_ANNOTATION, DOC_ANNOTATION[1:-1])})"
+            for i in ctx.items
+            if i.annotation and DOC_ANNOTATION in i.annotation
         )
     )
     shown = {i.path for i in ctx.items}
@@ -255,6 +264,6 @@ def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
     )
     others = list(dict.fromkeys(f"{i.repository} ({i.source})" for i in ctx.items if i.repository))
     if others:
-        lines.append("Context from other repositories (hints): " + ", ".join(others) + ".")
+        lines += ["", "Context from other repositories (hints): " + ", ".join(others) + "."]
     lines += ["", NEEDS_MODEL]
     return "\n".join(lines)

@@ -2,7 +2,8 @@
 
 GitHub: ``<repo>/commit/<sha>``, ``<repo>/blob/<sha>/<path>#L<n>``; GitLab: ``<repo>/-/commit/<sha>``,
 ``<repo>/-/blob/<sha>/<path>#L<n>``; Bitbucket: ``<repo>/commits/<sha>``,
-``<repo>/src/<sha>/<path>#lines-<n>``. The repository's web address is its clone URL without
+``<repo>/src/<sha>/<path>#lines-<n>``; pull requests ``<repo>/pull/<n>``, ``<repo>/-/merge_requests/<n>``,
+``<repo>/pull-requests/<n>``. The repository's web address is its clone URL without
 ``.git`` and without any user information; only http(s) clone URLs give links.
 """
 
@@ -24,6 +25,11 @@ _BLOB = {
     "github": "{base}/blob/{sha}/{path}",
     "gitlab": "{base}/-/blob/{sha}/{path}",
     "bitbucket": "{base}/src/{sha}/{path}",
+}
+_PULL = {
+    "github": "{base}/pull/{number}",
+    "gitlab": "{base}/-/merge_requests/{number}",
+    "bitbucket": "{base}/pull-requests/{number}",
 }
 _LINE = {"github": "#L{line}", "gitlab": "#L{line}", "bitbucket": "#lines-{line}"}
 
@@ -48,6 +54,12 @@ class ProviderLinks:
         if self.base is None or not sha or not is_object_id(sha):
             return None
         return _COMMIT[self.provider].format(base=self.base, sha=sha)
+
+    def pull(self, number: int | None) -> str | None:
+        """The pull (merge) request's page, or None (local, no number, no web address)."""
+        if self.base is None or number is None:
+            return None
+        return _PULL[self.provider].format(base=self.base, number=int(number))
 
     def blob(self, sha: str | None, path: str, line: int | None = None) -> str | None:
         if self.base is None or not sha or not is_object_id(sha):

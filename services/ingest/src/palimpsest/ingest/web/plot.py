@@ -3,7 +3,11 @@ the staleness rule's line drawn, as inline SVG made on the server (no script, no
 
 Each row is a doc (oldest first); its dot sits at the doc's last change. Two vertical lines mark
 the median code date and the rule's line six months before it (``staleness.stale_line``): dots
-left of it are stale. Every label is escaped; the SVG uses presentation attributes and classes
+left of it are past the rule's line. A dot is red when the analysis calls the doc stale, amber
+when it is past the line yet not called stale (the doc check's state, in its tooltip, says why:
+verified, reference, or drift — a claim proved false, listed as a finding), green when it is
+newer than the line: a dot inside the stale
+zone is never drawn as current. Every label is escaped; the SVG uses presentation attributes and classes
 of the stylesheet, never inline styles, so the page's CSP needs no ``unsafe-inline``.
 """
 
@@ -32,10 +36,20 @@ class FreshnessPoint:
     path: str
     last_modified_at: datetime
     stale: bool
+    state: str | None = None  # the doc check's verdict (``verified``, ``unverified_old``…), when known
 
 
 def _label(path: str, limit: int = 40) -> str:
     return path if len(path) <= limit else "…" + path[-(limit - 1) :]
+
+
+def _kind(point: FreshnessPoint, line: datetime | None) -> str:
+    """``stale`` (the analysis says so), ``old`` (past the rule's line but not stale), ``current``."""
+    if point.stale:
+        return "stale"
+    if line is not None and point.last_modified_at < line:
+        return "old"
+    return "current"
 
 
 def freshness_svg(points: Sequence[FreshnessPoint], median_code: datetime | None) -> tuple[Markup, int]:
@@ -84,7 +98,7 @@ def freshness_svg(points: Sequence[FreshnessPoint], median_code: datetime | None
         )
     for i, point in enumerate(rows):
         y = TOP + ROW * i + ROW / 2
-        kind = "stale" if point.stale else "current"
+        kind = _kind(point, line)
         out.append(
             f'<text class="plot-label" x="{LEFT - 8}" y="{y + 4}" text-anchor="end">'
             f"{escape(_label(point.path))}</text>"
@@ -92,7 +106,8 @@ def freshness_svg(points: Sequence[FreshnessPoint], median_code: datetime | None
         out.append(f'<line class="plot-row" x1="{LEFT}" y1="{y}" x2="{WIDTH - RIGHT}" y2="{y}"/>')
         out.append(
             f'<circle class="plot-dot plot-{kind}" cx="{x(point.last_modified_at)}" cy="{y}" r="5">'
-            f"<title>{escape(point.path)}: {point.last_modified_at:%Y-%m-%d} ({kind})</title></circle>"
+            f"<title>{escape(point.path)}: {point.last_modified_at:%Y-%m-%d} ({kind}"
+            f"{', ' + str(escape(point.state.replace('_', ' '))) if point.state else ''})</title></circle>"
         )
     first, last = (
         datetime.fromtimestamp(low, rows[0].last_modified_at.tzinfo),

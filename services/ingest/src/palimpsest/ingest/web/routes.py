@@ -34,6 +34,7 @@ from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import IngestError, NotFound, Unauthorized
 from palimpsest.ingest.tokens import hash_token, plausible_token, same_token
 from palimpsest.ingest.web import views
+from palimpsest.ingest.web.markdown import render_inline
 from palimpsest.ingest.web.session import (
     SESSION_COOKIE,
     SIGN_IN_COOKIE,
@@ -44,6 +45,7 @@ from palimpsest.ingest.web.session import (
     session_of,
     set_sealed,
 )
+from palimpsest.ingest.web.source import SOURCE_CSS
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,9 @@ _HEADERS = {
     "cache-control": "no-store",
 }
 _HERE = resources.files("palimpsest.ingest.web")
-_STYLE = (_HERE / "static" / "style.css").read_bytes()
+_STYLE = (
+    (_HERE / "static" / "style.css").read_bytes() + b"\n/* Pygments: source highlighting */\n" + SOURCE_CSS
+)
 
 Handler = Callable[[Request, Principal, Session], Awaitable[Response]]
 
@@ -76,9 +80,10 @@ def _env() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["short"] = lambda sha: (sha or "")[:12]
-    env.filters["day"] = lambda when: when.strftime("%Y-%m-%d") if when is not None else "—"
-    env.filters["moment"] = lambda when: when.strftime("%Y-%m-%d %H:%M UTC") if when is not None else "—"
+    env.filters["day"] = views.day
+    env.filters["moment"] = views.moment
     env.filters["q"] = lambda value: quote(str(value), safe="")
+    env.filters["inline_md"] = render_inline
     return env
 
 

@@ -7,8 +7,9 @@ data (``bench ui``'s yardsticks) call the same functions of :mod:`palimpsest.ing
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -16,7 +17,7 @@ from palimpsest.core import bus, outcomes
 from palimpsest.index.errors import IndexNotReady, UnknownSeed
 from palimpsest.index.graph.query import graph_context
 from palimpsest.index.recency import cochange_neighbours, last_modified_at
-from palimpsest.index.snapshots import get_snapshot, list_snapshots, newest_ready
+from palimpsest.index.snapshots import file_text, get_snapshot, list_snapshots, newest_ready
 from palimpsest.index.stored import AnalysisView, analysis_view, list_analyses, list_reviews
 from palimpsest.ingest.admin import index, reviews
 from palimpsest.ingest.admin.access import Scope, scoped_tx
@@ -26,6 +27,7 @@ from palimpsest.ingest.store import lookups, repositories
 from palimpsest.ingest.web.links import ProviderLinks
 from palimpsest.ingest.web.markdown import render_markdown
 from palimpsest.ingest.web.plot import FreshnessPoint, freshness_svg
+from palimpsest.ingest.web.source import cached_source_view, hit_lines
 
 __all__ = ["file_page", "repositories_page", "repository_page", "review_page", "reviews_page", "search_page"]
 
@@ -42,6 +44,26 @@ def _when(value: Any) -> datetime | None:
         except ValueError:
             return None
     return None
+
+
+def moment(value: Any) -> str:
+    """How the web view shows a moment (a datetime or an ISO string): in UTC, to the second, so
+    rows made in the same minute still read apart; "—" when unknown. Every page's times go
+    through this one helper (the templates' ``moment`` filter)."""
+    when = _when(value)
+    if when is None:
+        return "—"
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def day(value: Any) -> str:
+    """How the web view shows a date (a commit's, a file's last change): ``YYYY-MM-DD`` in UTC."""
+    when = _when(value)
+    if when is None:
+        return "—"
+    return (when.astimezone(UTC) if when.tzinfo is not None else when).strftime("%Y-%m-%d")
 
 
 async def tenants_page(ctx: IngestContext) -> dict[str, Any]:
@@ -108,7 +130,12 @@ def analysis_values(view: AnalysisView, links: ProviderLinks) -> dict[str, Any]:
         if when is None:
             undated.append(str(doc.get("path")))
         else:
-            points.append(FreshnessPoint(str(doc.get("path")), when, bool(doc.get("stale"))))
+            state = doc.get("state")
+            points.append(
+                FreshnessPoint(
+                    str(doc.get("path")), when, bool(doc.get("stale")), str(state) if state else None
+                )
+            )
     plot, left_out = freshness_svg(points, view.median_code)
     findings = []
     for f in view.doc_findings:
@@ -140,12 +167,14 @@ def analysis_values(view: AnalysisView, links: ProviderLinks) -> dict[str, Any]:
 
 
 async def file_page(ctx: IngestContext, scope: Scope, repository_id: UUID, path: str) -> dict[str, Any]:
-    """Recency, co-change partners and graph neighbours (with the edge that brought each) of a path."""
+    """The path's source at the newest ready snapshot (numbered, highlighted), its recency,
+    co-change partners and graph neighbours (with the edge that brought each)."""
     neighbours: list[dict[str, Any]] = []
     graph_note = None
     async with scoped_tx(ctx, scope) as conn:
         repo = await require_repository(conn, repository_id)
         ready = await newest_ready(conn, repository_id)
+        stored = await file_text(conn, repository_id, ready.snapshot_id, path) if ready is not None else None
         dated = (await last_modified_at(conn, repository_id, [path]))[path]
         partners = await cochange_neighbours(conn, repository_id, path, limit=COCHANGE_PARTNERS)
         try:
@@ -159,6 +188,9 @@ async def file_page(ctx: IngestContext, scope: Scope, repository_id: UUID, path:
             graph_note = "this path is not in the newest snapshot's graph"
     links = ProviderLinks.of(repo.provider, repo.clone_url)
     commit = ready.commit_sha if ready is not None else None
+    source = None
+    if stored is not None and stored.text is not None:  # lexing is CPU: off the event loop
+        source = await asyncio.to_thread(cached_source_view, path, stored.blob_sha, stored.text)
     return {
         "repo": repo,
         "links": links,
@@ -169,6 +201,9 @@ async def file_page(ctx: IngestContext, scope: Scope, repository_id: UUID, path:
         "partners": partners,
         "neighbours": neighbours,
         "graph_note": graph_note,
+        "indexed": ready is not None,
+        "stored": stored,
+        "source": source,
     }
 
 
@@ -204,6 +239,8 @@ async def review_page(ctx: IngestContext, scope: Scope, review_id: UUID) -> dict
         "context": dict(grouped),
         "feedback": feedback,
         "head_url": links.commit(review.get("head_sha")),
+        "base_url": links.commit(review.get("base_sha")),
+        "pull_url": links.pull(review.get("number")),
     }
 
 
@@ -227,7 +264,11 @@ async def search_page(
     out["result"] = result
     out["commit"] = commit
     out["hits"] = [
-        {**hit, "url": links.blob(commit, str(hit["path"]), int(hit.get("start_line") or 0) or None)}
+        {
+            **hit,
+            "url": links.blob(commit, str(hit["path"]), int(hit.get("start_line") or 0) or None),
+            "lines": hit_lines(str(hit.get("content") or ""), int(hit.get("start_line") or 1), q),
+        }
         for hit in result["hits"]
     ]
     return out
