@@ -15,7 +15,6 @@ loopback (127.0.0.0/8, ::1, localhost) or the command is given ``palimpsest --in
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -68,6 +67,8 @@ def remote_url() -> str | None:
 def is_loopback(host: str | None) -> bool:
     """127.0.0.0/8, ::1 or ``localhost`` by name (no lookup: a name that merely resolves to
     loopback is not trusted, DNS may say otherwise tomorrow)."""
+    import ipaddress  # only when a remote is configured: every command imports this module
+
     if not host:
         return False
     name = host.strip("[]").rstrip(".").lower()
