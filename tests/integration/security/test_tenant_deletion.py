@@ -40,6 +40,7 @@ from tests.integration.analyzer.support import (
     running,
 )
 from tests.integration.ingest.support import REPOS, Served, admin, deliver, new_tenant, populate
+from tests.integration.ingest.test_web_ui import _signed_in
 from tests.integration.security.catalog import tenant_rows, tenant_state
 from tests.support.gitrepo import commit, git, init_repo
 from tests.support.pipeline import request_and_wait
@@ -237,6 +238,9 @@ async def test_deleting_a_tenant_leaves_nothing_of_it_and_nothing_else_goes(
                 who.path("/tokens"), json={"name": "ci", "scopes": ["read"]}, headers=who.auth
             )
             assert res.status_code == 201, res.text
+            async with httpx.AsyncClient(base_url=served.url) as browser:  # a web view session
+                signed = await _signed_in(browser, who.token)
+                assert signed.status_code == 303, signed.text
         res = await deliver(client, "github", "push_default_branch", "push", delivery=f"del-{uuid7().hex}")
         assert res.status_code == 202, res.text
         await _no_flow_rows(infra, doomed.tenant_id)

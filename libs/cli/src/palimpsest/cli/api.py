@@ -5,7 +5,8 @@ deployment), else the running ``palimpsest up`` (its recorded ``ingest_url``, or
 ``127.0.0.1:$PALIMPSEST_INGEST_PORT``), else a stack started for the command's duration with the
 ingest service in it. It authenticates with ``PALIMPSEST_API_TOKEN`` (a tenant's token) when set,
 else with the operator admin token (``PALIMPSEST_ADMIN_TOKEN``, or the embedded stack's
-``$PALIMPSEST_HOME/admin-token``). Secrets are read from an environment variable or stdin, never
+``$PALIMPSEST_HOME/admin-token`` — sent only to that local stack, never to another endpoint; see
+:mod:`palimpsest.cli.target` for this and for the https rule). Secrets are read from an environment variable or stdin, never
 from the command line (the process table and shell history would show them).
 """
 
@@ -24,7 +25,13 @@ import click
 from palimpsest.cli.options import TenantNotFound, as_uuid, pick_tenant, tenant_option
 from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async, settings
-from palimpsest.cli.target import announce_local, announce_remote, remote_url
+from palimpsest.cli.target import (
+    announce_local,
+    announce_remote,
+    check_transport,
+    remote_url,
+    same_endpoint,
+)
 
 if TYPE_CHECKING:  # httpx is imported when a command calls the API, not for --help
     import httpx
@@ -120,18 +127,23 @@ async def connect(*, writes: bool = False) -> AsyncIterator[Api]:
     base = settings()
     ingest = ingest_settings(base)
     configured = remote_url()
+    running = read_running(base.home)
     if configured is not None:
+        check_transport(configured)  # before any connection
+        # the local stack's own token only when this URL is that stack's recorded ingest API
+        recorded = running.ingest_url if running is not None else None
+        ours = recorded is not None and same_endpoint(configured, recorded)
+        token = _token(ingest, local=ours, url=configured)
         if writes:
             announce_remote(configured)
-        async with _client(configured, _token(ingest)) as api:
+        async with _client(configured, token) as api:
             yield api
         return
-    running = read_running(base.home)
     if writes:
         announce_local(base, running_pid=running.pid if running is not None else None)
     if running is not None:
         url = running.ingest_url or f"http://127.0.0.1:{ingest.ingest_port}"
-        async with _client(url, _token(ingest), base.home) as api:
+        async with _client(url, _token(ingest, local=True), base.home) as api:
             yield api
         return
     from palimpsest.cli.runner import running_services
@@ -141,16 +153,26 @@ async def connect(*, writes: bool = False) -> AsyncIterator[Api]:
         progress("no running stack: starting one for this command…")
     async with open_stack(base) as stack, running_services(base, stack, services=("ingest",)) as infra:
         url = str(infra.ingest_url)
-        async with _client(url, _token(ingest), base.home) as api:
+        async with _client(url, _token(ingest, local=True), base.home) as api:
             yield api
 
 
-def _token(ingest: Any) -> str:
+def _token(ingest: Any, *, local: bool, url: str | None = None) -> str:
+    """The token to send: ``PALIMPSEST_API_TOKEN``, else ``PALIMPSEST_ADMIN_TOKEN``, else — only
+    when ``local`` (the endpoint is the local stack) — the embedded stack's token file."""
     from palimpsest.ingest.tokens import read_admin_token
 
-    token = os.environ.get("PALIMPSEST_API_TOKEN") or read_admin_token(
-        ingest.admin_token.get_secret_value() if ingest.admin_token else None, Path(ingest.home)
-    )
+    configured = ingest.admin_token.get_secret_value() if ingest.admin_token else None
+    explicit = os.environ.get("PALIMPSEST_API_TOKEN") or configured
+    if explicit:
+        return str(explicit)
+    if not local:
+        fail(
+            f"no token for {url}: set PALIMPSEST_API_TOKEN (a tenant token) or PALIMPSEST_ADMIN_TOKEN"
+            " (the operator token) of that deployment; the local stack's operator token"
+            " ($PALIMPSEST_HOME/admin-token) is only ever sent to the local stack"
+        )
+    token = read_admin_token(None, Path(ingest.home))
     if not token:
         fail("no token: set PALIMPSEST_API_TOKEN (a tenant token) or PALIMPSEST_ADMIN_TOKEN")
     return str(token)

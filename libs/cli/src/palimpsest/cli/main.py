@@ -35,7 +35,12 @@ COMMAND_GROUP = "palimpsest.commands"  # entry points: name → a click command 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=WHERE_HELP)
 @click.version_option(package_name="palimpsest", prog_name="palimpsest")
-def cli() -> None:
+@click.option(
+    "--insecure-http",
+    is_flag=True,
+    help="Allow a plain-http PALIMPSEST_INGEST_URL that is not loopback (the token crosses in clear).",
+)
+def cli(insecure_http: bool) -> None:
     """Palimpsest: a recency-aware, doc-skeptical code index and review-context platform."""
     from palimpsest.core.errors import SettingsError
     from palimpsest.core.settings import check_environment

@@ -62,6 +62,7 @@ class IngestContext:
     embedded: bool
     routes: TtlCache[RouteKey, Route | None] = field(default_factory=lambda: TtlCache(5.0))
     tokens: TtlCache[bytes, TokenOwner | None] = field(default_factory=lambda: TtlCache(5.0))
+    sessions: TtlCache[UUID, bool] = field(default_factory=lambda: TtlCache(5.0))  # web session → alive
     gateway: Gateway | None = None  # built on the first hybrid search (see admin.index), closed at stop
     # GitHub App installation tokens for installation sync (PALIMPSEST_GITHUB_API_URL)
     github_tokens: InstallationTokens = field(default_factory=InstallationTokens)
@@ -101,6 +102,7 @@ def build_context(
         embedded=embedded,
         routes=TtlCache(settings.lookup_cache_s),
         tokens=TtlCache(settings.lookup_cache_s),
+        sessions=TtlCache(settings.lookup_cache_s),
         lag=TtlCache(settings.lookup_cache_s),
         github_tokens=InstallationTokens(api_url=settings.github_api_url),
     )

@@ -1,6 +1,7 @@
-"""Retention: a background task deleting delivery records and audit entries older than theirs.
+"""Retention: a background task deleting delivery records and audit entries older than theirs,
+and ended web sessions (expired, or of an operator token no longer in use).
 
-Deletes in bounded batches through the migration's SECURITY DEFINER function (the application
+Deletes in bounded batches through the migrations' SECURITY DEFINER functions (the application
 role cannot see other tenants' rows), hourly, starting a minute after start-up.
 """
 
@@ -13,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from palimpsest.core.db import Pool
 from palimpsest.ingest.admin import audit
-from palimpsest.ingest.store import lookups
+from palimpsest.ingest.store import lookups, sessions
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ async def prune_forever(
     retention_days: float,
     stop: asyncio.Event,
     *,
+    operator_hash: bytes | None,
     audit_days: float | None = None,
     first_s: float = 60.0,
     every_s: float = 3600.0,
@@ -46,6 +48,13 @@ async def prune_forever(
         if stop.is_set():
             return
         delay = every_s
+        try:
+            ended = await sessions.prune(pool, operator_hash)
+        except Exception as exc:  # the next pass tries again
+            log.warning("web session pruning failed: %s", exc.__class__.__name__)
+        else:
+            if ended:
+                log.info("deleted %d ended web sessions", ended)
         try:
             deleted = await prune_once(pool, retention_days)
         except Exception as exc:  # the next pass tries again

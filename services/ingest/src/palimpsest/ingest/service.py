@@ -24,6 +24,7 @@ from palimpsest.ingest.mcp.http import McpEndpoint
 from palimpsest.ingest.retention import prune_forever
 from palimpsest.ingest.settings import Settings, backfill_policy, ingest_settings
 from palimpsest.ingest.sync import sync_slice
+from palimpsest.ingest.tokens import hash_token
 
 __all__ = ["Ingest", "Settings", "bootstrap", "is_embedded", "prepare"]
 
@@ -70,8 +71,13 @@ def prepare(infra: Infra) -> Ingest:
                 await asyncio.shield(ctx.gateway.aclose())
 
     async def retention(_: Infra, stop: asyncio.Event) -> None:
+        operator_hash = hash_token(ctx.admin_token) if ctx.admin_token else None
         await prune_forever(
-            ctx.pool, settings.delivery_retention_days, stop, audit_days=settings.audit_retention_days
+            ctx.pool,
+            settings.delivery_retention_days,
+            stop,
+            operator_hash=operator_hash,
+            audit_days=settings.audit_retention_days,
         )
 
     async def sync(slice_no: int, slices: int, tenants: Collection[UUID] | None) -> None:

@@ -42,7 +42,7 @@ class Settings(BaseServiceSettings):
     api_max_bytes: int = Field(default=1 * MIB, ge=1024, description="Largest /v1 API request body accepted.")
     webhook_timeout_s: float = Field(default=8.0, gt=0, description="Answer a delivery within this.")
     lookup_cache_s: float = Field(
-        default=5.0, ge=0, description="How long route and token lookups are cached."
+        default=5.0, ge=0, description="How long route, token and web-session lookups are cached."
     )
     ui_session_s: float = Field(
         default=8 * 3600.0,

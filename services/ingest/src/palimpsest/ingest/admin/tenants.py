@@ -13,7 +13,7 @@ from palimpsest.core.ids import uuid7
 from palimpsest.ingest.admin.access import ALL_SCOPES, Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Conflict, NotFound
-from palimpsest.ingest.store import lookups, tenants
+from palimpsest.ingest.store import lookups, sessions, tenants
 from palimpsest.ingest.store.tenants import Tenant
 from palimpsest.ingest.tokens import new_api_token
 
@@ -79,9 +79,18 @@ async def list_tokens(ctx: IngestContext, scope: Scope, *, include_revoked: bool
 async def revoke_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> None:
     async with scoped_tx(ctx, scope) as conn:
         old_hash = await tenants.revoke_token(conn, token_id)
+        ended = await sessions.end_for_token(conn, old_hash) if old_hash is not None else []
     if old_hash is None:
         raise NotFound("no such token")
-    ctx.tokens.discard(old_hash)
+    _forget(ctx, old_hash, ended)
+
+
+def _forget(ctx: IngestContext, token_hash: bytes, ended: list[UUID]) -> None:
+    """This process stops honouring a token and its web sessions at once (others within the cache
+    window, PALIMPSEST_LOOKUP_CACHE_S)."""
+    ctx.tokens.discard(token_hash)
+    for session_id in ended:
+        ctx.sessions.discard(session_id)
 
 
 async def rotate_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> dict[str, Any]:
@@ -93,6 +102,7 @@ async def rotate_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> dict
             if await tenants.get_token(conn, token_id) is None:
                 raise NotFound("no such token")
             raise Conflict("the token is revoked; issue a new one")
+        ended = await sessions.end_for_token(conn, rotated[0])
     old_hash, row = rotated
-    ctx.tokens.discard(old_hash)
+    _forget(ctx, old_hash, ended)
     return {**row.to_json(), "api_token": token}

@@ -39,11 +39,14 @@ from palimpsest.ingest.web.session import (
     SESSION_COOKIE,
     SIGN_IN_COOKIE,
     Session,
+    end_session,
     principal_of,
     read_sealed,
     same,
     session_of,
     set_sealed,
+    start_session,
+    token_principal,
 )
 from palimpsest.ingest.web.source import SOURCE_CSS
 
@@ -268,13 +271,14 @@ class WebView:
                 request, 401, "paste a tenant API token (read scope) or the operator token"
             )
         operator = same_token(self.ctx.admin_token, token)
-        session = Session.new(self.ctx, operator=operator, token_hash=hash_token(token))
+        token_hash = hash_token(token)
         try:
-            principal = await principal_of(self.ctx, session)
+            principal = await token_principal(self.ctx, operator=operator, token_hash=token_hash)
         except Unauthorized as exc:
             return self._sign_in_page(request, 401, exc.message)
         if not principal.holds(ApiScope.READ):
             return self._sign_in_page(request, 403, "this token lacks the 'read' scope")
+        session = await start_session(self.ctx, principal, token_hash)
         response = RedirectResponse(_next(request) or f"{PREFIX}/", status_code=303)
         lifetime = int(self.ctx.settings.ui_session_s)
         set_sealed(self.ctx, request, response, SESSION_COOKIE, session.to_json(), lifetime)
@@ -287,6 +291,8 @@ class WebView:
         if session is not None and not same(session.csrf, str(form.get("csrf") or "")):
             message = "the form was not sent from this site"
             return self.render(request, "error.html", 400, message=message, status=400)
+        if session is not None:
+            await end_session(self.ctx, session)
         response = RedirectResponse(f"{PREFIX}/sign-in", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path=PREFIX)
         return response

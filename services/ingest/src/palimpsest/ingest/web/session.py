@@ -1,11 +1,15 @@
-"""Web sessions: a sealed cookie naming the signed-in token by its sha256, re-checked per request.
+"""Web sessions: a server-side session row, named by a sealed cookie, re-checked per request.
 
 The cookie is sealed with the service's Fernet key (encrypted and authenticated: it cannot be read
-or forged, and no token is in it), carries an expiry (``PALIMPSEST_UI_SESSION_S``) and a CSRF
-value for the forms. On every request the token is checked again through the same lookup cache
-as a bearer token (`authenticate_hash`), so revoking it ends its sessions within that cache's
-window; an operator session holds the admin token's sha256 and ends when the token changes.
-The cookie is ``HttpOnly``, ``SameSite=Strict``, path ``/ui``, and ``Secure`` over TLS.
+or forged, and no token is in it). It names a session — a random id, its tenant (none for the
+operator) and the signed-in token's sha256 — and carries an expiry (``PALIMPSEST_UI_SESSION_S``)
+and a CSRF value for the forms. The session is a row of ``ui_sessions`` (migration 0049): signing
+out deletes it, so a copy of the cookie taken before sign-out no longer reads anything; revoking or
+rotating the token deletes its sessions; expired rows are pruned with the delivery retention pass.
+On every request the row and the token are checked again through the lookup caches
+(``PALIMPSEST_LOOKUP_CACHE_S``; the process that ends a session forgets it at once, another replica
+within that window). An operator session holds the admin token's sha256 and ends when the token
+changes. The cookie is ``HttpOnly``, ``SameSite=Strict``, path ``/ui``, and ``Secure`` over TLS.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from uuid import UUID, uuid4
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -23,9 +29,20 @@ from palimpsest.core.errors import CredentialError
 from palimpsest.ingest.admin.access import Principal, authenticate_hash
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Unauthorized
+from palimpsest.ingest.store import sessions
 from palimpsest.ingest.tokens import hash_token
 
-__all__ = ["SESSION_COOKIE", "SIGN_IN_COOKIE", "Session", "principal_of", "read_sealed", "set_sealed"]
+__all__ = [
+    "SESSION_COOKIE",
+    "SIGN_IN_COOKIE",
+    "Session",
+    "end_session",
+    "principal_of",
+    "read_sealed",
+    "set_sealed",
+    "start_session",
+    "token_principal",
+]
 
 SESSION_COOKIE = "palimpsest_session"
 SIGN_IN_COOKIE = "palimpsest_sign_in"  # the sign-in form's CSRF value, before any session exists
@@ -34,23 +51,35 @@ PATH = "/ui"
 
 @dataclass(frozen=True, slots=True)
 class Session:
+    session_id: UUID
+    tenant_id: UUID | None  # None: the operator's session
     operator: bool
     token_hash: bytes
     csrf: str
     expires: float
 
-    @classmethod
-    def new(cls, ctx: IngestContext, *, operator: bool, token_hash: bytes) -> Session:
-        lifetime = ctx.settings.ui_session_s
-        return cls(operator, token_hash, secrets.token_urlsafe(24), time.time() + lifetime)
-
     def to_json(self) -> dict[str, object]:
-        return {"o": self.operator, "h": self.token_hash.hex(), "c": self.csrf, "e": self.expires}
+        return {
+            "s": str(self.session_id),
+            "t": str(self.tenant_id) if self.tenant_id is not None else None,
+            "o": self.operator,
+            "h": self.token_hash.hex(),
+            "c": self.csrf,
+            "e": self.expires,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Session | None:
         try:
-            return cls(bool(data["o"]), bytes.fromhex(str(data["h"])), str(data["c"]), float(str(data["e"])))
+            tenant = data["t"]
+            return cls(
+                UUID(str(data["s"])),
+                UUID(str(tenant)) if tenant is not None else None,
+                bool(data["o"]),
+                bytes.fromhex(str(data["h"])),
+                str(data["c"]),
+                float(str(data["e"])),
+            )
         except (KeyError, ValueError, TypeError):
             return None
 
@@ -90,13 +119,51 @@ def session_of(ctx: IngestContext, request: Request) -> Session | None:
     return found
 
 
-async def principal_of(ctx: IngestContext, session: Session) -> Principal:
-    """The session's caller, checked now (Unauthorized when the token is revoked, expired or gone)."""
-    if session.operator:
-        if ctx.admin_token and hmac.compare_digest(hash_token(ctx.admin_token), session.token_hash):
+async def token_principal(ctx: IngestContext, *, operator: bool, token_hash: bytes) -> Principal:
+    """The caller a token's sha256 stands for, checked now (Unauthorized when revoked, expired or gone)."""
+    if operator:
+        if ctx.admin_token and hmac.compare_digest(hash_token(ctx.admin_token), token_hash):
             return Principal(admin=True)
         raise Unauthorized("the operator token has changed")
-    return await authenticate_hash(ctx, session.token_hash)
+    return await authenticate_hash(ctx, token_hash)
+
+
+async def start_session(ctx: IngestContext, principal: Principal, token_hash: bytes) -> Session:
+    """A new session of a signed-in caller, recorded (its row is what sign-out deletes)."""
+    expires = time.time() + ctx.settings.ui_session_s
+    tenant = None if principal.admin else principal.tenant_id
+    session = Session(uuid4(), tenant, principal.admin, token_hash, secrets.token_urlsafe(24), expires)
+    await sessions.start(
+        ctx.pool, session.session_id, tenant, token_hash, datetime.fromtimestamp(expires, UTC)
+    )
+    ctx.sessions.put(session.session_id, True)
+    return session
+
+
+async def end_session(ctx: IngestContext, session: Session) -> None:
+    """Sign-out: the row goes, so any copy of the cookie stops working (at once in this process)."""
+    await sessions.end(ctx.pool, session.session_id, session.tenant_id)
+    ctx.sessions.discard(session.session_id)
+
+
+async def _alive(ctx: IngestContext, session: Session) -> bool:
+    hit, cached = ctx.sessions.get(session.session_id)
+    if hit:
+        return bool(cached)
+    found = await sessions.alive(ctx.pool, session.session_id, session.tenant_id, session.token_hash)
+    ctx.sessions.put(session.session_id, found)
+    return found
+
+
+async def principal_of(ctx: IngestContext, session: Session) -> Principal:
+    """The session's caller, checked now: Unauthorized when it was signed out, or its token is
+    revoked, rotated, expired or gone."""
+    if not await _alive(ctx, session):
+        raise Unauthorized("the session has ended; sign in again")
+    principal = await token_principal(ctx, operator=session.operator, token_hash=session.token_hash)
+    if (None if principal.admin else principal.tenant_id) != session.tenant_id:
+        raise Unauthorized("the session has ended; sign in again")
+    return principal
 
 
 def same(expected: str, given: str | None) -> bool:
