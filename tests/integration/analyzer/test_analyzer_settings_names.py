@@ -52,12 +52,12 @@ class WorkerConfig(BaseConfig):
 def run(config: WorkerConfig) -> float:
     return config.worker_history_timeout_s
 '''
-ENV = '''import os
+ENV = """import os
 
 
 def timeout() -> float:
     return float(os.environ.get("SHOP_WORKER_HISTORY_TIMEOUT_S", "30"))
-'''
+"""
 README = (
     "# Shop\n\n"
     "Point `SHOP_DATABASE_URL` at the database.\n"
