@@ -5,7 +5,7 @@ from __future__ import annotations
 from palimpsest.index.codefacts.definitions import definitions
 from palimpsest.index.codefacts.settings import env_names, read_settings, settings_classes
 
-BASE = b'''
+BASE = b"""
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PREFIX = "APP_"
@@ -16,8 +16,8 @@ class Base(BaseSettings):
 
     home: str = "/srv"
     _private: int = 0
-'''
-SERVICE = b'''
+"""
+SERVICE = b"""
 from typing import ClassVar
 
 from pydantic import AliasChoices, Field
@@ -29,8 +29,8 @@ class Settings(Base):
     port: int = 8080
     token: str = Field(default="", validation_alias=AliasChoices("APP_TOKEN", "LEGACY_TOKEN"))
     names: ClassVar[list[str]] = []
-'''
-V1 = b'''
+"""
+V1 = b"""
 from pydantic import BaseSettings
 
 
@@ -41,7 +41,7 @@ class Old(BaseSettings):
     class Config:
         env_prefix = "OLD_"
         case_sensitive = True
-'''
+"""
 
 
 def _names(*files: bytes) -> set[str]:
