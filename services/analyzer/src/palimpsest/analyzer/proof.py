@@ -239,7 +239,9 @@ async def _settings_away(
             claims.decided(claim.mention, R.IDENTIFIER_SETTING)
         else:
             kept.append(claim)
-    return replace(claims, claims=kept)
+    # in place: a copy would collect the later steps of an explained claim (``--explain``) apart
+    claims.claims = kept
+    return claims
 
 
 async def _settings_names(
