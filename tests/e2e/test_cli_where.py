@@ -213,7 +213,7 @@ def test_results_read_locally_and_through_the_api(running_up: dict[str, str], tm
     assert here["review_id"] == there["review_id"] == review["review_id"]
     assert [f["message"] for f in here["findings"]] == [f["message"] for f in there["findings"]]
     # another tenant's token cannot read it (row-level security behind the API)
-    other = _run(remote, "tenant", "create", "other", "--json")
+    other = _run(remote, "tenant", "create", "snooper", "--json")  # names are unique: not "other"
     snooper = {**remote, "PALIMPSEST_API_TOKEN": other["api_token"]}
     denied = _fails(snooper, "review", "show", review["review_id"], "--tenant", tenant)
     assert denied.startswith(("error: 404", "error: 403")), denied

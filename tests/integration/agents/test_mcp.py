@@ -33,7 +33,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from palimpsest.cli.local import register_path
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import AnalysisCompleted, AnalysisRequested
 from palimpsest.core.ids import uuid7
@@ -57,6 +56,7 @@ from tests.integration.reviewer.conftest import BILLING, INVOICE, TAX
 from tests.support.gitrepo import commit, git, init_repo
 from tests.support.pipeline import request_and_wait
 from tests.support.servers import APP_ROLE, ServerSet
+from tests.support.tenants import create_tenant
 
 CHANGED = BILLING.replace("    total = 0\n", "    total = discount(items)\n") + "\n# v3\n"
 pytestmark = pytest.mark.timeout(600)

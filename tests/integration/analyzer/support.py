@@ -20,7 +20,6 @@ from palimpsest.chunker.service import Chunker
 from palimpsest.chunker.service import Settings as ChunkerSettings
 from palimpsest.cli.local import register_path
 from palimpsest.cli.pipeline import wait_for, watching
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.consumer import Handler, HandlerContext
 from palimpsest.core.db import tenant_tx
@@ -31,6 +30,7 @@ from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.recency_scanner.service import Settings as RecencySettings
 from palimpsest.recency_scanner.service import definition as recency_definition
 from tests.support.pipeline import services
+from tests.support.tenants import create_tenant
 
 
 def _name(prefix: str) -> str:

@@ -22,7 +22,6 @@ from palimpsest.cli.commands_analyze import (
 from palimpsest.cli.main import cli
 from palimpsest.cli.session import Session
 from palimpsest.cli.stack import StackInfo
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.service import Infra
 from tests.conftest import settings_for
 from tests.integration.analyzer.support import (
@@ -34,6 +33,7 @@ from tests.integration.analyzer.support import (
 )
 from tests.support.gitrepo import commit, head, init_repo
 from tests.support.servers import ServerSet
+from tests.support.tenants import create_tenant
 
 
 def session_for(infra: Infra, servers: ServerSet) -> Session:

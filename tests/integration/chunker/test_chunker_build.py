@@ -15,7 +15,6 @@ import pytest
 from palimpsest.chunker.parsing import analyze_file, detect_language
 from palimpsest.chunker.service import Chunker, Settings
 from palimpsest.cli.local import register_path
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import IndexRequested, SnapshotBuilt
@@ -26,6 +25,7 @@ from palimpsest.index.search import lexical_search
 from palimpsest.index.snapshots import delete_repository_index, list_snapshots
 from tests.support.gitrepo import commit, git, init_repo
 from tests.support.pipeline import request_and_wait, services
+from tests.support.tenants import create_tenant
 
 PY = '''"""Billing helpers."""
 

@@ -17,11 +17,11 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.consumer import ConsumerRuntime, HandlerContext, Retry
 from palimpsest.core.db import Conn
 from palimpsest.core.events import Event, Probe
 from palimpsest.core.service import Infra
+from tests.support.tenants import create_tenant
 
 
 class Flaky:

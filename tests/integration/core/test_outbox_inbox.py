@@ -10,7 +10,6 @@ import pytest
 from pydantic import SecretStr
 
 from palimpsest.cli.embedded import EmbeddedNats
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core import bus
 from palimpsest.core.admin import bus_config
 from palimpsest.core.db import system_tx, tenant_tx
@@ -22,6 +21,7 @@ from palimpsest.core.service import Infra, close_infra, open_infra
 from tests.conftest import settings_for
 from tests.support.bus import Recorder, consuming
 from tests.support.servers import ServerSet
+from tests.support.tenants import create_tenant
 
 
 async def _write(infra: Infra, tenant: uuid.UUID, n: int) -> list[str]:

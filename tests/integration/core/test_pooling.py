@@ -11,7 +11,6 @@ import uuid
 
 import pytest
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import open_pool, system_tx, tenant_tx
 from palimpsest.core.events import Probe
 from palimpsest.core.migrate import migrate
@@ -20,6 +19,7 @@ from palimpsest.core.relay import Relay
 from palimpsest.core.service import Infra
 from palimpsest.embedder.locking import repository_lock
 from tests.support.servers import APP_ROLE, ServerSet
+from tests.support.tenants import create_tenant
 
 
 async def _beat() -> None:

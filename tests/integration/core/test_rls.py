@@ -169,7 +169,8 @@ async def _seed(
 async def _ensure_tenant(infra: Infra, tenant: uuid.UUID) -> None:
     async with tenant_tx(infra.pool, tenant) as conn:
         await conn.execute(
-            "INSERT INTO tenants (tenant_id, name) VALUES (%s, 'rls') ON CONFLICT DO NOTHING", (tenant,)
+            "INSERT INTO tenants (tenant_id, name) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            (tenant, f"rls-{tenant}"),
         )
 
 

@@ -7,12 +7,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import Probe
 from palimpsest.core.outbox import emit
 from palimpsest.core.service import Infra
 from tests.support.bus import Recorder, consuming
+from tests.support.tenants import create_tenant
 
 
 async def test_consumer_span_is_child_of_producer_span(infra: Infra) -> None:

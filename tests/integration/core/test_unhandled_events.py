@@ -7,7 +7,6 @@ import uuid
 
 import pytest
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core import bus, deadletters, metrics
 from palimpsest.core.consumer import ConsumerRuntime, Retry
 from palimpsest.core.db import system_tx, tenant_tx
@@ -16,6 +15,7 @@ from palimpsest.core.outbox import emit
 from palimpsest.core.service import Infra, ServiceDefinition, run
 from palimpsest.core.topology import TopologyError
 from tests.support.bus import Recorder, consuming
+from tests.support.tenants import create_tenant
 
 
 async def test_a_service_whose_handlers_disagree_with_its_consumer_does_not_start(infra: Infra) -> None:

@@ -11,7 +11,6 @@ from palimpsest.chunker.service import Chunker
 from palimpsest.chunker.service import Settings as ChunkerSettings
 from palimpsest.cli.local import register_path
 from palimpsest.cli.pipeline import Arrived
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import Event, IndexRequested, SnapshotBuilt
@@ -22,6 +21,7 @@ from palimpsest.index.semantic import semantic_available
 from tests.integration.embedder.vectors import trigram_vector
 from tests.support.gitrepo import commit, init_repo
 from tests.support.pipeline import request_and_wait
+from tests.support.tenants import create_tenant
 
 
 def chunker_definition(name: str) -> ServiceDefinition:

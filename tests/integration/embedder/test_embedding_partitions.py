@@ -13,7 +13,6 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core import migrate as migrations
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
@@ -21,6 +20,7 @@ from palimpsest.embedder.store import index_partition, open_partition, write_vec
 from palimpsest.ingest.store.repositories import drop_embedding_partitions
 from tests.integration.embedder.support import has_pgvector
 from tests.support.servers import APP_ROLE, ServerSet
+from tests.support.tenants import create_tenant
 
 MODEL = "fake/partition-384"
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.service import Infra
 from palimpsest.devtools.bench.cochange import STRATEGIES, BenchConfig
 from palimpsest.devtools.bench.cochange_run import index_revision, score_history
@@ -21,6 +20,7 @@ from tests.integration.graph.support import (
     planted_repository,
     running_chunker,
 )
+from tests.support.tenants import create_tenant
 
 
 async def test_bench_cochange_through_the_pipeline(infra: Infra, tmp_path: Path) -> None:

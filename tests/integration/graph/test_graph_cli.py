@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from palimpsest.cli.main import cli
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.service import Infra
 from tests.integration.graph.support import index_path, running_chunker
 from tests.support.gitrepo import commit, init_repo
 from tests.support.servers import ServerSet
+from tests.support.tenants import create_tenant
 
 FILES = {
     "src/core.py": "def core_value():\n    return 1\n",

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from palimpsest.cli.local import register_path
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
 from palimpsest.index.errors import IndexNotReady, UnknownSeed
@@ -32,6 +31,7 @@ from palimpsest.index.graph.query import history_signals
 from palimpsest.index.graph.seeds import resolve_seeds
 from tests.integration.graph.support import index_path, running_chunker
 from tests.support.gitrepo import commit, init_repo
+from tests.support.tenants import create_tenant
 
 INVOICE = "def compute_invoice_total(lines):\n    return sum(line.amount for line in lines)\n"
 PRINTER = (

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
 from palimpsest.index.graph import GraphCache, graph_context, snapshot_graph
 from palimpsest.index.graph.model import EdgeKind
 from tests.integration.graph.support import index_path, running_chunker
 from tests.support.gitrepo import commit, init_repo
+from tests.support.tenants import create_tenant
 
 KIT = {
     "name": "@acme/kit",

@@ -29,6 +29,7 @@ from palimpsest.ingest.errors import SourceRefused
 from palimpsest.ingest.settings import Settings
 from tests.conftest import settings_for
 from tests.support.servers import ServerSet
+from tests.support.tenants import unique_name
 from tests.unit.ingest.webhook_support import BOT, SECRET, TOKEN, encode, headers_for, load
 
 ADMIN_TOKEN = "paladm_integration-test-admin-token"
@@ -77,7 +78,8 @@ class World:
 
 
 async def new_tenant(client: httpx.AsyncClient, name: str = "northwind") -> World:
-    res = await client.post("/v1/tenants", json={"name": name}, headers=admin())
+    """A tenant named ``<name>-<8 hex>``: names are unique and the session shares one database."""
+    res = await client.post("/v1/tenants", json={"name": unique_name(name)}, headers=admin())
     assert res.status_code == 201, res.text
     body = res.json()
     return World(UUID(body["tenant_id"]), body["api_token"])

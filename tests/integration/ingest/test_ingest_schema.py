@@ -51,7 +51,7 @@ def _as_app(url: str) -> psycopg.Connection[tuple[object, ...]]:
 def _seed(app_url: str, tenant: uuid.UUID, external_id: str) -> None:
     with psycopg.connect(app_url) as conn:
         conn.execute("SELECT set_config('app.tenant_id', %s, true)", (str(tenant),))
-        conn.execute("INSERT INTO tenants (tenant_id, name) VALUES (%s, 'schema')", (tenant,))
+        conn.execute("INSERT INTO tenants (tenant_id, name) VALUES (%s, %s)", (tenant, f"schema-{tenant}"))
         conn.execute(
             "INSERT INTO installations (tenant_id, installation_id, provider, kind, external_id, host, webhook_secret)"
             " VALUES (%s, %s, 'github', 'installation', %s, 'github.com', 'sealed')",

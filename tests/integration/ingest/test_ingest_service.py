@@ -95,7 +95,9 @@ async def test_retention_deletes_old_deliveries_only(infra: Infra) -> None:
     tenant = uuid.uuid4()
     now = datetime(2026, 6, 1, tzinfo=UTC)
     async with tenant_tx(infra.pool, tenant) as conn:
-        await conn.execute("INSERT INTO tenants (tenant_id, name) VALUES (%s, 'retention')", (tenant,))
+        await conn.execute(
+            "INSERT INTO tenants (tenant_id, name) VALUES (%s, %s)", (tenant, f"retention-{tenant}")
+        )
         for age_days in (1, 29, 31, 400):
             await conn.execute(
                 "INSERT INTO deliveries (tenant_id, id, provider, delivery_id, event, outcome, received_at)"

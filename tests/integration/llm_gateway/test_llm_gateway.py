@@ -9,13 +9,13 @@ from uuid import UUID
 import pytest
 from pydantic import SecretStr
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core import metrics
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.errors import BudgetExceeded, ModelCallFailed, NoModelConfigured
 from palimpsest.core.llm import Gateway, LLMSettings
 from palimpsest.core.service import Infra
 from palimpsest.devtools.fakes.llm import FakeLLM
+from tests.support.tenants import create_tenant
 
 KEY = "sk-gateway-test-91b2e4"
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "one two three"}]

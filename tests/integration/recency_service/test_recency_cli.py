@@ -30,7 +30,7 @@ def repository(stack: ServerSet) -> tuple[uuid.UUID, uuid.UUID]:
     tenant, repo = uuid.uuid4(), uuid.uuid4()
     with psycopg.connect(stack.app_url) as conn:
         conn.execute("SELECT set_config('app.tenant_id', %s, true)", (str(tenant),))
-        conn.execute("INSERT INTO tenants (tenant_id, name) VALUES (%s, 'cli')", (tenant,))
+        conn.execute("INSERT INTO tenants (tenant_id, name) VALUES (%s, %s)", (tenant, f"cli-{tenant}"))
         conn.execute(
             "INSERT INTO repositories (tenant_id, repository_id, provider, full_name, clone_url)"
             " VALUES (%s, %s, 'github', 'team/cli-app', 'https://git.example.invalid/team/cli-app.git')",

@@ -15,7 +15,6 @@ from uuid import UUID
 
 import pytest
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import Conn, system_tx, tenant_tx
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.git import GitAuth
@@ -44,6 +43,7 @@ from tests.integration.recency_service.support import (
     watching_scans,
 )
 from tests.support.gitrepo import commit, git, init_repo, when
+from tests.support.tenants import create_tenant
 
 TOKEN = "ghs_Rec3ncyServiceT0kenAbc123"
 WRONG = "ghs_Wr0ngRec3ncyT0kenXyz789"

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
 from palimpsest.index.context.candidates import definitions
 from tests.integration.graph.support import index_path, running_chunker
 from tests.support.gitrepo import commit, init_repo
+from tests.support.tenants import create_tenant
 
 
 def module(n: int) -> str:

@@ -14,7 +14,6 @@ from uuid import UUID
 
 import pytest
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.ids import uuid7
 from palimpsest.core.service import Infra
@@ -29,6 +28,7 @@ from palimpsest.index.docstates import DocState, doc_states
 from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
 from tests.integration.reviewer.test_reviewer_rules import cand
 from tests.support.gitrepo import git
+from tests.support.tenants import create_tenant
 
 # ----------------------------------------------------------------------- the rule, on its own
 

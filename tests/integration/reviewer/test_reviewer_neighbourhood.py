@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
 from palimpsest.index.context.assemble import NEIGHBOURHOOD_DEPTH, ContextOptions, assemble_context
 from tests.integration.graph.support import index_path, running_chunker
 from tests.support.gitrepo import commit, git, head, init_repo
+from tests.support.tenants import create_tenant
 
 CORE = "def compute(order):\n    return order * 2\n"
 USERS = 60

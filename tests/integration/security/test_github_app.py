@@ -56,7 +56,7 @@ async def _app_repository(infra: Infra, url: str, pem: str) -> tuple[UUID, UUID]
     tenant, installation, repository = uuid7(), uuid7(), uuid7()
     sealed = BOX.seal(json.dumps({"app_id": "1234", "private_key": pem}))
     async with tenant_tx(infra.pool, tenant) as conn:
-        await conn.execute("INSERT INTO tenants (tenant_id, name) VALUES (%s, 'app')", (tenant,))
+        await conn.execute("INSERT INTO tenants (tenant_id, name) VALUES (%s, %s)", (tenant, f"app-{tenant}"))
         await conn.execute(
             "INSERT INTO installations (tenant_id, installation_id, provider, kind, external_id, host,"
             " credentials, credentials_kind) VALUES (%s, %s, 'github', 'installation', '4242', 'github.com',"

@@ -15,7 +15,6 @@ import pytest
 
 from palimpsest.chunker.errors import BuildFailed
 from palimpsest.chunker.source import open_source
-from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.git import git_env, run_git
 from palimpsest.core.git_errors import GitError, GitFailure
@@ -33,6 +32,7 @@ from tests.integration.recency_service.support import (
     watching_scans,
 )
 from tests.integration.security.support import GitShim, ScriptedRemote, install_git_shim
+from tests.support.tenants import create_tenant
 
 LOOPBACK = frozenset({"127.0.0.1"})
 

@@ -349,8 +349,14 @@ CASES: list[Case] = [
     ("judge.private_in_example", lambda: judged("AddCmd", "fence:go", seen_in="cmd/root.go"), False),
 ]
 # decided against git or the stored index, in the integration tests (a symbolic link, a class with a
-# base from elsewhere, a published docs mirror, a name the code uses)
-DECIDED_ELSEWHERE = {"path.through_link", "identifier.inherited", "path.mirrored", "identifier.used"}
+# base from elsewhere, a published docs mirror, a name the code uses, a variable a settings class reads)
+DECIDED_ELSEWHERE = {
+    "path.through_link",
+    "identifier.inherited",
+    "path.mirrored",
+    "identifier.used",
+    "identifier.setting",
+}
 
 
 @pytest.mark.parametrize(

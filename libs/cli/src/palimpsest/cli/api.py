@@ -56,12 +56,12 @@ class Api:
         if as_uuid(given) is not None:
             return str(as_uuid(given))
         res = await self._get("/v1/tenants")
-        if res.status_code in (401, 403):
+        if res.status_code == 403:  # a tenant's token: only the operator lists tenants
             fail(
                 f"--tenant {given!r} is not a tenant id, and this token cannot look tenants up by name;"
                 " give the id"
             )
-        items = self._json(res)["items"]
+        items = self._json(res)["items"]  # a refused token (401) ends here, saying so
         try:
             return str(pick_tenant(given, [(UUID(t["tenant_id"]), t["name"]) for t in items]))
         except TenantNotFound as exc:
@@ -88,6 +88,12 @@ class Api:
         return await self._request("GET", path)
 
     def _json(self, res: httpx.Response) -> Any:
+        if res.status_code == 401:
+            fail(
+                f"the token was refused (401): {_detail(res)}; set PALIMPSEST_API_TOKEN to a valid tenant"
+                " token, or PALIMPSEST_ADMIN_TOKEN to the operator's (the embedded stack's is in"
+                " $PALIMPSEST_HOME/admin-token)"
+            )
         if res.status_code >= 400:
             fail(f"{res.status_code}: {_detail(res)}")
         return res.json() if res.content else None
@@ -237,8 +243,9 @@ def api_command(
     @run_async
     async def call(as_json: bool, **params: str) -> None:
         async with connect(writes=method != "GET") as api:
-            if "tenant" in params:
-                params["tenant"] = await api.tenant(params["tenant"])
+            for key in ("tenant", "tenant_id"):  # a tenant is named by id or by name
+                if key in params:
+                    params[key] = await api.tenant(params[key])
             found = await api.call(method, path.format(**params))
         if done is not None and argument is not None:
             emit({done: params[argument]}, as_json=as_json, text=f"{done} {params[argument]}")

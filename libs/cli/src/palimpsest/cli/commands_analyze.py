@@ -308,7 +308,7 @@ async def _ensure_snapshot(
     sess: Session, tenant: UUID, repo_id: UUID, local: Path | None, *, reindex: bool, timeout_s: float
 ) -> UUID:
     """A ready snapshot of the head: the existing one, or a new build through the bus."""
-    from palimpsest.cli.commands_index import index_result
+    from palimpsest.cli.commands_index import index_result, skipped_snapshot
     from palimpsest.cli.pipeline import index_and_wait
     from palimpsest.core.db import tenant_tx
     from palimpsest.index.snapshots import newest_ready
@@ -324,7 +324,7 @@ async def _ensure_snapshot(
     found = await index_and_wait(
         pool, sess.infra.nc, tenant, repo_id, reason="rebuild" if reindex else "cli", timeout_s=timeout_s
     )
-    built = index_result(repo_id, found)
+    built = index_result(repo_id, found, await skipped_snapshot(pool, tenant, found))
     if built["state"] == "failed" or built["snapshot_id"] is None:
         raise AnalyzeFailed(f"indexing failed: {built['reason'] or built['state']}")
     progress(

@@ -14,8 +14,10 @@ from palimpsest.cli.runtime import run_async, settings
 
 if TYPE_CHECKING:
     from palimpsest.cli.pipeline import Arrived
+    from palimpsest.core.db import Pool
+    from palimpsest.index.snapshots import Snapshot
 
-__all__ = ["index_cmd", "index_result", "search_cmd", "snapshots_cmd"]
+__all__ = ["index_cmd", "index_result", "search_cmd", "skipped_snapshot", "snapshots_cmd"]
 
 
 @click.command("index")
@@ -56,7 +58,8 @@ async def index_cmd(target: str, tenant: str | None, mode: str | None, rebuild: 
         found = await index_and_wait(
             pool, sess.infra.nc, tid, repo_id, reason="rebuild" if rebuild else "cli", tick=tick
         )
-    out = index_result(repo_id, found)
+        there = await skipped_snapshot(pool, tid, found)
+    out = index_result(repo_id, found, there)
     emit(out, as_json=as_json, text=_index_text(out))
     if out["state"] == "failed":
         raise SystemExit(1)
@@ -160,24 +163,45 @@ async def snapshots_cmd(repo: str, tenant: str | None, as_json: bool) -> None:
     emit([r.to_json() for r in rows], as_json=as_json, text=text)
 
 
-def index_result(repo_id: UUID, found: Arrived) -> dict[str, Any]:
-    """What ``palimpsest index`` prints of a build: its snapshot.built and recency.scanned events."""
+async def skipped_snapshot(pool: Pool, tenant: UUID, found: Arrived) -> Snapshot | None:
+    """The snapshot that is there when the build was skipped because its commit is indexed
+    (``up_to_date``): the event names it but carries none of its figures."""
+    from palimpsest.core.db import tenant_tx
+    from palimpsest.core.events import SnapshotBuilt
+    from palimpsest.index.snapshots import get_snapshot
+
+    built = found[SnapshotBuilt]
+    if built.state != "skipped" or built.snapshot_id is None:
+        return None
+    async with tenant_tx(pool, tenant) as conn:
+        return await get_snapshot(conn, built.snapshot_id)
+
+
+def index_result(repo_id: UUID, found: Arrived, there: Snapshot | None = None) -> dict[str, Any]:
+    """What ``palimpsest index`` prints of a build: its snapshot.built and recency.scanned events;
+    for a skipped build, the figures of the snapshot ``there`` (:func:`skipped_snapshot`)."""
     from palimpsest.core.events import RecencyScanned, SnapshotBuilt
 
     built = found[SnapshotBuilt]
     recency = found.get(RecencyScanned)
+    figures: Snapshot | SnapshotBuilt = built
+    commit: str | None = built.commit_sha
+    if there is not None and built.state == "skipped" and there.snapshot_id == built.snapshot_id:
+        figures, commit = there, there.commit_sha  # already indexed: the snapshot there, nothing parsed now
+    skipped = figures.skipped
     return {
         "repository_id": str(repo_id),
         "snapshot_id": str(built.snapshot_id) if built.snapshot_id else None,
-        "commit": built.commit_sha,
+        "commit": commit,
         "state": built.state,
         "reason": built.reason,
-        "files": built.files,
-        "chunks": built.chunks,
-        "symbols": built.symbols,
-        "bytes": built.bytes,
+        "already_indexed": figures is there,
+        "files": figures.files,
+        "chunks": figures.chunks,
+        "symbols": figures.symbols,
+        "bytes": figures.bytes,
         "parsed_blobs": built.parsed_blobs,
-        "skipped": built.skipped,
+        "skipped": skipped,
         "duration_s": built.duration_s,
         "recency": (
             {"status": recency.status, "reason": recency.reason, "files": recency.files}
@@ -188,8 +212,12 @@ def index_result(repo_id: UUID, found: Arrived) -> dict[str, Any]:
 
 
 def _index_text(out: dict[str, Any]) -> str:
+    if out["already_indexed"]:
+        state = f"already indexed at {out['commit'][:12]}: nothing to build"
+    else:
+        state = f"{out['state']}{': ' + out['reason'] if out['reason'] else ''}"
     lines = [
-        f"snapshot   {out['snapshot_id']}  ({out['state']}{': ' + out['reason'] if out['reason'] else ''})",
+        f"snapshot   {out['snapshot_id']}  ({state})",
         f"commit     {out['commit']}",
         f"files      {out['files']}   chunks {out['chunks']}   symbols {out['symbols']}   bytes {out['bytes']}",
         f"parsed     {out['parsed_blobs']} new blobs in {out['duration_s']}s",

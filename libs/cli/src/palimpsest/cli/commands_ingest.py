@@ -103,6 +103,7 @@ async def tenant_delete(tenant_id: str, yes: bool, as_json: bool) -> None:
     if not yes:
         click.confirm(f"delete tenant {tenant_id} and everything of it?", abort=True, err=True)
     async with connect(writes=True) as api:
+        tenant_id = await api.tenant(tenant_id)  # by id or by name
         found = await api.call("DELETE", f"/v1/tenants/{tenant_id}")
     text = f"deleted {found['deleted_rows']} rows of tenant {tenant_id}" + (
         "" if found["existed"] else " (it was already gone)"

@@ -1,7 +1,7 @@
 """The operator's own tenant and repositories for local use (``palimpsest index PATH``).
 
-The embedded default has one tenant, ``local``, created on first use; its id is kept in
-``$PALIMPSEST_HOME/local-tenant``. Repositories given as paths are registered in it with the
+The embedded default has one tenant, ``local``, created on first use (or, when a tenant of that name
+is there already, that one: names are unique); its id is kept in ``$PALIMPSEST_HOME/local-tenant``. Repositories given as paths are registered in it with the
 ``local`` provider; ``--tenant`` selects another tenant for operators of a shared stack.
 """
 
@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from uuid import UUID
 
-from palimpsest.cli.tenants import create_tenant
+from palimpsest.cli.tenants import TenantNameTaken, create_tenant
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.core.ids import uuid7
@@ -29,7 +29,12 @@ async def local_tenant(pool: Pool, home: Path) -> UUID:
             cur = await conn.execute("SELECT 1 FROM tenants WHERE tenant_id = %s", (tenant,))
             if await cur.fetchone() is not None:
                 return tenant
-    tenant = await create_tenant(pool, "local")
+    try:
+        tenant = await create_tenant(pool, "local")
+    except TenantNameTaken:  # made before from another home (or its marker was lost): the one there is
+        from palimpsest.ingest.store.lookups import tenant_list
+
+        tenant = next(t.tenant_id for t in await tenant_list(pool) if t.name.lower() == "local")
     home.mkdir(parents=True, exist_ok=True)
     marker.write_text(str(tenant))
     return tenant

@@ -86,9 +86,11 @@ def as_uuid(value: str) -> UUID | None:
 
 
 def pick_tenant(given: str, tenants: list[tuple[UUID, str]]) -> UUID:
-    """The one tenant of ``(id, name)`` pairs that ``given`` names, by id or else by name."""
+    """The one tenant of ``(id, name)`` pairs that ``given`` names, by id or else by name (letter
+    case aside, as names are unique: migration 0050)."""
     wanted = as_uuid(given)
-    found = [tid for tid, name in tenants if (tid == wanted if wanted is not None else name == given)]
+    key = given.lower()
+    found = [tid for tid, name in tenants if (tid == wanted if wanted is not None else name.lower() == key)]
     if not found:
         raise TenantNotFound(f"no tenant {given!r}: --tenant takes a tenant id or a tenant's name")
     if len(found) > 1:

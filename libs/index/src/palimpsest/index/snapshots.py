@@ -89,15 +89,22 @@ async def by_request(conn: Conn, request_id: UUID) -> Snapshot | None:
 
 
 async def list_snapshots(
-    conn: Conn, repository_id: UUID, *, limit: int | None = None, before: UUID | None = None
+    conn: Conn,
+    repository_id: UUID,
+    *,
+    limit: int | None = None,
+    before: UUID | None = None,
+    pinned: bool | None = None,
 ) -> list[Snapshot]:
-    """Newest first (ids are UUIDv7); ``limit`` and ``before`` (the last id of a page) page through."""
+    """Newest first (ids are UUIDv7); ``limit`` and ``before`` (the last id of a page) page through;
+    ``pinned=False`` only the default branch's (not a review's pinned base), ``True`` only those."""
     return await fetch_all_as(
         conn,
         Snapshot,
         _SELECT + " WHERE repository_id = %s AND (%s::uuid IS NULL OR snapshot_id < %s)"
+        " AND (%s::boolean IS NULL OR pinned = %s)"
         " ORDER BY created_at DESC, snapshot_id DESC LIMIT %s",
-        (repository_id, before, before, limit),
+        (repository_id, before, before, pinned, pinned, limit),
     )
 
 

@@ -53,6 +53,7 @@ from palimpsest.index.codefacts.definitions import (
     defined_names,
     definitions,
 )
+from palimpsest.index.codefacts.settings import MARKERS
 
 __all__ = [
     "DEFAULT_MAX_BLOB_BYTES",
@@ -441,11 +442,16 @@ class _Walker:
         if not missing:
             return
         probe = _probe(self.unresolved)
+        # an environment variable a settings class reads is named by no blob (``SHOP_CACHE_DIR``
+        # is the field ``cache_dir`` under ``env_prefix="SHOP_"``): a Python file declaring
+        # settings is parsed whenever such a name is still a candidate
+        settings = any(_ENV_NAME.match(n) for n in self.unresolved)
         try:
             async for sha, content in read_blobs(self.git_dir, missing, missing_ok=True, lazy_fetch=False):
                 self.history.blobs_read += 1
                 self.history.bytes_read += len(content)
-                if probe is None or probe.search(content) is None:
+                declares = settings and missing[sha].endswith((".py", ".pyi")) and MARKERS.search(content)
+                if probe is None or (probe.search(content) is None and not declares):
                     # names no candidate: nothing to learn now (the candidates only shrink)
                     self.cache[sha] = frozenset()
                     counts = self.history.definitions
@@ -554,6 +560,7 @@ class _Walker:
 
 _HOW_RANK = {"defined": 0, "member": 1, "read": 2}
 _NO_CANDIDATE = "no_candidate"  # read, named no candidate, so not parsed
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 
 
 def _probe(names: Iterable[str]) -> re.Pattern[bytes] | None:

@@ -28,6 +28,13 @@ from palimpsest.core.db import Conn
 from palimpsest.core.git import GitAuth, decode_path, read_blobs, run_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
+from palimpsest.index.codefacts.settings import (
+    EnvName,
+    SettingsModule,
+    env_names,
+    read_settings,
+    settings_classes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +58,10 @@ _CLASS_FILES = (
     "*.rb",
     "*.php",
 )
+_PYTHON = (".py", ".pyi")
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_SETTINGS_FILES = 500  # Python files read for the settings classes of a snapshot
+MAX_SETTINGS_ROUNDS = 4  # … a subclass of a subclass of a class declaring settings
 _NO_MEMBERS = frozenset({"object", "ABC", "Protocol", "Generic", "NamedTuple", "TypedDict", "Enum"})
 
 
@@ -89,9 +100,10 @@ async def prove_in(
     """The check against the history of ``commit`` in ``git_dir`` (also used by the benchmark)."""
     started = time.monotonic()
     try:
-        head_paths, links = await _tree_paths(git_dir, commit, timeout_s)
+        head_paths, links, python = await _tree_paths(git_dir, commit, timeout_s)
         claims = _linked_away(claims, head_paths, links)
         claims = await _inherited_away(git_dir, commit, claims, timeout_s)
+        claims = await _settings_away(git_dir, commit, claims, python, timeout_s)
         history = await _read_history(git_dir, commit, claims.identifiers, head_paths, timeout_s)
     except GitError as exc:
         log.warning("reading history for the documentation check failed: %s", exc)
@@ -132,10 +144,14 @@ async def _read_history(
     return history
 
 
-async def _tree_paths(git_dir: Path, commit: str, timeout_s: float) -> tuple[set[str], dict[str, str]]:
-    """Every path of the snapshot's tree, and its symbolic links with their targets."""
+async def _tree_paths(
+    git_dir: Path, commit: str, timeout_s: float
+) -> tuple[set[str], dict[str, str], dict[str, str]]:
+    """Every path of the snapshot's tree, its symbolic links with their targets, and its Python
+    files' blobs (path → blob id)."""
     out = await run_git(["ls-tree", "-r", "-z", commit], cwd=git_dir, timeout_s=timeout_s)
     paths: set[str] = set()
+    python: dict[str, str] = {}
     links: dict[str, list[str]] = defaultdict(list)  # blob id → link paths (one target, many links)
     for record in out.split(b"\0"):
         if not record:
@@ -146,12 +162,14 @@ async def _tree_paths(git_dir: Path, commit: str, timeout_s: float) -> tuple[set
         mode, _, rest = meta.partition(b" ")
         if mode == b"120000":
             links[rest.split(b" ")[-1].decode("ascii")].append(path)
+        elif mode.startswith(b"100") and path.endswith(_PYTHON):
+            python[path] = rest.split(b" ")[-1].decode("ascii")
     targets: dict[str, str] = {}
     if links:
         async for sha, content in read_blobs(git_dir, list(links), missing_ok=True, lazy_fetch=False):
             for link in links[sha]:
                 targets[link] = content.decode("utf-8", "replace")
-    return paths, targets
+    return paths, targets, python
 
 
 def _through_links(path: str, links: dict[str, str], tree: set[str], dirs: set[str]) -> bool:
@@ -201,6 +219,70 @@ async def _inherited_away(git_dir: Path, commit: str, claims: Claims, timeout_s:
         if id(claim) in dropped:
             claims.decided(claim.mention, R.IDENTIFIER_INHERITED)
     return replace(claims, claims=[c for c in claims.claims if id(c) not in dropped])
+
+
+async def _settings_away(
+    git_dir: Path, commit: str, claims: Claims, python: dict[str, str], timeout_s: float
+) -> Claims:
+    """Drop identifier claims that name an environment variable a settings class of the snapshot
+    reads (``PALIMPSEST_HOME``: the field ``home`` under ``env_prefix="PALIMPSEST_"``), the code's
+    name though the code never writes it (:mod:`palimpsest.index.codefacts.settings`)."""
+    wanted = {
+        c.lookups[0] for c in claims.claims if c.kind == "missing_identifier" and _PLAIN.match(c.lookups[0])
+    }
+    if not wanted or not python:
+        return claims
+    names = {e.name for e in await _settings_names(git_dir, commit, python, timeout_s)}
+    kept = []
+    for claim in claims.claims:
+        if claim.kind == "missing_identifier" and claim.lookups[0] in names:
+            claims.decided(claim.mention, R.IDENTIFIER_SETTING)
+        else:
+            kept.append(claim)
+    # in place: a copy would collect the later steps of an explained claim (``--explain``) apart
+    claims.claims = kept
+    return claims
+
+
+async def _settings_names(
+    git_dir: Path, commit: str, python: dict[str, str], timeout_s: float
+) -> list[EnvName]:
+    """The environment variables the settings classes at ``commit`` read: the files declaring
+    settings (or a prefix), then, a few rounds, the files naming a settings class found so far
+    (a subclass in another module), read together."""
+    modules: dict[str, SettingsModule] = {}
+    grep: list[str] = ["-e", "BaseSettings", "-e", "SettingsConfigDict", "-e", "env_prefix"]
+    for _ in range(MAX_SETTINGS_ROUNDS):
+        found = [
+            p for p in await _grep_files(git_dir, commit, grep, timeout_s) if p in python and p not in modules
+        ]
+        found = found[: max(0, MAX_SETTINGS_FILES - len(modules))]
+        if not found:
+            break
+        by_blob: dict[str, list[str]] = defaultdict(list)
+        for path in found:
+            by_blob[python[path]].append(path)
+        async for sha, content in read_blobs(git_dir, list(by_blob), missing_ok=True, lazy_fetch=False):
+            for path in by_blob[sha]:
+                modules[path] = read_settings(content)
+        for path in found:
+            modules.setdefault(path, SettingsModule())  # a blob the clone lacks
+        classes = sorted(settings_classes(modules.values()))
+        grep = [arg for name in classes for arg in ("-e", name)]
+        if not grep:
+            break
+    return env_names(modules.values())
+
+
+async def _grep_files(git_dir: Path, commit: str, patterns: list[str], timeout_s: float) -> list[str]:
+    """The Python files at ``commit`` that hold any of the fixed words ``patterns`` (``-e w``…)."""
+    args = ["grep", "-l", "-I", "-w", "-F", *patterns, commit, "--", *(f"*{s}" for s in _PYTHON)]
+    try:
+        out = await run_git(args, cwd=git_dir, timeout_s=timeout_s)
+    except GitError:  # git grep exits 1 when nothing matches
+        return []
+    prefix = f"{commit}:"
+    return [line.removeprefix(prefix) for line in out.decode("utf-8", "replace").splitlines()]
 
 
 async def _foreign_bases(

@@ -137,6 +137,10 @@ IDENTIFIER_INHERITED = _rule(
     "identifier.inherited", "prove", "not_a_claim",
     "A member of a class that extends a class from outside the repository: it may be inherited.",
 )  # fmt: skip
+IDENTIFIER_SETTING = _rule(
+    "identifier.setting", "prove", "holds",
+    "An environment variable a settings class of the code reads (a pydantic-settings field under its env_prefix).",
+)  # fmt: skip
 HISTORY_UNAVAILABLE = _rule(
     "history.unavailable", "prove", "unverified", "No readable history: nothing can be proved."
 )

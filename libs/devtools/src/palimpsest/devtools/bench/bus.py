@@ -18,6 +18,7 @@ from palimpsest.core import bus
 from palimpsest.core.consumer import HandlerContext
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import Probe
+from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
 from palimpsest.core.relay import Relay
 from palimpsest.core.service import ServiceDefinition, close_infra, open_infra, run
@@ -38,7 +39,7 @@ async def run_bench_bus(settings: BaseServiceSettings, *, events: int, latency_e
             app = s.model_copy(update={"database_url": SecretStr(stack.app_url), "nats_url": stack.nats_url})
             infra = await open_infra(app, "bench")
             try:
-                tenant = await create_tenant(infra.pool, "bench")
+                tenant = await create_tenant(infra.pool, f"bench-{uuid7().hex[-8:]}")
                 throughput = await _throughput(infra, stack.app_url, tenant, events)
                 latency = await _latency(infra, tenant, latency_events)
             finally:

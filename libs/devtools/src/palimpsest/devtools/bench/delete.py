@@ -27,6 +27,7 @@ from palimpsest.cli.stack import open_stack, scratch_settings
 from palimpsest.cli.tenants import create_tenant
 from palimpsest.core.db import Pool, fetch_one, tenant_tx
 from palimpsest.core.events import SnapshotBuilt
+from palimpsest.core.ids import uuid7
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench.index import make_repository
 from palimpsest.ingest.admin.deletion import BATCH, delete_tenant_rows, tenant_tables
@@ -51,7 +52,10 @@ async def run_bench_delete(
         s = scratch_settings(settings, root / "home")
         async with open_stack(s) as stack, running_services(s, stack) as infra:
             pool, nc = infra.pool, infra.nc
-            doomed, kept = await create_tenant(pool, "doomed"), await create_tenant(pool, "kept")
+            doomed, kept = (
+                await create_tenant(pool, f"doomed-{uuid7().hex[-8:]}"),
+                await create_tenant(pool, f"kept-{uuid7().hex[-8:]}"),
+            )
             repos: dict[UUID, UUID] = {}
             for tenant in (doomed, kept):
                 repos[tenant] = await register_path(pool, tenant, repo)

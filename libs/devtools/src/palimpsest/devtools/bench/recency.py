@@ -310,7 +310,7 @@ async def run_bench_recency(
                 )
                 infra = await open_infra(app, "bench-recency")
                 try:
-                    tenant = await create_tenant(infra.pool, "bench-recency")
+                    tenant = await create_tenant(infra.pool, f"bench-recency-{uuid7().hex[-8:]}")
                     repository_id = uuid7()
                     async with tenant_tx(infra.pool, tenant) as conn:
                         await conn.execute(

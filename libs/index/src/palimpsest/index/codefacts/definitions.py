@@ -3,7 +3,9 @@
 ``definitions(path, content)`` reads the blob with the chunker's tree-sitter tags
 (:mod:`.tags`, the same queries and the same parse) plus the language's ``bindings`` patterns:
 assignments, attributes set on the object, module constants, fields and object keys are
-definitions too, each of its own kind and marked ``binding``. A language without a grammar, or
+definitions too, each of its own kind and marked ``binding``; so are the environment variables
+a Python settings class reads (:mod:`.settings`: a pydantic-settings field under its class's
+``env_prefix``), of kind ``setting``. A language without a grammar, or
 an image without tree-sitter (the ``treesitter`` extra of palimpsest-index), falls back to a
 keyword regex; ``Definitions.method`` says which answered, so callers can count the fallbacks.
 
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from palimpsest.index.codefacts.settings import MARKERS, env_names, read_settings
 from palimpsest.index.languages import detect_language
 
 if TYPE_CHECKING:
@@ -48,7 +51,7 @@ class Definition:
     """One name a blob defines."""
 
     name: str
-    kind: str  # function, method, class, struct, type, …; bindings: assignment, attribute, constant, field, key, variant
+    kind: str  # function, method, class, struct, type, …; bindings: assignment, attribute, constant, field, key, variant, setting (an environment variable a settings class reads)
     line: int  # 1-based; 0 when the regex fallback found it
     nested: bool  # inside another (non-binding) definition: a method, or a function's local function
     binding: bool  # bound by an assignment, attribute, constant, field or key, not declared
@@ -81,13 +84,25 @@ def definitions(path: str, content: bytes) -> Definitions:
         return Definitions("skipped")
     keys = _keys_read(content)
     language = detect_language(path)
+    settings = _settings(content) if language == "python" else ()
     if language is not None and tree_sitter_available():
         from palimpsest.index.codefacts.queries import spec_for
 
         spec = spec_for(language)
         if spec is not None:
-            return Definitions("tree_sitter", _tree_sitter(content, spec), keys)
-    return Definitions("regex", _regex(content), keys)
+            return Definitions("tree_sitter", _tree_sitter(content, spec) + settings, keys)
+    return Definitions("regex", _regex(content) + settings, keys)
+
+
+def _settings(content: bytes) -> tuple[Definition, ...]:
+    """The environment variables the blob's settings classes read (:mod:`.settings`:
+    ``PALIMPSEST_HOME`` for the field ``home`` under ``env_prefix="PALIMPSEST_"``), as far as the
+    blob alone says: a class whose base or prefix lives in another file is resolved only where
+    the files are read together."""
+    if MARKERS.search(content) is None:
+        return ()
+    found = env_names([read_settings(content)])
+    return tuple(Definition(sys.intern(e.name), "setting", e.line, True, True, e.cls) for e in found)
 
 
 @cache

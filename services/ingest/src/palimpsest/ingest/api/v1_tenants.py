@@ -36,7 +36,12 @@ from palimpsest.ingest.schemas import (
 router = APIRouter(prefix="/v1")
 
 
-@router.post("/tenants", status_code=status.HTTP_201_CREATED, tags=["tenants"])
+@router.post(
+    "/tenants",
+    status_code=status.HTTP_201_CREATED,
+    tags=["tenants"],
+    responses={409: {"description": "A tenant of this name exists already (names are unique)."}},
+)
 async def create_tenant(body: TenantCreate, ctx: Ctx, _: OperatorOnly, request: Request) -> TenantCreated:
     """Create a tenant and its first API token, with every scope (operator; the token is shown once)."""
     created = await tenants.create_tenant(ctx, body.name)

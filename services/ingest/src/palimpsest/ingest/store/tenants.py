@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+import psycopg
+
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one, fetch_one_as
+from palimpsest.ingest.errors import Conflict
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +56,19 @@ _TOKEN_COLUMNS = columns(Token)
 
 
 async def insert_tenant(conn: Conn, tenant_id: UUID, name: str) -> Tenant:
-    row = await fetch_one_as(
-        conn,
-        Tenant,
-        f"INSERT INTO tenants (tenant_id, name) VALUES (%s, %s) RETURNING {_TENANT}",
-        (tenant_id, name),
-    )
+    """The new tenant; a name another tenant has (letter case aside, migration 0050) is a
+    :class:`Conflict`."""
+    try:
+        row = await fetch_one_as(
+            conn,
+            Tenant,
+            f"INSERT INTO tenants (tenant_id, name) VALUES (%s, %s) RETURNING {_TENANT}",
+            (tenant_id, name),
+        )
+    except psycopg.errors.UniqueViolation as exc:
+        raise Conflict(
+            f"a tenant named {name!r} exists already: tenant names are unique; choose another name"
+        ) from exc
     assert row is not None
     return row
 

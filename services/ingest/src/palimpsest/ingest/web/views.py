@@ -71,12 +71,13 @@ async def tenants_page(ctx: IngestContext) -> dict[str, Any]:
 
 
 async def repositories_page(ctx: IngestContext, scope: Scope) -> dict[str, Any]:
-    """Every repository with its newest snapshot (any state), newest ready one, last analysis and review."""
+    """Every repository with its default branch's newest snapshot (any state) and newest ready one
+    (a review's pinned base, an older commit, is neither), last analysis and review."""
     rows = []
     async with scoped_tx(ctx, scope) as conn:
         states = await outcomes.outcomes_of(conn)
         for repo in await repositories.list_repositories(conn):
-            newest = await list_snapshots(conn, repo.repository_id, limit=1)
+            newest = await list_snapshots(conn, repo.repository_id, limit=1, pinned=False)
             analysis = await list_analyses(conn, repo.repository_id, limit=1)
             review = await list_reviews(conn, repo.repository_id, limit=1)
             rows.append(
