@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from palimpsest.core.errors import SettingsError
@@ -242,12 +243,24 @@ def undeclared_names(
     known: Iterable[str] = (),
 ) -> list[str]:
     """``PALIMPSEST_*`` environment names and secret-file names that no setting declares."""
+    known = set(known)
+    return sorted(n for n in _names_given(environ, secrets_dir) if not is_declared(n, known))
+
+
+def settings_given(
+    environ: Mapping[str, str] | None = None, secrets_dir: Path | None = SECRETS_DIR
+) -> list[str]:
+    """The settings the environment (or a secret file) gives a value: with none, every value is a
+    default, and there is nothing to validate."""
+    return sorted(_names_given(environ, secrets_dir) & setting_names())
+
+
+def _names_given(environ: Mapping[str, str] | None, secrets_dir: Path | None) -> set[str]:
     env = os.environ if environ is None else environ
     names = {k.upper() for k in env if k.upper().startswith(ENV_PREFIX)}
     if secrets_dir is not None and secrets_dir.is_dir():
         names |= {p.name.upper() for p in secrets_dir.iterdir() if p.name.upper().startswith(ENV_PREFIX)}
-    known = set(known)
-    return sorted(n for n in names if not is_declared(n, known))
+    return names
 
 
 def check_environment(
@@ -263,14 +276,20 @@ def check_environment(
     unknown = undeclared_names(environ, secrets_dir, known)
     if not unknown:
         return
-    parts = []
-    for name in unknown:
-        near = closest_name(name, known)
-        parts.append(name + (f" (did you mean {near}?)" if near else ""))
+    parts = [with_closest(name, known) for name in unknown]
     raise SettingsError(
         f"unknown setting{'s' if len(parts) > 1 else ''} {', '.join(parts)}:"
-        " no Palimpsest setting has this name (`palimpsest settings` lists them)"
+        f" {UNKNOWN_NAME} (`palimpsest settings` lists them)"
     )
+
+
+UNKNOWN_NAME = "no Palimpsest setting has this name"
+
+
+def with_closest(name: str, known: Iterable[str] = ()) -> str:
+    """A name no setting declares, with the real name it most likely meant."""
+    near = closest_name(name, known)
+    return name + (f" (did you mean {near}?)" if near else "")
 
 
 _S = TypeVar("_S", bound=BaseSettings)
@@ -287,18 +306,34 @@ def load(cls: type[_S], **overrides: Any) -> _S:
     try:
         return cls(**overrides)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            field = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
-            var = (prefix + field).upper() if field else prefix + "*"
-            value = os.environ.get(var)
-            shown = (
-                ""
-                if value is None or any(word in var.lower() for word in _SENSITIVE)
-                else f" (got {value!r})"
-            )
-            problems.append(f"{var}: {err.get('msg', 'invalid')}{shown}")
+        problems = [_problem(prefix, err)[1] for err in exc.errors()]
         raise SettingsError("invalid setting: " + "; ".join(problems)) from None
+
+
+def invalid_values(classes: Iterable[type[BaseSettings]]) -> dict[str, str]:
+    """Every value of the environment (or of a secret file) that one of ``classes`` refuses, by
+    variable: ``{"PALIMPSEST_X": "PALIMPSEST_X: <what it expects> (got '<value>')"}``, one line
+    each, a secret's value never shown. What :func:`load` would refuse, asked of several classes
+    at once (the CLI asks every service's before it starts anything)."""
+    found: dict[str, str] = {}
+    for cls in classes:
+        prefix = str(cls.model_config.get("env_prefix", ENV_PREFIX))
+        try:
+            cls()
+        except ValidationError as exc:
+            for err in exc.errors():
+                var, line = _problem(prefix, err)
+                found.setdefault(var, line)
+    return found
+
+
+def _problem(prefix: str, err: ErrorDetails) -> tuple[str, str]:
+    """The variable of one pydantic validation error, and a line naming it and what it expects."""
+    field = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+    var = (prefix + field).upper() if field else prefix + "*"
+    value = os.environ.get(var)
+    shown = "" if value is None or any(word in var.lower() for word in _SENSITIVE) else f" (got {value!r})"
+    return var, f"{var}: {err.get('msg', 'invalid')}{shown}"
 
 
 _B = TypeVar("_B", bound=BaseServiceSettings)
