@@ -221,8 +221,10 @@ def capped(names: Sequence[str], most: int = BRIEF_LIST) -> str:
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
-    """The review without a model: what changed, what uses it, what usually changes with it."""
+def brief(ctx: ReviewContext, files: Sequence[ChangedFile], why: str = NEEDS_MODEL) -> str:
+    """The review without a model: what changed, what uses it, what usually changes with it, then
+    ``why`` there are no findings — no model configured, or the model call that failed (one of the
+    two, never both)."""
     lines = [f"What changed: {len(files)} file(s)."]
     lines += [f"- {f.path} ({f.status}, +{len(f.added)} -{len(f.removed)})" for f in files[:BRIEF_LIST]]
     if len(files) > BRIEF_LIST:
@@ -256,5 +258,5 @@ def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
     others = list(dict.fromkeys(f"{i.repository} ({i.source})" for i in ctx.items if i.repository))
     if others:
         lines.append("Context from other repositories (hints): " + ", ".join(others) + ".")
-    lines += ["", NEEDS_MODEL]
+    lines += ["", why]
     return "\n".join(lines)
