@@ -248,7 +248,7 @@ async def resolve_route(conn: Conn, settings: LLMSettings, feature: str) -> Rout
             source="tenant",
             input_usd_per_mtok=_float(row["input_usd_per_mtok"], settings.llm_input_usd_per_mtok),
             output_usd_per_mtok=_float(row["output_usd_per_mtok"], settings.llm_output_usd_per_mtok),
-            send_key=row["api_base"] is None or row["api_base"] == settings.llm_api_base,
+            send_key=sends_key(row["api_base"], settings),
         )
     model = settings.model_for(feature)
     if model is None:
@@ -260,6 +260,36 @@ async def resolve_route(conn: Conn, settings: LLMSettings, feature: str) -> Rout
         source="settings",
         input_usd_per_mtok=settings.llm_input_usd_per_mtok,
         output_usd_per_mtok=settings.llm_output_usd_per_mtok,
+    )
+
+
+def sends_key(api_base: str | None, settings: LLMSettings) -> bool:
+    """Whether a tenant route to ``api_base`` (None: the settings' API base) gets the services' key:
+    only the configured API base does (see :meth:`Gateway._key`)."""
+    return api_base is None or api_base == settings.llm_api_base
+
+
+def missing_credentials(
+    litellm: ModuleType, settings: LLMSettings, model: str, api_base: str | None
+) -> str | None:
+    """Why calls of a tenant route to ``model`` at ``api_base`` would carry no key, judged from this
+    process's environment (None: they would, or need none).
+
+    The key is ``PALIMPSEST_LLM_API_KEY`` (or its secret file), else the provider's own variable,
+    which litellm names (``validate_environment``: ``OPENAI_API_KEY``…). A route away from the
+    configured API base is sent a placeholder, never a key (:func:`sends_key`), so nothing here is
+    missing for it.
+    """
+    if local_embeddings.is_local(model) or not sends_key(api_base, settings):
+        return None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key is not None else None
+    found = litellm.validate_environment(model=model, api_key=key, api_base=api_base or settings.llm_api_base)
+    missing = [str(k) for k in found.get("missing_keys") or []]
+    if found.get("keys_in_environment") or not missing:
+        return None
+    return (
+        f"no API key for {model}: PALIMPSEST_LLM_API_KEY is not set, and litellm misses"
+        f" {', '.join(missing)}; its calls would fail (authentication)"
     )
 
 
