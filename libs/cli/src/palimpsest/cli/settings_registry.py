@@ -33,8 +33,7 @@ from palimpsest.core.settings import (
     NOT_SETTINGS,
     UNKNOWN_NAME,
     env_name,
-    invalid_values,
-    settings_given,
+    given_values_problems,
     undeclared_names,
     with_closest,
 )
@@ -70,14 +69,13 @@ def service_classes() -> dict[str, tuple[type[BaseSettings], ...]]:
 
 
 def bad_values(service: str | None = None) -> dict[str, str]:
-    """The ``PALIMPSEST_*`` values of this environment (and secret files) that the settings of
-    some service (of ``service``) refuse, by variable: one line each naming the variable and what
-    it expects, never a secret's value. The CLI refuses to start anything while there is one."""
-    if not settings_given():
-        return {}  # every value is a default (and importing every service takes a second)
-    classes = service_classes()
-    wanted = [cls for svc, group in classes.items() if service in (None, svc) for cls in group]
-    return invalid_values(dict.fromkeys(wanted))
+    """The values of this environment that some service's settings refuse (of the settings
+    ``service`` reads), by variable (:func:`palimpsest.core.settings.given_values_problems`)."""
+    found = given_values_problems()
+    if service is None:
+        return found
+    read = {s.name for s in registry(service)}
+    return {name: line for name, line in found.items() if name in read}
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +316,17 @@ def settings_cmd(service: str | None, as_json: bool, as_markdown: bool) -> None:
 
 
 def names_file() -> str:
-    return "".join(f"{s.name}\n" for s in registry())
+    """:data:`~palimpsest.core.settings.NAMES_FILE`: each setting's name and the classes that
+    declare it (every one where services declare it differently)."""
+    declaring: dict[str, set[str]] = {}
+    for classes in service_classes().values():
+        for cls in classes:
+            prefix = str(cls.model_config.get("env_prefix", ENV_PREFIX))
+            for field_name in cls.model_fields:
+                owner = _declaring(cls, field_name)
+                ref = f"{owner.__module__}:{owner.__qualname__}"
+                declaring.setdefault(env_name(field_name, prefix), set()).add(ref)
+    return "".join(f"{s.name} {' '.join(sorted(declaring[s.name]))}\n" for s in registry())
 
 
 def _names_path() -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -199,18 +200,25 @@ NOT_SETTINGS: dict[str, str] = {
     "PALIMPSEST_IMAGES_REPORT": "the image tests: the report `make images` wrote (tests/deploy/test_images_run.py)",
 }
 
-# Every setting's environment name, written from the Settings classes of all services by
-# ``make settings-doc`` (palimpsest.cli.settings_registry): a process knows the names of every
-# service's settings even where only its own service is installed (one image per service), and a
-# test fails when the file and the classes disagree.
+# Every setting's environment name, and the Settings classes that declare it (``module:Class``),
+# one setting a line, written from the Settings classes of all services by ``make settings-doc``
+# (palimpsest.cli.settings_registry): a process knows the names of every service's settings even
+# where only its own service is installed (one image per service), the CLI checks a value by
+# importing only the classes that declare it, and a test fails when the file and the classes
+# disagree.
 NAMES_FILE = "settings_names.txt"
 
 
 @functools.cache
+def _names_file() -> dict[str, tuple[str, ...]]:
+    text = resources.files("palimpsest.core").joinpath(NAMES_FILE).read_text(encoding="utf-8")
+    rows = (line.split() for line in text.splitlines() if line.strip())
+    return {row[0]: tuple(row[1:]) for row in rows}
+
+
 def setting_names() -> frozenset[str]:
     """The environment names of every service's settings (the generated :data:`NAMES_FILE`)."""
-    text = resources.files("palimpsest.core").joinpath(NAMES_FILE).read_text(encoding="utf-8")
-    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+    return frozenset(_names_file())
 
 
 def env_name(field: str, prefix: str = ENV_PREFIX) -> str:
@@ -325,6 +333,23 @@ def invalid_values(classes: Iterable[type[BaseSettings]]) -> dict[str, str]:
                 var, line = _problem(prefix, err)
                 found.setdefault(var, line)
     return found
+
+
+def given_values_problems() -> dict[str, str]:
+    """:func:`invalid_values` of the settings this environment gives a value, asked of every class
+    that declares one (:data:`NAMES_FILE`) — every service's, where it is installed. Only those
+    classes are imported: a service's module takes a second to import, and a value no service
+    reads from here (all defaults) has nothing to check."""
+    classes: dict[type[BaseSettings], None] = {}
+    for name in settings_given():
+        for ref in _names_file()[name]:
+            module, _, qualname = ref.partition(":")
+            try:
+                cls = getattr(importlib.import_module(module), qualname)
+            except ModuleNotFoundError:  # a service that is not installed here cannot be asked
+                continue
+            classes[cls] = None
+    return dict(sorted(invalid_values(classes).items()))
 
 
 def _problem(prefix: str, err: ErrorDetails) -> tuple[str, str]:
