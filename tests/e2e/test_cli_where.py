@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +93,8 @@ def test_version_and_where_help(tmp_path: Path) -> None:
         [sys.executable, "-m", "palimpsest.core.admin", "migrate"],
         [*CLI, "up"],
         [*CLI, "tenant", "list"],
-        [*CLI, "settings"],
     ],
-    ids=["chunker", "ingest", "migrate-job", "up", "cli", "settings"],
+    ids=["chunker", "ingest", "migrate-job", "up", "cli"],
 )
 def test_a_process_with_an_unknown_setting_refuses_to_start(command: list[str], tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "PALIMPSEST_HOME": str(tmp_path / "home")}
@@ -105,6 +106,87 @@ def test_a_process_with_an_unknown_setting_refuses_to_start(command: list[str], 
         " no Palimpsest setting has this name (`palimpsest settings` lists them)"
     ]
     assert not (tmp_path / "home").exists(), "nothing started"
+
+
+def test_a_bad_setting_value_stops_up_before_anything_starts(tmp_path: Path) -> None:
+    """Every service's settings judge the environment before a database or a bus is made: one line
+    per bad value, naming the variable and what it expects, never a secret's value."""
+    env = {"PATH": "/usr/bin:/bin", "PALIMPSEST_HOME": str(tmp_path / "home")}
+    env["PALIMPSEST_REVIEW_BUDGET_TOKENS"] = "lots"  # read by the reviewer only
+    env["PALIMPSEST_LLM_API_BASE"] = "http://ops:hunter2@127.0.0.1:9/v1"
+    out = subprocess.run([*CLI, "up"], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "error: invalid setting: PALIMPSEST_LLM_API_BASE: Value error, the LLM API base must not contain"
+        " credentials; use PALIMPSEST_LLM_API_KEY",
+        "error: invalid setting: PALIMPSEST_REVIEW_BUDGET_TOKENS: Input should be a valid integer, unable"
+        " to parse string as an integer",
+    ]
+    assert "hunter2" not in out.stderr + out.stdout
+    assert not (tmp_path / "home").exists(), "no database, bus or token was made"
+
+
+def test_a_bad_setting_value_stops_a_command_before_it_calls_the_stack(tmp_path: Path) -> None:
+    """A command against a running stack refuses too: the value would be ignored there, silently."""
+    calls: list[str] = []
+
+    class Stack(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            calls.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"items": []}')
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Stack)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "PALIMPSEST_HOME": str(tmp_path / "home"),
+            "PALIMPSEST_INGEST_URL": f"http://127.0.0.1:{server.server_address[1]}",
+            "PALIMPSEST_API_TOKEN": "pal_t_settings-test",
+            "PALIMPSEST_REVIEW_MAX_FINDINGS": "lots",  # the reviewer's: no CLI command reads it
+        }
+        assert _fails(env, "tenant", "list") == (
+            "error: invalid setting: PALIMPSEST_REVIEW_MAX_FINDINGS: Input should be a valid integer,"
+            " unable to parse string as an integer (got 'lots')"
+        )
+        assert calls == [], "the stack was never asked"
+        env["PALIMPSEST_REVIEW_MAX_FINDINGS"] = "12"  # the same command with a good value reaches it
+        subprocess.run([*CLI, "tenant", "list"], env=env, capture_output=True, timeout=60, check=False)
+        assert calls, "the command reaches the stack once its settings are valid"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_settings_runs_with_a_mistyped_name_and_flags_it(tmp_path: Path) -> None:
+    """The command the refusals point to still runs, and shows what they refuse."""
+    env = {"PATH": "/usr/bin:/bin", "PALIMPSEST_HOME": str(tmp_path / "home")}
+    env["PALIMPSEST_REVEIW_BUDGET_TOKENS"] = "5000"
+    env["PALIMPSEST_LOG_FORMAT"] = "xml"
+    out = subprocess.run([*CLI, "settings"], env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.splitlines()[:3] == [
+        "!! unknown setting PALIMPSEST_REVEIW_BUDGET_TOKENS (did you mean PALIMPSEST_REVIEW_BUDGET_TOKENS?):"
+        " no Palimpsest setting has this name",
+        "!! invalid setting: PALIMPSEST_LOG_FORMAT: Input should be 'json' or 'text' (got 'xml')",
+        "!! (every other command refuses to run until these are fixed)",
+    ]
+    assert "PALIMPSEST_REVIEW_BUDGET_TOKENS  int = " in out.stdout  # the listing follows
+    listed = subprocess.run(
+        [*CLI, "settings", "--json"], env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    by = {s["name"]: s for s in json.loads(listed.stdout)}
+    assert by["PALIMPSEST_REVEIW_BUDGET_TOKENS"]["unknown"] is True
+    assert "did you mean PALIMPSEST_REVIEW_BUDGET_TOKENS?" in by["PALIMPSEST_REVEIW_BUDGET_TOKENS"]["problem"]
+    assert by["PALIMPSEST_LOG_FORMAT"]["unknown"] is False
+    assert "'json' or 'text'" in by["PALIMPSEST_LOG_FORMAT"]["problem"]
+    assert by["PALIMPSEST_REVIEW_BUDGET_TOKENS"]["problem"] is None
+    assert not (tmp_path / "home").exists()
 
 
 def test_settings_json_lists_every_setting(tmp_path: Path) -> None:

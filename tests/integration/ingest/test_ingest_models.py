@@ -155,10 +155,13 @@ async def test_a_route_litellm_cannot_route_or_price_is_refused(
         await drop_tenant(served.ctx.pool, world.tenant_id)
 
 
-async def _cli(served: Served, token: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI in its own process (in a thread: the served API runs on this test's event loop)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
-    env.update({"PALIMPSEST_INGEST_URL": served.url, "PALIMPSEST_API_TOKEN": token})
+async def _cli(
+    served: Served, token: str, *args: str, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The CLI in its own process (in a thread: the served API runs on this test's event loop),
+    with no PALIMPSEST_* setting and no provider key of this shell (``env_extra`` adds some)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PALIMPSEST_", "OPENAI_"))}
+    env.update({"PALIMPSEST_INGEST_URL": served.url, "PALIMPSEST_API_TOKEN": token, **(env_extra or {})})
     return await asyncio.to_thread(
         subprocess.run, [*CLI, *args], env=env, capture_output=True, text=True, timeout=120, check=False
     )
@@ -215,5 +218,36 @@ async def test_the_cli_sets_lists_and_removes_routes_and_budgets(
         assert out.returncode == 0 and "none of its own" in out.stdout
         both = await _cli(served, world.token, "budget", "set", "5", "--inherit", "--tenant", tid)
         assert both.returncode == 2 and "one of them" in both.stderr
+    finally:
+        await drop_tenant(served.ctx.pool, world.tenant_id)
+
+
+async def test_route_set_warns_when_this_shell_has_no_key_for_the_model(
+    served: Served, client: httpx.AsyncClient
+) -> None:
+    """Accepted either way (the services may hold the key), but said at once, with where it was checked."""
+    world = await new_tenant(client, "models-key")
+    try:
+        tid = str(world.tenant_id)
+        route = ("model", "route", "set", "review", "openai/gpt-4o-mini", "--tenant", tid)
+        out = await _cli(served, world.token, *route)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("review     openai/gpt-4o-mini")
+        [warning] = [line for line in out.stderr.splitlines() if line.startswith("warning:")]
+        assert warning == (
+            "warning: no API key for openai/gpt-4o-mini: PALIMPSEST_LLM_API_KEY is not set, and litellm"
+            " misses OPENAI_API_KEY; its calls would fail (authentication) (checked in this shell's"
+            " environment; the services read their own)"
+        )
+        # a key in either place, or a route to an API base of its own (sent no key), warns of nothing
+        key = "sk-route-warning-5f1c"
+        for extra, more in (
+            ({"PALIMPSEST_LLM_API_KEY": key}, ()),
+            ({"OPENAI_API_KEY": key}, ()),
+            ({}, ("--api-base", "http://127.0.0.1:9/v1")),
+        ):
+            out = await _cli(served, world.token, *route, *more, env_extra=extra)
+            assert out.returncode == 0, out.stderr
+            assert "warning" not in out.stderr and key not in out.stderr + out.stdout
     finally:
         await drop_tenant(served.ctx.pool, world.tenant_id)

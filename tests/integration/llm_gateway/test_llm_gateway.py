@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from uuid import UUID
@@ -191,6 +192,24 @@ async def test_a_wrong_key_is_an_authentication_failure(
         await gateway.chat(tenant, "analysis", MESSAGES, max_tokens=10)
     assert failed.value.reason == "authentication" and failed.value.attempts == 1
     assert "sk-wrong-key-000" not in str(failed.value)
+
+
+async def test_no_key_at_all_is_an_authentication_failure_and_not_retried(
+    infra: Infra, tenant: UUID, fake: FakeLLM, closing: list[Gateway]
+) -> None:
+    """The client refuses to send a request without a key (litellm calls it a 500): retrying cannot
+    bring one, so it fails at once and says which setting is missing."""
+    if "OPENAI_API_KEY" in os.environ:
+        pytest.skip("OPENAI_API_KEY is set in this environment: the call would carry it")
+    sleeps = Sleeps()
+    gateway = gateway_for(infra, closing, settings(fake, llm_api_key=None), sleeps)
+    with pytest.raises(ModelCallFailed) as failed:
+        await gateway.chat(tenant, "analysis", MESSAGES, max_tokens=10)
+    assert failed.value.reason == "authentication" and failed.value.attempts == 1
+    assert sleeps.delays == [] and fake.requests() == []
+    assert "PALIMPSEST_LLM_API_KEY" in str(failed.value) and "Missing credentials" in str(failed.value)
+    [row] = await usage(infra, tenant)
+    assert (row["outcome"], row["attempts"]) == ("error", 1)
 
 
 async def test_the_monthly_budget_stops_calls_before_they_are_made(

@@ -231,6 +231,29 @@ async def test_with_a_model_findings_on_changed_lines_are_stored(
     assert "src/invoice.py" in prompt and "usually change" in prompt
 
 
+async def test_a_refused_key_is_said_once_and_not_retried(infra: Infra, repo: dict[str, Any]) -> None:
+    """A model that is configured but refuses the key: one call, then the brief with why the model
+    call failed — not also that no model is configured."""
+    tenant, repo_id = await new_repository(infra, repo["path"], "reviewer-refused-key")
+    async with running(infra, indexer_definitions({tenant})):
+        await index(infra, tenant, repo_id)
+    with FakeLLM(api_key=KEY) as server:
+        s = settings(
+            llm_model="openai/fake-model",
+            llm_api_base=server.base_url,
+            llm_api_key=SecretStr("sk-not-the-key-8d2e"),
+            llm_max_retries=3,
+        )
+        stored = await review(infra, tenant, pr(tenant, repo_id, repo, "feature", provider="local"), s)
+        assert len(server.requests("chat")) == 1, "an authentication failure is not retried"
+    assert stored["mode"] == "brief" and stored["findings"] == []
+    summary = stored["summary"]
+    assert "The model call failed (authentication (HTTP 401) after 1 attempt(s)" in summary
+    assert NEEDS_MODEL not in summary and "No model is configured" not in summary
+    assert "sk-not-the-key-8d2e" not in summary
+    assert "src/billing.py" in summary  # the brief is still there
+
+
 async def test_a_routed_rerank_model_scores_the_context(infra: Infra, repo: dict[str, Any]) -> None:
     with FakeLLM(api_key=KEY) as server:
         tenant, repo_id = await new_repository(infra, repo["path"], "reviewer-rerank")

@@ -3,7 +3,8 @@ model routes and monthly model budget, through the ingest API (:mod:`palimpsest.
 
 Changing them needs a token with the ``manage`` scope (or the operator admin token); a ``read``
 token lists and shows. The API checks a route's model with litellm's local price map before it
-stores it (:func:`palimpsest.core.llm.model_problem`).
+stores it (:func:`palimpsest.core.llm.model_problem`); ``route set`` then warns when this shell's
+environment holds no key for the model (:func:`palimpsest.core.llm.missing_credentials`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Any
 import click
 
 from palimpsest.cli.api import api_command, connect, json_option, tenant_option
-from palimpsest.cli.output import emit, fail
+from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async
-from palimpsest.core.llm import FEATURES
+from palimpsest.core.llm import FEATURES, LLMSettings, load_litellm, missing_credentials
+from palimpsest.core.settings import load
 
 _FEATURE = click.Choice(FEATURES)
 
@@ -83,6 +85,9 @@ async def route_set(
         tenant = await api.tenant(tenant)
         found = await api.call("PUT", f"/v1/tenants/{tenant}/model-routes/{feature}", body)
     emit(found, as_json=as_json, text=_route_line(found))
+    problem = missing_credentials(await load_litellm(), load(LLMSettings), model_name, api_base)
+    if problem is not None:  # a warning: the services may hold the key this shell does not
+        progress(f"warning: {problem} (checked in this shell's environment; the services read their own)")
 
 
 api_command(

@@ -27,7 +27,7 @@ from palimpsest.cli.commands_recency import recency_cmd
 from palimpsest.cli.commands_review import review_cmd
 from palimpsest.cli.commands_stack import bus, db, dead_letters, demo, status, up
 from palimpsest.cli.output import fail
-from palimpsest.cli.settings_registry import settings_cmd
+from palimpsest.cli.settings_registry import bad_values, settings_cmd
 from palimpsest.cli.target import WHERE_HELP
 
 COMMAND_GROUP = "palimpsest.commands"  # entry points: name → a click command to add
@@ -40,15 +40,31 @@ COMMAND_GROUP = "palimpsest.commands"  # entry points: name → a click command 
     is_flag=True,
     help="Allow a plain-http PALIMPSEST_INGEST_URL that is not loopback (the token crosses in clear).",
 )
-def cli(insecure_http: bool) -> None:
+@click.pass_context
+def cli(ctx: click.Context, insecure_http: bool) -> None:
     """Palimpsest: a recency-aware, doc-skeptical code index and review-context platform."""
+    if ctx.invoked_subcommand == settings_cmd.name:
+        return  # it lists what is wrong with the environment instead of refusing
+    refuse_a_bad_environment()
+
+
+def refuse_a_bad_environment() -> None:
+    """Stop every command before it acts (before ``up`` starts a database, before a command calls a
+    running stack) on a mistyped ``PALIMPSEST_*`` name or a value some service's settings refuse:
+    one line per problem, naming the variable and what it expects."""
     from palimpsest.core.errors import SettingsError
     from palimpsest.core.settings import check_environment
 
-    try:  # a mistyped PALIMPSEST_* name stops every command before it acts
+    lines = []
+    try:
         check_environment()
     except SettingsError as exc:
-        fail(str(exc))
+        lines.append(str(exc))
+    lines += [f"invalid setting: {line}" for line in bad_values().values()]
+    if lines:
+        for line in lines[:-1]:
+            click.echo(f"error: {line}", err=True)
+        fail(lines[-1])
 
 
 COMMANDS: tuple[click.Command, ...] = (

@@ -27,10 +27,19 @@ from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
-from palimpsest.core.settings import ENV_PREFIX, NAMES_FILE, NOT_SETTINGS, env_name
+from palimpsest.core.settings import (
+    ENV_PREFIX,
+    NAMES_FILE,
+    NOT_SETTINGS,
+    UNKNOWN_NAME,
+    env_name,
+    given_values_problems,
+    undeclared_names,
+    with_closest,
+)
 from palimpsest.core.topology import SERVICES
 
-__all__ = ["Setting", "markdown", "registry", "service_classes", "settings_cmd"]
+__all__ = ["Setting", "bad_values", "markdown", "registry", "service_classes", "settings_cmd"]
 
 # a field's name ending in one of these makes its value secret even when its type is not SecretStr
 _SECRET_WORDS = frozenset({"secret", "password", "token", "key"})
@@ -57,6 +66,16 @@ def service_classes() -> dict[str, tuple[type[BaseSettings], ...]]:
     }
     assert tuple(classes) == SERVICES, "every service of the topology, in its order"
     return classes
+
+
+def bad_values(service: str | None = None) -> dict[str, str]:
+    """The values of this environment that some service's settings refuse (of the settings
+    ``service`` reads), by variable (:func:`palimpsest.core.settings.given_values_problems`)."""
+    found = given_values_problems()
+    if service is None:
+        return found
+    read = {s.name for s in registry(service)}
+    return {name: line for name, line in found.items() if name in read}
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,14 +199,17 @@ def _secret(field_name: str, info: FieldInfo) -> bool:
 # ----------------------------------------------------------------------------- renderings
 
 
-def text(settings: Iterable[Setting]) -> str:
-    """One block per setting, for people."""
+def text(settings: Iterable[Setting], bad: dict[str, str] | None = None) -> str:
+    """One block per setting, for people; a value of ``bad`` (by name) is flagged in its block."""
     blocks = []
     for s in settings:
         default = "(secret)" if s.secret and s.default is not None else _shown(s.default)
         head = f"{s.name}  {s.type} = {default}" + (f"  [{s.constraints}]" if s.constraints else "")
         tags = ("secret, " if s.secret else "") + "read by " + ", ".join(s.services)
-        blocks.append(f"{head}\n    {s.description or '(no description)'}\n    ({tags})")
+        block = f"{head}\n    {s.description or '(no description)'}\n    ({tags})"
+        if bad and s.name in bad:
+            block += f"\n    !! invalid in this environment: {bad[s.name]}"
+        blocks.append(block)
     return "\n".join(blocks)
 
 
@@ -213,8 +235,10 @@ def markdown(settings: Iterable[Setting]) -> str:
         "Every process reads its settings from `PALIMPSEST_*` environment variables, or from files",
         "under `/var/run/secrets/palimpsest` named like the variable in lower case (the chart mounts",
         "Secrets there). A `PALIMPSEST_*` name that no setting declares makes every process refuse to",
-        "start, naming the closest real setting. `palimpsest settings [--service S] [--json]` prints",
-        "this table from the installed code.",
+        "start, naming the closest real setting. The CLI checks every value against every service's",
+        "settings before any command starts (one line per invalid value). `palimpsest settings",
+        "[--service S] [--json]` prints this table from the installed code, whatever the environment",
+        "holds, and flags the unknown names and invalid values in it.",
         "",
         "| Setting | Type | Default | Services | Meaning |",
         "| --- | --- | --- | --- | --- |",
@@ -244,6 +268,21 @@ def markdown(settings: Iterable[Setting]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _unknown_json(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": None,
+        "default": None,
+        "constraints": "",
+        "services": [],
+        "secret": False,
+        "description": None,
+        "declared_in": None,
+        "unknown": True,
+        "problem": f"{with_closest(name)}: {UNKNOWN_NAME}",
+    }
+
+
 @click.command("settings")
 @click.option(
     "--service",
@@ -255,18 +294,39 @@ def markdown(settings: Iterable[Setting]) -> str:
 @click.option("--markdown", "as_markdown", is_flag=True, help="The docs/settings.md table.")
 def settings_cmd(service: str | None, as_json: bool, as_markdown: bool) -> None:
     """Every PALIMPSEST_* setting: name, type, default, the services that read it, whether it is
-    secret, and what it means (from the Settings classes of the installed code)."""
+    secret, and what it means (from the Settings classes of the installed code).
+
+    It runs whatever the environment holds, and flags what every other command refuses: a
+    PALIMPSEST_* name no setting has (with the closest real one), and a value a service's
+    settings refuse ("problem" and "unknown" in --json)."""
     found = registry(service)
     if as_markdown:
         click.echo(markdown(found), nl=False)
-    elif as_json:
-        click.echo(json.dumps([s.as_json() for s in found], indent=2))
-    else:
-        click.echo(text(found))
+        return
+    bad, unknown = bad_values(service), undeclared_names()
+    if as_json:
+        listed = [{**s.as_json(), "unknown": False, "problem": bad.get(s.name)} for s in found]
+        click.echo(json.dumps(listed + [_unknown_json(name) for name in unknown], indent=2))
+        return
+    flags = [f"!! unknown setting {with_closest(name)}: {UNKNOWN_NAME}" for name in unknown]
+    flags += [f"!! invalid setting: {line}" for line in bad.values()]
+    if flags:
+        flags += ["!! (every other command refuses to run until these are fixed)", "", ""]
+    click.echo("\n".join(flags) + text(found, bad))
 
 
 def names_file() -> str:
-    return "".join(f"{s.name}\n" for s in registry())
+    """:data:`~palimpsest.core.settings.NAMES_FILE`: each setting's name and the classes that
+    declare it (every one where services declare it differently)."""
+    declaring: dict[str, set[str]] = {}
+    for classes in service_classes().values():
+        for cls in classes:
+            prefix = str(cls.model_config.get("env_prefix", ENV_PREFIX))
+            for field_name in cls.model_fields:
+                owner = _declaring(cls, field_name)
+                ref = f"{owner.__module__}:{owner.__qualname__}"
+                declaring.setdefault(env_name(field_name, prefix), set()).add(ref)
+    return "".join(f"{s.name} {' '.join(sorted(declaring[s.name]))}\n" for s in registry())
 
 
 def _names_path() -> Path:

@@ -12,7 +12,8 @@ a platform running it for many teams needs:
   ``palimpsest_llm_api_key``; the key is never logged, never put in a URL or an error message,
   and only sent to the configured API base (a tenant route pointing elsewhere gets no key);
 * **timeouts and retries**: 429, 5xx, timeouts and connection errors are retried with
-  exponential backoff (honouring ``Retry-After`` up to the cap); anything else fails at once.
+  exponential backoff (honouring ``Retry-After`` up to the cap); anything else fails at once,
+  authentication failures included (401/403, and a missing key, which litellm reports as a 500).
   The final failure is a :class:`~palimpsest.core.errors.ModelCallFailed` with a stable reason;
 * **usage and cost** per tenant and feature: one ``llm_usage`` row per call (tokens, cost when the
   price is known, attempts, outcome) and the ``LLM_TOKENS`` / ``LLM_COST_USD`` / ``LLM_REQUESTS``
@@ -96,6 +97,12 @@ _RETRYABLE_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
 _T = TypeVar("_T")
 _CONTEXT_WINDOW = re.compile(r"context_length_exceeded|maximum context length|context window", re.IGNORECASE)
 _NO_KEY = "no-key"  # sent to endpoints that must not receive a real key (see Gateway._key)
+# what the provider clients say when they have no key to send (openai, azure, and litellm's own)
+_NO_CREDENTIALS = re.compile(
+    r"missing credentials|api_key client option must be set|missing \w+ api key|no api key provided",
+    re.IGNORECASE,
+)
+_NO_KEY_HINT = "no API key: set PALIMPSEST_LLM_API_KEY where the services run, or the provider's own variable"
 
 
 # ============================================================================ settings
@@ -241,7 +248,7 @@ async def resolve_route(conn: Conn, settings: LLMSettings, feature: str) -> Rout
             source="tenant",
             input_usd_per_mtok=_float(row["input_usd_per_mtok"], settings.llm_input_usd_per_mtok),
             output_usd_per_mtok=_float(row["output_usd_per_mtok"], settings.llm_output_usd_per_mtok),
-            send_key=row["api_base"] is None or row["api_base"] == settings.llm_api_base,
+            send_key=sends_key(row["api_base"], settings),
         )
     model = settings.model_for(feature)
     if model is None:
@@ -253,6 +260,36 @@ async def resolve_route(conn: Conn, settings: LLMSettings, feature: str) -> Rout
         source="settings",
         input_usd_per_mtok=settings.llm_input_usd_per_mtok,
         output_usd_per_mtok=settings.llm_output_usd_per_mtok,
+    )
+
+
+def sends_key(api_base: str | None, settings: LLMSettings) -> bool:
+    """Whether a tenant route to ``api_base`` (None: the settings' API base) gets the services' key:
+    only the configured API base does (see :meth:`Gateway._key`)."""
+    return api_base is None or api_base == settings.llm_api_base
+
+
+def missing_credentials(
+    litellm: ModuleType, settings: LLMSettings, model: str, api_base: str | None
+) -> str | None:
+    """Why calls of a tenant route to ``model`` at ``api_base`` would carry no key, judged from this
+    process's environment (None: they would, or need none).
+
+    The key is ``PALIMPSEST_LLM_API_KEY`` (or its secret file), else the provider's own variable,
+    which litellm names (``validate_environment``: ``OPENAI_API_KEY``…). A route away from the
+    configured API base is sent a placeholder, never a key (:func:`sends_key`), so nothing here is
+    missing for it.
+    """
+    if local_embeddings.is_local(model) or not sends_key(api_base, settings):
+        return None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key is not None else None
+    found = litellm.validate_environment(model=model, api_key=key, api_base=api_base or settings.llm_api_base)
+    missing = [str(k) for k in found.get("missing_keys") or []]
+    if found.get("keys_in_environment") or not missing:
+        return None
+    return (
+        f"no API key for {model}: PALIMPSEST_LLM_API_KEY is not set, and litellm misses"
+        f" {', '.join(missing)}; its calls would fail (authentication)"
     )
 
 
@@ -428,14 +465,17 @@ def _classify(exc: BaseException, secret: str | None) -> _Failure:
         return _Failure("connection_error", None, True, None, detail)
     if name == "ContextWindowExceededError" or _CONTEXT_WINDOW.search(str(exc)):
         return _Failure("context_window_exceeded", status, False, None, detail)
+    if name == "AuthenticationError" or status in (401, 403):
+        return _Failure("authentication", status, False, None, detail)
+    if _NO_CREDENTIALS.search(str(exc)):  # the client refused to send a request without a key
+        # (litellm reports OpenAI's "Missing credentials" as a 500): no retry brings a key
+        return _Failure("authentication", None, False, None, f"{_NO_KEY_HINT} ({detail})")
     if name in ("APIResponseValidationError", "JSONDecodeError") or isinstance(exc, ValueError):
         return _Failure("malformed_response", status, True, None, detail)
     if status is None:
         return _Failure("error", None, False, None, detail)
     if status == 429:
         return _Failure("rate_limited", status, True, _retry_after(exc), detail)
-    if status in (401, 403):
-        return _Failure("authentication", status, False, None, detail)
     if status == 404:
         return _Failure("not_found", status, False, None, detail)
     if status >= 500:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from palimpsest.core.errors import SettingsError
@@ -198,18 +200,25 @@ NOT_SETTINGS: dict[str, str] = {
     "PALIMPSEST_IMAGES_REPORT": "the image tests: the report `make images` wrote (tests/deploy/test_images_run.py)",
 }
 
-# Every setting's environment name, written from the Settings classes of all services by
-# ``make settings-doc`` (palimpsest.cli.settings_registry): a process knows the names of every
-# service's settings even where only its own service is installed (one image per service), and a
-# test fails when the file and the classes disagree.
+# Every setting's environment name, and the Settings classes that declare it (``module:Class``),
+# one setting a line, written from the Settings classes of all services by ``make settings-doc``
+# (palimpsest.cli.settings_registry): a process knows the names of every service's settings even
+# where only its own service is installed (one image per service), the CLI checks a value by
+# importing only the classes that declare it, and a test fails when the file and the classes
+# disagree.
 NAMES_FILE = "settings_names.txt"
 
 
 @functools.cache
+def _names_file() -> dict[str, tuple[str, ...]]:
+    text = resources.files("palimpsest.core").joinpath(NAMES_FILE).read_text(encoding="utf-8")
+    rows = (line.split() for line in text.splitlines() if line.strip())
+    return {row[0]: tuple(row[1:]) for row in rows}
+
+
 def setting_names() -> frozenset[str]:
     """The environment names of every service's settings (the generated :data:`NAMES_FILE`)."""
-    text = resources.files("palimpsest.core").joinpath(NAMES_FILE).read_text(encoding="utf-8")
-    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+    return frozenset(_names_file())
 
 
 def env_name(field: str, prefix: str = ENV_PREFIX) -> str:
@@ -242,12 +251,24 @@ def undeclared_names(
     known: Iterable[str] = (),
 ) -> list[str]:
     """``PALIMPSEST_*`` environment names and secret-file names that no setting declares."""
+    known = set(known)
+    return sorted(n for n in _names_given(environ, secrets_dir) if not is_declared(n, known))
+
+
+def settings_given(
+    environ: Mapping[str, str] | None = None, secrets_dir: Path | None = SECRETS_DIR
+) -> list[str]:
+    """The settings the environment (or a secret file) gives a value: with none, every value is a
+    default, and there is nothing to validate."""
+    return sorted(_names_given(environ, secrets_dir) & setting_names())
+
+
+def _names_given(environ: Mapping[str, str] | None, secrets_dir: Path | None) -> set[str]:
     env = os.environ if environ is None else environ
     names = {k.upper() for k in env if k.upper().startswith(ENV_PREFIX)}
     if secrets_dir is not None and secrets_dir.is_dir():
         names |= {p.name.upper() for p in secrets_dir.iterdir() if p.name.upper().startswith(ENV_PREFIX)}
-    known = set(known)
-    return sorted(n for n in names if not is_declared(n, known))
+    return names
 
 
 def check_environment(
@@ -263,14 +284,20 @@ def check_environment(
     unknown = undeclared_names(environ, secrets_dir, known)
     if not unknown:
         return
-    parts = []
-    for name in unknown:
-        near = closest_name(name, known)
-        parts.append(name + (f" (did you mean {near}?)" if near else ""))
+    parts = [with_closest(name, known) for name in unknown]
     raise SettingsError(
         f"unknown setting{'s' if len(parts) > 1 else ''} {', '.join(parts)}:"
-        " no Palimpsest setting has this name (`palimpsest settings` lists them)"
+        f" {UNKNOWN_NAME} (`palimpsest settings` lists them)"
     )
+
+
+UNKNOWN_NAME = "no Palimpsest setting has this name"
+
+
+def with_closest(name: str, known: Iterable[str] = ()) -> str:
+    """A name no setting declares, with the real name it most likely meant."""
+    near = closest_name(name, known)
+    return name + (f" (did you mean {near}?)" if near else "")
 
 
 _S = TypeVar("_S", bound=BaseSettings)
@@ -287,18 +314,51 @@ def load(cls: type[_S], **overrides: Any) -> _S:
     try:
         return cls(**overrides)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            field = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
-            var = (prefix + field).upper() if field else prefix + "*"
-            value = os.environ.get(var)
-            shown = (
-                ""
-                if value is None or any(word in var.lower() for word in _SENSITIVE)
-                else f" (got {value!r})"
-            )
-            problems.append(f"{var}: {err.get('msg', 'invalid')}{shown}")
+        problems = [_problem(prefix, err)[1] for err in exc.errors()]
         raise SettingsError("invalid setting: " + "; ".join(problems)) from None
+
+
+def invalid_values(classes: Iterable[type[BaseSettings]]) -> dict[str, str]:
+    """Every value of the environment (or of a secret file) that one of ``classes`` refuses, by
+    variable: ``{"PALIMPSEST_X": "PALIMPSEST_X: <what it expects> (got '<value>')"}``, one line
+    each, a secret's value never shown. What :func:`load` would refuse, asked of several classes
+    at once (the CLI asks every service's before it starts anything)."""
+    found: dict[str, str] = {}
+    for cls in classes:
+        prefix = str(cls.model_config.get("env_prefix", ENV_PREFIX))
+        try:
+            cls()
+        except ValidationError as exc:
+            for err in exc.errors():
+                var, line = _problem(prefix, err)
+                found.setdefault(var, line)
+    return found
+
+
+def given_values_problems() -> dict[str, str]:
+    """:func:`invalid_values` of the settings this environment gives a value, asked of every class
+    that declares one (:data:`NAMES_FILE`) — every service's, where it is installed. Only those
+    classes are imported: a service's module takes a second to import, and a value no service
+    reads from here (all defaults) has nothing to check."""
+    classes: dict[type[BaseSettings], None] = {}
+    for name in settings_given():
+        for ref in _names_file()[name]:
+            module, _, qualname = ref.partition(":")
+            try:
+                cls = getattr(importlib.import_module(module), qualname)
+            except ModuleNotFoundError:  # a service that is not installed here cannot be asked
+                continue
+            classes[cls] = None
+    return dict(sorted(invalid_values(classes).items()))
+
+
+def _problem(prefix: str, err: ErrorDetails) -> tuple[str, str]:
+    """The variable of one pydantic validation error, and a line naming it and what it expects."""
+    field = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+    var = (prefix + field).upper() if field else prefix + "*"
+    value = os.environ.get(var)
+    shown = "" if value is None or any(word in var.lower() for word in _SENSITIVE) else f" (got {value!r})"
+    return var, f"{var}: {err.get('msg', 'invalid')}{shown}"
 
 
 _B = TypeVar("_B", bound=BaseServiceSettings)

@@ -221,8 +221,10 @@ def capped(names: Sequence[str], most: int = BRIEF_LIST) -> str:
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
-    """The review without a model: what changed, what uses it, what usually changes with it.
+def brief(ctx: ReviewContext, files: Sequence[ChangedFile], why: str = NEEDS_MODEL) -> str:
+    """The review without a model: what changed, what uses it, what usually changes with it, then
+    ``why`` there are no findings — no model configured, or the model call that failed (one of the
+    two, never both).
 
     Markdown (the web view and the providers render it): each part is a paragraph of its own, so
     a line after a list never reads as a continuation of the list's last item."""
@@ -252,8 +254,10 @@ def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
     )
     shown = {i.path for i in ctx.items}
     stale, drift = (
-        list(dict.fromkeys(d["path"] for d in ctx.dropped if d["reason"] == why and d["path"] not in shown))
-        for why in ("stale_doc", "drift_doc")
+        list(
+            dict.fromkeys(d["path"] for d in ctx.dropped if d["reason"] == reason and d["path"] not in shown)
+        )
+        for reason in ("stale_doc", "drift_doc")
     )
     lines.append(
         "Documentation in play: "
@@ -265,5 +269,5 @@ def brief(ctx: ReviewContext, files: Sequence[ChangedFile]) -> str:
     others = list(dict.fromkeys(f"{i.repository} ({i.source})" for i in ctx.items if i.repository))
     if others:
         lines += ["", "Context from other repositories (hints): " + ", ".join(others) + "."]
-    lines += ["", NEEDS_MODEL]
+    lines += ["", why]
     return "\n".join(lines)

@@ -682,7 +682,7 @@ class ReviewerService:
         done = await review_in_parts(plan, chat, files, max_findings=s.review_max_findings)
         if not done.reviewed:  # every call failed
             error = done.failures[0].split(": ", 1)[-1]
-            summary = brief(context, pr.files) + f"\n\nThe model call failed ({error}); no findings."
+            summary = brief(context, pr.files, f"The model call failed ({error}); no findings.")
             return Outcome(summary), {"mode": "brief", "reason": f"model_failed: {error}"}
         return done.outcome, {
             "mode": "model",
