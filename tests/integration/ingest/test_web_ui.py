@@ -480,12 +480,14 @@ async def test_a_pull_requests_review_leads_with_its_title_author_and_branches(
         assert f"main at {pull.review['base_sha'][:12]}" in head, head
         assert f"feature at {pull.review['head_sha'][:12]}" in head, head
         assert "not recorded" not in head, head
+        print(f"screenshot: {await b.screenshot(_shots(tmp_path) / 'pull-review.png')}")
         assert await b.script("return document.querySelectorAll('main img, main b').length") == 0
         assert await b.script("return window.__pwned === undefined") is True
         await b.get(served.url + f"/ui/t/{pull.world.tenant_id}/r/{pull.repository_id}/reviews")
         listed = await b.text()
         assert f"github #131: {PULL_TITLE}" in listed and f"author: {PULL_AUTHOR}" in listed, listed
         assert "main at" in listed and "feature at" in listed, listed
+        print(f"screenshot: {await b.screenshot(_shots(tmp_path) / 'pull-reviews.png')}")
         assert await b.script("return document.querySelectorAll('main img, main b').length") == 0
         assert await b.script("return window.__pwned === undefined") is True
         # a row stored before migration 0051 has none of them: "not recorded", never blank
