@@ -134,6 +134,69 @@ async def test_review_event_carries_the_pull_request(client: httpx.AsyncClient, 
         assert event["provider"] == "github"
 
 
+# (provider, fixture, event) -> (title, the pull request's author, who asked, base ref, head ref);
+# a GitLab note by someone else names the author by id only: no author, never the commenter
+PULL_FACTS: dict[tuple[str, str, str], tuple[str, str | None, str, str | None, str | None]] = {
+    ("github", "pull_request_opened", "pull_request"): (
+        "Nightly FX revaluation of open positions",
+        "dtrinh",
+        "dtrinh",
+        "main",
+        "feature/fx-revaluation",
+    ),
+    ("github", "issue_comment_created", "issue_comment"): (
+        "Nightly FX revaluation of open positions",
+        "dtrinh",
+        "priya-raman",
+        None,
+        None,
+    ),
+    ("gitlab", "merge_request_open", "Merge Request Hook"): (
+        "Configurable dunning levels per account tier",
+        "anwosu",
+        "anwosu",
+        "main",
+        "feature/dunning-levels",
+    ),
+    ("gitlab", "note_merge_request", "Note Hook"): (
+        "Configurable dunning levels per account tier",
+        None,
+        "jlindqvist",
+        "main",
+        "feature/dunning-levels",
+    ),
+    ("bitbucket", "pullrequest_created", "pullrequest:created"): (
+        "Prefer rail legs within carrier quota",
+        "rcosta",
+        "rcosta",
+        "main",
+        "feature/rail-quota",
+    ),
+    ("bitbucket", "pullrequest_comment_created", "pullrequest:comment_created"): (
+        "Prefer rail legs within carrier quota",
+        "rcosta",
+        "lhoffmann",
+        "main",
+        "feature/rail-quota",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("provider", "name", "event"), list(PULL_FACTS), ids=[f"{p}-{n}" for p, n, _ in PULL_FACTS]
+)
+async def test_review_event_carries_the_pull_requests_title_author_and_branches(
+    client: httpx.AsyncClient, served: Served, provider: str, name: str, event: str
+) -> None:
+    async with world_of(client, served.ctx.pool) as world:
+        res = await deliver(client, provider, name, event, delivery=f"{name}-facts")
+        assert (res.status_code, res.json()["outcome"]) == (202, "accepted"), res.text
+        emitted = (await _outbox_events(served, world.tenant_id))[-1]
+        assert emitted["type"] == "review.requested"
+        got = tuple(emitted[k] for k in ("title", "author", "requested_by", "base_ref", "head_ref"))
+        assert got == PULL_FACTS[(provider, name, event)]
+
+
 async def test_a_full_review_comment_asks_the_reviewer_for_a_full_review(
     client: httpx.AsyncClient, served: Served
 ) -> None:

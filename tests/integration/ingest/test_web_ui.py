@@ -27,7 +27,9 @@ from uuid import UUID
 import httpx
 import pytest
 
+from palimpsest.cli.commands_review import review_text
 from palimpsest.cli.local import register_path
+from palimpsest.core.db import tenant_tx
 from palimpsest.core.service import Infra
 from tests.integration.analyzer.support import (
     analyzer_for,
@@ -38,11 +40,20 @@ from tests.integration.analyzer.support import (
 )
 from tests.integration.analyzer.test_analyzer_doccheck import INVOICE, LEDGER, README, RENAMED, REPORT
 from tests.integration.ingest.read_support import poll
-from tests.integration.ingest.support import ADMIN_TOKEN, Served, World, drop_tenant, new_tenant
+from tests.integration.ingest.support import (
+    ADMIN_TOKEN,
+    INSTALLATIONS,
+    Served,
+    World,
+    deliver,
+    drop_tenant,
+    new_tenant,
+)
 from tests.integration.ingest.test_ingest_review_api import reviewer
 from tests.integration.reviewer.conftest import TAX
 from tests.support import browser
 from tests.support.gitrepo import commit, git, init_repo
+from tests.unit.ingest.webhook_support import edited, load
 
 PAYLOAD_SCRIPT = "<script>window.__pwned = 'script'</script>"
 PAYLOAD_IMG = "<img src=x onerror=\"window.__pwned = 'img'\">"
@@ -50,6 +61,10 @@ HOSTILE_NAME = "docs/<img src=x onerror=window.__pwned=1>.md"
 NOTES = (
     f"# Notes\n\n{PAYLOAD_SCRIPT}\n\n{PAYLOAD_IMG}\n\n[open the rates](javascript:window.__pwned='link')\n"
 )
+
+PULL_TITLE = "Totals <img src=x onerror=\"window.__pwned = 'title'\"> & <b>rates</b>"
+PULL_AUTHOR = "ana-author"
+PULL_PUSHER = "ben-pusher"
 
 LOGO = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))  # binary: indexing skips it
 
@@ -145,6 +160,65 @@ async def site(
         await drop_tenant(infra.pool, other.tenant_id)
 
 
+@dataclass
+class Pull:
+    world: World
+    repository_id: UUID
+    review: dict[str, Any]  # as GET /v1/…/reviews/{id} shows it
+
+
+@pytest.fixture(scope="module")
+async def pull(client: httpx.AsyncClient, served: Served, site: Site) -> AsyncIterator[Pull]:
+    """A review a GitHub ``pull_request`` webhook asked for, through ingest, the bus and the reviewer:
+    the pull request's title is hostile, its author is not the user who pushed (the sender). The
+    repository is the site's git repository, registered as the GitHub repository the delivery
+    names (the API takes only https URLs on GitHub for one: the row is set here, so that the
+    reviewer fetches from this machine and nothing leaves 127.0.0.1)."""
+    infra: Infra = served.infra
+    world = await new_tenant(client, "web-pull")
+    try:
+        made = await client.post(
+            world.path("/installations"), json=INSTALLATIONS["github"], headers=world.auth
+        )
+        assert made.status_code == 201, made.text
+        payload = load("github", "pull_request_opened")
+        repository_id = await register_path(infra.pool, world.tenant_id, Path(site.repo["path"]))
+        async with tenant_tx(infra.pool, world.tenant_id) as conn:
+            await conn.execute(
+                "UPDATE repositories SET provider = 'github', external_id = %s, full_name = %s"
+                " WHERE repository_id = %s",
+                (str(payload["repository"]["id"]), payload["repository"]["full_name"], repository_id),
+            )
+        async with running(infra, indexer_definitions({world.tenant_id})):
+            assert (await index(infra, world.tenant_id, repository_id)).state == "ready"
+        payload = edited(
+            payload,
+            {
+                "pull_request.title": PULL_TITLE,
+                "pull_request.user.login": PULL_AUTHOR,
+                "sender.login": PULL_PUSHER,
+                "pull_request.base.sha": site.repo["base"],
+                "pull_request.base.ref": "main",
+                "pull_request.head.sha": site.repo["feature"],
+                "pull_request.head.ref": "feature",
+            },
+        )
+        listed = world.path(f"/repositories/{repository_id}/reviews")
+        async with reviewer(infra, world.tenant_id):
+            res = await deliver(client, "github", "", "pull_request", delivery="web-pull-1", payload=payload)
+            assert (res.status_code, res.json()["outcome"]) == (202, "accepted"), res.text
+            found = await poll(
+                lambda: client.get(listed, headers=world.auth), lambda r: bool(r.json()["items"])
+            )
+        review_id = found.json()["items"][0]["review_id"]
+        shown = await client.get(world.path(f"/reviews/{review_id}"), headers=world.auth)
+        assert shown.status_code == 200, shown.text
+        assert shown.json()["state"] == "completed", shown.text
+        yield Pull(world, repository_id, shown.json())
+    finally:
+        await drop_tenant(infra.pool, world.tenant_id)
+
+
 async def _signed_in(
     client: httpx.AsyncClient, token: str, *, headers: dict[str, str] | None = None
 ) -> httpx.Response:
@@ -163,6 +237,34 @@ def _csrf(page: str) -> str:
 
 
 # ------------------------------------------------------------------------------- over HTTP
+
+
+async def test_a_webhooks_pull_request_title_and_author_reach_the_stored_review(
+    client: httpx.AsyncClient, pull: Pull
+) -> None:
+    """What the delivery said is stored with the review and read back by the API, its list and
+    ``palimpsest review show`` (whose text is made from the API's JSON)."""
+    r = pull.review
+    assert (r["provider"], r["number"]) == ("github", 131)
+    assert (r["title"], r["author"], r["requested_by"]) == (PULL_TITLE, PULL_AUTHOR, PULL_PUSHER)
+    assert (r["base_ref"], r["head_ref"]) == ("main", "feature")
+    listed = await client.get(
+        pull.world.path(f"/repositories/{pull.repository_id}/reviews"), headers=pull.world.auth
+    )
+    item = listed.json()["items"][0]
+    assert (item["title"], item["author"], item["base_ref"], item["head_ref"]) == (
+        PULL_TITLE,
+        PULL_AUTHOR,
+        "main",
+        "feature",
+    )
+    text = review_text(r).splitlines()
+    assert text[1:5] == [
+        "Pull request: github #131",
+        f"Title: {PULL_TITLE}",
+        f"Author: {PULL_AUTHOR} (review asked by {PULL_PUSHER})",
+        "Branches: base main, head feature",
+    ], text
 
 
 async def test_sign_in_sets_a_sealed_strict_http_only_cookie_and_pages_carry_the_headers(
@@ -354,6 +456,55 @@ async def test_every_page_in_a_real_browser(served: Served, site: Site, tmp_path
         print(f"screenshot: {path}")
 
 
+async def test_a_pull_requests_review_leads_with_its_title_author_and_branches(
+    served: Served, pull: Pull, tmp_path: Path
+) -> None:
+    """The review page's header and the reviews list in the browser: the pull request's title
+    (hostile: shown as text, nothing of it runs or renders), its author, and each side's branch
+    with its commit. A review stored before they were recorded says so."""
+    why = browser.missing()
+    if why is not None:
+        pytest.skip(why)
+    review_id = pull.review["review_id"]
+    page = f"/ui/t/{pull.world.tenant_id}/reviews/{review_id}"
+    with browser.chromium(tmp_path / "profile") as b:
+        await b.get(served.url + page)
+        await b.fill_and_submit("token", pull.world.token)
+        await b.url()
+        await b.get(served.url + page)
+        assert await b.script("return document.getElementById('review-title').innerText") == PULL_TITLE
+        author = await b.script("return document.getElementById('review-author').innerText")
+        assert author == f"{PULL_AUTHOR} (review asked by {PULL_PUSHER})", author
+        head = await b.script("return document.getElementById('review-head').innerText")
+        assert "github #131" in head, head
+        assert f"main at {pull.review['base_sha'][:12]}" in head, head
+        assert f"feature at {pull.review['head_sha'][:12]}" in head, head
+        assert "not recorded" not in head, head
+        print(f"screenshot: {await b.screenshot(_shots(tmp_path) / 'pull-review.png')}")
+        assert await b.script("return document.querySelectorAll('main img, main b').length") == 0
+        assert await b.script("return window.__pwned === undefined") is True
+        await b.get(served.url + f"/ui/t/{pull.world.tenant_id}/r/{pull.repository_id}/reviews")
+        listed = await b.text()
+        assert f"github #131: {PULL_TITLE}" in listed and f"author: {PULL_AUTHOR}" in listed, listed
+        assert "main at" in listed and "feature at" in listed, listed
+        print(f"screenshot: {await b.screenshot(_shots(tmp_path) / 'pull-reviews.png')}")
+        assert await b.script("return document.querySelectorAll('main img, main b').length") == 0
+        assert await b.script("return window.__pwned === undefined") is True
+        # a row stored before migration 0051 has none of them: "not recorded", never blank
+        async with tenant_tx(served.infra.pool, pull.world.tenant_id) as conn:
+            await conn.execute(
+                "UPDATE reviews SET title = NULL, author = NULL, requested_by = NULL, base_ref = NULL,"
+                " head_ref = NULL WHERE review_id = %s",
+                (review_id,),
+            )
+        await b.get(served.url + page)
+        for part in ("review-title", "review-author"):
+            said = await b.script(f"return document.getElementById('{part}').innerText")
+            assert said.startswith("not recorded"), said
+        head = await b.script("return document.getElementById('review-head').innerText")
+        assert pull.review["base_sha"][:12] in head and "main at" not in head, head
+
+
 BROKEN_WORDS = """
 const broken = new Set();
 const top = (node, i) => {
@@ -394,6 +545,9 @@ async def test_the_review_leads_with_its_result_and_the_file_shows_its_source(
         await b.get(served.url + site.ui(f"/reviews/{site.review_id}"))
         head = await b.script("return document.getElementById('review-head').innerText")
         assert "none: a review of commits" in head, head  # a local review has no pull request
+        title = await b.script("return document.getElementById('review-title').innerText")
+        assert title == PAYLOAD_SCRIPT, title  # the title the API was given, as text
+        assert await b.script("return document.getElementById('review-author')") is None
         assert site.repo["base"][:12] in head and re.search(r"\d\d:\d\d:\d\d UTC", head), head
         tops = await b.script(
             "return ['review-head', 'find-h', 'co-h', 'sum-h', 'ctx-h', 'fb-h'].map("

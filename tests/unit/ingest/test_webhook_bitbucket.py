@@ -134,6 +134,7 @@ def test_created_pull_request_requests_a_review() -> None:
         trigger="opened",
         comment_id=None,
         requested_by="rcosta",
+        author="rcosta",
     )
 
 
@@ -165,6 +166,7 @@ def test_comment_mentioning_the_bot_requests_a_review() -> None:
     assert intent.trigger == "comment"
     assert intent.comment_id == "561203987"
     assert intent.requested_by == "lhoffmann"
+    assert intent.author == "rcosta"  # the pull request's author, not the commenter
     assert (intent.base_sha, intent.head_sha) == ("d75224c3c9e2", "224cc369291a")
 
 

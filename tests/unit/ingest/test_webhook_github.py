@@ -184,6 +184,7 @@ def test_pull_request_actions_that_request_a_review(action: str) -> None:
         trigger=action,  # type: ignore[arg-type]
         comment_id=None,
         requested_by="dtrinh",
+        author="dtrinh",
     )
 
 
@@ -239,7 +240,20 @@ def test_comment_mentioning_the_bot_requests_a_review_without_shas() -> None:
     assert intent.trigger == "comment"
     assert intent.comment_id == "2724318856"
     assert intent.requested_by == "priya-raman"
+    assert intent.author == "dtrinh"  # the pull request's author, not the commenter
     assert intent.title == "Nightly FX revaluation of open positions"
+
+
+def test_a_push_by_someone_else_keeps_the_pull_requests_author() -> None:
+    payload = edited(load("github", "pull_request_synchronize"), {"sender.login": "ci-rebaser"})
+    intent = review_intent(parse("pull_request", payload))
+    assert (intent.author, intent.requested_by) == ("dtrinh", "ci-rebaser")
+
+
+def test_a_malformed_author_login_loses_the_author_not_the_delivery() -> None:
+    payload = edited(load("github", "pull_request_opened"), {"pull_request.user.login": "bad\x00login"})
+    intent = review_intent(parse("pull_request", payload))
+    assert intent.author is None and intent.title == "Nightly FX revaluation of open positions"
 
 
 def test_the_app_login_also_works_as_bot_name() -> None:

@@ -144,6 +144,7 @@ def test_opened_merge_request_requests_a_review_without_a_base_sha() -> None:
         trigger="opened",
         comment_id=None,
         requested_by="anwosu",
+        author="anwosu",  # the user who opened it is the author (user.id == author_id)
     )
 
 
@@ -217,9 +218,17 @@ def test_note_mentioning_the_bot_requests_a_review() -> None:
     assert intent.number == 57
     assert intent.comment_id == "1190245"
     assert intent.requested_by == "jlindqvist"
+    assert intent.author is None  # the payload names the author by id only, and they did not comment
     assert intent.head_sha == "7df003cb518886b270e159cd76daa1edfb055de7"
     assert intent.base_sha is None
     assert (intent.base_ref, intent.head_ref) == ("main", "feature/dunning-levels")
+
+
+def test_a_note_by_the_author_names_the_author() -> None:
+    payload = load("gitlab", "note_merge_request")
+    author_id = payload["merge_request"]["author_id"]
+    intent = review_intent(parse("Note Hook", edited(payload, {"user.id": author_id})))
+    assert intent.author == intent.requested_by == "jlindqvist"
 
 
 def test_note_without_the_mention_is_ignored() -> None:

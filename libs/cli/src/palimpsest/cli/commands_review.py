@@ -217,6 +217,24 @@ def dropped_text(dropped: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
+def _about_lines(out: dict[str, Any]) -> list[str]:
+    """What the review was of: the pull request, its title and author, the branches."""
+    from palimpsest.index.stored import review_about
+
+    about = review_about(out)
+    if about.pull_request:
+        lines = [f"Pull request: {out.get('provider')} #{out.get('number')}", f"Title: {about.title}"]
+        lines.append(f"Author: {about.author}")
+    else:
+        lines = ["Pull request: none (a review of commits through the CLI or the API)"]
+        if out.get("title"):
+            lines.append(f"Title: {about.title}")
+    refs = [f"{side} {out[f'{side}_ref']}" for side in ("base", "head") if out.get(f"{side}_ref")]
+    if refs:
+        lines.append("Branches: " + ", ".join(refs))
+    return lines
+
+
 def review_text(out: dict[str, Any]) -> str:
     """The review for people, the result first: its id, the findings, the co-change warning, the
     summary; then where the context came from, the context itself and what was dropped."""
@@ -230,6 +248,8 @@ def review_text(out: dict[str, Any]) -> str:
     head = str(out.get("head_sha") or "")[:12]
     base = str(out.get("base_sha") or "")[:12]
     lines = [f"Review {review_id or '(not stored)'} · {out.get('state')} · {base or '?'}..{head or '?'}"]
+    if review_id:
+        lines += _about_lines(out)
     findings = out.get("findings") or []
     lines.append(f"Findings ({len(findings)}):" if findings else "Findings: none.")
     for f in findings:

@@ -157,6 +157,7 @@ class ReviewRequested(Event):
     delivery_id: str | None = None
     comment_id: str | None = None  # the comment that asked for the review (trigger "comment")
     requested_by: str | None = None  # the provider login that opened, pushed or asked
+    author: str | None = None  # the pull request's author, when the provider's payload names them
     submission_id: UUID | None = None  # an API submission (review_submissions): its diff, its outcome
     full: bool = False  # review the whole pull request, never only the commits since the last review
 

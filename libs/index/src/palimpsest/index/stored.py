@@ -10,6 +10,7 @@ Every function runs in the caller's tenant transaction (row-level security scope
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = [
     "list_analyses",
     "list_reviews",
     "load_review",
+    "review_about",
     "review_by_request",
     "submission",
     "submission_by_request",
@@ -266,6 +268,11 @@ class ReviewView:
     since_sha: str | None
     resolved: list[Any]  # jsonb
     created_at: datetime
+    title: str | None  # what it was of (NULL: stored before migration 0051, not recorded)
+    author: str | None
+    requested_by: str | None
+    base_ref: str | None
+    head_ref: str | None
     context: tuple[ContextItem, ...] = ()
     findings: tuple[StoredFinding, ...] = ()
 
@@ -299,13 +306,19 @@ class ReviewView:
             "since_sha": self.since_sha,
             "resolved": self.resolved,
             "created_at": _iso(self.created_at),
+            "title": self.title,
+            "author": self.author,
+            "requested_by": self.requested_by,
+            "base_ref": self.base_ref,
+            "head_ref": self.head_ref,
         }
 
 
 _REVIEW_COLUMNS = (
     "review_id, repository_id, request_id, provider, number, snapshot_id, base_sha, head_sha, state, mode,"
     " reason, model, dropped, cochange_missing, sources, findings_dropped, summary, prompt_tokens,"
-    " completion_tokens, cost_usd::float8 AS cost_usd, posted, scope, commits, since_sha, resolved, created_at"
+    " completion_tokens, cost_usd::float8 AS cost_usd, posted, scope, commits, since_sha, resolved, created_at,"
+    " title, author, requested_by, base_ref, head_ref"
 )
 
 
@@ -362,6 +375,11 @@ class ReviewListing(JsonRow):
     created_at: datetime
     scope: str
     findings: int
+    title: str | None  # NULL: stored before migration 0051 (not recorded)
+    author: str | None
+    requested_by: str | None
+    base_ref: str | None
+    head_ref: str | None
 
 
 async def list_reviews(
@@ -374,12 +392,50 @@ async def list_reviews(
         "SELECT r.review_id AS id, r.review_id, r.repository_id, r.request_id, r.provider, r.number, r.base_sha,"
         " r.head_sha, r.snapshot_id, r.state, r.mode, r.reason, r.model, r.posted, r.duration_s, r.created_at,"
         " r.scope,"
-        " (SELECT count(*) FROM review_findings f WHERE f.review_id = r.review_id) AS findings"
+        " (SELECT count(*) FROM review_findings f WHERE f.review_id = r.review_id) AS findings,"
+        " r.title, r.author, r.requested_by, r.base_ref, r.head_ref"
         " FROM reviews r",
         repository_id,
         limit,
         before,
     )
+
+
+NOT_RECORDED = "not recorded (reviewed before titles and authors were stored with reviews)"
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewAbout:
+    """What a stored review was of, in words for people (the web view and the CLI say the same):
+    the title and the pull request's author (who asked, when the provider did not name the
+    author). Plain text: the web view escapes it."""
+
+    pull_request: bool
+    title: str
+    author: str
+
+
+def review_about(review: ReviewListing | Mapping[str, Any]) -> ReviewAbout:
+    """A stored review's subject (a listing, or a review's JSON from the API or ``to_json``).
+
+    A row stored before migration 0051 has no title (NULL): its title and author are "not
+    recorded". A local or API review has no pull request and so no author."""
+    get = review.get if isinstance(review, Mapping) else lambda key: getattr(review, key, None)
+    title, author, asked = get("title"), get("author"), get("requested_by")
+    pull_request = get("number") is not None
+    if title is None:
+        said_title = said_author = NOT_RECORDED
+    else:
+        said_title = str(title) or "none given"
+        if not pull_request:
+            said_author = "none: not a pull request"
+        elif author:
+            said_author = str(author) + (f" (review asked by {asked})" if asked and asked != author else "")
+        else:
+            said_author = "not named by the provider's delivery" + (
+                f"; review asked by {asked}" if asked else ""
+            )
+    return ReviewAbout(pull_request, said_title, said_author)
 
 
 # ------------------------------------------------------------------------ review submissions

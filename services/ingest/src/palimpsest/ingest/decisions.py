@@ -179,6 +179,7 @@ async def _review(conn: Conn, route: Route, parsed: ParsedDelivery, intent: Revi
         delivery_id=parsed.delivery_id,
         comment_id=intent.comment_id,
         requested_by=intent.requested_by,
+        author=intent.author,
         full=intent.full,
     )
     return Decision("accepted", 202, None, repo.repository_id, [event])

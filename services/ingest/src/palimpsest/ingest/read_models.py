@@ -222,6 +222,12 @@ class ReviewRequest(_Out):
     submission_id: UUID
 
 
+_TITLE = "The pull request's title (a local or API review: the title given); null: not recorded."
+_AUTHOR = "The pull request's author, when the provider's payload names them; else null."
+_REQUESTED_BY = "Who opened, pushed or commented to ask for the review; null for a local or API review."
+_REFS = "The branch (or revision) the request named; null when it named commits only, or not recorded."
+
+
 class ReviewItem(_Out):
     review_id: UUID
     repository_id: UUID
@@ -240,6 +246,11 @@ class ReviewItem(_Out):
     duration_s: float
     created_at: datetime
     scope: Literal["full", "incremental"] = "full"
+    title: str | None = Field(default=None, description=_TITLE)
+    author: str | None = Field(default=None, description=_AUTHOR)
+    requested_by: str | None = Field(default=None, description=_REQUESTED_BY)
+    base_ref: str | None = Field(default=None, description=_REFS)
+    head_ref: str | None = Field(default=None, description=_REFS)
 
 
 class ReviewPage(Page):
@@ -357,3 +368,8 @@ class Review(_Out):
         description="Fingerprints of earlier findings of the pull request whose code changed or vanished.",
     )
     created_at: datetime | None = None
+    title: str | None = Field(default=None, description=_TITLE)
+    author: str | None = Field(default=None, description=_AUTHOR)
+    requested_by: str | None = Field(default=None, description=_REQUESTED_BY)
+    base_ref: str | None = Field(default=None, description=_REFS)
+    head_ref: str | None = Field(default=None, description=_REFS)

@@ -406,6 +406,11 @@ class ReviewerService:
             event.base_sha,
             event.number,
             replaces=event.full,
+            title=event.title,
+            author=event.author,
+            requested_by=event.requested_by,
+            base_ref=event.base_ref or (None if event.base_sha else repo["default_branch"]),
+            head_ref=event.head_ref,
         )
         try:
             base = event.base_sha or event.base_ref or repo["default_branch"]

@@ -50,6 +50,11 @@ class ReviewRecord:
     resolved: list[str] = field(default_factory=list)  # earlier findings' fingerprints, anchor gone
     requested_at: datetime | None = None
     replaces: bool = False  # a full review asked for: it replaces a completed review of the same head
+    title: str = ""  # what the review was of (migration 0051): the pull request's title,
+    author: str | None = None  # its author (when the provider named them),
+    requested_by: str | None = None  # who asked,
+    base_ref: str | None = None  # and the branches the request named
+    head_ref: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +96,9 @@ async def save_review(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> UUID:
         "INSERT INTO reviews (tenant_id, review_id, repository_id, request_id, provider, number, base_sha,"
         " head_sha, snapshot_id, state, mode, reason, model, summary, dropped, cochange_missing, sources,"
         " findings_dropped, prompt_tokens, completion_tokens, cost_usd, duration_s, posted, scope, commits,"
-        " since_sha, merge_base, resolved)"
+        " since_sha, merge_base, resolved, title, author, requested_by, base_ref, head_ref)"
         " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-        " %s, %s, %s, %s, %s)"
+        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
         " ON CONFLICT (tenant_id, repository_id, head_sha) DO NOTHING RETURNING review_id",
         (
             tenant_id,
@@ -124,6 +129,11 @@ async def save_review(conn: Conn, tenant_id: UUID, r: ReviewRecord) -> UUID:
             r.since_sha,
             r.merge_base,
             json.dumps(r.resolved),
+            r.title[:1000],
+            (r.author or "")[:200] or None,
+            (r.requested_by or "")[:200] or None,
+            (r.base_ref or "")[:1000] or None,
+            (r.head_ref or "")[:1000] or None,
         ),
     )
     if await cur.fetchone() is None:  # a concurrent delivery stored it first

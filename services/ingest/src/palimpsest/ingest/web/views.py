@@ -18,7 +18,7 @@ from palimpsest.index.errors import IndexNotReady, UnknownSeed
 from palimpsest.index.graph.query import graph_context
 from palimpsest.index.recency import cochange_neighbours, last_modified_at
 from palimpsest.index.snapshots import file_text, get_snapshot, list_snapshots, newest_ready
-from palimpsest.index.stored import AnalysisView, analysis_view, list_analyses, list_reviews
+from palimpsest.index.stored import AnalysisView, analysis_view, list_analyses, list_reviews, review_about
 from palimpsest.ingest.admin import index, reviews
 from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.admin.index import require_repository
@@ -212,7 +212,12 @@ async def reviews_page(ctx: IngestContext, scope: Scope, repository_id: UUID) ->
     async with scoped_tx(ctx, scope) as conn:
         repo = await require_repository(conn, repository_id)
         found = await list_reviews(conn, repository_id, limit=100)
-    return {"repo": repo, "reviews": found, "links": ProviderLinks.of(repo.provider, repo.clone_url)}
+    return {
+        "repo": repo,
+        "reviews": found,
+        "links": ProviderLinks.of(repo.provider, repo.clone_url),
+        "about": review_about,
+    }
 
 
 async def review_page(ctx: IngestContext, scope: Scope, review_id: UUID) -> dict[str, Any]:
@@ -242,6 +247,7 @@ async def review_page(ctx: IngestContext, scope: Scope, review_id: UUID) -> dict
         "head_url": links.commit(review.get("head_sha")),
         "base_url": links.commit(review.get("base_sha")),
         "pull_url": links.pull(review.get("number")),
+        "about": review_about(review),
     }
 
 

@@ -200,6 +200,7 @@ def _review(
         trigger=trigger,
         comment_id=comment_id,
         requested_by=requested_by,
+        author=_account_name(pull.opt_node("author")),
     )
 
 

@@ -247,7 +247,14 @@ def _pull_request(payload: Node, _event: str, _bot_name: str) -> Handled:
         trigger=trigger,
         comment_id=None,
         requested_by=sender.opt_string("login") if sender is not None else None,
+        author=_login(pull),
     )
+
+
+def _login(item: Node) -> str | None:
+    """The login of a pull request's (or its issue's) author."""
+    user = item.opt_node("user")
+    return user.peek_string("login") if user is not None else None  # optional: never refuses a delivery
 
 
 def _issue_comment(payload: Node, _event: str, bot_name: str) -> Handled:
@@ -279,6 +286,7 @@ def _issue_comment(payload: Node, _event: str, bot_name: str) -> Handled:
         trigger="comment",
         comment_id=comment.ident("id"),
         requested_by=login,
+        author=_login(issue),
         full=requests_full_review(comment.text("body"), bot_name),
     )
 

@@ -216,6 +216,15 @@ def _merge_request_trigger(payload: Node, attributes: Node) -> ReviewTrigger | I
     return Ignored(f"merge request action '{clip(action)}' does not request a review")
 
 
+def _author(request: Node, user: Node | None) -> str | None:
+    """The merge request's author's username: GitLab's payloads name the author only by id, so it
+    is known when the user who triggered the event is the author, else None (never a guess)."""
+    author_id = request.opt_ident("author_id")
+    if user is None or author_id is None or user.opt_ident("id") != author_id:
+        return None
+    return user.peek_string("username")
+
+
 def _merge_request(payload: Node, _event: str, _bot_name: str) -> Handled:
     repo = _repo(payload.node("project"))
     attributes = payload.node("object_attributes")
@@ -236,6 +245,7 @@ def _merge_request(payload: Node, _event: str, _bot_name: str) -> Handled:
         trigger=trigger,
         comment_id=None,
         requested_by=user.opt_string("username") if user is not None else None,
+        author=_author(attributes, user),
     )
 
 
@@ -249,7 +259,8 @@ def _note(payload: Node, _event: str, bot_name: str) -> Handled:
         return repo, Ignored("comment edited; only new comments request reviews")
     if attributes.boolean("system", default=False):
         return repo, Ignored("system note")
-    username = payload.node("user").string("username")
+    user = payload.node("user")
+    username = user.string("username")
     if is_bot_author(username, bot_name):
         return repo, Ignored("comment written by the bot")
     request = payload.node("merge_request")
@@ -272,6 +283,7 @@ def _note(payload: Node, _event: str, bot_name: str) -> Handled:
         trigger="comment",
         comment_id=attributes.ident("id"),
         requested_by=username,
+        author=_author(request, user),
         full=requests_full_review(attributes.text("note"), bot_name),
     )
 

@@ -73,7 +73,9 @@ class ReviewIntent:
 
     Commit SHAs and refs are None when the payload does not carry them (a GitHub
     `issue_comment`, the base commit of a GitLab merge request); the service resolves them.
-    Bitbucket sends abbreviated (12-hex) commit hashes for pull requests.
+    Bitbucket sends abbreviated (12-hex) commit hashes for pull requests. ``author`` is the pull
+    request's author (GitHub and Bitbucket name them; GitLab only when the sender is the author:
+    its payloads carry the author's id, not their name), never the commenter who asked.
     """
 
     repo: RepoRef
@@ -87,7 +89,8 @@ class ReviewIntent:
     draft: bool
     trigger: ReviewTrigger
     comment_id: str | None
-    requested_by: str | None
+    requested_by: str | None  # who opened, pushed or asked (the sender, the commenter)
+    author: str | None = None  # the pull request's author, when the payload names them
     full: bool = False  # the comment asked for a full review ('@bot review full')
 
 
