@@ -241,6 +241,7 @@ async def _in_browser(served: Served, world: World, repository_id: str, tmp_path
         page = await b.text()
         assert reason in page and "Retry: no automatic retry of this request" in page, page[:3000]
         assert "Failing since" in page
+        assert "`" not in page, "the retry's commands are shown as code, not as raw backticks"
         await b.screenshot(tmp_path / "repository-failing.png")
         await b.get(f"{served.url}/ui/t/{world.tenant_id}/")
         listing = await b.text()
