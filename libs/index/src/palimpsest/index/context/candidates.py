@@ -23,7 +23,7 @@ from uuid import UUID
 from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner, missing_partners
-from palimpsest.index.codefacts import Kind, classify, is_doc
+from palimpsest.index.codefacts import Kind, classify, is_doc, is_test
 from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
 from palimpsest.index.recency import cochange_evidence, cochange_neighbours
@@ -321,7 +321,7 @@ async def neighbourhood(
         return []
     reasons: dict[str, str] = {}
     for path, partner in paired_tests(graph.paths, seeds):  # the changed files' tests, or code under test
-        reasons.setdefault(path, f"tests {partner}" if _is_test_name(path) else f"the code {partner} tests")
+        reasons.setdefault(path, f"tests {partner}" if is_test(path) else f"the code {partner} tests")
     for entry in result.entries:
         if entry.path not in changed and len(reasons) < limit:
             reasons.setdefault(entry.path, entry.reason)
@@ -569,7 +569,7 @@ def paired_tests(paths: Sequence[str], changed: Sequence[str]) -> list[tuple[str
         if not stem:
             continue
         for path in by_name.get((_tested_stem(stem).lower(), _family(partner)), ()):
-            if path not in changed_set and _is_test_name(path) != _is_test_name(partner) and _pairs(path):
+            if path not in changed_set and is_test(path) != is_test(partner) and _pairs(path):
                 found.append((path, partner))
     found.sort(key=lambda pair: (-_shared_dirs(*pair), pair[0]))
     per_partner: dict[str, int] = {}
@@ -624,11 +624,6 @@ def _family(path: str) -> str:
     name = path.rsplit("/", 1)[-1]
     ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     return _FAMILIES.get(ext, ext)
-
-
-def _is_test_name(path: str) -> bool:
-    stem = _stem(path)
-    return bool(stem) and _tested_stem(stem) != stem
 
 
 def _stem(path: str) -> str:
