@@ -46,7 +46,8 @@ REFERENCE = {
     # a one-directive command page, with its index entry and label (pyramid's pscripts pages)
     "autoprogram": (
         ".. index::\n    single: pserve; --reload\n\n.. _pserve_script:\n\n``pserve``\n----------\n\n"
-        ".. autoprogram:: pserve:get_parser()\n    :prog: pserve\n"
+        ".. autoprogram:: pserve:get_parser()\n    :prog: pserve\n\n"
+        ".. seealso:: :ref:`running_the_project_application` and :ref:`running-pscripts`.\n"
     ),
     "sphinx-click": "CLI\n===\n\n.. click:: pkg.cli:main\n   :prog: pkg\n   :nested: full\n",
     "a myst label": "(api)=\n# API\n\n::: pkg.mod\n",
@@ -54,6 +55,7 @@ REFERENCE = {
 NOT_REFERENCE = {
     "prose": "API\n===\n\nCall the client first.\n\n.. automodule:: pkg.mod\n",
     "no directive": "API\n===\n",
+    "a see-also in words": ".. autoprogram:: pserve:get_parser()\n\n.. seealso:: The guide, for more.\n",
 }
 
 

@@ -26,11 +26,11 @@ _GENERATOR_DIRECTIVE = re.compile(
     r"^\s*\.\.\s+(?:py:|js:)?(?:auto\w+|click|argparse|typer)::|^\s*:::\s+\S+\s*$"
 )
 # what a generated-reference page is made of besides them: headings, title underlines, labels,
-# index entries, module declarations and the directives' indented options; any other line is
+# index entries, see-also lines of cross-references only, module declarations and the directives' indented options; any other line is
 # prose a person wrote
 _REFERENCE_LINE = re.compile(
     r"^\s*$|^\s*#{1,6}\s|^\s*([=\-~^\"'`*+#])\1{2,}\s*$|^\s*\.\.\s+(?:py:|js:)?(?:current)?(?:auto\w+|module)::"
-    r"|^\s*\.\.\s+(?:index|program|highlight)::|^\s*\.\.\s+_[^:]+:\s*$|^\(\S+\)=\s*$"
+    r"|^\s*\.\.\s+(?:index|program|highlight)::|^\s*\.\.\s+seealso::(?:[\s,.]|\band\b|:ref:`[^`]+`)+$|^\s*\.\.\s+_[^:]+:\s*$|^\(\S+\)=\s*$"
     r"|^\s*:::\s+\S+\s*$|^[ \t]+\S"
 )
 _TITLE = re.compile(r"^\s*[\w`:.~-][^\n]*$")
