@@ -18,7 +18,8 @@ commit of the truth) is replayed the same way. ``--taking N`` of them are drawn 
 that take something away (delete or rename a code file, or remove a line that starts a
 definition, read from git alone), since a change that takes nothing away cannot be flagged; every left-behind finding is judged against git at
 the repository's head: *true* when no name it reports is in the head's code (``git grep -w`` over
-non-doc, non-test files) and no path it reports is in the head's tree (the drift was real, whether
+the shared classifier's definition sites: code and examples, not docs, tests, config, generated
+or vendored files) and no path it reports is in the head's tree (the drift was real, whether
 or not a later commit fixed the doc line); *false* when a name or path is still there.
 """
 
