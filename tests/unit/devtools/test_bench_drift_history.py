@@ -62,3 +62,27 @@ def test_a_name_the_docs_own_example_defines_is_no_truth() -> None:
     assert not own_example("zip_safe", "setup(\n    name='x',\n    zip_safe=False,\n)\n")  # an argument
     assert own_example("own_example", "def own_example():\n    pass\n")
     assert not own_example("compute_total", "Call `compute_total()`; `total == compute_total(x)`.\n")
+
+
+def test_the_code_is_what_the_shared_classifier_says(tmp_path: Path) -> None:
+    from palimpsest.devtools.bench.drift_history import code_paths, first_code_change
+
+    repo = init_repo(tmp_path / "repo")
+    stale_uses = {  # tests by the classifier (an e2e folder, a spec file) that still call the old name
+        "e2e/login.ts": "import { start_service } from '../src/app';\nstart_service();\n",
+        "spec/app_spec.rb": "describe 'start_service' do\nend\n",
+    }
+    commit(repo, "2023-01-01T00:00:00+00:00", {"src/app.py": APP, "README.md": README, **stale_uses})
+    removal = commit(
+        repo, "2023-06-01T00:00:00+00:00", {"src/app.py": APP.replace("start_service", "start_app")}
+    )
+    commit(repo, "2023-07-01T00:00:00+00:00", {"e2e/login.ts": stale_uses["e2e/login.ts"] + "// more\n"})
+    fix = commit(repo, "2023-08-01T00:00:00+00:00", {"README.md": FIXED})
+    # the newest pickaxe hit in the code: not the later e2e commit, which only tests touch
+    assert first_code_change(repo, "-Sstart_service", f"{fix}^") == removal
+    assert code_paths(["src/app.py", "e2e/login.ts", "spec/app_spec.rb", "README.md", "LICENSE"]) == [
+        "src/app.py"
+    ]
+    windows, _ = mine_windows(repo, commits=50)
+    # the tests' stale uses are no use by the code: the rename is drift the fix repaired
+    assert ("README.md", "start_service", removal) in {(w.doc, w.subject, w.removed_in) for w in windows}

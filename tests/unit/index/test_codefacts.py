@@ -16,6 +16,7 @@ from palimpsest.index.codefacts import (
     is_history_doc,
     is_history_file,
     is_lockfile,
+    is_output_path,
     is_primary_source,
     is_test,
     rival_version_dirs,
@@ -72,6 +73,10 @@ CASES: list[tuple[str, Kind, frozenset[str]]] = [
     ("src/__snapshots__/a.snap", T, frozenset()),
     ("out.golden", T, frozenset()),
     ("docs/test_page.md", T, frozenset()),
+    ("tests_parser.py", T, frozenset()),
+    ("test/_fixture/site/README.md", T, frozenset()),  # a private fixture folder, README and all
+    ("pkg/_testdata/notes.txt", T, frozenset()),
+    ("core/src/test/scala/BillingSpec.scala", T, frozenset()),  # tested by its folder
     # docs
     ("README.md", D, frozenset()),
     ("docs/guide.MDX", D, frozenset()),
@@ -118,6 +123,7 @@ CASES: list[tuple[str, Kind, frozenset[str]]] = [
     ("public/robots-notes.md", A, frozenset()),
     ("templates/page.md", A, frozenset()),
     (".vale/words.txt", A, frozenset()),
+    ("{{cookiecutter.project_slug}}/README.md", A, frozenset()),  # a project template's page
     # config
     ("pyproject.toml", F, frozenset()),
     ("package.json", F, frozenset()),
@@ -134,6 +140,7 @@ CASES: list[tuple[str, Kind, frozenset[str]]] = [
     (".travis.yml", F, frozenset({"ci"})),
     ("azure-pipelines.yml", F, frozenset({"ci"})),
     (".github/dependabot.yml", F, frozenset()),
+    (".git_archival.txt", F, frozenset()),  # the template ``git archive`` fills in
     # examples
     ("examples/server.js", E, frozenset()),
     ("samples/basic/main.go", E, frozenset()),
@@ -145,6 +152,12 @@ CASES: list[tuple[str, Kind, frozenset[str]]] = [
     ("CODE_OF_CONDUCT.md", X, frozenset()),
     (".github/PULL_REQUEST_TEMPLATE.md", X, frozenset()),
     ("AUTHORS", X, frozenset()),
+    ("docs/ICON_LICENSE.md", X, frozenset()),  # a licence of one part
+    ("fonts-license.txt", X, frozenset()),
+    ("licenses/django.txt", X, frozenset()),
+    # not a test by its name alone: a ``Spec`` suffix outside a test folder is a type like any other
+    ("core/src/main/scala/BillingSpec.scala", C, frozenset()),
+    ("src/licensing.py", C, frozenset()),
 ]
 
 
@@ -216,3 +229,76 @@ def test_superseded_version_dirs(paths: list[str], superseded: set[str]) -> None
 def test_rival_version_dirs_say_which_is_superseded() -> None:
     paths = ["src/v3/a.ts", "src/v4/a.ts", "src/v4/core/v1/x.ts", "cmd/v2/main.go"]
     assert rival_version_dirs(paths) == {"src/v3": True, "src/v4": False}
+
+
+# Where the four answers kept outside codefacts disagreed with it, and what holds now. Each row: the
+# path, the old answer and who gave it, and the one answer every caller gets now.
+SETTLED: list[tuple[str, str, str, bool]] = [
+    # languages.is_doc (the chunker's file kind) went by suffix alone
+    ("requirements.txt", "languages.is_doc", "doc", False),
+    ("LICENSE.md", "languages.is_doc", "doc", False),
+    ("tests/fixtures/page.md", "languages.is_doc", "doc", False),
+    ("docs/guide.md", "languages.is_doc", "doc", True),
+    # context.candidates._is_test_name went by the file name alone
+    ("core/src/main/scala/BillingSpec.scala", "candidates._is_test_name", "test", False),
+    ("e2e/login.ts", "candidates._is_test_name", "not a test", True),
+    ("tests_parser.py", "candidates._is_test_name", "test", True),
+    ("src/billing.test.ts", "candidates._is_test_name", "test", True),
+]
+
+
+@pytest.mark.parametrize(("path", "who", "old", "now"), SETTLED, ids=[f"{r[1]}:{r[0]}" for r in SETTLED])
+def test_the_answers_kept_elsewhere_are_settled_here(path: str, who: str, old: str, now: bool) -> None:
+    from palimpsest.index import languages
+
+    assert languages.is_doc is is_doc  # one answer: the chunker's is the classifier's
+    answer = is_doc(path) if who == "languages.is_doc" else is_test(path)
+    assert answer is now, f"{path}: {who} said {old}"
+
+
+# doccheck's own folder list: the paths a doc names that no repository keeps. The build-output,
+# generated and vendored folders are the classifier's; environments, caches and a generator's
+# site count only at the root, where a checkout or a tool makes them.
+OUTPUT_PATHS: list[tuple[str, bool]] = [
+    ("dist/app.js", True),
+    ("./build/lib/x.py", True),
+    (".venv/bin/python", True),
+    ("env/bin/activate", True),
+    ("site/index.html", True),
+    ("public/index.html", True),
+    ("node_modules/a/index.js", True),
+    ("third_party/lib/x.c", True),  # vendored, as classify has it (doccheck's list had only vendor/)
+    ("generated/api.ts", True),
+    ("Target/x", True),  # case-insensitive, like classify
+    ("src/env/config.ts", False),  # an env folder inside the code is code
+    ("src/dist.py", False),
+    ("docs/site.md", False),
+]
+
+
+@pytest.mark.parametrize(("path", "output"), OUTPUT_PATHS, ids=[p for p, _ in OUTPUT_PATHS])
+def test_output_paths(path: str, output: bool) -> None:
+    assert is_output_path(path) is output
+
+
+# drift_history's excludes were git pathspecs (test globs and doc suffixes); the bench now keeps
+# the classifier's definition sites, as the analyzer's history pass does
+DEFINITION_SITES: list[tuple[str, bool]] = [
+    ("src/app.py", True),
+    ("examples/app.py", True),
+    ("docs/conf.py", True),  # the docs' own code is code (tooling)
+    ("spec/models/user_spec.rb", False),  # the pathspecs missed ``_spec``
+    ("e2e/login.ts", False),  # … and e2e folders
+    ("pkg/fixtures/app.py", False),  # … and fixture folders
+    ("tests/test_app.py", False),
+    ("README.md", False),
+    ("requirements.txt", False),
+    ("LICENSE", False),  # the pathspecs let a licence define names
+    ("package.json", False),  # config keys are not the code's definitions
+    ("dist/app.js", False),
+]
+
+
+@pytest.mark.parametrize(("path", "site"), DEFINITION_SITES, ids=[p for p, _ in DEFINITION_SITES])
+def test_definition_sites(path: str, site: bool) -> None:
+    assert is_definition_site(path) is site

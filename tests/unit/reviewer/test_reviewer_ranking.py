@@ -105,3 +105,28 @@ def test_the_base_side_lines_a_diff_removes_or_inserts_after_are_kept() -> None:
     # line 11 is removed; the insertions land after base lines 11 and 40
     assert changed.old_touched == [11, 40]
     assert changed.added_ranges == [(11, 12), (42, 43)]
+
+
+def test_tests_are_what_the_shared_classifier_says() -> None:
+    def pairs(paths: list[str], changed: str) -> list[str]:
+        return [p for p, partner in paired_tests(paths, [changed]) if partner == changed]
+
+    # an end-to-end test is a test by its folder, as codefacts has it; known only by its folder, it
+    # pairs with the one code file of its name, not with every file of a common name
+    assert pairs(["e2e/login.ts", "docs/login.md", "src/login.ts"], "src/login.ts") == ["e2e/login.ts"]
+    assert pairs(["test/create.ts", "source/create.ts"], "test/create.ts") == ["source/create.ts"]
+    assert (
+        pairs(["test/helpers/types.ts", "source/types.ts", "source/core/types.ts"], "source/types.ts") == []
+    )
+    assert (
+        pairs(["tests/sansio/__init__.py", "src/a/__init__.py", "src/b/__init__.py"], "src/a/__init__.py")
+        == []
+    )
+    assert (
+        pairs(["tests/res/index.html", "src/index.html"], "src/index.html") == []
+    )  # data is no test of a page
+    # a Spec-suffixed type beside the code is code, not its test; the test folder's Spec is a test
+    assert pairs(["core/src/main/scala/BillingSpec.scala"], "core/src/main/scala/Billing.scala") == []
+    assert pairs(["core/src/test/scala/BillingSpec.scala"], "core/src/main/scala/Billing.scala") == [
+        "core/src/test/scala/BillingSpec.scala"
+    ]

@@ -14,6 +14,8 @@ Anything else is ``None`` (the chunker still windows it if the screen accepts it
 
 from __future__ import annotations
 
+from palimpsest.index.codefacts.classify import DOC_SUFFIXES, is_doc
+
 __all__ = [
     "DOC_EXTENSIONS",
     "DOC_LANGUAGES",
@@ -49,8 +51,10 @@ PARSED_LANGUAGES = frozenset(
     }
 )
 
-DOC_EXTENSIONS = frozenset({".md", ".mdx", ".txt", ".rst"})
-"""The staleness rule's definition of a document (docs/architecture.md, "The staleness rule")."""
+DOC_EXTENSIONS = frozenset(DOC_SUFFIXES)
+"""The suffixes a document has (docs/architecture.md, "The staleness rule"); which files with
+them are documents is the shared classifier's answer (:func:`is_doc`, from
+:mod:`palimpsest.index.codefacts`)."""
 
 DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
 
@@ -258,11 +262,6 @@ def detect_language(path: str) -> str | None:
             return kind
     suffix = file_suffix(name)
     return _EXTENSIONS.get(suffix) if suffix else None
-
-
-def is_doc(path: str) -> bool:
-    """True for documentation as the staleness rule defines it: ``.md .mdx .txt .rst``."""
-    return file_suffix(file_name(path)).lower() in DOC_EXTENSIONS
 
 
 # ``PurePosixPath(p).name`` and ``.suffix`` for the normalised paths git lists, as plain string

@@ -27,10 +27,15 @@ Every doc (not a changelog) ends in one state (:data:`palimpsest.index.docstates
   of this repository) holds at head and none is proved false, whatever the doc's age (a name
   history shows was never in the code is not counted against it: it is not about this code);
 * ``reference`` -- a page made only of generated-reference directives (``.. automodule::``,
-  ``::: pkg.mod``): generated from the code, it cannot drift and is never stale;
+  ``.. autoprogram::``, ``::: pkg.mod``; :func:`palimpsest.index.codefacts.pages.generated_reference`):
+  generated from the code, it cannot drift and is never stale;
 * ``unverified_old`` -- no claim of it holds, and it is older than the shared age rule
   (:mod:`palimpsest.index.staleness`): reported as ``stale_doc``, apart from proved drift;
-* ``unverified`` -- no claim of it holds and it is not old.
+* ``unverified`` -- no claim of it holds and it is not old, or it is a page that only points
+  elsewhere (:func:`palimpsest.index.codefacts.pages.is_pointer_page`), which age says nothing of.
+
+What is documentation at all is the shared classifier's answer (:func:`palimpsest.index.codefacts.is_doc`):
+licences, fixtures, templates and archive placeholders are not, and give no finding.
 """
 
 from __future__ import annotations
@@ -50,9 +55,10 @@ from palimpsest.analyzer.history import Evidence, History, LineOrigin
 from palimpsest.analyzer.rules import Rule
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
-from palimpsest.index.codefacts import is_doc, is_history_doc
+from palimpsest.index.codefacts import is_doc, is_history_doc, is_output_path
 from palimpsest.index.codefacts.examples import example_defines
 from palimpsest.index.codefacts.mentions import bare_file_name, versioned_manual
+from palimpsest.index.codefacts.pages import generated_reference, is_pointer_page
 from palimpsest.index.docstates import DOC_STATES, DocState
 from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
@@ -74,13 +80,6 @@ FindingKind = Literal[
 ]
 MAX_FINDINGS = 500
 MAX_UNVERIFIED = 200
-_GENERATED = frozenset(
-    {
-        "node_modules", "dist", "build", "target", "out", ".venv", "venv", "env", "__pycache__", ".git",
-        ".cache", "coverage", "tmp", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".next",
-        "vendor", "site-packages", "_build", "site", "public",
-    }
-)  # fmt: skip
 _PLACEHOLDER = re.compile(r"[*?\[\]{}<>$%|]|\.\.\.|(?:^|/)(?:your\w*|path/to|foo|bar)(?:[./-]|$)", re.I)
 _DOMAIN = re.compile(
     r"^[a-z0-9-]+(\.[a-z0-9-]+)*\.(com|org|net|io|dev|app|co|rs|me|sh|ai|gov|edu|info)$", re.I
@@ -95,13 +94,6 @@ _STANDARD_LIBRARIES = frozenset(sys.stdlib_module_names) | {
     "node:fs", "fs", "path", "http", "https", "url", "os", "util", "crypto", "stream", "events", "child_process",
 }  # fmt: skip
 _SHELLS = frozenset({"shell", "powershell", "batch", "fish"})
-# what a generated-reference page is made of: headings, title underlines, autodoc/mkdocstrings
-# directives and their indented options; any other line is prose a person wrote
-_REFERENCE_LINE = re.compile(
-    r"^\s*$|^\s*#{1,6}\s|^\s*([=\-~^\"'`*+#])\1{2,}\s*$|^\s*\.\.\s+(?:py:|js:)?(?:current)?(?:auto\w+|module)::"
-    r"|^\s*:::\s+\S+\s*$|^[ \t]+\S"
-)
-_TITLE = re.compile(r"^\s*[\w`:.~-][^\n]*$")
 _MIME = re.compile(r"^(?:application|text|image|audio|video|multipart|font|model|message)/[\w.+-]+$")
 _SEGMENTS = re.compile(r"\.|::|#|->")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -239,6 +231,8 @@ async def gather_claims(conn: Conn, index: SnapshotIndex, *, explain: str | None
     old = {f.doc for f in out.stale if not out.holding[f.doc]}
     old_texts, _ = await _doc_texts(conn, index, old)
     out.reference = {doc for doc, text in old_texts.items() if generated_reference(text)}
+    # a page that only points elsewhere makes no claim age could make stale (codefacts.pages)
+    out.stale = [f for f in out.stale if not is_pointer_page(old_texts.get(f.doc, ""))]
     texts, lines = await _doc_texts(conn, index, {m.doc for m in missing})
     for mention in missing:
         text, line = texts.get(mention.doc, ""), lines.get((mention.doc, mention.line), "")
@@ -295,27 +289,8 @@ def _checked_docs(index: SnapshotIndex) -> set[str]:
     return {
         f.path
         for f in index.files
-        if f.kind == "doc" and f.skip_reason is None and not is_history_doc(f.path)
+        if f.kind == "doc" and is_doc(f.path) and f.skip_reason is None and not is_history_doc(f.path)
     }
-
-
-def generated_reference(text: str) -> bool:
-    """A page made only of generated-reference directives (``.. automodule:: pkg``, ``::: pkg.mod``)
-    with their options and headings: generated from the code, nothing on it can go stale."""
-    lines = text.splitlines()
-    directives = 0
-    for number, line in enumerate(lines):
-        if re.match(r"^\s*\.\.\s+(?:py:|js:)?auto\w+::|^\s*:::\s+\S+\s*$", line):
-            directives += 1
-        elif not _REFERENCE_LINE.match(line) and not _title(lines, number):
-            return False
-    return directives > 0
-
-
-def _title(lines: list[str], number: int) -> bool:
-    """An RST title: a line underlined (and perhaps overlined) by the next line."""
-    following = lines[number + 1] if number + 1 < len(lines) else ""
-    return bool(_TITLE.match(lines[number])) and bool(re.match(r"^\s*([=\-~^\"'`*+#])\1{2,}\s*$", following))
 
 
 def _about_something_else(mention: _Mention, text: str, tree: _Tree, symbols: set[str]) -> Rule | None:
@@ -670,7 +645,7 @@ def _finding(claim: Claim, read_as: str, evidence: Evidence) -> DocFinding:
 async def _doc_mentions(conn: Conn, index: SnapshotIndex) -> list[_Mention]:
     docs: dict[str, list[str]] = defaultdict(list)
     for f in index.files:
-        if f.kind == "doc" and f.skip_reason is None and not is_history_doc(f.path):
+        if f.kind == "doc" and is_doc(f.path) and f.skip_reason is None and not is_history_doc(f.path):
             docs[f.blob_sha].append(f.path)
     if not docs:
         return []
@@ -925,7 +900,7 @@ def _tree_rule(target: str, source: str | None, tree: _Tree) -> Rule | None:
     if bare_file_name(target, source):
         return R.PATH_BARE_NAME
     first = target.lstrip("./").split("/", 1)[0]
-    if first in _GENERATED:
+    if is_output_path(target):
         return R.PATH_GENERATED
     if _DOMAIN.match(first) and not tree.top_level(first):
         return R.PATH_DOMAIN

@@ -5,8 +5,9 @@ below). A *window* is a name or path that:
 
 1. a first-parent doc commit F (a doc, not a changelog) removed from a doc line, without the
    doc naming it anywhere after F;
-2. at F's parent P the non-doc files no longer have (``git grep -w`` finds no occurrence; a path
-   is not in P's tree);
+2. at F's parent P the product's code no longer has (``git grep -w`` finds no occurrence in a
+   file the shared classifier calls a definition site, :func:`code_paths`; a path is not in P's
+   tree);
 3. an earlier first-parent commit B removed from the code (the newest pickaxe hit before P for a
    name, the newest delete or rename for a path), while before B the code *defined* it (a
    definition keyword or an assignment, not a mere mention) or the path existed;
@@ -28,6 +29,7 @@ import re
 import subprocess
 import tempfile
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,9 +38,17 @@ from palimpsest.cli.output import progress
 from palimpsest.cli.session import Session
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.core.wire import parse_hunk_header
-from palimpsest.index.codefacts import is_doc, is_history_doc
+from palimpsest.index.codefacts import is_definition_site, is_doc, is_history_doc
 
-__all__ = ["Window", "mine_windows", "own_example", "pick_commits", "run_bench_drift_history"]
+__all__ = [
+    "Window",
+    "code_paths",
+    "first_code_change",
+    "mine_windows",
+    "own_example",
+    "pick_commits",
+    "run_bench_drift_history",
+]
 
 MAX_EXPLAINED = 12  # misses per analysed commit followed through the check (each reads the history)
 MAX_CANDIDATES_PER_COMMIT = 40  # a doc rewrite removes many names: the first ones are enough
@@ -47,22 +57,7 @@ _LINK = re.compile(r"\]\(\s*<?([^)\s>#]+)")
 _PROSE_PATH = re.compile(r"(?<![\w/.:@`(])((?:\.{1,2}/)?[\w-][\w.-]*(?:/[\w.-]+)+)(?![\w/`])")
 _NAME = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
-# the product's code: not docs, and not tests (a name only a test defined is no claim of the docs)
-_NOT_DOC_PATHSPEC = (
-    ":(exclude,glob)**/*_test.*",
-    ":(exclude,glob)**/test_*",
-    ":(exclude,glob)**/*.test.*",
-    ":(exclude,glob)**/*.spec.*",
-    ":(exclude,glob)**/test/**",
-    ":(exclude,glob)**/tests/**",
-    ":(exclude,glob)**/__tests__/**",
-    ":(exclude,glob)**/testdata/**",
-    ":(exclude)*.md",
-    ":(exclude)*.rst",
-    ":(exclude)*.txt",
-    ":(exclude)*.mdx",
-    ":(exclude)*.ipynb",
-)
+_COMMIT_LINE = "commit "
 
 
 @dataclass(slots=True)
@@ -219,18 +214,7 @@ def _window(
     if kind == "name":
         if _grep_ok(repo, subject, parent):
             return None  # the code still has it at P
-        removal = _git(
-            repo,
-            "log",
-            "--first-parent",
-            "--format=%H",
-            "-n1",
-            f"-S{subject}",
-            parent,
-            "--",
-            ".",
-            *_NOT_DOC_PATHSPEC,
-        ).strip()
+        removal = first_code_change(repo, f"-S{subject}", parent)
         if not removal or not _defined_before(repo, subject, removal):
             return None
         if own_example(subject, before):
@@ -272,32 +256,58 @@ def own_example(name: str, doc: str) -> bool:
     return re.search(rf"{keyword}{n}\b|{assignment}", doc, re.M) is not None
 
 
-def _grep_ok(repo: Path, name: str, commit: str) -> bool:
-    """Whether the non-doc files at ``commit`` hold ``name`` as a whole word."""
-    proc = subprocess.run(
-        ["git", "grep", "-q", "-w", "-F", name, commit, "--", ".", *_NOT_DOC_PATHSPEC],
+def code_paths(paths: Iterable[str]) -> list[str]:
+    """The product's code among ``paths``, as the shared classifier has it (the files whose
+    definitions a doc may name, :func:`is_definition_site`): not docs, tests, test data, config,
+    generated or vendored files."""
+    return [path for path in paths if path and is_definition_site(path)]
+
+
+def _grepped(output: str, rev: str) -> list[str]:
+    """The paths of ``git grep -l <rev>`` output (``<rev>:<path>`` lines)."""
+    return [line.removeprefix(f"{rev}:") for line in output.splitlines()]
+
+
+def first_code_change(repo: Path, pickaxe: str, rev: str) -> str:
+    """The newest first-parent commit up to ``rev`` whose pickaxe (``-S<name>`` or ``-G<re>``)
+    matches in the product's code (:func:`code_paths`), or ``""``."""
+    command = ["git", "log", "--first-parent", f"--format={_COMMIT_LINE}%H", "--name-only", pickaxe, rev]
+    with subprocess.Popen(  # read as it comes: the first match is enough
+        [*command, "--", "."],
         cwd=repo,
-        capture_output=True,
-        check=False,
-    )
-    return proc.returncode == 0
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+    ) as proc:
+        assert proc.stdout is not None
+        commit = ""
+        for raw in proc.stdout:
+            line = raw.rstrip("\n")
+            if line.startswith(_COMMIT_LINE):
+                commit = line.removeprefix(_COMMIT_LINE)
+            elif commit and line and code_paths([line]):
+                proc.kill()
+                return commit
+    return ""
+
+
+def _grep_ok(repo: Path, name: str, commit: str) -> bool:
+    """Whether the product's code at ``commit`` holds ``name`` as a whole word."""
+    found = _git(repo, "grep", "-l", "-w", "-F", "-e", name, commit, "--", ".", ok=(0, 1))
+    return bool(code_paths(_grepped(found, commit)))
 
 
 def _defined_before(repo: Path, name: str, removal: str) -> bool:
-    """Whether the non-doc code at ``removal``'s parent *defines* ``name``."""
+    """Whether the product's code (:func:`code_paths`) at ``removal``'s parent *defines* ``name``."""
     n = re.escape(name)
     pattern = (
         rf"(\b(def|class|function|func|fn|fun|struct|enum|interface|trait|type|const|let|var|val|module)"
         rf"[[:space:]]+([A-Za-z_$][A-Za-z0-9_$]*\.)?\*?{n}\b)|(^[[:space:]]*(self\.)?{n}[[:space:]]*(:[^=]*)?=[^=])"
         rf"|(^[[:space:]]*['\"]?{n}['\"]?[[:space:]]*:)|(\b{n}[[:space:]]*\([^)]*\)[[:space:]]*\{{)"
     )
-    proc = subprocess.run(
-        ["git", "grep", "-q", "-E", pattern, f"{removal}^1", "--", ".", *_NOT_DOC_PATHSPEC],
-        cwd=repo,
-        capture_output=True,
-        check=False,
-    )
-    return proc.returncode == 0
+    found = _git(repo, "grep", "-l", "-E", "-e", pattern, f"{removal}^1", "--", ".", ok=(0, 1))
+    return bool(code_paths(_grepped(found, f"{removal}^1")))
 
 
 def _resolved_path(repo: Path, doc: str, written: str, parent: str, *, linked: bool) -> str | None:

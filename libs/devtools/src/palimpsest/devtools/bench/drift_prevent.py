@@ -18,7 +18,8 @@ commit of the truth) is replayed the same way. ``--taking N`` of them are drawn 
 that take something away (delete or rename a code file, or remove a line that starts a
 definition, read from git alone), since a change that takes nothing away cannot be flagged; every left-behind finding is judged against git at
 the repository's head: *true* when no name it reports is in the head's code (``git grep -w`` over
-non-doc, non-test files) and no path it reports is in the head's tree (the drift was real, whether
+the shared classifier's definition sites: code and examples, not docs, tests, config, generated
+or vendored files) and no path it reports is in the head's tree (the drift was real, whether
 or not a later commit fixed the doc line); *false* when a name or path is still there.
 """
 
@@ -43,7 +44,7 @@ from palimpsest.cli.local import register_path
 from palimpsest.cli.pipeline import index_and_wait
 from palimpsest.core.db import Pool
 from palimpsest.core.settings import BaseServiceSettings
-from palimpsest.devtools.bench.drift_history import _NOT_DOC_PATHSPEC, Window, _git, _plain, mine_windows
+from palimpsest.devtools.bench.drift_history import Window, _git, _grepped, _plain, code_paths, mine_windows
 from palimpsest.devtools.bench.replay import _scratch_repository
 from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.codefacts import is_doc
@@ -96,10 +97,8 @@ def judge_line(
                 return False
         last = re.split(r"\.|::|#|->", plain)[-1]
         if name not in paths and re.fullmatch(r"[A-Za-z_$][\w$]*", last):  # a file's name is no identifier
-            code = _git(
-                repo, "grep", "-l", "-w", "-F", "-e", last, head, "--", *_NOT_DOC_PATHSPEC, ok=(0, 1)
-            ).split()
-            if any(not is_doc(p.split(":", 1)[-1]) for p in code):
+            found = _git(repo, "grep", "-l", "-w", "-F", "-e", last, head, "--", ".", ok=(0, 1))
+            if code_paths(_grepped(found, head)):
                 return False
     return True
 
@@ -116,10 +115,13 @@ _REMOVED_DEFINITION = re.compile(
 
 def _takes_away(repo: Path, parent: str, sha: str) -> bool:
     """The change deletes or renames a code file, or removes a line that defines something."""
-    status = _git(repo, "diff", "--name-status", "-M", parent, sha, "--", *_NOT_DOC_PATHSPEC)
-    if any(line[:1] in ("D", "R") and not is_doc(line.split("\t")[1]) for line in status.splitlines()):
+    status = _git(repo, "diff", "--name-status", "-M", parent, sha)
+    if any(line[:1] in ("D", "R") and code_paths([line.split("\t")[1]]) for line in status.splitlines()):
         return True
-    removed = _git(repo, "diff", "-U0", "--no-color", parent, sha, "--", *_NOT_DOC_PATHSPEC)
+    code = code_paths(line.split("\t")[-1] for line in status.splitlines() if line[:1] != "D")
+    if not code:
+        return False
+    removed = _git(repo, "diff", "-U0", "--no-color", parent, sha, "--", *code)
     return bool(_REMOVED_DEFINITION.search(removed))
 
 

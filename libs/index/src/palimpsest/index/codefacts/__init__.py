@@ -1,4 +1,5 @@
-"""Code facts, one answer for every caller: what kind of file a path is (:mod:`.classify`) and
+"""Code facts, one answer for every caller: what kind of file a path is (:mod:`.classify`), what
+kind of page a document is by its text (:mod:`.pages`: generated reference, pointer pages) and
 what a blob defines (:mod:`.definitions`, read with the tree-sitter grammars and tags queries of
 :mod:`.grammars`, :mod:`.queries` and :mod:`.tags`, which need the ``treesitter`` extra and are
 imported only by what uses them)."""
@@ -19,6 +20,7 @@ from palimpsest.index.codefacts.classify import (
     is_history_doc,
     is_history_file,
     is_lockfile,
+    is_output_path,
     is_primary_source,
     is_test,
     is_vendored,
@@ -40,6 +42,7 @@ __all__ = [
     "is_history_doc",
     "is_history_file",
     "is_lockfile",
+    "is_output_path",
     "is_primary_source",
     "is_test",
     "is_vendored",

@@ -32,6 +32,27 @@ Where the four earlier copies disagreed, the choices are deliberate:
   be what a doc names) and stay outside primary source (:func:`is_primary_source`);
 * ``*.d.ts`` declarations are code (they define the API a doc names); only the package finder,
   which looks for implementations, sets them aside.
+
+The four answers that stayed outside after that are folded in too, and their disagreements
+settled in the table tests (``tests/unit/index/test_codefacts.py``):
+
+* the chunker's file kind (``languages.is_doc``, by suffix) is :func:`is_doc`: requirements files,
+  licences, fixtures and templates with a doc suffix are no docs there either;
+* the review context's test pairing asks :func:`is_test`: ``e2e/login.ts`` is a test by its
+  folder; a ``Spec`` suffix is no test by name (``src/main/scala/FooSpec.scala`` is a type; the
+  specs of Scala, Kotlin and Groovy live under test folders, which count);
+* the doc check's folders of paths no repository keeps are :func:`is_output_path`: this module's
+  build-output, generated and vendored folders, plus environments, caches and a generator's site
+  at the root;
+* the drift benchmark's code is :func:`is_definition_site`, as for the analyzer's history pass
+  (its pathspecs had missed ``_spec`` files, e2e and fixture folders, and let licences and
+  config define names).
+
+Not documentation either, as issue 51 lists it: a licence of one part (``ICON_LICENSE.md``,
+``licenses/``), a fixture under a private folder (``_fixture/``), a project template's folder
+(``{{cookiecutter.name}}/``) and a hidden file with a doc suffix (``.git_archival.txt``, the
+template ``git archive`` fills in). Pages that are docs but make no claim about the code
+(pointer pages, generated reference) are told by their text: :mod:`.pages`.
 """
 
 from __future__ import annotations
@@ -56,6 +77,7 @@ __all__ = [
     "is_history_doc",
     "is_history_file",
     "is_lockfile",
+    "is_output_path",
     "is_primary_source",
     "is_test",
     "is_vendored",
@@ -104,6 +126,8 @@ _CONFIG_STEMS = re.compile(
 )
 _OTHER_STEMS = re.compile(
     r"^(?:licen[cs]e|copying|copyright|notice|patents|third[._-]party[._-]notices)([._-].*)?$"
+    # a licence of one part (``ICON_LICENSE.md``, ``fonts-license.txt``)
+    r"|^.+[._-]licen[cs]es?$"
     r"|^(?:robots|humans|version|build)$"
     # community and ownership files: not about the code
     r"|^(?:code[._-]of[._-]conduct|authors|contributors|maintainers|codeowners|funding|backers|sponsors)$"
@@ -116,6 +140,8 @@ _FIXTURE_DIRS = frozenset(
         "golden", "goldens", "expected", "testcases", "test-cases", "corpus",
     }
 )  # fmt: skip
+# folders of licence texts (``licenses/django.txt``): not about the code
+_LICENCE_DIRS = frozenset({"license", "licenses", "licence", "licences", "licensing"})
 _DATA_DIRS = frozenset(
     {
         "templates", "template", "issue_template", "pull_request_template", "discussion_template",
@@ -171,6 +197,15 @@ _GENERATED_DIRS = frozenset(
         "_build",
     }
 )
+# what a checkout or a tool makes at the root and nobody commits: environments, caches, a doc
+# generator's site (MkDocs ``site/``, Hugo ``public/``); a doc naming a path there names no file
+# of the repository
+_LOCAL_ROOTS = frozenset(
+    {
+        ".venv", "venv", "env", "__pycache__", ".git", ".cache", "tmp", ".tox", ".nox", ".mypy_cache",
+        ".pytest_cache", ".ruff_cache", "site", "public",
+    }
+)  # fmt: skip
 _GENERATED_NAME = re.compile(
     r"(?:\.min\.(?:js|mjs|cjs|css)|\.(?:js|css)\.map|\.map|_pb2(?:_grpc)?\.pyi?|\.pb\.(?:go|cc|h)"
     r"|\.pb\.gw\.go|_grpc\.pb\.go|\.generated\.\w+|\.g\.dart|\.freezed\.dart|_generated\.\w+)$"
@@ -274,9 +309,13 @@ def _doc_suffixed(path: str, folders: list[str], name: str, ci: bool) -> FileFac
     stem = name.rsplit(".", 1)[0]
     if _CONFIG_STEMS.match(stem):
         return FileFacts(Kind.CONFIG, ci=ci)
-    if _OTHER_STEMS.match(stem):
+    if _OTHER_STEMS.match(stem) or any(f in _LICENCE_DIRS for f in folders):
         return FileFacts(Kind.OTHER, ci=ci)
-    if any(f in _FIXTURE_DIRS for f in folders):
+    if name.startswith("."):
+        # a hidden file with a doc suffix is a tool's input: ``.git_archival.txt`` is the
+        # template ``git archive`` fills in, not prose
+        return FileFacts(Kind.CONFIG, ci=ci)
+    if any(_fixture_dir(f) for f in folders):
         return FileFacts(Kind.TEST, ci=ci)
     if any(_data_dir(f) for f in folders):
         return FileFacts(Kind.ASSET, ci=ci)
@@ -297,12 +336,18 @@ def _fragment(name: str) -> bool:
 
 
 def _data_dir(part: str) -> bool:
-    """A folder of templates (``template-vue-ts``), playgrounds or served files."""
-    return part in _DATA_DIRS or part.startswith(("template-", "template_", "templates-"))
+    """A folder of templates (``template-vue-ts``, a cookiecutter's ``{{cookiecutter.name}}``),
+    playgrounds or served files."""
+    return part in _DATA_DIRS or part.startswith(("template-", "template_", "templates-")) or "{{" in part
+
+
+def _fixture_dir(part: str) -> bool:
+    """A fixture folder, also when marked private (``_fixture``, ``_testdata``)."""
+    return part in _FIXTURE_DIRS or part.lstrip("_") in _FIXTURE_DIRS
 
 
 def _test_folder(folders: list[str]) -> bool:
-    return any(f in _TEST_DIRS or f in _FIXTURE_DIRS for f in folders)
+    return any(f in _TEST_DIRS or _fixture_dir(f) for f in folders)
 
 
 def _test_name(name: str) -> bool:
@@ -310,7 +355,7 @@ def _test_name(name: str) -> bool:
     lowered = name.lower()
     stem = lowered.split(".", 1)[0]
     return (
-        stem.startswith("test_")
+        stem.startswith(("test_", "tests_"))
         or stem.endswith(("_test", "_tests", "_spec"))
         or ".test." in lowered
         or ".spec." in lowered
@@ -424,6 +469,15 @@ def rival_version_dirs(paths: Iterable[str]) -> dict[str, bool]:
 def superseded_version_dirs(paths: Iterable[str]) -> frozenset[str]:
     """Folders of a superseded major version: ``v3`` beside a ``v4`` (:func:`rival_version_dirs`)."""
     return frozenset(folder for folder, superseded in rival_version_dirs(paths).items() if superseded)
+
+
+def is_output_path(path: str) -> bool:
+    """A path (as a doc names it: ``./dist/app.js``, ``.venv/bin/python``) that a build, a checkout
+    or a tool makes rather than the repository keeps: its first folder is a build-output,
+    generated or vendored folder (as :func:`classify` has them) or an environment, cache or
+    generated-site folder at the root."""
+    first = path.lstrip("./").split("/", 1)[0].lower()
+    return first in _GENERATED_DIRS or first in _VENDORED_DIRS or first in _LOCAL_ROOTS
 
 
 def is_benchmark(path: str) -> bool:

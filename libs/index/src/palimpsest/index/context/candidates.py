@@ -23,7 +23,7 @@ from uuid import UUID
 from palimpsest.core.db import Conn, fetch_all_as
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner, missing_partners
-from palimpsest.index.codefacts import Kind, classify, is_doc
+from palimpsest.index.codefacts import Kind, classify, is_doc, is_test
 from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
 from palimpsest.index.recency import cochange_evidence, cochange_neighbours
@@ -321,7 +321,7 @@ async def neighbourhood(
         return []
     reasons: dict[str, str] = {}
     for path, partner in paired_tests(graph.paths, seeds):  # the changed files' tests, or code under test
-        reasons.setdefault(path, f"tests {partner}" if _is_test_name(path) else f"the code {partner} tests")
+        reasons.setdefault(path, f"tests {partner}" if is_test(path) else f"the code {partner} tests")
     for entry in result.entries:
         if entry.path not in changed and len(reasons) < limit:
             reasons.setdefault(entry.path, entry.reason)
@@ -560,7 +560,10 @@ def paired_tests(paths: Sequence[str], changed: Sequence[str]) -> list[tuple[str
     of changed tests, by the languages' naming conventions (``test_x.py``, ``x_test.go``,
     ``x.test.ts``, ``x.spec.js``, ``XTest.java``, ``x_spec.rb``), in the same language family;
     the nearest (longest shared directory prefix) first, a few per changed file. Benchmarks and
-    examples pair with nothing: ``bench/object.ts`` is not the code ``object.test.ts`` tests."""
+    examples pair with nothing: ``bench/object.ts`` is not the code ``object.test.ts`` tests.
+    What a test is, is the shared classifier's answer (:func:`is_test`); a test known only by its
+    folder (``e2e/login.ts``, ``test/create.ts``) pairs only with the one code file of its name
+    (not every ``__init__.py``, not both ``types.ts``)."""
     by_name = _name_index(paths)
     changed_set = set(changed)
     found: list[tuple[str, str]] = []
@@ -569,7 +572,10 @@ def paired_tests(paths: Sequence[str], changed: Sequence[str]) -> list[tuple[str
         if not stem:
             continue
         for path in by_name.get((_tested_stem(stem).lower(), _family(partner)), ()):
-            if path not in changed_set and _is_test_name(path) != _is_test_name(partner) and _pairs(path):
+            if path in changed_set or is_test(path) == is_test(partner) or not _pairs(path):
+                continue
+            test, code = (path, partner) if is_test(path) else (partner, path)
+            if _named_as_test(test) or _only_code_of_its_name(code, by_name):
                 found.append((path, partner))
     found.sort(key=lambda pair: (-_shared_dirs(*pair), pair[0]))
     per_partner: dict[str, int] = {}
@@ -583,7 +589,21 @@ def paired_tests(paths: Sequence[str], changed: Sequence[str]) -> list[tuple[str
 
 def _pairs(path: str) -> bool:
     facts = classify(path)
-    return not facts.benchmark and facts.kind is not Kind.EXAMPLE
+    return not facts.benchmark and facts.kind in (Kind.CODE, Kind.TEST)
+
+
+def _named_as_test(path: str) -> bool:
+    """A test whose file name says so (``test_x.py``, ``x.spec.ts``, ``XTest.java``)."""
+    stem = _stem(path)
+    return bool(stem) and _tested_stem(stem) != stem
+
+
+def _only_code_of_its_name(code: str, by_name: dict[tuple[str, str], list[str]]) -> bool:
+    """Whether ``code`` is the only code file of its name and language family in the tree."""
+    if classify(code).kind is not Kind.CODE:
+        return False
+    same = by_name.get((_tested_stem(_stem(code)).lower(), _family(code)), [])
+    return sum(1 for p in same if classify(p).kind is Kind.CODE and not is_test(p)) == 1
 
 
 _NAME_INDEXES: dict[int, tuple[Sequence[str], dict[tuple[str, str], list[str]]]] = {}
@@ -624,11 +644,6 @@ def _family(path: str) -> str:
     name = path.rsplit("/", 1)[-1]
     ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     return _FAMILIES.get(ext, ext)
-
-
-def _is_test_name(path: str) -> bool:
-    stem = _stem(path)
-    return bool(stem) and _tested_stem(stem) != stem
 
 
 def _stem(path: str) -> str:
