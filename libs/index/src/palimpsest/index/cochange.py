@@ -48,7 +48,15 @@ as precise (0.28 and 0.26): what the combination buys is knowing when to say not
 order. Tried and not better on the tuning four: association rules over the largest subset of the
 pull request's files seen together in history (TARMAQ; precision 0.11-0.14, silence 0.38-0.66),
 pooling the counts over the files, a coverage floor, a penalty for test partners of non-test pull
-requests. ``palimpsest bench cochange-warning`` measures the same through the real reviewer.
+requests.
+
+Through the real reviewer (``palimpsest bench cochange-warning --changes 16 --seed 1 --seed 2``,
+the change less one file and complete, 64 replays per repository, load average 9-15 on 2 cores):
+pooled over the eight repositories 109 files listed, precision 0.29, recall 0.13, silent on 89 %
+of complete changes; raw counts summed over the pull request's files at the same length 0.28, the
+last stop's order 0.29. Tuning four 0.35 / 0.16 / 88 % (raw 0.29); held-out four 0.24 / 0.09 /
+90 % (raw 0.26); psf/requests alone 0.04 (1 hit in 25 listed, raw the same). Precision and silence
+meet issue 54's bar on the tuning set; recall and the lead over raw counts do not.
 """
 
 from __future__ import annotations
