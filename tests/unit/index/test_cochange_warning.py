@@ -114,3 +114,51 @@ def test_at_most_the_limit_and_the_best_pair_over_the_prs_files() -> None:
     weak, strong = pair("src/tax.py", 3, 9, 5), pair("src/tax.py", 8, 9, 5, source="src/y.py")
     [m] = missing_partners([weak, strong], touched={"src/x.py", "src/y.py"}, present=lambda p: True)
     assert m.source == "src/y.py" and m.together == 8
+
+
+def test_a_partner_of_one_file_out_of_many_is_weak_evidence() -> None:
+    # the PR changes four files with a history; lone.py changed with one of them in 9 of its 10
+    # commits, ours.py with three of them in 8 of their 10 each: only ours.py speaks for the PR
+    files = ["src/a.py", "src/b.py", "src/c.py", "src/d.py"]
+    evidence = [pair("src/lone.py", 9, 10, 12, source="src/a.py")]
+    evidence += [pair("src/ours.py", 8, 10, 12, source=f) for f in files[:3]]
+    listed = missing_partners(evidence, touched=set(files), present=lambda p: True, sources=files)
+    assert [m.path for m in listed] == ["src/ours.py"]
+    [m] = listed
+    assert m.of_files == 4 and [s.source for s in m.support] == files[:3]
+    assert m.score == pytest.approx(3 * wilson_lower(8, 10) / 4)
+    # the last stop's scoring (the best pair alone) keeps both, the lone pair first
+    best_pair = missing_partners(
+        evidence, touched=set(files), present=lambda p: True, sources=files, combine=False
+    )
+    assert [m.path for m in best_pair] == ["src/lone.py", "src/ours.py"]
+
+
+def test_the_files_without_a_history_do_not_dilute_the_evidence() -> None:
+    # a new file of the PR has no counted commit: the mean is over the two that speak
+    evidence = [pair("src/ours.py", 7, 10, 12, source=f) for f in ("src/a.py", "src/b.py")]
+    [m] = missing_partners(
+        evidence,
+        touched={"src/a.py", "src/b.py", "src/new.py"},
+        present=lambda p: True,
+        sources={"src/a.py", "src/b.py"},
+    )
+    assert m.of_files == 2 and m.score == pytest.approx(wilson_lower(7, 10))
+    # without ``sources`` the denominator is the sources the evidence names
+    [same] = missing_partners(evidence, touched={"src/a.py", "src/b.py"}, present=lambda p: True)
+    assert same.score == m.score
+
+
+def test_the_reason_gives_the_evidence_file_by_file() -> None:
+    files = ["src/a.py", "src/b.py", "src/c.py", "src/d.py", "src/e.py"]
+    evidence = [pair("src/ours.py", 9 - i, 10, 12, source=f) for i, f in enumerate(files)]
+    [m] = missing_partners(evidence, touched=set(files), present=lambda p: True, sources=[*files, "src/f.py"])
+    assert m.reason == (
+        "changed with 5 of the pull request's 6 files with a history:"
+        " in 9 of the 10 commits that changed `src/a.py`; in 8 of the 10 commits that changed `src/b.py`;"
+        f" in 7 of the 10 commits that changed `src/c.py` and 2 more (score {m.score:.2f})"
+    )
+    d = m.as_dict()
+    assert d["reason"] == m.reason and d["of_files"] == 6 and d["score"] == round(m.score or 0, 4)
+    assert [s["source"] for s in d["support"]] == files
+    assert d["support"][0] == {"source": "src/a.py", "together": 9, "out_of": 10, "confidence": 0.6523}

@@ -473,6 +473,33 @@ async def bench_replay(
     emit(result, as_json=as_json, text=None)
 
 
+@bench.command("cochange-warning")
+@_repo_option
+@click.option("--changes", default=16, show_default=True, help="Changes sampled per seed.")
+@click.option("--seed", "seeds", multiple=True, type=int, help="Sampling seed (repeatable; default 1).")
+@click.option("--less-two", is_flag=True, help="Also replay each change less two of its files.")
+@_json_option
+@run_async
+async def bench_cochange_warning(
+    repo: Path, changes: int, seeds: tuple[int, ...], less_two: bool, as_json: bool
+) -> None:
+    """The co-change warning on merged changes replayed through the real reviewer: each change
+    less one file (the file expected) and complete (nothing expected); precision, recall, silence
+    and two baselines at the same list length."""
+    from palimpsest.devtools.bench.cochange_warning import run_bench_cochange_warning
+    from palimpsest.devtools.bench.history import ReplayError
+
+    if changes < 1:
+        fail("--changes must be at least 1")
+    try:
+        result = await run_bench_cochange_warning(
+            settings(), repo=repo, changes=changes, seeds=seeds or (1,), less_two=less_two, say=progress
+        )
+    except ReplayError as exc:
+        fail(str(exc))
+    emit(result, as_json=as_json, text=None)
+
+
 @bench.command("drift-history")
 @_repo_option
 @click.option(

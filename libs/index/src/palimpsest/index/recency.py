@@ -28,6 +28,7 @@ __all__ = [
     "RecencyScan",
     "cochange_evidence",
     "cochange_neighbours",
+    "counted_paths",
     "last_modified_at",
     "last_scan",
     "list_recency",
@@ -195,6 +196,19 @@ async def cochange_evidence(conn: Conn, repository_id: UUID, sources: Iterable[s
         )
         for row in await cur.fetchall()
     ]
+
+
+async def counted_paths(conn: Conn, repository_id: UUID, paths: Iterable[str]) -> set[str]:
+    """Of ``paths``, those the last scan counted commits for: the pull request's files whose
+    history can speak (the co-change warning's denominator, :func:`palimpsest.index.cochange.missing_partners`)."""
+    wanted = list(dict.fromkeys(paths))
+    if not wanted:
+        return set()
+    cur = await conn.execute(
+        "SELECT path FROM file_recency WHERE repository_id = %s AND path = ANY(%s::text[]) AND commits > 0",
+        (repository_id, wanted),
+    )
+    return {row["path"] for row in await cur.fetchall()}
 
 
 async def last_scan(conn: Conn, repository_id: UUID) -> RecencyScan | None:

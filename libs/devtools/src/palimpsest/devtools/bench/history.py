@@ -214,20 +214,23 @@ def baselines(repo: Path, change: Change, truth: Truth, n: int) -> dict[str, lis
     }
 
 
-def cochange_partners(repo: Path, base: str, seed: str) -> list[str]:
+def cochange_partners(repo: Path, base: str, seed: str | Sequence[str]) -> list[str]:
     """Files sharing 2..30-file commits with ``seed`` up to ``base``, most shared first (ties: the
-    more recent shared commit first)."""
-    out = git(repo, "log", "--full-diff", "--name-only", "--no-renames", "--format=%x01", base, "--", seed)
+    more recent shared commit first). Several seeds (a pull request's files): the counts summed
+    over them, the seeds themselves left out."""
+    seeds = [seed] if isinstance(seed, str) else list(seed)
     counts: Counter[str] = Counter()
     recent: dict[str, int] = {}
-    for age, block in enumerate(out.split("\x01")[1:]):
-        files = [line for line in block.splitlines() if line.strip()]
-        if not COCHANGE_COMMIT_FILES[0] <= len(files) <= COCHANGE_COMMIT_FILES[1] or seed not in files:
-            continue
-        for path in files:
-            if path != seed:
-                counts[path] += 1
-                recent.setdefault(path, age)
+    for one in seeds:
+        out = git(repo, "log", "--full-diff", "--name-only", "--no-renames", "--format=%x01", base, "--", one)
+        for age, block in enumerate(out.split("\x01")[1:]):
+            files = [line for line in block.splitlines() if line.strip()]
+            if not COCHANGE_COMMIT_FILES[0] <= len(files) <= COCHANGE_COMMIT_FILES[1] or one not in files:
+                continue
+            for path in files:
+                if path not in seeds:
+                    counts[path] += 1
+                    recent[path] = min(recent.get(path, age), age)
     present = set(git(repo, "ls-tree", "-r", "--name-only", base).splitlines())
     return sorted((p for p in counts if p in present), key=lambda p: (-counts[p], recent[p], p))
 

@@ -39,7 +39,7 @@ from palimpsest.devtools.bench.history import Change, Truth, git, recall
 from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.docstates import DEMOTED, doc_states
 
-__all__ = ["STRATEGIES", "run_bench_replay", "summarize"]
+__all__ = ["STRATEGIES", "partial_commit", "run_bench_replay", "summarize"]
 
 STRATEGIES = ("context", "mix", "cochange", "grep", "none")
 KINDS = ("targets", "usages", "both")
@@ -244,14 +244,19 @@ def warning_summary(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 def _seed_commit(scratch: Path, change: Change, seed: str) -> str:
     """A commit on the base whose only change is the seed file's part of ``change``."""
-    mode, _, rest = git(scratch, "ls-tree", change.sha, "--", seed).partition(" ")
-    blob = rest.split()[1]
+    return partial_commit(scratch, change, [seed], f"replay of {change.sha}: {seed}")
+
+
+def partial_commit(scratch: Path, change: Change, paths: Sequence[str], message: str) -> str:
+    """A commit on the base whose only changes are ``paths``' parts of ``change`` (files it modified)."""
     index = {"GIT_INDEX_FILE": str(scratch / f"replay-index-{change.sha[:12]}")}
     git(scratch, "read-tree", change.parent, env=index)
-    git(scratch, "update-index", "--cacheinfo", f"{mode},{blob},{seed}", env=index)
+    for path in paths:
+        mode, _, rest = git(scratch, "ls-tree", change.sha, "--", path).partition(" ")
+        blob = rest.split()[1]
+        git(scratch, "update-index", "--cacheinfo", f"{mode},{blob},{path}", env=index)
     tree = git(scratch, "write-tree", env=index).strip()
     Path(index["GIT_INDEX_FILE"]).unlink(missing_ok=True)
-    message = f"replay of {change.sha}: {seed}"
     return git(scratch, "commit-tree", tree, "-p", change.parent, "-m", message, env=_IDENTITY).strip()
 
 

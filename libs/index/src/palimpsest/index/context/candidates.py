@@ -26,7 +26,7 @@ from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner, missing_par
 from palimpsest.index.codefacts import Kind, classify, is_doc, is_test
 from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
-from palimpsest.index.recency import cochange_evidence, cochange_neighbours
+from palimpsest.index.recency import cochange_evidence, cochange_neighbours, counted_paths
 from palimpsest.index.search import SearchHit, lexical_search
 
 log = logging.getLogger(__name__)
@@ -389,7 +389,9 @@ async def cochange(
     """
     warning = warning or CoChangeWarning()
     found = await partners(conn, repository_id, changed)
-    evidence = await cochange_evidence(conn, repository_id, history_sources(changed))
+    speaking = history_sources(changed)
+    evidence = await cochange_evidence(conn, repository_id, speaking)
+    counted = await counted_paths(conn, repository_id, speaking)
     names = [p.path for p in found] + [e.partner for e in evidence]
     cur = await conn.execute(
         "SELECT path FROM code_index_files WHERE snapshot_id = %s AND path = ANY(%s::text[])",
@@ -404,6 +406,7 @@ async def cochange(
         present=lambda path: path in present and path not in warning.deleted_at_head,
         include=warning.include,
         limit=warning.limit,
+        sources=counted,
     )
     reasons = {
         p.path: f"changed together with {p.partner_of} in {p.commits} commit{'s' if p.commits != 1 else ''}"
