@@ -19,6 +19,12 @@ Facts:
   on a line that says it is history (removed, renamed, deprecated, formerly …) or inside a
   ``versionchanged``/``deprecated``/``versionremoved`` directive. The analyzer's mechanical
   documentation check compares them with the index and git history.
+
+Markdown, MyST and plain text are read from their syntax tree (:mod:`.markdown`): links, images,
+inline code (with its MyST role: ``{py:meth}`x```), fences and MyST directives are taken from the
+nodes that carry them, so a footnote, a ``(label)=`` target, a link written inside a code span and
+an HTML comment are never links. reStructuredText is read line by line; its comments (``.. text``
+that is no directive, footnote, target or substitution) are read for nothing.
 """
 
 from __future__ import annotations
