@@ -454,3 +454,17 @@ def test_rst_comments_are_read_for_nothing() -> None:
         ("_static/router.*", "link", 7),
         ("shop.add_item", "role", 9),
     }
+
+
+def test_myst_doctest_and_code_directives_hold_code() -> None:
+    text = (
+        "```{doctest}\n>>> class SemanticLogger(BoundLoggerBase):\n...     pass\n```\n\n"
+        "```{testoutput}\nprinted_name here\n```\n\n"
+        "```{code-block} go\nfunc (c *Client) DoThing() {}\n```\n"
+    )
+    facts = _kinds(analyze_file("docs/recipes.md", text, "markdown").facts, "mention")
+    assert {(f.name, f.detail, f.line) for f in facts} == {
+        ("SemanticLogger", "fence:python", 2),
+        ("BoundLoggerBase", "fence:python", 2),
+        ("DoThing", "fence:go", 11),
+    }

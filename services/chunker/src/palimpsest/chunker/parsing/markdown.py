@@ -67,6 +67,10 @@ class MarkdownReading:
 
 
 _CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
+_PYTHON_DIRECTIVES = frozenset(
+    {"doctest", "testcode", "testsetup", "testcleanup", "ipython", "jupyter-execute"}
+)
+_OUTPUT_DIRECTIVES = frozenset({"testoutput"})
 _FILE_DIRECTIVES = frozenset({"include", "literalinclude", "image", "figure"})
 _VERSION_DIRECTIVES = frozenset({"versionchanged", "versionremoved", "deprecated", "versionadded"})
 _LINK_NODES = frozenset({"inline_link", "image", "link_reference_definition"})
@@ -169,8 +173,14 @@ def _read_fence(node: Node, lines: list[str], reading: MarkdownReading) -> None:
         if row not in body:
             reading.skipped.add(row + 1)  # a delimiter, or a fence left open at the end
     name, argument = _myst_directive(info)
-    if name is None or name in _CODE_DIRECTIVES:
-        tag = argument if name is not None else (info.split() or [""])[0]
+    if name in _OUTPUT_DIRECTIVES:
+        reading.skipped.update(row + 1 for row in body)  # what a test prints, not code
+        return
+    if name is None or name in _CODE_DIRECTIVES or name in _PYTHON_DIRECTIVES:
+        if name is None:
+            tag = (info.split() or [""])[0]
+        else:  # Sphinx's doctest and IPython directives hold Python, as in RST
+            tag = "python" if name in _PYTHON_DIRECTIVES else argument
         reading.code_lines.update({row + 1: tag for row in body})
         return
     reading.directives[node.start_point.row + 1] = (name, argument)
