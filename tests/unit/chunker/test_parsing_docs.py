@@ -468,3 +468,16 @@ def test_myst_doctest_and_code_directives_hold_code() -> None:
         ("BoundLoggerBase", "fence:python", 2),
         ("DoThing", "fence:go", 11),
     }
+
+
+def test_a_code_span_never_crosses_from_one_list_item_to_the_next() -> None:
+    """Each paragraph, heading and list item's inline content is parsed on its own (an unclosed
+    backtick in one item does not open a span that runs into the next)."""
+    text = "Programs live in:\n\n* `/usr/local/bin`\n* `/usr/bin`\n* `/usr/sbin`\n* `/sbin\n\nUse `typer.FileTextWrite`.\n"
+    facts = _kinds(analyze_file("docs/env.md", text, "markdown").facts, "mention")
+    assert {(f.name, f.line) for f in facts} == {
+        ("/usr/local/bin", 3),
+        ("/usr/bin", 4),
+        ("/usr/sbin", 5),
+        ("typer.FileTextWrite", 8),
+    }

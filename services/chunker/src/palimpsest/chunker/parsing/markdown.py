@@ -87,9 +87,9 @@ def read_markdown(lines: list[str]) -> MarkdownReading:
     inline_ranges: list[Range] = []
     for node in _walk(tree.root_node):
         _read_block(node, lines, source, reading, blanked, inline_ranges)
-    if inline_ranges:
-        inline = parser("markdown_inline")
-        inline.included_ranges = inline_ranges
+    inline = parser("markdown_inline")
+    for one in inline_ranges:  # each paragraph, heading or cell alone: a code span never crosses one
+        inline.included_ranges = [one]
         for node in _walk(inline.parse(source).root_node):
             _read_inline(node, lines, reading, blanked)
     for row, line in enumerate(lines):
