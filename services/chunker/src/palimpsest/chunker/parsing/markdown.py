@@ -73,6 +73,7 @@ _PYTHON_DIRECTIVES = frozenset(
 _OUTPUT_DIRECTIVES = frozenset({"testoutput"})
 _FILE_DIRECTIVES = frozenset({"include", "literalinclude", "image", "figure"})
 _VERSION_DIRECTIVES = frozenset({"versionchanged", "versionremoved", "deprecated", "versionadded"})
+_BLOCK_OPENERS = ("!!!", "???", "===")  # MkDocs admonitions, pymdownx details and tabs
 _LINK_NODES = frozenset({"inline_link", "image", "link_reference_definition"})
 _HTML_LINK_ATTRIBUTES = frozenset({"src", "href"})
 
@@ -131,8 +132,7 @@ def _read_block(
     elif kind == "fenced_code_block":
         _read_fence(node, lines, reading)
     elif kind == "indented_code_block":
-        for row in _rows(node):
-            reading.code_lines[row + 1] = None
+        _read_indented(node, lines, reading)
     elif kind == "html_block":
         _read_html(node, source, reading, blanked)
     elif kind == "link_reference_definition":
@@ -191,6 +191,18 @@ def _read_fence(node: Node, lines: list[str], reading: MarkdownReading) -> None:
         reading.merge(inner, body[0])
         if name in _VERSION_DIRECTIVES:
             reading.history.update(row + 1 for row in body)
+
+
+def _read_indented(node: Node, lines: list[str], reading: MarkdownReading) -> None:
+    """An indented block: code, unless it is the body of a MkDocs admonition, collapsible or tab
+    (``!!! note``, ``??? tip``, ``=== "Python"``), which Python-Markdown reads as Markdown again."""
+    rows = list(_rows(node))
+    above = next((lines[r].strip() for r in range(rows[0] - 1, -1, -1) if lines[r].strip()), "")
+    if not above.startswith(_BLOCK_OPENERS):
+        reading.code_lines.update({row + 1: None for row in rows})
+        return
+    body = [line[4:] if line.startswith("    ") else line.lstrip() for line in lines[rows[0] : rows[-1] + 1]]
+    reading.merge(read_markdown(body), rows[0])
 
 
 def _myst_directive(info: str) -> tuple[str | None, str]:
