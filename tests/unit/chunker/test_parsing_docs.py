@@ -485,14 +485,14 @@ def test_a_code_span_never_crosses_from_one_list_item_to_the_next() -> None:
 
 def test_a_mkdocs_admonition_body_is_markdown_and_an_indented_block_is_code() -> None:
     text = (
-        "!!! note\n\n    Set `populate_by_name`, see [the page](alias.md).\n\n"
+        "!!! note\n    By default:\n\n    Set `populate_by_name`, see [the page](alias.md).\n\n"
         "    ```py\n    class Settings(BaseSettings):\n        pass\n    ```\n\n"
         "Plain text.\n\n    indented_code_name = 1\n"
     )
     facts = _kinds(analyze_file("docs/index.md", text, "markdown").facts, "mention")
     assert {(f.name, f.detail, f.line) for f in facts} == {
-        ("populate_by_name", "code", 3),
-        ("alias.md", "link", 3),
-        ("BaseSettings", "fence:python", 6),
-        ("indented_code_name", "fence", 12),
+        ("populate_by_name", "code", 4),
+        ("alias.md", "link", 4),
+        ("BaseSettings", "fence:python", 7),
+        ("indented_code_name", "fence", 13),
     }

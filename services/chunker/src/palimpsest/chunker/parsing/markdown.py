@@ -197,7 +197,14 @@ def _read_indented(node: Node, lines: list[str], reading: MarkdownReading) -> No
     """An indented block: code, unless it is the body of a MkDocs admonition, collapsible or tab
     (``!!! note``, ``??? tip``, ``=== "Python"``), which Python-Markdown reads as Markdown again."""
     rows = list(_rows(node))
-    above = next((lines[r].strip() for r in range(rows[0] - 1, -1, -1) if lines[r].strip()), "")
+    above = next(  # the first line above that is neither blank nor indented: what the block belongs to
+        (
+            lines[r].strip()
+            for r in range(rows[0] - 1, -1, -1)
+            if lines[r].strip() and lines[r][:1] not in " \t"
+        ),
+        "",
+    )
     if not above.startswith(_BLOCK_OPENERS):
         reading.code_lines.update({row + 1: None for row in rows})
         return
