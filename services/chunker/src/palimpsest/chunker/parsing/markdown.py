@@ -133,8 +133,10 @@ def _read_block(
         _read_fence(node, lines, reading)
     elif kind == "indented_code_block":
         _read_indented(node, lines, reading)
-    elif kind == "html_block":
-        _read_html(node, source, reading, blanked)
+    elif kind == "html_block" and _read_html(node, source, reading, blanked):
+        # CommonMark leaves Markdown inside an HTML block unrendered, but ``<p>See [x](y.md)</p>`` is
+        # still the writer's link to ``y.md``: its links are read, nothing else of it
+        inline_ranges.append(node.range)
     elif kind == "link_reference_definition":
         _add_link(reading, node)
         _blank(blanked, node.start_point.row, 0, len(blanked[node.start_point.row]))
@@ -220,15 +222,16 @@ def _myst_directive(info: str) -> tuple[str | None, str]:
     return name.strip(), argument.strip()
 
 
-def _read_html(node: Node, source: bytes, reading: MarkdownReading, blanked: list[bytearray]) -> None:
-    """Raw HTML: ``src``/``href`` attributes are links; a comment is read for nothing."""
+def _read_html(node: Node, source: bytes, reading: MarkdownReading, blanked: list[bytearray]) -> bool:
+    """Raw HTML: ``src``/``href`` attributes are links; a comment is read for nothing (False)."""
     raw = source[node.start_byte : node.end_byte]
     if raw.lstrip().startswith(b"<!--"):
         reading.skipped.update(row + 1 for row in _rows(node))
-        return
+        return False
     _html_links(raw, node.start_point.row, reading)
     for row in _rows(node):
         _blank(blanked, row, 0, len(blanked[row]) if row < len(blanked) else 0)
+    return True
 
 
 def _html_links(raw: bytes, first_row: int, reading: MarkdownReading) -> None:
