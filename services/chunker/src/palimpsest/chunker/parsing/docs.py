@@ -100,7 +100,6 @@ _HISTORICAL = re.compile(
 # what a line cites rather than says: inline code, link and image targets, autolinks, URLs
 _CITED = re.compile(r"(`+)[^`]+?\1|\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|<[^<>\s]+>|\b[a-z][\w+.-]*://\S+", re.I)
 _RST_TABLE_BORDER = re.compile(r"^\s*=+(?:\s+=+)+\s*$")
-_MD_TABLE_ROW = re.compile(r"^\s*\|")
 # ``.. versionchanged 0.10::`` (the version misplaced) is still read as the directive it means
 _VERSION_DIRECTIVE = re.compile(
     r"^(\s*)\.\.\s+(?:versionchanged|versionremoved|deprecated|versionadded)\b[^:\n]*::"
@@ -280,12 +279,7 @@ def _rst_mentions(lines: list[str], starts: list[tuple[int, str]]) -> list[Fact]
         # a link or image is followed wherever it stands: a target that is not in the tree is a
         # broken link, in a history section as anywhere else
         _rst_link_mentions(found, line, number)
-        if (
-            tables.historical(line, line)
-            or directive is not None
-            or _tells_history(line)
-            or number in history
-        ):
+        if tables.historical(line) or directive is not None or _tells_history(line) or number in history:
             continue
         if module := _CURRENT_MODULE.match(line):
             found.module = module.group(1)
@@ -307,7 +301,6 @@ def _markdown_mentions(
     found = _Mentions()
     prose = reading.prose
     history = _historical_sections(starts, len(lines), lambda number, _title: _prose_history(prose[number]))
-    tables = _Tables()
     for number, line in enumerate(lines, start=1):
         if directive := reading.directives.get(number):  # a MyST directive's opening fence
             _directive_mention(found, *directive, number)
@@ -322,7 +315,7 @@ def _markdown_mentions(
             _add_link(found, target, number)
         said = prose.get(number, "")
         if (
-            tables.historical(line, said)
+            _prose_history(prose.get(reading.table_rows.get(number, 0), ""))
             or number in reading.history
             or _prose_history(said)
             or number in history
@@ -392,30 +385,24 @@ def _is_rst_comment(line: str) -> bool:
 
 @dataclass(slots=True)
 class _Tables:
-    """Whether a line is a row of a table whose header tells history ("Setting name | Replace
-    with", "Old name | New name"): its rows name the old things on purpose."""
+    """Whether a line is a row of an RST simple table whose header tells history ("Setting name
+    Replace with", "Old name  New name"): its rows name the old things on purpose. (A Markdown
+    table's header is the parsed reading's, :attr:`.MarkdownReading.table_rows`.)"""
 
     rst_borders: int = 0  # borders seen in the current RST simple table (3 closes it)
-    md_rows: int = 0  # rows seen in the current Markdown table
     history: bool = False
 
-    def historical(self, line: str, prose: str) -> bool:
-        """``prose``: the line with its code and link targets blanked (the line itself in RST)."""
+    def historical(self, line: str) -> bool:
         if _RST_TABLE_BORDER.match(line):
             self.rst_borders = (self.rst_borders + 1) % 3
             if self.rst_borders == 1:
                 self.history = False
             return self.history
         if self.rst_borders:
-            if self.rst_borders == 1 and _tells_history(prose):
+            if self.rst_borders == 1 and _tells_history(line):
                 self.history = True  # a header row
             return self.history
-        if _MD_TABLE_ROW.match(line):
-            self.md_rows += 1
-            if self.md_rows == 1:
-                self.history = _tells_history(prose)
-            return self.history
-        self.md_rows, self.history = 0, False
+        self.history = False
         return False
 
 

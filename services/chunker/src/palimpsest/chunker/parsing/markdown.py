@@ -16,6 +16,10 @@ takes mentions only from the nodes that carry them:
 * ``code_lines`` -- the lines of fenced and indented code blocks with the fence's info string
   (``None`` for an indented block);
 * ``skipped`` -- lines nothing is read from: front matter, HTML comments, fence delimiters;
+* ``table_rows`` -- each row of a pipe table with the line of its header (a header that tells
+  history, "Old name | New name", makes its rows no claims);
+* ``code_lines`` of a MkDocs admonition, details or tab body (``!!! note`` and an indented block)
+  are none: the body is Markdown again, read as such, as is a MyST directive's;
 * ``prose`` -- each line with code spans, link destinations, image descriptions, raw HTML and
   autolinks blanked out, the same length as the line (link text stays: it is prose).
 """
@@ -53,6 +57,7 @@ class MarkdownReading:
     labels: set[str] = field(default_factory=set)  # MyST ``(label)=`` targets
     directives: dict[int, tuple[str, str]] = field(default_factory=dict)  # line → MyST (name, argument)
     history: set[int] = field(default_factory=set)  # lines inside a versionchanged/deprecated directive
+    table_rows: dict[int, int] = field(default_factory=dict)  # a pipe table's row → its header's line
 
     def merge(self, other: MarkdownReading, offset: int) -> None:
         """``other``, read from lines starting after line ``offset``, into this reading."""
@@ -64,6 +69,7 @@ class MarkdownReading:
         self.labels.update(other.labels)
         self.directives.update({n + offset: v for n, v in other.directives.items()})
         self.history.update(n + offset for n in other.history)
+        self.table_rows.update({n + offset: h + offset for n, h in other.table_rows.items()})
 
 
 _CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
@@ -129,6 +135,9 @@ def _read_block(
         title_row = (paragraph.end_point.row - 1) if paragraph is not None else node.start_point.row
         title_row = max(title_row, node.start_point.row)
         reading.headings.append((title_row + 1, lines[title_row].strip()))
+    elif kind == "pipe_table":
+        header = node.start_point.row + 1
+        reading.table_rows.update({row + 1: header for row in _rows(node)})
     elif kind == "fenced_code_block":
         _read_fence(node, lines, reading)
     elif kind == "indented_code_block":
