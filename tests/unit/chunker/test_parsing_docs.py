@@ -496,3 +496,9 @@ def test_a_mkdocs_admonition_body_is_markdown_and_an_indented_block_is_code() ->
         ("BaseSettings", "fence:python", 7),
         ("indented_code_name", "fence", 13),
     }
+
+
+def test_plain_text_indents_are_layout_not_code() -> None:
+    text = "To do:\n\n    make_wsgi_app should take a make_pyramid_app argument\n"
+    facts = _kinds(analyze_file("TODO.txt", text, "text").facts, "mention")
+    assert facts == []

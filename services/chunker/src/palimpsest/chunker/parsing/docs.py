@@ -133,6 +133,8 @@ def analyze_doc(lines: list[str], language: str | None) -> tuple[list[Chunk], li
     else:  # Markdown, MyST, and plain text read as CommonMark (which leaves plain prose as it is)
         reading = read_markdown(lines)
         starts = reading.headings if language == "markdown" else []
+        if language != "markdown":  # plain text has no indented code blocks: its indents are layout
+            reading.code_lines = {n: tag for n, tag in reading.code_lines.items() if tag is not None}
         mentions = _markdown_mentions(lines, reading, starts)
     chunks = _section_chunks(lines, starts)
     facts = header_facts(lines) + mentions
