@@ -40,6 +40,8 @@ TREE = _Tree.of(
         "web/src/docs/routing.md",
         "web/src/routing/mod.rs",
         "web/Cargo.toml",
+        "docs/conf.py",
+        "docs/_static/router.svg",
     ]
 )
 SYMBOLS = {"add_item", "Cart", "shop"}
@@ -200,6 +202,12 @@ CASES: list[Case] = [
     ("link.rustdoc_page", lambda: path("struct.Router.html", "link", "web/src/docs/routing.md"), True),
     ("link.rustdoc_page", lambda: path("middleware/index.html", "link", "docs/guide/a.md"), False),
     ("link.rustdoc_page", lambda: path("guide.html", "link", "web/src/docs/routing.md"), False),
+    ("link.image_glob", lambda: path("../_static/router.*", "link", "docs/guide/a.rst"), True),
+    ("link.image_glob", lambda: path("../_static/gone.*", "link", "docs/guide/a.rst"), False),
+    ("link.image_glob", lambda: path("../_static/route.*", "link", "docs/guide/a.rst"), False),
+    ("link.sphinx_page", lambda: path("_modules/shop/cart.html", "link", "docs/guide/a.rst"), True),
+    ("link.sphinx_page", lambda: path("../genindex", "link", "docs/guide/a.rst"), True),
+    ("link.sphinx_page", lambda: path("modules/shop.html", "link", "docs/guide/a.rst"), False),
     ("path.suffix", lambda: path("flaskr/blog.py"), True),
     ("path.suffix", lambda: path("flaskr/views.py"), False),
     ("governs.placeholder", lambda: governs("path/to/x"), True),

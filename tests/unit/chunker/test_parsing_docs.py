@@ -369,3 +369,136 @@ def test_signature_listings_in_inline_code_name_their_definition() -> None:
         ("DoRequest", "code"),
         ("Transport", "code"),
     }
+
+
+MYST_PAGE = """\
+# Guide
+
+Run it[^json] and see [the page](install.md).
+
+[^json]: Until this very step the file is empty.
+
+(my-label)=
+## Install
+
+Write `[text](your/page.md)` to link; see [above](my-label).
+
+<!-- [[[cog
+import cog
+cog.outl(f"[{name}]({name}/README.md)")
+]]] -->
+<!-- [[[end]]] -->
+
+<img src="./logo.svg"> and <!-- <img src="gone.png"> -->
+"""
+
+
+def test_footnotes_labels_comments_and_code_spans_are_never_links() -> None:
+    """Read as CommonMark and MyST read it: a footnote definition (``[^json]: Until …``) is a
+    paragraph, ``(label)=`` a target and a link to it a reference, a ``[…](…)`` inside a code span
+    is code, and an HTML comment (a cog generator block) is read for nothing."""
+    facts = _kinds(analyze_file("docs/guide.md", MYST_PAGE, "markdown").facts, "mention")
+    assert {(f.name, f.detail, f.line) for f in facts if f.target == "path"} == {
+        ("install.md", "link", 3),
+        ("logo.svg", "link", 18),
+    }
+    assert [(c.name, c.start_line) for c in analyze_file("docs/guide.md", MYST_PAGE, "markdown").chunks] == [
+        ("Guide", 1),
+        ("Install", 8),
+    ]
+
+
+MYST_API = """\
+```{currentmodule} shop.cart
+```
+
+Call {py:meth}`Cart.add_item` or see {ref}`my-label` and {doc}`guide/install`.
+
+```{autoclass} Basket
+```
+
+```{note}
+The `remove_item()` call, and [the old page](gone.md).
+```
+
+```{versionchanged} 2.0
+`old_name` was here.
+```
+"""
+
+
+def test_myst_roles_and_directives_are_read_as_sphinx_reads_them() -> None:
+    """``{py:meth}`…``` is a cross-reference role, ``{autoclass}`` names the class it documents
+    under the current module, a ``{note}``'s body is Markdown (its code and links are read as
+    such), and a ``{versionchanged}`` body names old things on purpose."""
+    facts = _kinds(analyze_file("docs/api.md", MYST_API, "markdown").facts, "mention")
+    assert {(f.name, f.target, f.detail, f.line) for f in facts} == {
+        ("Cart.add_item", "identifier", "role", 4),
+        ("guide/install", "path", "docref", 4),
+        ("shop.cart.Basket", "identifier", "role", 6),
+        ("remove_item", "identifier", "code", 10),
+        ("gone.md", "path", "link", 10),
+    }
+
+
+def test_rst_comments_are_read_for_nothing() -> None:
+    text = (
+        "Title\n=====\n\n"
+        ".. This comment names :func:`shop.old_func`\n"
+        "   and continues with ``OldThing.method()`` and `x <gone/page.rst>`_.\n\n"
+        ".. image:: _static/router.*\n\n"
+        "See :func:`shop.add_item`.\n"
+    )
+    facts = _kinds(analyze_file("docs/index.rst", text, "rst").facts, "mention")
+    assert {(f.name, f.detail, f.line) for f in facts} == {
+        ("_static/router.*", "link", 7),
+        ("shop.add_item", "role", 9),
+    }
+
+
+def test_myst_doctest_and_code_directives_hold_code() -> None:
+    text = (
+        "```{doctest}\n>>> class SemanticLogger(BoundLoggerBase):\n...     pass\n```\n\n"
+        "```{testoutput}\nprinted_name here\n```\n\n"
+        "```{code-block} go\nfunc (c *Client) DoThing() {}\n```\n"
+    )
+    facts = _kinds(analyze_file("docs/recipes.md", text, "markdown").facts, "mention")
+    assert {(f.name, f.detail, f.line) for f in facts} == {
+        ("SemanticLogger", "fence:python", 2),
+        ("BoundLoggerBase", "fence:python", 2),
+        ("DoThing", "fence:go", 11),
+    }
+
+
+def test_a_code_span_never_crosses_from_one_list_item_to_the_next() -> None:
+    """Each paragraph, heading and list item's inline content is parsed on its own (an unclosed
+    backtick in one item does not open a span that runs into the next)."""
+    text = "Programs live in:\n\n* `/usr/local/bin`\n* `/usr/bin`\n* `/usr/sbin`\n* `/sbin\n\nUse `typer.FileTextWrite`.\n"
+    facts = _kinds(analyze_file("docs/env.md", text, "markdown").facts, "mention")
+    assert {(f.name, f.line) for f in facts} == {
+        ("/usr/local/bin", 3),
+        ("/usr/bin", 4),
+        ("/usr/sbin", 5),
+        ("typer.FileTextWrite", 8),
+    }
+
+
+def test_a_mkdocs_admonition_body_is_markdown_and_an_indented_block_is_code() -> None:
+    text = (
+        "!!! note\n    By default:\n\n    Set `populate_by_name`, see [the page](alias.md).\n\n"
+        "    ```py\n    class Settings(BaseSettings):\n        pass\n    ```\n\n"
+        "Plain text.\n\n    indented_code_name = 1\n"
+    )
+    facts = _kinds(analyze_file("docs/index.md", text, "markdown").facts, "mention")
+    assert {(f.name, f.detail, f.line) for f in facts} == {
+        ("populate_by_name", "code", 4),
+        ("alias.md", "link", 4),
+        ("BaseSettings", "fence:python", 7),
+        ("indented_code_name", "fence", 13),
+    }
+
+
+def test_plain_text_indents_are_layout_not_code() -> None:
+    text = "To do:\n\n    make_wsgi_app should take a make_pyramid_app argument\n"
+    facts = _kinds(analyze_file("TODO.txt", text, "text").facts, "mention")
+    assert facts == []

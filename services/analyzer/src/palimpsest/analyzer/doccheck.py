@@ -741,6 +741,14 @@ class _Tree:
     def exists(self, path: str) -> bool:
         return path in ("", ".") or path in self.files or path in self.dirs
 
+    def any_extension(self, stem: str) -> bool:
+        """Some file is ``stem.<extension>``: what a Sphinx image path ``stem.*`` stands for."""
+        folder, _, last = stem.rpartition("/")
+        return any(
+            entry.rpartition("/")[0] == folder and entry.rpartition("/")[2].startswith(last + ".")
+            for entry in self.files
+        )
+
     def has_stem(self, name: str) -> bool:
         """A code file, or a folder holding code, is called ``name`` (``flask`` for
         ``src/flask/``); a folder of docs named like an old package does not count."""
@@ -827,6 +835,8 @@ _RUSTDOC_PAGE = re.compile(
     r"\.\w+)\.html(?:#.*)?$"
 )
 """A page rustdoc generates: a module's ``index.html``, an item's ``struct.Router.html``."""
+_SPHINX_PAGE = re.compile(r"(?:^|/)(?:_modules/|(?:genindex|py-modindex|search)(?:\.html)?(?:#|$))")
+"""A page Sphinx writes itself: viewcode's highlighted sources, the general and module indexes, search."""
 _SITE_FOLDERS = ("public", "static")
 """The folders a docs site serves as its root (Next.js, Vite and VitePress ``public/``;
 Docusaurus, Hugo and Gatsby ``static/``)."""
@@ -863,9 +873,13 @@ def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
         return R.LINK_CODE_REFERENCE
     if _RUSTDOC_PAGE.search(target) and _rustdoc_source(mention.doc, tree.exists):
         return R.LINK_RUSTDOC_PAGE
+    if _SPHINX_PAGE.search(target) and tree.by_last.get("conf.py"):
+        return R.LINK_SPHINX_PAGE
     resolved = _link_target(mention.doc, target)
     if resolved is None:
         return R.PATH_OUTSIDE
+    if resolved.endswith(".*") and tree.any_extension(resolved[:-2]):
+        return R.LINK_IMAGE_GLOB
     page = _link_target(mention.doc.rsplit(".", 1)[0] + "/index", target)  # a directory URL's folder
     if any(tree.exists(p) or tree.exists_as_doc(p) for p in (resolved, page) if p is not None):
         return R.PATH_EXISTS

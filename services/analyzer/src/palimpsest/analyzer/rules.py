@@ -85,6 +85,14 @@ LINK_RUSTDOC_PAGE = _rule(
     "link.rustdoc_page", "resolve", "not_a_claim",
     "A link from a doc rustdoc renders (in a crate's src/) to a page rustdoc generates (index.html, struct.X.html).",
 )  # fmt: skip
+LINK_IMAGE_GLOB = _rule(
+    "link.image_glob", "resolve", "holds",
+    "An image path ending in .* (Sphinx picks whichever of its files exists) with such a file at head.",
+)  # fmt: skip
+LINK_SPHINX_PAGE = _rule(
+    "link.sphinx_page", "resolve", "not_a_claim",
+    "A link to a page Sphinx generates (_modules/, genindex, search) from a repository with a conf.py.",
+)  # fmt: skip
 GOVERNS_PLACEHOLDER = _rule(
     "governs.placeholder", "resolve", "not_a_claim", "An empty or placeholder Governs: target."
 )

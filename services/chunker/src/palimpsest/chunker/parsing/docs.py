@@ -19,14 +19,22 @@ Facts:
   on a line that says it is history (removed, renamed, deprecated, formerly …) or inside a
   ``versionchanged``/``deprecated``/``versionremoved`` directive. The analyzer's mechanical
   documentation check compares them with the index and git history.
+
+Markdown, MyST and plain text are read from their syntax tree (:mod:`.markdown`): links, images,
+inline code (with its MyST role: ``{py:meth}`x```), fences and MyST directives are taken from the
+nodes that carry them, so a footnote, a ``(label)=`` target, a link written inside a code span and
+an HTML comment are never links. reStructuredText is read line by line; its comments (``.. text``
+that is no directive, footnote, target or substitution) are read for nothing.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from palimpsest.chunker.parsing.lines import window_chunks
+from palimpsest.chunker.parsing.markdown import MarkdownReading, read_markdown
 from palimpsest.chunker.parsing.model import SECTION, Chunk, Fact
 from palimpsest.index.languages import KNOWN_EXTENSIONS, fence_language
 
@@ -36,12 +44,7 @@ HEADER_LINES = 60
 """``Governs:`` and ``Supersedes:`` count only within a document's first 60 lines."""
 MAX_MENTIONS = 2_000
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)")
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_SETEXT = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
-_NOT_PARAGRAPH = re.compile(r"^\s*(?:$|#|>|[-*+]\s|\d+[.)]\s|\||<|```|~~~)")
 _RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.!$%&(),/;?@\[\\\]{|}])\1{2,}\s*$")
-_FRONT_MATTER = re.compile(r"^(?:---|\+\+\+)\s*$")
 
 _HEADER_FACT = re.compile(
     r"^\s*(?:[-*+>|]\s*)*(?:\*\*|__|\*|_)?(governs|supersedes)(?:\*\*|__|\*|_)?\s*:"
@@ -70,14 +73,8 @@ _FILE_NAME = re.compile(r"^[\w@+~-][\w@.+~-]*\.([A-Za-z]\w{0,9})$")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 _COMPOUND_NAME = re.compile(r"[a-z0-9][A-Z]|[A-Za-z0-9]_[A-Za-z0-9]")
 _CAPITALISED = re.compile(r"^[A-Z][a-z]")
-_MD_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"']*[\"'])?\s*\)")
-_MD_REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
 _RST_LINK = re.compile(r"`[^`<]*<([^>`]+)>`__?")
 _RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:include|literalinclude|image|figure)::\s*(\S+)")
-# HTML inside Markdown: ``<img src="./coverage.svg">``, ``<a href="docs/x.md">``
-_HTML_LINK = re.compile(
-    r"<(?:img|a|source|video|audio)\b[^>]*?\s(?:src|href)\s*=\s*[\"']([^\"'\s]+)[\"']", re.I
-)
 _STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`")
 _COMMENT = re.compile(r"(?:^|\s)(?:#|//|--|;;).*$")
 _SEPARATOR = re.compile(r"\.|::|#|->")
@@ -103,7 +100,6 @@ _HISTORICAL = re.compile(
 # what a line cites rather than says: inline code, link and image targets, autolinks, URLs
 _CITED = re.compile(r"(`+)[^`]+?\1|\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|<[^<>\s]+>|\b[a-z][\w+.-]*://\S+", re.I)
 _RST_TABLE_BORDER = re.compile(r"^\s*=+(?:\s+=+)+\s*$")
-_MD_TABLE_ROW = re.compile(r"^\s*\|")
 # ``.. versionchanged 0.10::`` (the version misplaced) is still read as the directive it means
 _VERSION_DIRECTIVE = re.compile(
     r"^(\s*)\.\.\s+(?:versionchanged|versionremoved|deprecated|versionadded)\b[^:\n]*::"
@@ -114,6 +110,10 @@ _API_DIRECTIVE = re.compile(
     r"|classmethod|staticmethod|property)::\s+~?([A-Za-z_$][\w$.]*)"
     r"|^\s*:::\s+([A-Za-z_$][\w$.]*)\s*$"
 )
+_API_KINDS = frozenset(
+    {"function", "class", "method", "attribute", "exception", "data", "module", "decorator", "classmethod",
+     "staticmethod", "property"}
+)  # fmt: skip
 _CURRENT_MODULE = re.compile(r"^\s*\.\.\s+(?:py:)?(?:current)?module::\s+([A-Za-z_][\w.]*)\s*$")
 _PROSE_PATH = re.compile(r"(?<![\w/.:@~$-])((?:\.{1,2}/)?[\w@+-][\w@.+-]*(?:/[\w@.+-]+)+/?)(?![\w/])")
 _NOT_SYMBOLS = frozenset(
@@ -127,8 +127,17 @@ _NOT_SYMBOLS = frozenset(
 
 def analyze_doc(lines: list[str], language: str | None) -> tuple[list[Chunk], list[Fact]]:
     """Section chunks and doc facts of a markdown, rst or text document."""
-    chunks = _section_chunks(lines, section_starts(lines, language))
-    facts = header_facts(lines) + _mentions(lines, language)
+    if language == "rst":
+        starts = _rst_headings(lines)
+        mentions = _rst_mentions(lines, starts)
+    else:  # Markdown, MyST, and plain text read as CommonMark (which leaves plain prose as it is)
+        reading = read_markdown(lines)
+        starts = reading.headings if language == "markdown" else []
+        if language != "markdown":  # plain text has no indented code blocks: its indents are layout
+            reading.code_lines = {n: tag for n, tag in reading.code_lines.items() if tag is not None}
+        mentions = _markdown_mentions(lines, reading, starts)
+    chunks = _section_chunks(lines, starts)
+    facts = header_facts(lines) + mentions
     facts.sort(key=lambda f: (f.line, f.kind, f.name))
     return chunks, facts
 
@@ -139,7 +148,7 @@ def analyze_doc(lines: list[str], language: str | None) -> tuple[list[Chunk], li
 def section_starts(lines: list[str], language: str | None) -> list[tuple[int, str]]:
     """``(first line, heading)`` of every section, in order."""
     if language == "markdown":
-        return _markdown_headings(lines)
+        return read_markdown(lines).headings
     if language == "rst":
         return _rst_headings(lines)
     return []
@@ -155,38 +164,6 @@ def _section_chunks(lines: list[str], starts: list[tuple[int, str]]) -> list[Chu
         if first <= last:
             chunks.extend(window_chunks(lines, first, last, SECTION, title))
     return chunks
-
-
-def _front_matter_end(lines: list[str]) -> int:
-    """Index of the line after a leading ``---``/``+++`` block (0 when there is none)."""
-    if not lines or not _FRONT_MATTER.match(lines[0]):
-        return 0
-    for index in range(1, min(len(lines), HEADER_LINES)):
-        if lines[index].strip() in {"---", "...", "+++"}:
-            return index + 1
-    return 0
-
-
-def _markdown_headings(lines: list[str]) -> list[tuple[int, str]]:
-    headings: list[tuple[int, str]] = []
-    fence: str | None = None
-    index = _front_matter_end(lines)
-    paragraph = False
-    while index < len(lines):
-        line = lines[index]
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-        elif opened:
-            fence = opened.group(1)
-        elif atx := _ATX.match(line):
-            headings.append((index + 1, (atx.group(2) or "").strip() or atx.group(1)))
-        elif paragraph and _SETEXT.match(line):
-            headings.append((index, lines[index - 1].strip()))
-        paragraph = fence is None and not opened and not _NOT_PARAGRAPH.match(line)
-        index += 1
-    return headings
 
 
 def _rst_headings(lines: list[str]) -> list[tuple[int, str]]:
@@ -282,39 +259,28 @@ class _Mentions:
         self.add(bare, line, "identifier", "role")
 
 
-def _mentions(lines: list[str], language: str | None) -> list[Fact]:
+def _rst_mentions(lines: list[str], starts: list[tuple[int, str]]) -> list[Fact]:
     found = _Mentions()
-    history = _historical_sections(lines, language)
-    fence: str | None = None
-    fence_language: str | None = None  # fence:<language>, fence, output (a console block); None: a diff
+    history = _historical_sections(starts, len(lines), lambda _number, title: _tells_history(title))
     directive: int | None = None  # indentation of an open version directive
     tables = _Tables()
-    literal: _Literal | None = None  # an open RST literal or code block
+    literal: _Literal | None = None  # an open literal or code block, or a comment
     for number, line in enumerate(lines, start=1):
-        if language == "rst":
-            if literal is not None and literal.holds(line):
-                if literal.source and line.strip():
-                    _fenced_mentions(found, line, number, literal.source)
-                continue
-            literal = _Literal.opened_by(line)
-            if _DOCTEST.match(line):  # a doctest block: Python after the prompt
-                _fenced_mentions(found, _DOCTEST.sub("", line), number, "fence:python")
-                continue
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            elif fence_language is not None:
-                _fenced_mentions(found, line, number, fence_language)
+        if literal is not None and literal.holds(line):
+            if literal.source and line.strip():
+                _fenced_mentions(found, line, number, literal.source)
             continue
-        if opened and language != "rst":
-            fence = opened.group(1)
-            fence_language = _fence_language(opened.group(2))
+        literal = _Literal.opened_by(line)
+        if _is_rst_comment(line):  # a comment and its indented body are read for nothing
+            literal = _Literal(len(line) - len(line.lstrip()), None)
+            continue
+        if _DOCTEST.match(line):  # a doctest block: Python after the prompt
+            _fenced_mentions(found, _DOCTEST.sub("", line), number, "fence:python")
             continue
         directive = _directive(line, directive)
         # a link or image is followed wherever it stands: a target that is not in the tree is a
         # broken link, in a history section as anywhere else
-        _link_mentions(found, line, number)
+        _rst_link_mentions(found, line, number)
         if tables.historical(line) or directive is not None or _tells_history(line) or number in history:
             continue
         if module := _CURRENT_MODULE.match(line):
@@ -323,36 +289,109 @@ def _mentions(lines: list[str], language: str | None) -> list[Fact]:
         if api := _API_DIRECTIVE.match(line):
             found.add_api(api.group(1) or api.group(2), number, declares=True)
             continue
-        _inline_mentions(found, line, number, rst=language == "rst")
-        _prose_mentions(found, line, number)
+        _inline_mentions(found, line, number)
+        if not any(p.match(line) for p in (_HEADER_FACT, _RST_DIRECTIVE)):
+            _prose_mentions(found, _INLINE_CODE.sub(" ", _RST_LINK.sub(" ", line)), number)
     return list(found.seen.values())
 
 
+def _markdown_mentions(
+    lines: list[str], reading: MarkdownReading, starts: list[tuple[int, str]]
+) -> list[Fact]:
+    """Mentions from the nodes of the parsed reading that carry them (:mod:`.markdown`): links and
+    images, inline code (with its MyST role), fenced code, MyST directives, and paths in prose."""
+    found = _Mentions()
+    prose = reading.prose
+    history = _historical_sections(starts, len(lines), lambda number, _title: _prose_history(prose[number]))
+    for number, line in enumerate(lines, start=1):
+        if directive := reading.directives.get(number):  # a MyST directive's opening fence
+            _directive_mention(found, *directive, number)
+        if number in reading.skipped:
+            continue
+        if number in reading.code_lines:
+            source = _fence_language(reading.code_lines[number] or "")
+            if source is not None:
+                _fenced_mentions(found, line, number, source)
+            continue
+        for target in reading.links.get(number, ()):
+            _add_link(found, target, number)
+        said = prose.get(number, "")
+        if (
+            _prose_history(prose.get(reading.table_rows.get(number, 0), ""))
+            or number in reading.history
+            or _prose_history(said)
+            or number in history
+        ):
+            continue
+        if api := _API_DIRECTIVE.match(line):  # mkdocstrings ``::: pkg.module``
+            found.add_api(api.group(1) or api.group(2), number, declares=True)
+            continue
+        for span in reading.code_spans.get(number, ()):
+            if span.role is not None:
+                _role_mention(found, span.role, span.code, number)
+            else:
+                _code_mention(found, span.code, number)
+        if not _HEADER_FACT.match(line):
+            _prose_mentions(found, said, number)
+    return list(found.seen.values())
+
+
+def _directive_mention(found: _Mentions, name: str, argument: str, number: int) -> None:
+    """A MyST directive naming code: ``{module}``/``{currentmodule}`` set the module later roles
+    are relative to; ``{autoclass}``, ``{py:function}`` & co. name the object they document."""
+    kind = name.removeprefix("py:").removeprefix("js:")
+    target = argument.split("(", 1)[0].strip().lstrip("~")
+    if not target:
+        return
+    if kind in ("module", "currentmodule"):
+        found.module = target
+    elif kind.removeprefix("auto") in _API_KINDS and _QUALIFIED.match(target):
+        found.add_api(target, number, declares=True)
+
+
 def _tells_history(line: str) -> bool:
-    """Whether the prose of ``line`` tells history: the words are looked for outside code spans,
-    link targets and paths (a README line citing ``legacy/old.py`` says nothing about history)."""
-    return bool(_HISTORICAL.search(_PROSE_PATH.sub(" ", _CITED.sub(" ", line))))
+    """Whether the prose of an RST ``line`` tells history: the words are looked for outside code
+    spans, link targets and paths (a README line citing ``legacy/old.py`` says nothing about history)."""
+    return _prose_history(_CITED.sub(" ", line))
 
 
-def _historical_sections(lines: list[str], language: str | None) -> set[int]:
+def _prose_history(prose: str) -> bool:
+    """Whether prose (code and link targets already blanked) tells history, paths aside."""
+    return bool(_HISTORICAL.search(_PROSE_PATH.sub(" ", prose)))
+
+
+def _historical_sections(
+    starts: list[tuple[int, str]], total: int, tells: Callable[[int, str], bool]
+) -> set[int]:
     """Lines of sections whose heading tells history ("Deprecated", "Removed in 3.0",
     "Aliases (pending deprecation)"): what they name is gone on purpose."""
-    starts = section_starts(lines, language)
     out: set[int] = set()
     for index, (first, title) in enumerate(starts):
-        if _tells_history(title):
-            last = starts[index + 1][0] - 1 if index + 1 < len(starts) else len(lines)
+        if tells(first, title):
+            last = starts[index + 1][0] - 1 if index + 1 < len(starts) else total
             out.update(range(first, last + 1))
     return out
 
 
+def _is_rst_comment(line: str) -> bool:
+    """``.. anything`` that is no directive (``::``), footnote or citation (``[``), hyperlink
+    target (``_``) or substitution definition (``|``): docutils reads it as a comment."""
+    stripped = line.strip()
+    if stripped == "..":
+        return True
+    if not stripped.startswith(".. "):
+        return False
+    rest = stripped[3:].lstrip()
+    return "::" not in rest and not rest.startswith(("[", "_", "|"))
+
+
 @dataclass(slots=True)
 class _Tables:
-    """Whether a line is a row of a table whose header tells history ("Setting name | Replace
-    with", "Old name | New name"): its rows name the old things on purpose."""
+    """Whether a line is a row of an RST simple table whose header tells history ("Setting name
+    Replace with", "Old name  New name"): its rows name the old things on purpose. (A Markdown
+    table's header is the parsed reading's, :attr:`.MarkdownReading.table_rows`.)"""
 
     rst_borders: int = 0  # borders seen in the current RST simple table (3 closes it)
-    md_rows: int = 0  # rows seen in the current Markdown table
     history: bool = False
 
     def historical(self, line: str) -> bool:
@@ -365,12 +404,7 @@ class _Tables:
             if self.rst_borders == 1 and _tells_history(line):
                 self.history = True  # a header row
             return self.history
-        if _MD_TABLE_ROW.match(line):
-            self.md_rows += 1
-            if self.md_rows == 1:
-                self.history = _tells_history(line)
-            return self.history
-        self.md_rows, self.history = 0, False
+        self.history = False
         return False
 
 
@@ -395,7 +429,8 @@ def _directive(line: str, open_indent: int | None) -> int | None:
     return open_indent if indent > open_indent else None
 
 
-def _inline_mentions(found: _Mentions, line: str, number: int, *, rst: bool = False) -> None:
+def _inline_mentions(found: _Mentions, line: str, number: int) -> None:
+    """Interpreted text and inline literals of an RST line."""
     if "`" not in line:
         return
     for span in _INLINE_CODE.finditer(line):
@@ -403,23 +438,24 @@ def _inline_mentions(found: _Mentions, line: str, number: int, *, rst: bool = Fa
         role = _ROLE.search(line[: span.start()])
         if role is not None:
             _role_mention(found, role.group(1), code, number)
-        elif rst and span.group(1) == "`" and not _is_path(code):
+        elif span.group(1) == "`" and not _is_path(code):
             _default_role_mention(found, line, span, number)
-        elif _is_path(code):
-            found.add(code.removeprefix("./").rstrip("/"), number, "path", "code")
-        elif signature := _SIGNATURE.match(code):  # a listed definition names the API, whatever its shape
-            found.add(signature.group(1), number, "identifier", "code")
-        elif qualified := _QUALIFIED.match(code):
-            name = qualified.group(1)
-            if (
-                qualified.group(2)
-                or _is_compound_name(name)
-                or _is_type_name(name)
-                or _SEPARATOR.search(name)
-            ):
-                found.add(name, number, "identifier", "code")
-        elif callee := _CALLEE.match(code):
-            found.add(callee.group(1), number, "identifier", "code")
+        else:
+            _code_mention(found, code, number)
+
+
+def _code_mention(found: _Mentions, code: str, number: int) -> None:
+    """What inline code names: a path, a listed signature, a qualified or compound name, a call."""
+    if _is_path(code):
+        found.add(code.removeprefix("./").rstrip("/"), number, "path", "code")
+    elif signature := _SIGNATURE.match(code):  # a listed definition names the API, whatever its shape
+        found.add(signature.group(1), number, "identifier", "code")
+    elif qualified := _QUALIFIED.match(code):
+        name = qualified.group(1)
+        if qualified.group(2) or _is_compound_name(name) or _is_type_name(name) or _SEPARATOR.search(name):
+            found.add(name, number, "identifier", "code")
+    elif callee := _CALLEE.match(code):
+        found.add(callee.group(1), number, "identifier", "code")
 
 
 def _default_role_mention(found: _Mentions, line: str, span: re.Match[str], number: int) -> None:
@@ -476,25 +512,20 @@ def _role_mention(found: _Mentions, roles: str, text: str, number: int) -> None:
         found.add_api(value, number)
 
 
-def _prose_mentions(found: _Mentions, line: str, number: int) -> None:
-    """Paths in plain prose: a slash and a known file extension, or a trailing slash."""
-    if "/" not in line or any(p.match(line) for p in (_HEADER_FACT, _MD_REFERENCE, _RST_DIRECTIVE)):
+def _prose_mentions(found: _Mentions, prose: str, number: int) -> None:
+    """Paths in plain prose (code and link targets already blanked; a link's text is prose:
+    ``[lib/defaults.js](https://…)`` names a path): a slash and a known file extension, or a
+    trailing slash."""
+    if "/" not in prose:
         return
-    # a link's target is read as a link; its text is prose (``[lib/defaults.js](https://…)`` names a path)
-    prose = _INLINE_CODE.sub(" ", _MD_LINK.sub(_link_text, _RST_LINK.sub(" ", _HTML_LINK.sub(" ", line))))
     if "://" in prose:
-        prose = re.sub(r"\S*://\S*", " ", prose)
+        prose = " ".join(word for word in prose.split(" ") if "://" not in word)
     for match in _PROSE_PATH.finditer(prose):
         path = match.group(1).rstrip(".")
         last = path.rstrip("/").rsplit("/", 1)[-1]
         extension = last.rsplit(".", 1)[-1].lower() if "." in last else ""
         if (path.endswith("/") and path.count("/") >= 2) or f".{extension}" in KNOWN_EXTENSIONS:
             found.add(path.removeprefix("./").rstrip("/"), number, "path", "prose")
-
-
-def _link_text(link: re.Match[str]) -> str:
-    text = re.match(r"!?\[([^\]\n]*)\]", link.group(0))
-    return f" {text.group(1)} " if text and not link.group(0).startswith("!") else " "
 
 
 def _fenced_mentions(found: _Mentions, line: str, number: int, source: str) -> None:
@@ -532,17 +563,19 @@ def _keyword_argument(code: str, start: int, end: int) -> bool:
     return before.endswith(("(", ",")) or (not before and code.rstrip().endswith((",", ")")))
 
 
-def _link_mentions(found: _Mentions, line: str, number: int) -> None:
-    targets = [m.group(1) for pattern in (_MD_LINK, _RST_LINK, _HTML_LINK) for m in pattern.finditer(line)]
-    for pattern in (_MD_REFERENCE, _RST_DIRECTIVE):
-        if matched := pattern.match(line):
-            targets.append(matched.group(1))
-    for target in targets:
-        if target.endswith("_"):
-            continue  # ``<pypi_>``: a reference to a named RST target, not a path
-        path = target.split("#", 1)[0].split("?", 1)[0].removeprefix("./")
-        if path and not _SCHEME.match(path) and not path.startswith("//"):
-            found.add(path.rstrip("/") or path, number, "path", "link")
+def _rst_link_mentions(found: _Mentions, line: str, number: int) -> None:
+    """Embedded URIs (`` `text <target>`_ ``) and the files ``include``/``image`` directives name."""
+    for link in _RST_LINK.finditer(line):
+        if not link.group(1).endswith("_"):  # ``<pypi_>``: a reference to a named target, not a path
+            _add_link(found, link.group(1), number)
+    if directive := _RST_DIRECTIVE.match(line):
+        _add_link(found, directive.group(1), number)
+
+
+def _add_link(found: _Mentions, target: str, number: int) -> None:
+    path = target.split("#", 1)[0].split("?", 1)[0].removeprefix("./")
+    if path and not _SCHEME.match(path) and not path.startswith("//"):
+        found.add(path.rstrip("/") or path, number, "path", "link")
 
 
 def _is_path(code: str) -> bool:
