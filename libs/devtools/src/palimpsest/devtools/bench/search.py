@@ -55,7 +55,7 @@ from uuid import UUID
 from palimpsest.cli.local import register_path
 from palimpsest.cli.output import progress
 from palimpsest.cli.pipeline import index_and_wait
-from palimpsest.cli.stack import Servers, open_stack, scratch_settings
+from palimpsest.cli.stack import Servers, StackInfo, open_stack, scratch_settings
 from palimpsest.core.db import Pool, open_pool, tenant_tx
 from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.git import resolve_ref, run_git
@@ -328,14 +328,14 @@ async def run_bench_search(
         servers = Servers()
         cold: dict[str, list[float]] = {shape: [] for shape in SHAPES}
         async with open_stack(scratch_settings(settings, home), servers=servers) as info:
-            pool = await open_pool(info.app_url, max_size=2, name="bench-search")
+            pool = await open_pool(
+                info.app_url, transaction_pooler=info.transaction_pooler, max_size=2, name="bench-search"
+            )
             try:
                 drawn = await draw_queries(pool, tenant, repo_id, UUID(built_info["snapshot_id"]), queries)
                 embedded = info.embedded_db
                 if embedded and servers.pg is not None:
-                    pool = await _cold(
-                        pool, servers, info.app_url, tenant, repo_id, drawn, cold_restarts, cold
-                    )
+                    pool = await _cold(pool, servers, info, tenant, repo_id, drawn, cold_restarts, cold)
                 progress(f"{len(drawn)} queries: ours, rg and git grep interleaved…")
                 rows = await _measure(pool, tenant, repo_id, drawn, checkout, rg)
             finally:
@@ -417,7 +417,7 @@ async def _build(
 async def _cold(
     pool: Pool,
     servers: Servers,
-    url: str,
+    info: StackInfo,
     tenant: UUID,
     repo_id: UUID,
     drawn: list[Query],
@@ -437,7 +437,9 @@ async def _cold(
         await pool.close()
         await asyncio.to_thread(pg.stop)
         await asyncio.to_thread(pg.start)
-        pool = await open_pool(url, max_size=2, name="bench-search")
+        pool = await open_pool(
+            info.app_url, transaction_pooler=info.transaction_pooler, max_size=2, name="bench-search"
+        )
         for shape in [*SHAPES[r % len(SHAPES) :], *SHAPES[: r % len(SHAPES)]]:
             if shape in first:
                 ms, _ = await _ours(pool, tenant, repo_id, first[shape])
