@@ -28,6 +28,7 @@ def settings_for(servers: ServerSet, **overrides: object) -> BaseServiceSettings
     values: dict[str, object] = {
         "database_url": SecretStr(servers.app_url),
         "database_direct_url": SecretStr(servers.direct_url),
+        "database_transaction_pooler": servers.pooler is not None,
         "migration_database_url": SecretStr(servers.owner_url),
         "nats_url": servers.nats_url,
         "home": servers.home,

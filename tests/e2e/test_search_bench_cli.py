@@ -13,7 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from palimpsest.devtools.bench.search import SHAPES, ensure_ripgrep, overlap
+from palimpsest.devtools.bench.search import (
+    SHAPES,
+    Query,
+    definition_rank,
+    ensure_ripgrep,
+    overlap,
+    product_share,
+    relevance,
+)
+from palimpsest.index.search import SearchHit
+
+
+def _hit(path: str, kind: str = "window", name: str | None = None) -> SearchHit:
+    return SearchHit(path, 1, 2, kind, name, "python", 1.0, "0" * 40, 0, "")
 
 
 def test_overlap_counts_our_first_ten_files_against_ripgreps() -> None:
@@ -23,6 +36,37 @@ def test_overlap_counts_our_first_ten_files_against_ripgreps() -> None:
     assert overlap(["x", "y", "f1"], {"f1", "f2"}) == 0.5
     assert overlap(["f1", *[f"x{i}" for i in range(9)], "f2"], rg) == 0.1  # the 11th file is not counted
     assert overlap(["f1"], set()) is None
+
+
+def test_the_definition_rank_is_that_of_the_first_chunk_defining_the_identifier() -> None:
+    hits = [
+        _hit("src/use.py"),
+        _hit("src/doc.md", "section", "WidgetFactory"),  # a heading of that name defines nothing
+        _hit("src/widgets.py", "class", "widgetfactory"),  # case folded, as the search folds it
+        _hit("src/other.py", "class", "WidgetFactory"),
+    ]
+    assert definition_rank(Query("identifier", "WidgetFactory"), hits) == 3
+    assert definition_rank(Query("path", "WidgetFactory", path_prefix="src/"), hits) == 3
+    assert definition_rank(Query("identifier", "Missing"), hits) == 0
+    assert definition_rank(Query("identifier", "WidgetFactory"), hits, k=2) == 0  # past the top k
+    assert definition_rank(Query("common", "widget"), hits) is None  # no identifier to define
+
+
+def test_product_share_and_relevance_figures() -> None:
+    paths = ["src/app.py", "tests/test_app.py", "vendor/lib.go", "dist/app.min.js", "scripts/release.py"]
+    assert product_share(paths) == 0.2  # only src/app.py ships: tests, vendored, generated, tooling not
+    assert product_share(set()) is None
+    rows = [
+        {"product_top10": 1.0, "product_all": 0.5},
+        {"product_top10": 0.5, "product_all": None},
+    ]
+    assert relevance(rows, [1, 2, 0, 1]) == {
+        "definition_mrr": round((1 + 0.5 + 0 + 1) / 4, 3),
+        "definition_hit1": 0.5,
+        "product_share_top10": 0.75,
+        "product_share_all_matches": 0.5,
+    }
+    assert "definition_mrr" not in relevance(rows, [])
 
 
 def test_bench_search_on_a_scratch_stack(tmp_path: Path) -> None:
@@ -72,8 +116,13 @@ def test_bench_search_on_a_scratch_stack(tmp_path: Path) -> None:
         assert fig["rg_p95_over_ours_p95"] > 0 and fig["git_grep_p95_over_ours_p95"] > 0
         assert fig["overlap_queries"] > 0, shape  # every drawn query is text of the corpus
         assert 0 <= fig["overlap_top10"] <= 1, shape
+        assert 0 <= fig["product_share_top10"] <= 1 and 0 <= fig["product_share_all_matches"] <= 1, shape
     # an identifier is a definition's name: the files that hold it are our first hits
     assert out["shapes"]["identifier"]["overlap_top10"] >= 0.9
+    # and their definitions come first
+    assert out["shapes"]["identifier"]["definition_hit1"] >= 0.9
+    assert out["shapes"]["identifier"]["definition_mrr"] >= 0.93
+    assert "definition_mrr" not in out["shapes"]["common"]
     assert all(e["path"].endswith("/") for e in out["shapes"]["path"]["examples"])
     assert all(e["language"] for e in out["shapes"]["language"]["examples"])
     assert out["index_reused"] is False

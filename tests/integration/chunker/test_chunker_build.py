@@ -348,6 +348,31 @@ async def test_candidates_are_the_snapshots_chunks_not_older_kept_versions(
     assert sorted(h.path for h in hits) == ["py/keep_a.py", "py/keep_b.py"]
 
 
+async def test_an_identifiers_definition_ranks_first_however_many_chunks_name_it(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    """Sixty files call ``WidgetFactory`` and one defines it; the ranked pool (four candidates
+    here, 2 000 in production) holds the first GIN matches in storage order, which need not
+    include the definition. The definition is a candidate of its own (migration 0053), so it
+    comes first, filtered or not."""
+    r = init_repo(tmp_path / "defs")
+    files = {
+        f"app/use_{i:02}.py": f"from zz.widgets import WidgetFactory\n\ndef use_{i}():\n"
+        f"    return WidgetFactory().make({i})\n"
+        for i in range(60)
+    }
+    files["zz/widgets.py"] = "class WidgetFactory:\n    def make(self, n):\n        return n\n"
+    commit(r, "2024-01-01", files)
+    tenant = await create_tenant(infra.pool, "defs")
+    repo_id = await register_path(infra.pool, tenant, r)
+    assert (await build(infra, tenant, repo_id)).state == "ready"
+    async with tenant_tx(infra.pool, tenant) as conn:
+        for kwargs in ({}, {"language": "python"}, {"path_prefix": "zz/"}):
+            hits = await lexical_search(conn, repo_id, "WidgetFactory", limit=5, candidates=4, **kwargs)
+            assert (hits[0].path, hits[0].name) == ("zz/widgets.py", "WidgetFactory"), kwargs
+            assert len({(h.blob_sha, h.ordinal) for h in hits}) == len(hits)  # each chunk once
+
+
 async def test_an_identifier_is_padded_with_chunks_holding_all_its_words_not_one(
     infra: Infra, tmp_path: Path, chunker: None
 ) -> None:

@@ -1,7 +1,8 @@
 """What must hold behind PgBouncer in transaction mode (run with PALIMPSEST_TEST_PGBOUNCER=1, as CI
 does; directly, the same tests pin the behaviour): the embedder's repository lock and the migrator's
 lock are transaction-scoped, the relay LISTENs only on the direct URL and otherwise polls, and the
-pool prepares no statement."""
+pool prepares no statement when a transaction-mode pooler is declared in front (and does, for
+speed, when none is: issue 55)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ import logging
 import uuid
 
 import pytest
+from pydantic import SecretStr
 
-from palimpsest.core.db import open_pool, system_tx, tenant_tx
+from palimpsest.core.db import Pool, open_pool, system_tx, tenant_tx
 from palimpsest.core.events import Probe
 from palimpsest.core.migrate import migrate
 from palimpsest.core.outbox import emit
 from palimpsest.core.relay import Relay
-from palimpsest.core.service import Infra
+from palimpsest.core.service import Infra, close_infra, open_infra
 from palimpsest.embedder.locking import repository_lock
+from tests.conftest import settings_for
 from tests.support.servers import APP_ROLE, ServerSet
 from tests.support.tenants import create_tenant
 
@@ -27,7 +30,9 @@ async def _beat() -> None:
 
 
 async def test_the_repository_lock_admits_one_run_at_a_time(stack: ServerSet) -> None:
-    pool = await open_pool(stack.app_url, min_size=1, max_size=6, name="lock-test")
+    pool = await open_pool(
+        stack.app_url, transaction_pooler=stack.pooler is not None, min_size=1, max_size=6, name="lock-test"
+    )
     try:
         repo, other = uuid.uuid4(), uuid.uuid4()
         order: list[str] = []
@@ -113,17 +118,48 @@ async def test_the_relay_listens_on_the_direct_url(
     assert any("woken by LISTEN" in r.getMessage() for r in caplog.records)
 
 
-async def test_pool_connections_never_prepare(stack: ServerSet) -> None:
-    pool = await open_pool(stack.app_url, min_size=1, max_size=1, name="prepare-test")
-    try:
-        for _ in range(10):  # past psycopg's default threshold of 5
-            async with system_tx(pool) as conn:
-                await conn.execute("SELECT %s::int AS n", (1,))
+async def _prepared_after_ten_runs(pool: Pool) -> int:
+    """How many statements the pool's connection holds prepared after one query ran ten times
+    (past psycopg's default threshold of five)."""
+    for _ in range(10):
         async with system_tx(pool) as conn:
-            assert conn.prepare_threshold is None
-            cur = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")
-            row = await cur.fetchone()
-            assert row is not None and row["n"] == 0
+            await conn.execute("SELECT %s::int AS n", (1,))
+    async with system_tx(pool) as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+async def test_pool_connections_prepare_where_no_pooler_is_declared(stack: ServerSet) -> None:
+    # straight to PostgreSQL (the relay's direct URL): repeated statements skip planning
+    pool = await open_pool(
+        stack.direct_url, transaction_pooler=False, min_size=1, max_size=1, name="prepare-test"
+    )
+    try:
+        assert await _prepared_after_ten_runs(pool) >= 1
+    finally:
+        await pool.close()
+
+
+async def test_services_prepare_only_without_a_declared_pooler(stack: ServerSet) -> None:
+    for declared in (False, True):
+        settings = settings_for(
+            stack, database_url=SecretStr(stack.direct_url), database_transaction_pooler=declared
+        )
+        infra = await open_infra(settings, "prepare-test")
+        try:
+            assert (await _prepared_after_ten_runs(infra.pool) >= 1) is not declared
+        finally:
+            await close_infra(infra)
+
+
+async def test_pool_connections_never_prepare_behind_a_declared_pooler(stack: ServerSet) -> None:
+    pool = await open_pool(
+        stack.app_url, transaction_pooler=True, min_size=1, max_size=1, name="prepare-test"
+    )
+    try:
+        assert await _prepared_after_ten_runs(pool) == 0
     finally:
         await pool.close()
 
@@ -132,7 +168,9 @@ async def test_the_app_url_goes_through_the_pooler_when_the_run_uses_one(stack: 
     if stack.pooler is None:
         pytest.skip("this run has no PgBouncer (PALIMPSEST_TEST_PGBOUNCER=1 adds one)")
     assert f"port={stack.pooler.port}" in stack.app_url
-    pool = await open_pool(stack.app_url, min_size=1, max_size=1, name="pooler-test")
+    pool = await open_pool(
+        stack.app_url, transaction_pooler=stack.pooler is not None, min_size=1, max_size=1, name="pooler-test"
+    )
     try:
         async with system_tx(pool) as conn:
             cur = await conn.execute("SELECT inet_server_port() AS port")

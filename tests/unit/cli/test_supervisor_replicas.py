@@ -27,6 +27,7 @@ def _supervisor(tmp_path: Path, **kw: object) -> Supervisor:
         embedded_nats=True,
         home=str(tmp_path),
         direct_url=DIRECT,
+        transaction_pooler=True,
     )
     return Supervisor(settings, stack, ingest_port=free_port(), **kw)  # type: ignore[arg-type]
 
@@ -49,6 +50,8 @@ def test_replicas_are_named_per_service_and_each_ingest_listens_on_its_own_port(
     for p in sup.processes.values():  # pooled for the work, direct for the relay's LISTEN
         assert p.env["PALIMPSEST_DATABASE_URL"] == POOLED
         assert p.env["PALIMPSEST_DATABASE_DIRECT_URL"] == DIRECT
+        # behind the transaction-mode pooler the services prepare no statement
+        assert p.env["PALIMPSEST_DATABASE_TRANSACTION_POOLER"] == "true"
     one = _supervisor(tmp_path, services=("ingest", "chunker"))
     assert list(one.processes) == ["ingest", "chunker"] and one.ingest_urls == [one.ingest_url]
 

@@ -136,6 +136,8 @@ def child_environment(settings: BaseServiceSettings, stack: StackInfo) -> dict[s
     env.pop("PALIMPSEST_MIGRATION_DATABASE_URL", None)  # services never run as the owner
     if stack.embedded_db:
         env.setdefault("PALIMPSEST_ALLOW_LOCAL_SOURCES", "true")
+    if stack.transaction_pooler:  # statements are never prepared behind it
+        env["PALIMPSEST_DATABASE_TRANSACTION_POOLER"] = "true"
     if stack.direct_url:  # our pooler in front (chaos --pgbouncer): the relay LISTENs past it
         env["PALIMPSEST_DATABASE_DIRECT_URL"] = stack.direct_url
     elif stack.embedded_db:  # no pooler in front of the embedded database: the relay LISTENs on it

@@ -36,7 +36,11 @@ async def running_services(
     """Start ``services`` in this process; yields once they are subscribed, stops them on exit."""
     from pydantic import SecretStr
 
-    update: dict[str, object] = {"database_url": SecretStr(stack.app_url), "nats_url": stack.nats_url}
+    update: dict[str, object] = {
+        "database_url": SecretStr(stack.app_url),
+        "nats_url": stack.nats_url,
+        "database_transaction_pooler": stack.transaction_pooler,
+    }
     if stack.embedded_db:  # the embedded default indexes local paths; no pooler in front of it
         update["allow_local_sources"] = True
         update["database_direct_url"] = SecretStr(stack.app_url)

@@ -46,6 +46,8 @@ class StackInfo:
     processes: dict[str, Any] = field(default_factory=dict)  # `up --processes`: name → pid, ops port, log
     # the application role never through a pooler (the relay LISTENs there); "" when app_url is direct
     direct_url: str = ""
+    # a transaction-mode pooler stands in front of app_url (ours, or one the settings declare)
+    transaction_pooler: bool = False
 
     def public(self) -> dict[str, Any]:
         d = asdict(self)
@@ -193,6 +195,7 @@ async def open_stack(
             timings_s=timings,
             extensions=report.extensions,
             direct_url=direct_url,
+            transaction_pooler=pgbouncer or settings.database_transaction_pooler,
         )
     finally:
         servers.stop()

@@ -90,7 +90,13 @@ def urls(settings: BaseServiceSettings) -> tuple[str, str]:
 
 async def open_infra(settings: BaseServiceSettings, name: str) -> Infra:
     db_url, nats_url = urls(settings)
-    pool = await open_pool(db_url, min_size=settings.db_pool_min, max_size=settings.db_pool_max, name=name)
+    pool = await open_pool(
+        db_url,
+        transaction_pooler=settings.database_transaction_pooler,
+        min_size=settings.db_pool_min,
+        max_size=settings.db_pool_max,
+        name=name,
+    )
     try:
         nc = await bus.connect(nats_url, name=name, creds_file=settings.nats_creds_file)
     except Exception:

@@ -56,6 +56,13 @@ class BaseServiceSettings(BaseSettings):
         description="PostgreSQL URL of the application role that bypasses a transaction-mode pooler"
         " (PgBouncer): the relay LISTENs there for new outbox rows; unset, it polls every relay_poll_s.",
     )
+    database_transaction_pooler: bool = Field(
+        default=False,
+        description="A transaction-mode pooler (PgBouncer pool_mode=transaction, CloudNativePG's pooler)"
+        " stands between the services and PostgreSQL at database_url: statements are then never prepared"
+        " (the pooler may run the next execution on a server connection that never saw the PREPARE);"
+        " otherwise repeated statements are prepared and skip planning.",
+    )
     app_role: str = Field(
         default="palimpsest_app",
         pattern=r"^[a-z_][a-z0-9_]{0,62}$",

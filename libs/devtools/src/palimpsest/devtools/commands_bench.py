@@ -184,10 +184,23 @@ async def bench_tenant_delete(files: int, total_mb: float, batch: int, as_json: 
     type=click.IntRange(min=1),
     help="First builds of the same commit, each followed by its yardsticks; the median round is reported.",
 )
+@click.option(
+    "--pgbouncer",
+    is_flag=True,
+    help="The services' and the search's database URL through a loopback PgBouncer in transaction mode"
+    " (Debian's pgbouncer), where statements are never prepared.",
+)
 @_json_option
 @run_async
 async def bench_index(
-    files: int, total_mb: float, queries: int, source: Path | None, rev: str, rounds: int, as_json: bool
+    files: int,
+    total_mb: float,
+    queries: int,
+    source: Path | None,
+    rev: str,
+    rounds: int,
+    pgbouncer: bool,
+    as_json: bool,
 ) -> None:
     """Build a generated TypeScript repository (or --repo's tree) through the real pipeline; print the figures."""
     from palimpsest.devtools.bench.index import run_bench_index
@@ -202,6 +215,7 @@ async def bench_index(
         source=source,
         rev=rev,
         rounds=rounds,
+        pgbouncer=pgbouncer,
     )
     emit(result, as_json=True)
 

@@ -38,11 +38,19 @@ class Scratch(NamedTuple):
 
 @contextlib.asynccontextmanager
 async def scratch_pipeline(
-    settings: BaseServiceSettings, home: Path, *, services: tuple[str, ...] = SERVICES
+    settings: BaseServiceSettings,
+    home: Path,
+    *,
+    services: tuple[str, ...] = SERVICES,
+    pgbouncer: bool = False,
 ) -> AsyncIterator[Scratch]:
-    """A scratch stack under ``home`` with ``services`` running, and its local tenant."""
+    """A scratch stack under ``home`` with ``services`` running, and its local tenant; ``pgbouncer``
+    puts a loopback PgBouncer in transaction mode in front of the services' database URL."""
     s = scratch_settings(settings, home)
-    async with open_stack(s) as stack, running_services(s, stack, services=services) as infra:
+    async with (
+        open_stack(s, pgbouncer=pgbouncer) as stack,
+        running_services(s, stack, services=services) as infra,
+    ):
         yield Scratch(s, stack, infra, await local_tenant(infra.pool, Path(s.home)))
 
 

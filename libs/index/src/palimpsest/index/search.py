@@ -2,7 +2,8 @@
 
 The query goes through the same tokenizer as the chunks (:func:`palimpsest.index.tokens.query_terms`).
 Scores are ``ts_rank_cd`` normalised to 0..1, plus 1 for the chunk that defines the identifier
-the query names and a small bonus for definition chunks over plain windows. A query of several
+the query names and a small bonus for definition chunks over plain windows. The chunks that define
+the identifier (as written) join every pass's candidates, however many chunks name it (migration 0053). A query of several
 plain words is first looked up as a phrase (the words in order, adjacent: ``<->``). The next pass asks for
 chunks that contain *every* token (an identifier matches its whole form and its parts); if that
 yields fewer than ``limit`` hits, a second pass accepts chunks that hold *any* of the query's
@@ -133,8 +134,9 @@ async def lexical_search(
         if snap is None:
             raise IndexNotReady("the repository has no ready snapshot yet")
         snapshot_id = snap.snapshot_id
-    # a query that is one identifier: its definition (a chunk of that name) ranks first
-    ident = query.strip().lower() if _IDENTIFIER.fullmatch(query.strip()) else None
+    # a query that is one identifier: its definition (a chunk of that name) ranks first, and is a
+    # candidate however many chunks name it (migration 0053)
+    symbol = query.strip() if _IDENTIFIER.fullmatch(query.strip()) else None
     hits: list[SearchHit] = []
     seen: set[tuple[str, int]] = set()
     # The pass of every token ranks ``candidates`` GIN matches. For a query of several terms, the
@@ -156,7 +158,7 @@ async def lexical_search(
             language,
             kind,
             candidates if i == main else side,
-            ident,
+            symbol,
             filter_plan,
         )
         for hit in found:
@@ -179,16 +181,17 @@ async def _run(
     language: str | None,
     kind: str | None,
     candidates: int,
-    ident: str | None,
+    symbol: str | None,
     filter_plan: FilterPlan | None,
 ) -> list[SearchHit]:
     params: dict[str, Any] = {
+        "symbol": symbol,
         "repo": repository_id,
         "snap": snapshot_id,
         "q": tsq,
         "limit": limit,
         "cand": candidates,
-        "ident": ident,
+        "ident": symbol.lower() if symbol else None,
         "pool": limit * 2 + 10,
         "language": None,
         "prefix": None,
@@ -212,6 +215,14 @@ async def _run(
             "SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_filtered_candidates("
             " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s,"
             " %(language)s, %(prefix)s, %(kind)s, %(plan)s)"
+        )
+    if symbol:
+        # the identifier's definitions join the pool, scored as the candidates are: a chunk in both
+        # comes back once (migration 0053)
+        candidates_sql += (
+            " UNION SELECT blob_sha, ordinal, score AS measure FROM palimpsest_lexical_definitions("
+            " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(symbol)s, %(pool)s,"
+            " %(language)s, %(prefix)s, %(kind)s)"
         )
     return await fetch_hits(conn, candidates_sql, params, filters, descending=True, score=float)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import re
 import subprocess
@@ -318,6 +319,7 @@ async def run_bench_index(
     source: Path | None = None,
     rev: str = "HEAD",
     rounds: int = 1,
+    pgbouncer: bool = False,
 ) -> dict[str, Any]:
     """The figures of one bench run. With ``rounds`` > 1 the first build is repeated that many times
     on the same commit (the repository deleted and registered again between rounds), each build
@@ -343,7 +345,12 @@ async def run_bench_index(
             }
             change = "\n"
         generate_s = time.perf_counter() - t0
-        async with scratch_pipeline(settings, root / "home") as (_, stack, infra, tenant):
+        async with scratch_pipeline(settings, root / "home", pgbouncer=pgbouncer) as (
+            _,
+            stack,
+            infra,
+            tenant,
+        ):
             pool, nc = infra.pool, infra.nc
 
             cpus: list[dict[str, Any]] = []  # each round's CPU by role (CpuMeter.report)
@@ -376,6 +383,7 @@ async def run_bench_index(
             db_bytes = await _db_bytes(infra, tenant)
             tables = await _table_mb(infra, tenant)
             graph_wait_s = await wait_for_graph(pool, tenant, incr[SnapshotBuilt].snapshot_id)
+            search_load = os.getloadavg()
             latencies = await _search(infra, tenant, repo_id, idents, queries)
             t = time.perf_counter()
             await _delete_repository(pool, tenant, repo_id)
@@ -397,6 +405,7 @@ async def run_bench_index(
         return {
             "benchmark": "index",
             "postgres": "embedded" if stack.embedded_db else "external",
+            "transaction_pooler": stack.transaction_pooler,  # statements not prepared (--pgbouncer)
             **origin,
             "source_bytes": sum(len(t.encode()) for _, t in corpus),
             "generate_s": round(generate_s, 2),
@@ -425,6 +434,7 @@ async def run_bench_index(
             "search_after_graph_wait_s": graph_wait_s,
             "search_p50_ms": round(_pct(latencies, 0.5), 2),
             "search_p95_ms": round(_pct(latencies, 0.95), 2),
+            "search_load_avg": [round(x, 2) for x in search_load],
         }
 
 

@@ -349,7 +349,13 @@ async def run_bench_ingest(
             elapsed = await _fire(url, sender, deliveries, concurrency, measured, client_kind)
             after = sum(_cpu_seconds(p.pid) for p in procs), _machine_ticks()
             probe = settings.model_copy(update={"database_url": SecretStr(stack.app_url)})
-            pool = await open_pool(stack.app_url, min_size=1, max_size=2, name="bench-ingest")
+            pool = await open_pool(
+                stack.app_url,
+                transaction_pooler=stack.transaction_pooler,
+                min_size=1,
+                max_size=2,
+                name="bench-ingest",
+            )
             try:
                 await _await_relay(pool, tenant)
                 accepted = warm.accepted_events + measured.accepted_events

@@ -23,6 +23,13 @@ yardsticks' p95 over ours, and the top-10 overlap with ripgrep's hit files -- of
 distinct files our search returns (a limit-40 call, not timed), the share that ripgrep also
 finds, out of ``min(10, ripgrep's files)``; a query ripgrep finds nothing for is not counted.
 
+Relevance, measured without hand judgement (issue 55): for the shapes whose query is a definition
+chunk's name (identifier, path), the rank in our top 10 of the first chunk that defines it, as a
+mean reciprocal rank (``definition_mrr``) and hit@1 (``definition_hit1``); for every shape the
+share of our top 10 hits that is product code (the shared classifier's kind code, not tooling:
+not tests, vendored, generated, example or tooling files), beside the same share among all the
+files ripgrep finds (``product_share_top10``, ``product_share_all_matches``).
+
 Cold: the embedded PostgreSQL is restarted ``cold_restarts`` times (the services stopped) and,
 after each restart, one query of every shape runs on a new connection, the shapes in a rotated
 order so that each is the very first after some restart. The operating system's page cache is
@@ -55,14 +62,15 @@ from uuid import UUID
 from palimpsest.cli.local import register_path
 from palimpsest.cli.output import progress
 from palimpsest.cli.pipeline import index_and_wait
-from palimpsest.cli.stack import Servers, open_stack, scratch_settings
+from palimpsest.cli.stack import Servers, StackInfo, open_stack, scratch_settings
 from palimpsest.core.db import Pool, open_pool, tenant_tx
 from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.git import resolve_ref, run_git
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench.index import _db_bytes, _pct, copy_repository, make_repository, wait_for_graph
 from palimpsest.devtools.scratch import scratch_pipeline
-from palimpsest.index.search import lexical_search
+from palimpsest.index.codefacts.classify import is_primary_source
+from palimpsest.index.search import SearchHit, lexical_search
 
 __all__ = ["SHAPES", "Query", "ensure_ripgrep", "run_bench_search"]
 
@@ -72,6 +80,8 @@ _COMMENT = re.compile(r"^\s*(?://+|#+|/?\*+|--|;+)\s*(.+)$", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _LEXWORD = re.compile(r"[A-Z]?[a-z]{4,20}")  # words, and the words of camelCase compounds
 _IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]{3,80}$")
+_DEFINED = ("identifier", "path")  # the shapes whose query is a definition chunk's name
+_NOT_DEFINITIONS = ("window", "section")  # chunk kinds that define nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,14 +238,37 @@ def run_git_grep(checkout: Path, q: Query) -> tuple[float, int]:
 
 async def _ours(
     pool: Pool, tenant: UUID, repo_id: UUID, q: Query, limit: int = 10
-) -> tuple[float, list[str]]:
+) -> tuple[float, list[SearchHit]]:
     t = time.perf_counter()
     async with tenant_tx(pool, tenant) as conn:
         hits = await lexical_search(
             conn, repo_id, q.text, limit=limit, path_prefix=q.path_prefix, language=q.language
         )
     ms = (time.perf_counter() - t) * 1000
-    return ms, list(dict.fromkeys(h.path for h in hits))
+    return ms, hits
+
+
+def definition_rank(q: Query, hits: Sequence[SearchHit], k: int = 10) -> int | None:
+    """For a query that names an identifier (shapes identifier and path, drawn from the index's
+    definition chunks), the 1-based rank among the first ``k`` hits of the first chunk that
+    defines it (a definition chunk of that name, case folded as the search folds it); 0 when none
+    of them does; None for the other shapes."""
+    if q.shape not in _DEFINED:
+        return None
+    name = q.text.lower()
+    for i, h in enumerate(hits[:k], 1):
+        if h.name is not None and h.name.lower() == name and h.kind not in _NOT_DEFINITIONS:
+            return i
+    return 0
+
+
+def product_share(paths: Sequence[str] | set[str]) -> float | None:
+    """The share of ``paths`` that is product code (``classify``: kind code, not tooling), rather
+    than tests, vendored, generated, example or tooling files; None for no paths."""
+    paths = list(paths)
+    if not paths:
+        return None
+    return round(sum(is_primary_source(p) for p in paths) / len(paths), 3)
 
 
 def overlap(ours: list[str], rg_files: set[str], k: int = 10) -> float | None:
@@ -328,14 +361,14 @@ async def run_bench_search(
         servers = Servers()
         cold: dict[str, list[float]] = {shape: [] for shape in SHAPES}
         async with open_stack(scratch_settings(settings, home), servers=servers) as info:
-            pool = await open_pool(info.app_url, max_size=2, name="bench-search")
+            pool = await open_pool(
+                info.app_url, transaction_pooler=info.transaction_pooler, max_size=2, name="bench-search"
+            )
             try:
                 drawn = await draw_queries(pool, tenant, repo_id, UUID(built_info["snapshot_id"]), queries)
                 embedded = info.embedded_db
                 if embedded and servers.pg is not None:
-                    pool = await _cold(
-                        pool, servers, info.app_url, tenant, repo_id, drawn, cold_restarts, cold
-                    )
+                    pool = await _cold(pool, servers, info, tenant, repo_id, drawn, cold_restarts, cold)
                 progress(f"{len(drawn)} queries: ours, rg and git grep interleaved…")
                 rows = await _measure(pool, tenant, repo_id, drawn, checkout, rg)
             finally:
@@ -417,7 +450,7 @@ async def _build(
 async def _cold(
     pool: Pool,
     servers: Servers,
-    url: str,
+    info: StackInfo,
     tenant: UUID,
     repo_id: UUID,
     drawn: list[Query],
@@ -437,7 +470,9 @@ async def _cold(
         await pool.close()
         await asyncio.to_thread(pg.stop)
         await asyncio.to_thread(pg.start)
-        pool = await open_pool(url, max_size=2, name="bench-search")
+        pool = await open_pool(
+            info.app_url, transaction_pooler=info.transaction_pooler, max_size=2, name="bench-search"
+        )
         for shape in [*SHAPES[r % len(SHAPES) :], *SHAPES[: r % len(SHAPES)]]:
             if shape in first:
                 ms, _ = await _ours(pool, tenant, repo_id, first[shape])
@@ -477,6 +512,25 @@ def _all(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _mean(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return round(sum(kept) / len(kept), 3) if kept else None
+
+
+def relevance(rows: list[dict[str, Any]], ranks: list[int]) -> dict[str, Any]:
+    """A shape's relevance, measured without judgement: for identifier queries the mean
+    reciprocal rank and hit@1 of the chunk that defines the identifier (:func:`definition_rank`);
+    for every shape the mean product share of our top 10 beside that of all ripgrep's matching
+    files (:func:`product_share`)."""
+    out: dict[str, Any] = {}
+    if ranks:
+        out["definition_mrr"] = round(sum(1 / r for r in ranks if r) / len(ranks), 3)
+        out["definition_hit1"] = round(sum(r == 1 for r in ranks) / len(ranks), 3)
+    out["product_share_top10"] = _mean([r["product_top10"] for r in rows])
+    out["product_share_all_matches"] = _mean([r["product_all"] for r in rows])
+    return out
+
+
 def _query_of(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row[k] for k in ("q", "path", "language") if row[k]}
 
@@ -492,6 +546,7 @@ def _by_shape(rows: list[dict[str, Any]], cold: dict[str, list[float]]) -> dict[
         rg_s = _stats([r["rg_ms"] for r in mine if r["rg_ms"] is not None])
         gg = _stats([r["git_grep_ms"] for r in mine])
         overlaps = [r["overlap"] for r in mine if r["overlap"] is not None]
+        ranks = [r["definition_rank"] for r in mine if r["definition_rank"] is not None]
         shapes_out[shape] = {
             "queries": len(mine),
             "ours_ms": ours,
@@ -506,6 +561,7 @@ def _by_shape(rows: list[dict[str, Any]], cold: dict[str, list[float]]) -> dict[
             "git_grep_p95_over_ours_p95": _ratio(gg["p95"], ours["p95"]),
             "overlap_top10": round(sum(overlaps) / len(overlaps), 3) if overlaps else None,
             "overlap_queries": len(overlaps),
+            **relevance(mine, ranks),
             "examples": [_query_of(r) for r in mine[:3]],
             # what the tail is made of: the slowest queries of the shape, with ripgrep's time beside
             "slowest": [
@@ -536,10 +592,11 @@ async def _measure(
         await asyncio.to_thread(run_git_grep, checkout, drawn[0])
     rows = []
     for q in drawn:
-        ours_ms, _ = await _ours(pool, tenant, repo_id, q)
+        ours_ms, first = await _ours(pool, tenant, repo_id, q)
         rg_ms, rg_files = await asyncio.to_thread(run_rg, rg, checkout, q) if rg else (None, set())
         gg_ms, _ = await asyncio.to_thread(run_git_grep, checkout, q)
-        _, top = await _ours(pool, tenant, repo_id, q, limit=40)  # the overlap's files, not timed
+        _, more = await _ours(pool, tenant, repo_id, q, limit=40)  # the overlap's files, not timed
+        top = list(dict.fromkeys(h.path for h in more))
         rows.append(
             {
                 "shape": q.shape,
@@ -550,6 +607,9 @@ async def _measure(
                 "rg_ms": rg_ms,
                 "git_grep_ms": gg_ms,
                 "overlap": overlap(top, rg_files) if rg else None,
+                "definition_rank": definition_rank(q, first),
+                "product_top10": product_share([h.path for h in first]),
+                "product_all": product_share(rg_files) if rg else None,
             }
         )
     return rows

@@ -449,7 +449,7 @@ async def _check_isolation(
             r = await http.get(sup.ingest_url + path, headers=auth)
             if r.status_code not in (403, 404):
                 problems.append(f"tenant A's token read {path}: HTTP {r.status_code}")
-    pool = await open_pool(stack.app_url, min_size=1, max_size=2)
+    pool = await open_pool(stack.app_url, transaction_pooler=stack.transaction_pooler, min_size=1, max_size=2)
     try:
         async with tenant_tx(pool, a.tenant_id) as conn:
             cur = await conn.execute(
