@@ -140,15 +140,13 @@ def removed_history() -> History:
     return history
 
 
-def weakly_used(own: tuple[str, ...], other: tuple[str, ...]) -> str:
+def weakly_used(own: tuple[str, ...], other: tuple[str, ...], seen_in: str = "src/shop/cart.py") -> str:
     """What becomes of ``make_cart``, removed by history and used at head only in ``own``, when
-    ``load_basket``, removed too, is used only in ``other``."""
+    ``load_basket``, removed too (from ``seen_in``), is used only in ``other``."""
     history = removed_history()
     from palimpsest.analyzer.history import _Removal
 
-    history.identifiers["load_basket"] = _Removal(
-        1, "b" * 40, T2, "a" * 40, seen_in="src/shop/cart.py", how="defined"
-    )
+    history.identifiers["load_basket"] = _Removal(1, "b" * 40, T2, "a" * 40, seen_in=seen_in, how="defined")
     cart = Claim(_mention("make_cart"), "missing_identifier", "`make_cart`", ("make_cart",), support=own)
     basket = Claim(
         _mention("load_basket"), "missing_identifier", "`load_basket`", ("load_basket",), support=other
@@ -376,6 +374,12 @@ CASES: list[Case] = [
     ),
     ("identifier.used_current", lambda: weakly_used(("tests/test_cart.py",), ("examples/shop.py",)), True),
     ("identifier.used_current", lambda: weakly_used(("examples/shop.py",), ("examples/shop.py",)), False),
+    # load_basket was an example's own definition: no sign that examples/shop.py is out of date
+    (
+        "identifier.used_current",
+        lambda: weakly_used(("examples/shop.py",), ("examples/shop.py",), "examples/old.py"),
+        True,
+    ),
     ("judge.quoted_name", lambda: judged(source="fence:python", how="read"), True),
     ("judge.quoted_name", lambda: judged(source="code", how="read"), False),
     ("judge.method_called_bare", lambda: judged(source="fence:python", how="member", bare_call=True), True),

@@ -350,12 +350,18 @@ def settle_weak_uses(claims: Claims, history: History) -> Claims:
     """Decide the identifiers used at head only in tests, examples, templates or fixtures: a use
     counts as support unless its file is itself out of date, naming another identifier history
     proves removed; when every such file is, the claim stays, and its finding says where the name
-    is still used. A name history never saw defined is held by its use, as before."""
+    is still used. Only a definition history shows removed from the repository's own code (not
+    from an example, not a key it read) counts as removed here: a name an example once defined
+    and its siblings still use is the examples' own (a tutorial's ``template_path``). Any other
+    name is held by its use, as before."""
     weak = [c for c in claims.claims if c.support]
     if not weak:
         return claims
-    removed = {c.lookups[0] for c in claims.claims if c.kind == "missing_identifier"}
-    removed = {n for n in removed if history.identifier(n) is not None}
+    removed: set[str] = set()
+    for c in claims.claims:
+        found = history.identifier(c.lookups[0]) if c.kind == "missing_identifier" else None
+        if found is not None and found.how != "read" and found.seen_in and not weak_support(found.seen_in):
+            removed.add(c.lookups[0])
     names: dict[str, set[str]] = defaultdict(set)  # file → removed names it still uses
     for c in weak:
         if c.lookups[0] in removed:
