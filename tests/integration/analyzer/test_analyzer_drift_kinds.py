@@ -10,7 +10,8 @@ example and a test go on using some of them:
   function: that use counts, no finding;
 * ``shop.legacy.LogAdapter`` (a deleted module) and ``set_renderer`` are named by docs written
   after the code lost them: the first is qualified by the repository's own package, the second
-  was copied from a doc that named it while it existed; both are still wrong today;
+  was copied word for word from a doc of the time it existed; both are still wrong today (the
+  same name in a line no doc held then is not a copy);
 * ``fresh_idea()`` was never in the code and is written after: not a claim about this code;
 * a link to a page that never existed is an unresolved link, apart from the findings.
 """
@@ -76,6 +77,8 @@ ADAPTERS = (
     "Or write your own `fresh_idea()` around it.\n\nSee [the old page](old-page.md).\n"
 )
 RENDERING_NEW = "# Views\n\nPick a renderer with `set_renderer()`.\n"
+# the name again, in a line no doc held while it existed: a page written around something else
+PLUGINS = "# Plugins\n\nThe mako plugin brings its own `set_renderer()` hook.\n"
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +106,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     shas["later"] = commit(
         repo,
         "2024-01-01T00:00:00+00:00",
-        {"docs/adapters.md": ADAPTERS, "docs/views.md": RENDERING_NEW},
+        {"docs/adapters.md": ADAPTERS, "docs/views.md": RENDERING_NEW, "docs/plugins.md": PLUGINS},
     )
     return repo, shas
 
@@ -167,6 +170,7 @@ async def test_lines_written_after_the_removal_that_are_about_this_code(
     assert views.evidence is not None and views.evidence.written_while_existed is False
     assert views.detail is not None
     assert "copied in or restored: `docs/rendering.md` named it while it existed" in views.detail
+    assert not [f for f in judged.findings if f.doc == "docs/plugins.md"]  # reworded: not a copy
 
 
 async def test_a_name_never_in_the_code_and_a_link_never_in_history_are_not_drift(judged: Judged) -> None:

@@ -606,7 +606,7 @@ def judge(
 ) -> Judged:
     """Findings: the claims history proves (with their evidence), and the docs left unverified and
     old (``stale_doc``); with the state of every doc. ``copied``: doc lines written after their
-    subject was gone whose name a doc of the repository held while it existed (that doc)."""
+    subject was gone that a doc of the repository held word for word while it existed (that doc)."""
     findings: list[DocFinding] = []
     unresolved: list[DocFinding] = []
     unverified: list[dict[str, Any]] = []
@@ -738,8 +738,8 @@ def _not_about_the_code(claim: Claim, evidence: Evidence, *, copied_from: str | 
 
     A name written after its definition was gone names something else (another library's API,
     the doc's own example) -- unless the doc qualifies it by this repository's own package or
-    class (``structlog.twisted.LogAdapter``), or the line was copied in or restored from the
-    repository's docs, which named it while it existed (``copied_from``): still wrong today.
+    class (``structlog.twisted.LogAdapter``), or the line was copied in or restored word for word
+    from the repository's docs of the time it existed (``copied_from``): still wrong today.
     An example program can only use a package's public API, so a name
     from fenced code whose definition was private (unexported in Go, ``_private`` in Python)
     is the example's own name that happened to exist in the code once.

@@ -78,6 +78,7 @@ _CLASS_FILES = (
 )
 _PYTHON = (".py", ".pyi")
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MIN_COPIED_LINE = 16  # characters: a shorter line (a heading, a bare name) is no evidence of a copy
 MAX_COPIED_GREPS = 100  # doc lines written after the removal, looked up in the docs of that time
 MAX_WEAK_DOCS = 200  # docs read again for identifiers used only in tests, examples, fixtures
 MAX_SETTINGS_FILES = 500  # Python files read for the settings classes of a snapshot
@@ -135,18 +136,21 @@ async def prove_in(
     proved = {(f.doc, f.line) for f in first.findings if f.evidence is not None}
     named = [(c.mention.doc, c.mention.line, c.mention.name) for c in claims.claims]
     lines = await first_mentions(git_dir, commit, (n for n in named if (n[0], n[1]) in proved))
-    copied = await _copied_lines(git_dir, first, lines, timeout_s)
+    copied = await _copied_lines(git_dir, commit, first, lines, timeout_s)
     judged = judge(claims, history, lines=lines, copied=copied, list_unverified=list_unverified)
     return judged, _stats(claims, judged, history, time.monotonic() - started)
 
 
 async def _copied_lines(
-    git_dir: Path, first: Judged, lines: dict[tuple[str, int], LineOrigin], timeout_s: float
+    git_dir: Path, commit: str, first: Judged, lines: dict[tuple[str, int], LineOrigin], timeout_s: float
 ) -> dict[tuple[str, int], str]:
-    """Doc lines that named an identifier only after its definition was gone, but whose name a
-    doc of the repository (not a changelog) held at the last commit where it existed: copied in
-    or restored from the repository's own docs, so about this code -- ``(doc, line)`` → that doc."""
+    """Doc lines that named an identifier only after its definition was gone, but that a doc of
+    the repository (not a changelog) held word for word at the last commit where it existed:
+    copied in or restored from the repository's own docs, so about this code -- ``(doc, line)``
+    → that doc. A line reworded since (a page rewritten around a plugin that took the name over)
+    is not a copy."""
     out: dict[tuple[str, int], str] = {}
+    texts: dict[str, list[str]] = {}
     asked = 0
     for f in first.findings:
         e, origin = f.evidence, lines.get((f.doc, f.line))
@@ -155,8 +159,16 @@ async def _copied_lines(
         if asked >= MAX_COPIED_GREPS:
             break
         asked += 1
-        name = e.subject or f.claim.strip("`")
-        args = ["grep", "-l", "-I", "-w", "-F", "-e", name, e.last_seen_commit, "--"]
+        if f.doc not in texts:
+            try:
+                raw = await run_git(["show", f"{commit}:{f.doc}"], cwd=git_dir, timeout_s=timeout_s)
+            except GitError:
+                raw = b""
+            texts[f.doc] = raw.decode("utf-8", "replace").split("\n")
+        written = texts[f.doc][f.line - 1].strip() if 0 < f.line <= len(texts[f.doc]) else ""
+        if len(written) < MIN_COPIED_LINE:
+            continue
+        args = ["grep", "-l", "-I", "-F", "-e", written, e.last_seen_commit, "--"]
         try:
             found = await run_git(args, cwd=git_dir, timeout_s=timeout_s)
         except GitError:  # exit 1: no file held it
