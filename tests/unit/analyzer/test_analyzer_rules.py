@@ -25,6 +25,7 @@ from palimpsest.analyzer.doccheck import (
     _Tree,
     judge,
     settle_weak_uses,
+    weak_support,
 )
 from palimpsest.analyzer.history import Evidence, History
 from palimpsest.analyzer.rules import RULES, Rule
@@ -425,3 +426,13 @@ def test_every_rule_says_what_it_decides_in_one_line() -> None:
     for rule in RULES.values():
         assert rule.doc and "\n" not in rule.doc and rule.doc.endswith("."), rule.name
         assert rule.stage in ("resolve", "prove", "judge") and rule.name.count(".") <= 1
+
+
+def test_weak_support_is_a_test_fixture_or_example() -> None:
+    """Only a use the shared classifier calls a test (fixtures included) or an example may be out of
+    date itself; a build script (fastify's ``build/build-validation.js`` passes Ajv's options) or
+    the code's tooling is support."""
+    assert weak_support("tests/test_cart.py") and weak_support("test/fixtures/app.js")
+    assert weak_support("examples/shop/app.py")
+    assert not weak_support("build/build-validation.js")
+    assert not weak_support("scripts/release.py") and not weak_support("src/shop/cart.py")

@@ -160,8 +160,8 @@ class Claim:
     lookups: tuple[str, ...]  # paths (resolved forms) or the identifier's name
     bare_call: bool = False  # identifiers in examples: called as a plain function on the line
     unimported: bool = False  # … and the doc never imports it
-    # identifiers the snapshot's code still uses, but only in tests, examples, templates or
-    # fixtures: those files (:func:`reopen_weak_uses`), and once history is read, what the
+    # identifiers the snapshot's code still uses, but only in tests, fixtures or examples:
+    # those files (:func:`reopen_weak_uses`), and once history is read, what the
     # finding says of them (:func:`settle_weak_uses`)
     support: tuple[str, ...] = ()
     support_note: str | None = None
@@ -298,17 +298,17 @@ def _identifier_claim(mention: _Mention, text: str, line: str, tree: _Tree, out:
 
 
 def weak_support(path: str) -> bool:
-    """Whether a use of a name in ``path`` is weak support: a test, fixture, example, template or
-    other file that is not the repository's code (by the shared classifier) may itself be out of
-    date."""
-    return classify(path).kind is not Kind.CODE
+    """Whether a use of a name in ``path`` is weak support, by the shared classifier: a test or
+    fixture (kind ``test``) or an example (kind ``example``) may itself be out of date. Any other
+    use (the code, its tooling, a build script, configuration) is support."""
+    return classify(path).kind in (Kind.TEST, Kind.EXAMPLE)
 
 
 def reopen_weak_uses(
     claims: Claims, support: dict[str, tuple[str, ...]], texts: dict[str, str], paths: Iterable[str]
 ) -> Claims:
     """Ask history again about the identifiers held only because the code uses them, when every
-    use is in a test, example, template or fixture (``support``: name → those files; ``texts``:
+    use is in a test, fixture or example (``support``: name → those files; ``texts``:
     the docs' texts at the snapshot). Such a use may be as stale as the doc: whether it counts is
     decided once history is read (:func:`settle_weak_uses`)."""
     reopened = [m for m in claims.used if support.get(_last(m.name))]
@@ -347,11 +347,11 @@ def used_in_docs(claims: Claims, names: set[str]) -> set[str]:
 
 
 def settle_weak_uses(claims: Claims, history: History) -> Claims:
-    """Decide the identifiers used at head only in tests, examples, templates or fixtures: a use
+    """Decide the identifiers used at head only in tests, fixtures or examples: a use
     counts as support unless its file is itself out of date, naming another identifier history
     proves removed; when every such file is, the claim stays, and its finding says where the name
     is still used. Only a definition history shows removed from the repository's own code (not
-    from an example, not a key it read) counts as removed here: a name an example once defined
+    from a test or example, not a key it read) counts as removed here: a name an example once defined
     and its siblings still use is the examples' own (a tutorial's ``template_path``). Any other
     name is held by its use, as before."""
     weak = [c for c in claims.claims if c.support]

@@ -344,8 +344,8 @@ async def _settings_names(
 async def _weak_uses_reopened(
     git_dir: Path, commit: str, claims: Claims, paths: set[str], timeout_s: float
 ) -> Claims:
-    """Reopen the identifiers the snapshot's code uses only in tests, examples, templates or
-    fixtures (:func:`palimpsest.analyzer.doccheck.reopen_weak_uses`): one ``git grep`` for every
+    """Reopen the identifiers the snapshot's code uses only in tests, fixtures or
+    examples (:func:`palimpsest.analyzer.doccheck.reopen_weak_uses`): one ``git grep`` for every
     used name, then the texts of the docs naming those."""
     names = used_names(claims)
     if not names:

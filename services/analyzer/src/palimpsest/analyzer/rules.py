@@ -98,7 +98,7 @@ IDENTIFIER_DEFINED = _rule("identifier.defined", "resolve", "holds", "The snapsh
 IDENTIFIER_USED = _rule("identifier.used", "resolve", "holds", "The snapshot's code uses the name, exactly.")
 IDENTIFIER_USED_CURRENT = _rule(
     "identifier.used_current", "prove", "holds",
-    "History shows the definition removed, but a test, example, template or fixture that names no"
+    "History shows the definition removed, but a test, fixture or example that names no"
     " other removed identifier still uses it: support that counts.",
 )  # fmt: skip
 IDENTIFIER_FOREIGN_ROOT = _rule(
