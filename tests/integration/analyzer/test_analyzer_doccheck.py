@@ -248,18 +248,26 @@ async def test_a_line_citing_a_legacy_folder_keeps_its_claims(
 
 
 async def test_links_to_deleted_and_never_existing_files(
-    findings: list[DocFinding], drifted: tuple[Path, dict[str, str]]
+    judged: Judged, drifted: tuple[Path, dict[str, str]]
 ) -> None:
-    """Every relative link or image that does not resolve is a finding: with its evidence when
-    the target existed, as ``broken_link`` when it never did."""
+    """A relative link whose target history shows was deleted is drift, with its evidence; one
+    whose target never was in the history is an ``unresolved_link``: listed apart, off the
+    findings, and its doc not drift for it."""
     _, shas = drifted
-    line = {(f.kind, f.claim): f for f in findings if f.doc == "README.md" and f.line == 5}
-    assert set(line) == {("missing_path", "`examples/babel/index.js`"), ("broken_link", "`coverage.svg`")}
+    line = {(f.kind, f.claim): f for f in judged.findings if f.doc == "README.md" and f.line == 5}
+    assert set(line) == {("missing_path", "`examples/babel/index.js`")}
     deleted = line[("missing_path", "`examples/babel/index.js`")].evidence
     assert deleted is not None and deleted.removed_in_commit == shas["rename"]
-    broken = line[("broken_link", "`coverage.svg`")]
-    assert broken.evidence is None
-    assert broken.detail == "coverage.svg is not in the tree (never in the repository's history)"
+    assert all(f.kind != "unresolved_link" for f in judged.findings)
+    [unresolved] = judged.unresolved_links
+    assert (unresolved.doc, unresolved.line, unresolved.kind, unresolved.claim) == (
+        "README.md",
+        5,
+        "unresolved_link",
+        "`coverage.svg`",
+    )
+    assert unresolved.evidence is None and judged.unresolved_count == 1
+    assert unresolved.detail == "coverage.svg is not in the tree (never in the repository's history)"
 
 
 async def test_a_manual_for_an_older_release_is_reported_once(findings: list[DocFinding]) -> None:
@@ -387,7 +395,7 @@ async def test_every_doc_has_one_state(judged: Judged) -> None:
     # the rules that decided the mentions are counted (facts.doc_check.rules)
     assert judged.rules["path.through_link"] == 2  # docs/settings.md, through either link
     folded = judged.rules["manual.older_release"]
-    assert folded == 2 and judged.rules["link.broken"] == 1
+    assert folded == 2 and judged.rules["link.unresolved"] == 1
     assert judged.rules["finding"] == sum(1 for f in judged.findings if f.evidence is not None) + folded
     assert judged.rules["history.never"] >= 1 and judged.rules["identifier.defined"] >= 1
 
@@ -397,11 +405,10 @@ async def test_findings_are_ordered_and_only_these(findings: list[DocFinding]) -
     assert {(f.doc, f.kind) for f in findings} == {
         ("README.md", "missing_identifier"),
         ("README.md", "missing_path"),
-        ("README.md", "broken_link"),
         ("docs/billing.md", "unmatched_governs"),
         ("docs/design.md", "missing_path"),
         ("docs/plugin.md", "stale_doc"),
         ("docs/v1", "versioned_manual"),
     }
-    without = ("stale_doc", "broken_link", "versioned_manual")  # dated by the tree or a count, not history
+    without = ("stale_doc", "versioned_manual")  # dated by the tree or a count, not history
     assert all(f.evidence is not None for f in findings if f.kind not in without)

@@ -24,6 +24,8 @@ from palimpsest.analyzer.doccheck import (
     _path_claim,
     _Tree,
     judge,
+    settle_weak_uses,
+    weak_support,
 )
 from palimpsest.analyzer.history import Evidence, History
 from palimpsest.analyzer.rules import RULES, Rule
@@ -102,15 +104,23 @@ def judged(
     bare_call: bool = False,
     unimported: bool = False,
     reader_deleted: bool = False,
+    qualified: bool = False,
+    copied_from: str | None = None,
 ) -> str:
     claim = Claim(
-        _mention(name, source=source), "missing_identifier", f"`{name}`", (name,), bare_call, unimported
+        _mention(name, source=source),
+        "missing_identifier",
+        f"`{name}`",
+        (name,),
+        bare_call,
+        unimported,
+        qualified=qualified,
     )
     evidence = Evidence(
         "a" * 40, T1, "b" * 40, T2, seen_in=seen_in, how=how, reader_deleted=reader_deleted,
         line_commit="c" * 40 if written else None, line_written_at=written,
     )  # fmt: skip
-    found = _not_about_the_code(claim, evidence)
+    found = _not_about_the_code(claim, evidence, copied_from=copied_from)
     return found.name if found is not None else "finding"
 
 
@@ -133,13 +143,34 @@ def removed_history() -> History:
     return history
 
 
+def weakly_used(own: tuple[str, ...], other: tuple[str, ...], seen_in: str = "src/shop/cart.py") -> str:
+    """What becomes of ``make_cart``, removed by history and used at head only in ``own``, when
+    ``load_basket``, removed too (from ``seen_in``), is used only in ``other``."""
+    history = removed_history()
+    from palimpsest.analyzer.history import _Removal
+
+    history.identifiers["load_basket"] = _Removal(1, "b" * 40, T2, "a" * 40, seen_in=seen_in, how="defined")
+    cart = Claim(_mention("make_cart"), "missing_identifier", "`make_cart`", ("make_cart",), support=own)
+    basket = Claim(
+        _mention("load_basket"), "missing_identifier", "`load_basket`", ("load_basket",), support=other
+    )
+    claims = settle_weak_uses(Claims(claims=[cart, basket]), history)
+    kept = [c for c in claims.claims if c.lookups == ("make_cart",)]
+    if kept:
+        assert kept[0].support_note is not None and "load_basket" in kept[0].support_note
+        return "finding"
+    return next(iter(claims.rules))
+
+
 def linked(history: History | None, target: str = "img/shot.png") -> str:
     """What the check makes of a doc's link to ``target`` that is not in the tree."""
     mention = _Mention("docs/guide.md", 3, "mention", target, "path", "link")
     claims = Claims(claims=[Claim(mention, "missing_path", f"`{target}`", (f"docs/{target}",))])
     result = judge(claims, history)
     kinds = {f.kind for f in result.findings}
-    return "link.broken" if kinds == {"broken_link"} else ",".join(sorted(kinds)) or "none"
+    if not kinds and [f.kind for f in result.unresolved_links] == ["unresolved_link"]:
+        return "link.unresolved"  # apart from the findings: nothing proves the target existed
+    return ",".join(sorted(kinds)) or "none"
 
 
 def manual(doc: str, others: list[str]) -> str:
@@ -312,9 +343,9 @@ CASES: list[Case] = [
     ("history.never", lambda: proved(History()), True),
     ("history.never", lambda: proved(removed_history()), False),
     ("finding", lambda: proved(removed_history()), True),
-    ("link.broken", lambda: linked(History()), True),
-    ("link.broken", lambda: linked(None), True),
-    ("link.broken", lambda: proved(History()), False),
+    ("link.unresolved", lambda: linked(History()), True),
+    ("link.unresolved", lambda: linked(None), True),
+    ("link.unresolved", lambda: proved(History()), False),
     (
         "manual.older_release",
         lambda: manual("docs/v1/guide.md", ["docs/v2/guide.md", "docs/v1/api.md"]),
@@ -343,6 +374,21 @@ CASES: list[Case] = [
     ("judge.written_after", lambda: judged(written=datetime(2025, 1, 1, tzinfo=UTC)), True),
     ("judge.written_after", lambda: judged(written=T0), False),
     ("judge.written_after", lambda: judged(written=None), False),
+    # qualified by this repository's package or class, or copied from a doc of the time: still about this code
+    ("judge.written_after", lambda: judged(written=datetime(2025, 1, 1, tzinfo=UTC), qualified=True), False),
+    (
+        "judge.written_after",
+        lambda: judged(written=datetime(2025, 1, 1, tzinfo=UTC), copied_from="docs/old.md"),
+        False,
+    ),
+    ("identifier.used_current", lambda: weakly_used(("tests/test_cart.py",), ("examples/shop.py",)), True),
+    ("identifier.used_current", lambda: weakly_used(("examples/shop.py",), ("examples/shop.py",)), False),
+    # load_basket was an example's own definition: no sign that examples/shop.py is out of date
+    (
+        "identifier.used_current",
+        lambda: weakly_used(("examples/shop.py",), ("examples/shop.py",), "examples/old.py"),
+        True,
+    ),
     ("judge.quoted_name", lambda: judged(source="fence:python", how="read"), True),
     ("judge.quoted_name", lambda: judged(source="code", how="read"), False),
     ("judge.method_called_bare", lambda: judged(source="fence:python", how="member", bare_call=True), True),
@@ -388,3 +434,13 @@ def test_every_rule_says_what_it_decides_in_one_line() -> None:
     for rule in RULES.values():
         assert rule.doc and "\n" not in rule.doc and rule.doc.endswith("."), rule.name
         assert rule.stage in ("resolve", "prove", "judge") and rule.name.count(".") <= 1
+
+
+def test_weak_support_is_a_test_fixture_or_example() -> None:
+    """Only a use the shared classifier calls a test (fixtures included) or an example may be out of
+    date itself; a build script (fastify's ``build/build-validation.js`` passes Ajv's options) or
+    the code's tooling is support."""
+    assert weak_support("tests/test_cart.py") and weak_support("test/fixtures/app.js")
+    assert weak_support("examples/shop/app.py")
+    assert not weak_support("build/build-validation.js")
+    assert not weak_support("scripts/release.py") and not weak_support("src/shop/cart.py")

@@ -86,7 +86,7 @@ def test_a_docs_sites_public_folder_and_rustdocs_pages_are_not_broken(tmp_path: 
 
 
 def test_the_link_check_counts_what_the_check_reported(tmp_path: Path) -> None:
-    """A broken link counts as reported by a ``missing_path`` or ``broken_link`` finding on its line
+    """A broken link counts as reported by a ``missing_path`` finding or an ``unresolved_link`` on its line
     or its target (the check reports a target once per doc), or inside a ``versioned_manual``."""
     from palimpsest.devtools.bench.analyze import link_check
 
@@ -98,10 +98,11 @@ def test_the_link_check_counts_what_the_check_reported(tmp_path: Path) -> None:
         "2024-01-01T00:00:00+00:00",
         {"README.md": readme, "docs/v1/a.md": manual, "docs/v2/a.md": "# New\n"},
     )
-    findings = [
-        {"doc": "README.md", "line": 3, "kind": "broken_link", "claim": "`gone.png`"},
-        {"doc": "docs/v1", "line": 1, "kind": "versioned_manual", "claim": "manual"},
-    ]
-    out = link_check(repo, "HEAD", findings, [])
+    from palimpsest.devtools.bench.analyze import unresolved_links
+
+    findings = [{"doc": "docs/v1", "line": 1, "kind": "versioned_manual", "claim": "manual"}]
+    # unresolved links are not findings: the analysis lists them apart, in facts.doc_check
+    facts = {"doc_check": {"unresolved_links": [{"doc": "README.md", "line": 3, "claim": "`gone.png`"}]}}
+    out = link_check(repo, "HEAD", findings + unresolved_links({"facts": facts}), [])
     assert (out["broken"], out["reported_by_check"]) == (4, 3)
     assert [(m["doc"], m["line"], m["target"]) for m in out["missed"]] == [("README.md", 5, "docs/b.md")]

@@ -552,6 +552,35 @@ async def bench_drift_history(
     emit(result, as_json=as_json)
 
 
+@bench.command("drift-future")
+@_repo_option
+@click.option(
+    "--at-months-ago",
+    "months",
+    type=click.IntRange(1, 600),
+    default=12,
+    show_default=True,
+    help="Analyse the repository as it was this many months before its head.",
+)
+@click.option("--timeout", "timeout_s", default=7200.0, show_default=True, help="Seconds for the analysis.")
+@_json_option
+@run_async
+async def bench_drift_future(repo: Path, months: int, timeout_s: float, as_json: bool) -> None:
+    """Generalisation without hand judgement: the doc lines the check flagged N months ago, the
+    share of them the maintainers changed or removed by now, the base rate of all lines of the
+    same docs, and the lift (the first over the second)."""
+    from palimpsest.cli.session import session
+    from palimpsest.devtools.bench.drift_future import run_bench_drift_future
+
+    s = settings()
+    async with session(s) as sess:
+        try:
+            result = await run_bench_drift_future(sess, s, repo.resolve(), months=months, timeout_s=timeout_s)
+        except RuntimeError as exc:
+            fail(str(exc))
+    emit(result, as_json=as_json)
+
+
 @bench.command("drift-prevent")
 @_repo_option
 @click.option(

@@ -56,6 +56,7 @@ from palimpsest.analyzer.rules import Rule
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_output_path
+from palimpsest.index.codefacts.classify import Kind, classify
 from palimpsest.index.codefacts.examples import example_defines
 from palimpsest.index.codefacts.mentions import bare_file_name, versioned_manual
 from palimpsest.index.codefacts.pages import generated_reference, is_pointer_page
@@ -73,10 +74,20 @@ __all__ = [
     "gather_claims",
     "generated_reference",
     "judge",
+    "reopen_weak_uses",
+    "settle_weak_uses",
+    "used_in_docs",
+    "used_names",
+    "weak_support",
 ]
 
 FindingKind = Literal[
-    "missing_identifier", "missing_path", "unmatched_governs", "stale_doc", "broken_link", "versioned_manual"
+    "missing_identifier",
+    "missing_path",
+    "unmatched_governs",
+    "stale_doc",
+    "unresolved_link",
+    "versioned_manual",
 ]
 MAX_FINDINGS = 500
 MAX_UNVERIFIED = 200
@@ -141,6 +152,12 @@ class Claim:
     lookups: tuple[str, ...]  # paths (resolved forms) or the identifier's name
     bare_call: bool = False  # identifiers in examples: called as a plain function on the line
     unimported: bool = False  # … and the doc never imports it
+    # identifiers the snapshot's code still uses, but only in tests, fixtures or examples:
+    # those files (:func:`reopen_weak_uses`), and once history is read, what the
+    # finding says of them (:func:`settle_weak_uses`)
+    support: tuple[str, ...] = ()
+    support_note: str | None = None
+    qualified: bool = False  # identifiers: qualified by this repository's own package or class
 
 
 @dataclass(slots=True)
@@ -151,6 +168,7 @@ class Claims:
     docs: set[str] = field(default_factory=set)  # every doc checked (not a changelog)
     holding: Counter[str] = field(default_factory=Counter)  # doc → checkable claims that hold at head
     reference: set[str] = field(default_factory=set)  # old docs made only of generated-reference directives
+    used: list[_Mention] = field(default_factory=list)  # identifiers held because the code uses them
     rules: Counter[str] = field(default_factory=Counter)  # rule name → mentions it decided (resolve, prove)
     explain: str | None = None  # a claim to follow (``name``, ``doc:line``): its steps go to ``steps``
     steps: list[dict[str, Any]] = field(default_factory=list)
@@ -203,6 +221,10 @@ class Judged:
     unverified_count: int
     doc_states: dict[str, DocState] = field(default_factory=dict)
     rules: dict[str, int] = field(default_factory=dict)  # rule name → mentions it decided, every stage
+    # links and images whose target is not in the tree and that history never had: not drift,
+    # kept off the findings and shown apart (``facts.doc_check.unresolved_links``)
+    unresolved_links: list[DocFinding] = field(default_factory=list)
+    unresolved_count: int = 0
 
     def state_counts(self) -> dict[str, int]:
         counts = Counter(self.doc_states.values())
@@ -228,6 +250,7 @@ async def gather_claims(conn: Conn, index: SnapshotIndex, *, explain: str | None
     for mention in identifiers:
         if mention in folded and _last(mention.name) in exact:
             out.decided(mention, R.IDENTIFIER_USED)
+            out.used.append(mention)
     old = {f.doc for f in out.stale if not out.holding[f.doc]}
     old_texts, _ = await _doc_texts(conn, index, old)
     out.reference = {doc for doc, text in old_texts.items() if generated_reference(text)}
@@ -236,28 +259,132 @@ async def gather_claims(conn: Conn, index: SnapshotIndex, *, explain: str | None
     texts, lines = await _doc_texts(conn, index, {m.doc for m in missing})
     for mention in missing:
         text, line = texts.get(mention.doc, ""), lines.get((mention.doc, mention.line), "")
-        elsewhere = (
-            _about_something_else(mention, text, tree, out.symbols)
-            or (R.IDENTIFIER_FOREIGN_ATTRIBUTE if _foreign_attribute(mention, line, text, tree) else None)
-            or (R.IDENTIFIER_FOREIGN_OUTPUT if _foreign_output(mention, line, tree) else None)
-        )
-        if elsewhere is not None:
-            out.decided(mention, elsewhere)
-        else:
+        claim = _identifier_claim(mention, text, line, tree, out)
+        if claim is not None:
             out.step(
                 mention, "resolve", "claim", "claim", "Neither defined nor used at head: history is asked."
             )
-            out.claims.append(
-                Claim(
-                    mention,
-                    "missing_identifier",
-                    f"`{mention.name}`",
-                    (_last(mention.name),),
-                    bare_call=(bare := _called_bare(mention, line)),
-                    unimported=bare and not _imports(text, _last(mention.name)),
-                )
-            )
+            out.claims.append(claim)
     return out
+
+
+def _identifier_claim(mention: _Mention, text: str, line: str, tree: _Tree, out: Claims) -> Claim | None:
+    """The claim an identifier the code does not define makes, or None when a rule says the doc
+    names something else (recorded in ``out``)."""
+    elsewhere = (
+        _about_something_else(mention, text, tree, out.symbols)
+        or (R.IDENTIFIER_FOREIGN_ATTRIBUTE if _foreign_attribute(mention, line, text, tree) else None)
+        or (R.IDENTIFIER_FOREIGN_OUTPUT if _foreign_output(mention, line, tree) else None)
+    )
+    if elsewhere is not None:
+        out.decided(mention, elsewhere)
+        return None
+    return Claim(
+        mention,
+        "missing_identifier",
+        f"`{mention.name}`",
+        (_last(mention.name),),
+        bare_call=(bare := _called_bare(mention, line)),
+        unimported=bare and not _imports(text, _last(mention.name)),
+        # past :func:`_identifier_rule`, a qualifier is this repository's (a defined name or a stem)
+        qualified=len([s for s in _SEGMENTS.split(mention.name) if s]) >= 2,
+    )
+
+
+def weak_support(path: str) -> bool:
+    """Whether a use of a name in ``path`` is weak support, by the shared classifier: a test or
+    fixture (kind ``test``) or an example (kind ``example``) may itself be out of date. Any other
+    use (the code, its tooling, a build script, configuration) is support."""
+    return classify(path).kind in (Kind.TEST, Kind.EXAMPLE)
+
+
+def reopen_weak_uses(
+    claims: Claims, support: dict[str, tuple[str, ...]], texts: dict[str, str], paths: Iterable[str]
+) -> Claims:
+    """Ask history again about the identifiers held only because the code uses them, when every
+    use is in a test, fixture or example (``support``: name → those files; ``texts``:
+    the docs' texts at the snapshot). Such a use may be as stale as the doc: whether it counts is
+    decided once history is read (:func:`settle_weak_uses`)."""
+    reopened = [m for m in claims.used if support.get(_last(m.name))]
+    if not reopened:
+        return claims
+    tree = _Tree.of(paths)
+    for mention in reopened:
+        claims.rules[R.IDENTIFIER_USED.name] -= 1
+        claims.holding[mention.doc] -= 1
+        lines = texts.get(mention.doc, "").split("\n")
+        line = lines[mention.line - 1] if 0 < mention.line <= len(lines) else ""
+        claim = _identifier_claim(mention, texts.get(mention.doc, ""), line, tree, claims)
+        if claim is not None:
+            files = support[_last(mention.name)]
+            claims.step(
+                mention,
+                "prove",
+                "claim",
+                "claim",
+                f"Used at head only in {_listed(files)}: history is asked.",
+            )
+            claims.claims.append(replace(claim, support=files))
+    gone = set(reopened)
+    claims.used = [m for m in claims.used if m not in gone]
+    return claims
+
+
+def used_names(claims: Claims) -> set[str]:
+    """The names (last segments) of the identifiers held because the snapshot's code uses them."""
+    return {_last(m.name) for m in claims.used}
+
+
+def used_in_docs(claims: Claims, names: set[str]) -> set[str]:
+    """The docs naming any of ``names`` among the identifiers held because the code uses them."""
+    return {m.doc for m in claims.used if _last(m.name) in names}
+
+
+def settle_weak_uses(claims: Claims, history: History) -> Claims:
+    """Decide the identifiers used at head only in tests, fixtures or examples: a use
+    counts as support unless its file is itself out of date, naming another identifier history
+    proves removed; when every such file is, the claim stays, and its finding says where the name
+    is still used. Only a definition history shows removed from the repository's own code (not
+    from a test or example, not a key it read) counts as removed here: a name an example once defined
+    and its siblings still use is the examples' own (a tutorial's ``template_path``). Any other
+    name is held by its use, as before."""
+    weak = [c for c in claims.claims if c.support]
+    if not weak:
+        return claims
+    removed: set[str] = set()
+    for c in claims.claims:
+        found = history.identifier(c.lookups[0]) if c.kind == "missing_identifier" else None
+        if found is not None and found.how != "read" and found.seen_in and not weak_support(found.seen_in):
+            removed.add(c.lookups[0])
+    names: dict[str, set[str]] = defaultdict(set)  # file → removed names it still uses
+    for c in weak:
+        if c.lookups[0] in removed:
+            for path in c.support:
+                names[path].add(c.lookups[0])
+    kept: list[Claim] = []
+    for c in claims.claims:
+        name = c.lookups[0]
+        if not c.support:
+            kept.append(c)
+        elif name not in removed:
+            claims.decided(c.mention, R.IDENTIFIER_USED)
+            claims.used.append(c.mention)
+        elif all(names[path] - {name} for path in c.support):
+            others = sorted({o for path in c.support for o in names[path]} - {name})
+            note = f"still used only in {_listed(c.support)}, itself out of date (it names removed " + (
+                ", ".join(f"`{o}`" for o in others[:3]) + (" …" if len(others) > 3 else "") + ")"
+            )
+            kept.append(replace(c, support_note=note))
+        else:
+            claims.decided(c.mention, R.IDENTIFIER_USED_CURRENT)
+            claims.used.append(c.mention)
+    claims.claims = kept
+    return claims
+
+
+def _listed(paths: tuple[str, ...]) -> str:
+    shown = ", ".join(f"`{p}`" for p in paths[:3])
+    return shown + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
 def _tree_claims(mentions: list[_Mention], tree: _Tree, languages: set[str], out: Claims) -> list[_Mention]:
@@ -449,20 +576,28 @@ def judge(
     history: History | None,
     *,
     lines: dict[tuple[str, int], LineOrigin] | None = None,
+    copied: dict[tuple[str, int], str] | None = None,
     list_unverified: bool = False,
 ) -> Judged:
     """Findings: the claims history proves (with their evidence), and the docs left unverified and
-    old (``stale_doc``); with the state of every doc."""
+    old (``stale_doc``); with the state of every doc. ``copied``: doc lines written after their
+    subject was gone that a doc of the repository held word for word while it existed (that doc)."""
     findings: list[DocFinding] = []
+    unresolved: list[DocFinding] = []
     unverified: list[dict[str, Any]] = []
     judged_by: list[Rule] = []
     count = 0
     for claim in claims.claims:
-        outcome = _judge_one(claim, history, claims.symbols, lines or {})
+        outcome = _judge_one(claim, history, claims.symbols, lines or {}, copied or {})
+        if isinstance(outcome, DocFinding) and outcome.kind == "unresolved_link":
+            # never proved to have existed: listed apart, off the findings, the doc not drift
+            unresolved.append(outcome)
+            rule = R.LINK_UNRESOLVED
+            claims.step(claim.mention, rule.stage, rule.name, rule.verdict, outcome.detail or rule.doc)
+            continue
         if isinstance(outcome, DocFinding):
             findings.append(outcome)
-            rule = R.LINK_BROKEN if outcome.kind == "broken_link" else R.FINDING
-            claims.step(claim.mention, "judge", rule.name, "finding", outcome.detail or rule.doc)
+            claims.step(claim.mention, "judge", R.FINDING.name, "finding", outcome.detail or R.FINDING.doc)
             continue
         claims.step(claim.mention, outcome.stage, outcome.name, outcome.verdict, outcome.doc)
         judged_by.append(outcome)
@@ -470,18 +605,26 @@ def judge(
         if list_unverified and len(unverified) < MAX_UNVERIFIED:
             unverified.append(_unverified(claim, outcome))
     states = _doc_states(claims, {f.doc for f in findings})
-    broken = sum(1 for f in findings if f.kind == "broken_link")
     decided = (
         claims.rules
         + Counter(r.name for r in judged_by)
-        + Counter({R.FINDING.name: len(findings) - broken, R.LINK_BROKEN.name: broken})
+        + Counter({R.FINDING.name: len(findings), R.LINK_UNRESOLVED.name: len(unresolved)})
     )
     findings += [f for f in claims.stale if states.get(f.doc) == "unverified_old"]
     findings, folded = _fold_manuals(findings, claims.docs | {f.doc for f in claims.stale})
     if folded:
         decided[R.MANUAL_OLDER_RELEASE.name] = folded
     findings.sort(key=lambda f: (f.doc, f.line, f.kind, f.claim))
-    return Judged(findings[:MAX_FINDINGS], unverified, count, states, dict(sorted(decided.items())))
+    unresolved.sort(key=lambda f: (f.doc, f.line, f.claim))
+    return Judged(
+        findings[:MAX_FINDINGS],
+        unverified,
+        count,
+        states,
+        dict(sorted(decided.items())),
+        unresolved_links=unresolved[:MAX_UNVERIFIED],
+        unresolved_count=len(unresolved),
+    )
 
 
 def _fold_manuals(findings: list[DocFinding], docs: set[str]) -> tuple[list[DocFinding], int]:
@@ -533,43 +676,52 @@ def _doc_states(claims: Claims, drifted: set[str]) -> dict[str, DocState]:
 
 
 def _judge_one(
-    claim: Claim, history: History | None, symbols: set[str], lines: dict[tuple[str, int], LineOrigin]
+    claim: Claim,
+    history: History | None,
+    symbols: set[str],
+    lines: dict[tuple[str, int], LineOrigin],
+    copied: dict[tuple[str, int], str],
 ) -> DocFinding | Rule:
     """The finding a claim makes, or the rule by which it makes none."""
     link = claim.mention.source == "link"
     if history is None:
-        return _broken_link(claim, "history unavailable") if link else R.HISTORY_UNAVAILABLE
+        return _unresolved_link(claim, "history unavailable") if link else R.HISTORY_UNAVAILABLE
     proved = _prove(claim, history)
     if proved is None:
-        return _broken_link(claim, "never in the repository's history") if link else R.HISTORY_NEVER
+        return _unresolved_link(claim, "never in the repository's history") if link else R.HISTORY_NEVER
     read_as, evidence = proved
     if claim.kind == "missing_identifier" and evidence.renamed_to not in symbols:
         evidence = replace(evidence, renamed_to=None)  # what it became must exist now
     evidence = evidence.with_line(lines.get((claim.mention.doc, claim.mention.line)))
-    refused = _not_about_the_code(claim, evidence)
+    origin = copied.get((claim.mention.doc, claim.mention.line))
+    refused = _not_about_the_code(claim, evidence, copied_from=origin)
     if refused is not None:
         return refused
-    return _finding(claim, read_as, replace(evidence, subject=read_as))
+    return _finding(claim, read_as, replace(evidence, subject=read_as), copied_from=origin)
 
 
-def _broken_link(claim: Claim, why: str) -> DocFinding:
-    """A link or image whose target is not in the tree: a finding of its own, without history."""
+def _unresolved_link(claim: Claim, why: str) -> DocFinding:
+    """A link or image whose target is not in the tree and that history does not show existed:
+    not drift (nothing proves the repository ever had it), listed apart from the findings."""
     mention = claim.mention
     detail = f"{claim.lookups[0]} is not in the tree ({why})"
-    return DocFinding(mention.doc, mention.line, "broken_link", claim.shown, None, detail)
+    return DocFinding(mention.doc, mention.line, "unresolved_link", claim.shown, None, detail)
 
 
-def _not_about_the_code(claim: Claim, evidence: Evidence) -> Rule | None:
+def _not_about_the_code(claim: Claim, evidence: Evidence, *, copied_from: str | None = None) -> Rule | None:
     """Why a proved identifier still does not make a finding, or None.
 
     A name written after its definition was gone names something else (another library's API,
-    the doc's own example). An example program can only use a package's public API, so a name
+    the doc's own example) -- unless the doc qualifies it by this repository's own package or
+    class (``structlog.twisted.LogAdapter``), or the line was copied in or restored word for word
+    from the repository's docs of the time it existed (``copied_from``): still wrong today.
+    An example program can only use a package's public API, so a name
     from fenced code whose definition was private (unexported in Go, ``_private`` in Python)
     is the example's own name that happened to exist in the code once.
     """
     if claim.kind != "missing_identifier":
         return None
-    if evidence.written_while_existed is False:
+    if evidence.written_while_existed is False and not claim.qualified and copied_from is None:
         return R.JUDGE_WRITTEN_AFTER
     if evidence.how == "read" and (claim.mention.source or "").startswith("fence"):
         return R.JUDGE_QUOTED_NAME
@@ -618,7 +770,7 @@ def _prove(claim: Claim, history: History) -> tuple[str, Evidence] | None:
     return None
 
 
-def _finding(claim: Claim, read_as: str, evidence: Evidence) -> DocFinding:
+def _finding(claim: Claim, read_as: str, evidence: Evidence, *, copied_from: str | None = None) -> DocFinding:
     mention = claim.mention
     if claim.kind == "missing_identifier":
         verb = "read as a key in" if evidence.how == "read" else "defined in"
@@ -627,6 +779,8 @@ def _finding(claim: Claim, read_as: str, evidence: Evidence) -> DocFinding:
         detail = f"{read_as} existed until {evidence.removed_in_commit[:12]}"
     if evidence.renamed_to:
         detail += f", which made it {evidence.renamed_to}"
+    if claim.support_note:
+        detail += f"; {claim.support_note}"
     written = evidence.written_while_existed
     if written is not None:
         detail += (
@@ -634,6 +788,8 @@ def _finding(claim: Claim, read_as: str, evidence: Evidence) -> DocFinding:
             if written
             else "; the line was written after it was gone"
         )
+        if not written and copied_from is not None:
+            detail += f", copied in or restored: `{copied_from}` named it while it existed"
     return DocFinding(
         mention.doc, mention.line, claim.kind, claim.shown, evidence.renamed_to, detail, evidence
     )
@@ -865,7 +1021,7 @@ def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     claim about the tree wherever it points: it is resolved against the doc's folder (a leading
     ``/`` against the root), as a page a docs site serves (without its ``.md``/``.rst``/``.html``,
     or from the page's own folder as directory URLs have it), and nothing else. A target that is
-    not there is a broken link, whatever history says (history only dates it)."""
+    not there is a claim: drift when history shows it was removed, else an unresolved link."""
     target = unquote(mention.name.strip())
     if not target or target.startswith(("{", "$", "<", "//")) or _SCHEME.match(target):
         return R.PATH_PLACEHOLDER

@@ -8,6 +8,7 @@ in the code by history).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
 import re
@@ -20,14 +21,31 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.analyzer import rules as R
-from palimpsest.analyzer.doccheck import Claim, Claims, Judged, judge
-from palimpsest.analyzer.history import DEFINITIONS_CACHE, History, first_mentions, read_history
+from palimpsest.analyzer.doccheck import (
+    Claim,
+    Claims,
+    Judged,
+    judge,
+    reopen_weak_uses,
+    settle_weak_uses,
+    used_in_docs,
+    used_names,
+    weak_support,
+)
+from palimpsest.analyzer.history import (
+    DEFINITIONS_CACHE,
+    History,
+    LineOrigin,
+    first_mentions,
+    read_history,
+)
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.analyzer.source import open_history
 from palimpsest.core.db import Conn
-from palimpsest.core.git import GitAuth, decode_path, read_blobs, run_git
+from palimpsest.core.git import GitAuth, decode_path, read_blobs, run_git, stream_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
+from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file
 from palimpsest.index.codefacts.settings import (
     EnvName,
     SettingsModule,
@@ -60,6 +78,9 @@ _CLASS_FILES = (
 )
 _PYTHON = (".py", ".pyi")
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MIN_COPIED_LINE = 16  # characters: a shorter line (a heading, a bare name) is no evidence of a copy
+MAX_COPIED_GREPS = 100  # doc lines written after the removal, looked up in the docs of that time
+MAX_WEAK_DOCS = 200  # docs read again for identifiers used only in tests, examples, fixtures
 MAX_SETTINGS_FILES = 500  # Python files read for the settings classes of a snapshot
 MAX_SETTINGS_ROUNDS = 4  # … a subclass of a subclass of a class declaring settings
 _NO_MEMBERS = frozenset({"object", "ABC", "Protocol", "Generic", "NamedTuple", "TypedDict", "Enum"})
@@ -104,7 +125,9 @@ async def prove_in(
         claims = _linked_away(claims, head_paths, links)
         claims = await _inherited_away(git_dir, commit, claims, timeout_s)
         claims = await _settings_away(git_dir, commit, claims, python, timeout_s)
+        claims = await _weak_uses_reopened(git_dir, commit, claims, head_paths, timeout_s)
         history = await _read_history(git_dir, commit, claims.identifiers, head_paths, timeout_s)
+        claims = settle_weak_uses(claims, history)
     except GitError as exc:
         log.warning("reading history for the documentation check failed: %s", exc)
         judged = judge(claims, None, list_unverified=list_unverified)
@@ -113,8 +136,52 @@ async def prove_in(
     proved = {(f.doc, f.line) for f in first.findings if f.evidence is not None}
     named = [(c.mention.doc, c.mention.line, c.mention.name) for c in claims.claims]
     lines = await first_mentions(git_dir, commit, (n for n in named if (n[0], n[1]) in proved))
-    judged = judge(claims, history, lines=lines, list_unverified=list_unverified)
+    copied = await _copied_lines(git_dir, commit, first, lines, timeout_s)
+    judged = judge(claims, history, lines=lines, copied=copied, list_unverified=list_unverified)
     return judged, _stats(claims, judged, history, time.monotonic() - started)
+
+
+async def _copied_lines(
+    git_dir: Path, commit: str, first: Judged, lines: dict[tuple[str, int], LineOrigin], timeout_s: float
+) -> dict[tuple[str, int], str]:
+    """Doc lines that named an identifier only after its definition was gone, but that a doc of
+    the repository (not a changelog) held word for word at the last commit where it existed:
+    copied in or restored from the repository's own docs, so about this code -- ``(doc, line)``
+    → that doc. A line reworded since (a page rewritten around a plugin that took the name over)
+    is not a copy."""
+    out: dict[tuple[str, int], str] = {}
+    texts: dict[str, list[str]] = {}
+    asked = 0
+    for f in first.findings:
+        e, origin = f.evidence, lines.get((f.doc, f.line))
+        if f.kind != "missing_identifier" or e is None or origin is None or origin.when < e.removed_at:
+            continue
+        if asked >= MAX_COPIED_GREPS:
+            break
+        asked += 1
+        if f.doc not in texts:
+            try:
+                raw = await run_git(["show", f"{commit}:{f.doc}"], cwd=git_dir, timeout_s=timeout_s)
+            except GitError:
+                raw = b""
+            texts[f.doc] = raw.decode("utf-8", "replace").split("\n")
+        written = texts[f.doc][f.line - 1].strip() if 0 < f.line <= len(texts[f.doc]) else ""
+        if len(written) < MIN_COPIED_LINE:
+            continue
+        args = ["grep", "-l", "-I", "-F", "-e", written, e.last_seen_commit, "--"]
+        try:
+            found = await run_git(args, cwd=git_dir, timeout_s=timeout_s)
+        except GitError:  # exit 1: no file held it
+            continue
+        prefix = f"{e.last_seen_commit}:"
+        docs = [
+            p
+            for p in (line.removeprefix(prefix) for line in found.decode("utf-8", "replace").splitlines())
+            if is_doc(p) and not is_history_doc(p)
+        ]
+        if docs:
+            out[(f.doc, f.line)] = f.doc if f.doc in docs else docs[0]
+    return out
 
 
 async def _read_history(
@@ -274,6 +341,54 @@ async def _settings_names(
     return env_names(modules.values())
 
 
+async def _weak_uses_reopened(
+    git_dir: Path, commit: str, claims: Claims, paths: set[str], timeout_s: float
+) -> Claims:
+    """Reopen the identifiers the snapshot's code uses only in tests, fixtures or
+    examples (:func:`palimpsest.analyzer.doccheck.reopen_weak_uses`): one ``git grep`` for every
+    used name, then the texts of the docs naming those."""
+    names = used_names(claims)
+    if not names:
+        return claims
+    uses = await _uses(git_dir, commit, names, timeout_s)
+    support = {
+        name: tuple(sorted(files))
+        for name, files in uses.items()
+        if files and all(weak_support(f) for f in files)
+    }
+    docs = sorted(used_in_docs(claims, set(support)))
+    texts: dict[str, str] = {}
+    for doc in docs[:MAX_WEAK_DOCS]:
+        with contextlib.suppress(GitError):
+            raw = await run_git(["show", f"{commit}:{doc}"], cwd=git_dir, timeout_s=timeout_s)
+            texts[doc] = raw.decode("utf-8", "replace")
+    return reopen_weak_uses(claims, support, texts, paths)
+
+
+async def _uses(git_dir: Path, commit: str, names: set[str], timeout_s: float) -> dict[str, set[str]]:
+    """The files (not docs or changelogs) at ``commit`` that hold each of ``names`` as a whole word."""
+    out: dict[str, set[str]] = defaultdict(set)
+    args = ["grep", "-I", "-o", "-w", "-F", "-z", "-f", "-", commit, "--"]
+    prefix = f"{commit}:".encode()
+    pending = b""
+    stdin = "\n".join(sorted(names)).encode() + b"\n"
+    try:
+        async with contextlib.aclosing(
+            stream_git(args, cwd=git_dir, timeout_s=timeout_s, stdin=stdin)
+        ) as chunks:
+            async for chunk in chunks:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    raw, _, match = line.partition(b"\0")
+                    path = decode_path(raw.removeprefix(prefix))
+                    if not is_doc(path) and not is_history_file(path):
+                        out[match.decode("utf-8", "replace")].add(path)
+    except GitError:  # git grep exits 1 when nothing matches
+        pass
+    return out
+
+
 async def _grep_files(git_dir: Path, commit: str, patterns: list[str], timeout_s: float) -> list[str]:
     """The Python files at ``commit`` that hold any of the fixed words ``patterns`` (``-e w``…)."""
     args = ["grep", "-l", "-I", "-w", "-F", *patterns, commit, "--", *(f"*{s}" for s in _PYTHON)]
@@ -335,4 +450,11 @@ def _stats(
         )
     if judged.unverified:
         stats["unverified"] = judged.unverified
+    # links no history shows existed: not drift, off the findings list, shown apart
+    stats["unresolved_link_count"] = judged.unresolved_count
+    if judged.unresolved_links:
+        stats["unresolved_links"] = [
+            {"doc": f.doc, "line": f.line, "claim": f.claim, "detail": f.detail}
+            for f in judged.unresolved_links
+        ]
     return stats

@@ -253,8 +253,33 @@ def _check_line(facts: dict[str, Any]) -> list[str]:
         " that never existed in this repository's code (not drift; listed only with"
         " PALIMPSEST_ANALYSIS_LIST_UNVERIFIED)._",
         "",
+        *_unresolved_section(check),
         *_rules_line(check),
     ]
+
+
+def _unresolved_section(check: dict[str, Any]) -> list[str]:
+    """Links whose target is not in the tree and never was in history, apart from the findings:
+    nothing shows this repository ever had them, so they are not drift (a path git saw removed is)."""
+    count = int(check.get("unresolved_link_count") or 0)
+    if not count:
+        return []
+    lines = [
+        "### Unresolved links (not drift)",
+        "",
+        f"{count} relative link(s) or image(s) point at a path that is not in the tree and never was in"
+        " this repository's history: a typo, a page a site generates, or a target outside the repository."
+        " Not counted as findings.",
+        "",
+        "| doc | line | target |",
+        "|---|---|---|",
+    ]
+    listed = check.get("unresolved_links") or []
+    for item in listed[:MAX_TABLE_ROWS]:
+        lines.append(f"| `{_cell(item['doc'])}` | {item['line']} | {_cell(item['claim'])} |")
+    if count > min(len(listed), MAX_TABLE_ROWS):
+        lines.append(f"| … | | {count - min(len(listed), MAX_TABLE_ROWS)} more |")
+    return [*lines, ""]
 
 
 def _rules_line(check: dict[str, Any]) -> list[str]:

@@ -104,6 +104,11 @@ IDENTIFIER_SHORT = _rule(
 )
 IDENTIFIER_DEFINED = _rule("identifier.defined", "resolve", "holds", "The snapshot's code defines the name.")
 IDENTIFIER_USED = _rule("identifier.used", "resolve", "holds", "The snapshot's code uses the name, exactly.")
+IDENTIFIER_USED_CURRENT = _rule(
+    "identifier.used_current", "prove", "holds",
+    "History shows the definition removed, but a test, fixture or example that names no"
+    " other removed identifier still uses it: support that counts.",
+)  # fmt: skip
 IDENTIFIER_FOREIGN_ROOT = _rule(
     "identifier.foreign_root", "resolve", "not_a_claim",
     "A qualified name rooted in nothing of this repository (another package's API).",
@@ -179,9 +184,10 @@ JUDGE_PRIVATE_IN_EXAMPLE = _rule(
     "judge.private_in_example", "judge", "unverified",
     "A private name (``_x`` in Python, lower case in Go) used in an example: the example's own.",
 )  # fmt: skip
-LINK_BROKEN = _rule(
-    "link.broken", "judge", "finding",
-    "A relative link or image whose target is not in the tree and never was in history: a broken link.",
+LINK_UNRESOLVED = _rule(
+    "link.unresolved", "judge", "unverified",
+    "A relative link or image whose target is not in the tree and never was in history (or history is"
+    " unreadable): an unresolved link, listed apart, not drift.",
 )  # fmt: skip
 MANUAL_OLDER_RELEASE = _rule(
     "manual.older_release", "judge", "finding",

@@ -54,9 +54,18 @@ async def run_bench_analyze(
         "analysis_duration_s": view["duration_s"],
         **check,
         "selection": selection_share(view),
-        "link_check": link_check(repo, view["commit"], view["doc_findings"], check["unverified_listed"]),
+        "link_check": link_check(
+            repo, view["commit"], view["doc_findings"] + unresolved_links(view), check["unverified_listed"]
+        ),
         "findings": view["doc_findings"],
     }
+
+
+def unresolved_links(view: dict[str, Any]) -> list[dict[str, Any]]:
+    """The analysis's unresolved links (shown apart from its findings, in ``facts.doc_check``),
+    as findings of kind ``unresolved_link``."""
+    check = (view.get("facts") or {}).get("doc_check") or {}
+    return [{**u, "kind": "unresolved_link"} for u in check.get("unresolved_links") or []]
 
 
 def link_check(
@@ -64,13 +73,13 @@ def link_check(
 ) -> dict[str, Any]:
     """The yardstick measured in the same run: a plain link checker's broken relative links at
     ``commit`` (:mod:`palimpsest.devtools.bench.links`), and which of them the check reported (a
-    ``missing_path`` or ``broken_link`` finding on the same doc line or target (the check reports a
+    ``missing_path`` finding or ``unresolved_link`` (listed apart) on the same doc line or target (the check reports a
     target once per doc), or the ``versioned_manual`` finding of the manual the doc belongs to); each
     miss says what the check made of it."""
     from palimpsest.devtools.bench.links import broken_links, resolve
 
     checked, broken = broken_links(repo, commit)
-    paths = [f for f in findings if f["kind"] in ("missing_path", "broken_link")]
+    paths = [f for f in findings if f["kind"] in ("missing_path", "unresolved_link")]
     reported = {(f["doc"], f["line"]) for f in paths} | {
         (f["doc"], resolve(f["doc"], f["claim"].strip("`"))) for f in paths
     }

@@ -362,7 +362,7 @@ async def run_bench_drift_history(
     timeout_s: float = 7200.0,
 ) -> dict[str, Any]:
     from palimpsest.cli.commands_analyze import explain_claim, run_analysis
-    from palimpsest.devtools.bench.analyze import link_check
+    from palimpsest.devtools.bench.analyze import link_check, unresolved_links
 
     progress(f"mining drift windows from the last {commits} first-parent commits…")
     windows, order = mine_windows(repo, commits=commits)
@@ -379,7 +379,9 @@ async def run_bench_drift_history(
             _git(Path(scratch), "clone", "--quiet", "--shared", str(repo), str(clone))
             _git(clone, "checkout", "--quiet", "-B", "drift-history", commit)  # a branch: indexed as any
             view = await run_analysis(sess, settings, str(clone), reindex=True, timeout_s=timeout_s)
-            links.append({"at": commit, **link_check(clone, commit, view["doc_findings"], [])})
+            links.append(
+                {"at": commit, **link_check(clone, commit, view["doc_findings"] + unresolved_links(view), [])}
+            )
             drift = [f for f in view["doc_findings"] if f["kind"] != "stale_doc"]
             matched: set[int] = set()
             explained = 0

@@ -513,8 +513,7 @@ class _Tools:
         self, ctx: Context, repository: RepositoryArg, budget_tokens: Budget = 4000
     ) -> models.DocFindingsResult:
         """Documentation the code no longer supports, from the newest completed analysis: each
-        claim (doc, line), its kind (missing path or identifier, ``broken_link``: a link target
-        never in the tree, ``versioned_manual``: a manual for an older release reported once as a
+        claim (doc, line), its kind (missing path or identifier, ``versioned_manual``: a manual for an older release reported once as a
         whole, or ``stale_doc``: an old doc none of whose claims holds), the docs counted by state,
         the nearest name the
         code has now, and the proof from git history (the commit where it last existed, the one
