@@ -301,9 +301,7 @@ async def test_a_refused_source_fails_with_its_reason_and_a_successful_build_cle
         page = await _signed_in_page(served, world.token, f"/ui/t/{world.tenant_id}/r/{repository_id}")
         assert "source_refused" not in page and 'class="failing"' not in page
         report = await collect(served.infra.settings)
-        assert f" ({world.tenant_id})" not in report["components"]["repositories"].get(
-            "failing", ""
-        )
+        assert f" ({world.tenant_id})" not in report["components"]["repositories"].get("failing", "")
         await measure_once(served.infra.pool)
         assert (
             metrics.REGISTRY.get_sample_value(
