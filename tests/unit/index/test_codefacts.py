@@ -132,6 +132,9 @@ CASES: list[tuple[str, Kind, frozenset[str]]] = [
     (".gitignore", F, frozenset()),
     ("requirements.txt", F, frozenset()),
     ("requirements-dev.txt", F, frozenset()),
+    ("requirements/dev.txt", F, frozenset()),  # pip's split requirements
+    ("deploy/requirements/ingest.txt", F, frozenset()),
+    ("docs/requirements/notes.md", D, frozenset()),  # only the .txt pins
     ("CMakeLists.txt", F, frozenset()),
     (".github/workflows/ci.yml", F, frozenset({"ci"})),
     (".gitlab-ci.yml", F, frozenset({"ci"})),

@@ -133,6 +133,8 @@ _OTHER_STEMS = re.compile(
     r"|^(?:code[._-]of[._-]conduct|authors|contributors|maintainers|codeowners|funding|backers|sponsors)$"
     r"|^(?:pull[._-]request[._-]template|issue[._-]template)$"
 )
+# pip's split requirements (``requirements/base.txt``, ``requirements/dev.txt``): pins, not prose
+_REQUIREMENTS_DIRS = frozenset({"requirements", "requirements.d"})
 # … and by place: fixtures, golden files, templates and served files hold data, not prose.
 _FIXTURE_DIRS = frozenset(
     {
@@ -307,7 +309,7 @@ def classify(path: str) -> FileFacts:
 def _doc_suffixed(path: str, folders: list[str], name: str, ci: bool) -> FileFacts | None:
     """A file with a doc suffix: a doc, a changelog, or what its name or place says it is."""
     stem = name.rsplit(".", 1)[0]
-    if _CONFIG_STEMS.match(stem):
+    if _CONFIG_STEMS.match(stem) or (name.endswith(".txt") and any(f in _REQUIREMENTS_DIRS for f in folders)):
         return FileFacts(Kind.CONFIG, ci=ci)
     if _OTHER_STEMS.match(stem) or any(f in _LICENCE_DIRS for f in folders):
         return FileFacts(Kind.OTHER, ci=ci)
