@@ -15,7 +15,6 @@ renamed since followed to its new path; a doc deleted since has every line remov
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from palimpsest.cli.output import progress
 from palimpsest.cli.session import Session
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.core.wire import parse_hunk_header
+from palimpsest.devtools.bench.drift_history import git_text
 
 __all__ = ["DocFate", "base_commit", "doc_fates", "future_report", "run_bench_drift_future"]
 
@@ -45,21 +45,12 @@ class DocFate:
     now: str | None = None  # its path at the head (None: deleted)
 
 
-def _git(repo: Path, *args: str, ok: tuple[int, ...] = (0,)) -> str:
-    proc = subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, errors="replace", check=False
-    )
-    if proc.returncode not in ok:
-        raise RuntimeError(f"git {args[0]} failed: {proc.stderr.strip()[:300]}")
-    return proc.stdout
-
-
 def base_commit(repo: Path, months: int, rev: str = "HEAD") -> tuple[str, str]:
     """The head commit and the newest first-parent commit at least ``months`` older than it
     (by committer date): the snapshot the check is run on."""
-    head, stamp = _git(repo, "log", "-1", "--format=%H %ct", rev).split()
+    head, stamp = git_text(repo, "log", "-1", "--format=%H %ct", rev).split()
     before = datetime.fromtimestamp(int(stamp), UTC) - timedelta(days=months * _DAYS_PER_MONTH)
-    base = _git(repo, "rev-list", "--first-parent", "-n1", f"--before={before.isoformat()}", rev).strip()
+    base = git_text(repo, "rev-list", "--first-parent", "-n1", f"--before={before.isoformat()}", rev).strip()
     if not base:
         raise RuntimeError(f"the history of {rev} does not reach back {months} months")
     return head, base
@@ -69,7 +60,7 @@ def doc_fates(repo: Path, base: str, head: str, docs: set[str]) -> dict[str, Doc
     """For each doc (a path at ``base``), its non-blank lines and which of them changed by ``head``."""
     fates: dict[str, DocFate] = {}
     for doc in sorted(docs):
-        text = _git(repo, "show", f"{base}:{doc}", ok=(0, 128))
+        text = git_text(repo, "show", f"{base}:{doc}", ok=(0, 128))
         numbered = text.splitlines()
         blank = {n for n, line in enumerate(numbered, start=1) if not line.strip()}
         fates[doc] = DocFate(lines=len(numbered) - len(blank), written=len(numbered), blank=blank)
@@ -77,7 +68,7 @@ def doc_fates(repo: Path, base: str, head: str, docs: set[str]) -> dict[str, Doc
         return fates
     renamed: dict[str, str] = {}
     deleted: set[str] = set()
-    for row in _git(repo, "diff", "--name-status", "-M", base, head).splitlines():
+    for row in git_text(repo, "diff", "--name-status", "-M", base, head).splitlines():
         parts = row.split("\t")
         if parts[0].startswith("R") and parts[1] in fates:
             renamed[parts[1]] = parts[2]
@@ -89,7 +80,7 @@ def doc_fates(repo: Path, base: str, head: str, docs: set[str]) -> dict[str, Doc
             continue
         fate.now = renamed.get(doc, doc)
         args = ["diff", "-U0", "-M", base, head, "--", doc] + ([fate.now] if fate.now != doc else [])
-        for line in _git(repo, *args).splitlines():
+        for line in git_text(repo, *args).splitlines():
             hunk = parse_hunk_header(line)
             if hunk is not None:
                 fate.changed.update(range(hunk.old_start, hunk.old_start + hunk.old_count))
@@ -141,8 +132,8 @@ async def run_bench_drift_future(
     progress(f"analysing {base[:12]} ({months} months before {head[:12]}) through the bus…")
     with tempfile.TemporaryDirectory(prefix="palimpsest-drift-future-") as scratch:
         clone = Path(scratch) / repo.name
-        _git(Path(scratch), "clone", "--quiet", "--shared", str(repo), str(clone))
-        _git(clone, "checkout", "--quiet", "-B", "drift-future", base)  # a branch: indexed as any
+        git_text(Path(scratch), "clone", "--quiet", "--shared", str(repo), str(clone))
+        git_text(clone, "checkout", "--quiet", "-B", "drift-future", base)  # a branch: indexed as any
         view = await run_analysis(sess, settings, str(clone), reindex=True, timeout_s=timeout_s)
     flagged: list[dict[str, Any]] = [
         {k: f.get(k) for k in ("doc", "line", "kind", "claim", "detail")}

@@ -79,7 +79,8 @@ class Window:
     missed_by: str | None = None
 
 
-def _git(repo: Path, *args: str, ok: tuple[int, ...] = (0,)) -> str:
+def git_text(repo: Path, *args: str, ok: tuple[int, ...] = (0,)) -> str:
+    """``git ARGS`` in ``repo``: its standard output; RuntimeError on an exit code not in ``ok``."""
     proc = subprocess.run(
         ["git", *args], cwd=repo, capture_output=True, text=True, errors="replace", check=False
     )
@@ -93,15 +94,15 @@ def _git(repo: Path, *args: str, ok: tuple[int, ...] = (0,)) -> str:
 
 def mine_windows(repo: Path, *, commits: int, rev: str = "HEAD") -> tuple[list[Window], list[str]]:
     """The drift windows of the last ``commits`` first-parent commits, and that commit list (newest first)."""
-    order = _git(repo, "rev-list", "--first-parent", f"--max-count={commits}", rev).split()
+    order = git_text(repo, "rev-list", "--first-parent", f"--max-count={commits}", rev).split()
     position = {sha: i for i, sha in enumerate(order)}
     windows: list[Window] = []
     for fix in order:
-        parents = _git(repo, "rev-list", "--parents", "-n1", fix).split()[1:]
+        parents = git_text(repo, "rev-list", "--parents", "-n1", fix).split()[1:]
         if not parents:
             continue  # the root commit
         parent = parents[0]
-        touched = _git(repo, "diff", "--no-renames", "--name-only", "--diff-filter=M", parent, fix).split(
+        touched = git_text(repo, "diff", "--no-renames", "--name-only", "--diff-filter=M", parent, fix).split(
             "\n"
         )
         for doc in (d for d in touched if d and is_doc(d) and not is_history_doc(d)):
@@ -113,8 +114,8 @@ def mine_windows(repo: Path, *, commits: int, rev: str = "HEAD") -> tuple[list[W
 
 
 def _windows_of(repo: Path, doc: str, fix: str, parent: str, position: dict[str, int]) -> list[Window]:
-    before = _git(repo, "show", f"{parent}:{doc}", ok=(0, 128))
-    after = _git(repo, "show", f"{fix}:{doc}", ok=(0, 128))
+    before = git_text(repo, "show", f"{parent}:{doc}", ok=(0, 128))
+    after = git_text(repo, "show", f"{fix}:{doc}", ok=(0, 128))
     removed = _removed_lines(repo, parent, fix, doc)
     out: list[Window] = []
     seen: set[str] = set()
@@ -141,7 +142,7 @@ def _windows_of(repo: Path, doc: str, fix: str, parent: str, position: dict[str,
 def _removed_lines(repo: Path, parent: str, fix: str, doc: str) -> list[int]:
     """The line numbers (in the parent's doc) that ``fix`` removed or changed."""
     out: list[int] = []
-    for line in _git(repo, "diff", "-U0", parent, fix, "--", doc).splitlines():
+    for line in git_text(repo, "diff", "-U0", parent, fix, "--", doc).splitlines():
         hunk = parse_hunk_header(line)
         if hunk is not None:
             out.extend(range(hunk.old_start, hunk.old_start + hunk.old_count))
@@ -223,7 +224,7 @@ def _window(
         path = _resolved_path(repo, doc, subject, parent, linked=form == "link")
         if path is None:
             return None
-        removal = _git(
+        removal = git_text(
             repo, "log", "--first-parent", "--format=%H", "-n1", "--diff-filter=DR", parent, "--", path
         ).strip()
         if not removal:
@@ -294,7 +295,7 @@ def first_code_change(repo: Path, pickaxe: str, rev: str) -> str:
 
 def _grep_ok(repo: Path, name: str, commit: str) -> bool:
     """Whether the product's code at ``commit`` holds ``name`` as a whole word."""
-    found = _git(repo, "grep", "-l", "-w", "-F", "-e", name, commit, "--", ".", ok=(0, 1))
+    found = git_text(repo, "grep", "-l", "-w", "-F", "-e", name, commit, "--", ".", ok=(0, 1))
     return bool(code_paths(_grepped(found, commit)))
 
 
@@ -306,7 +307,7 @@ def _defined_before(repo: Path, name: str, removal: str) -> bool:
         rf"[[:space:]]+([A-Za-z_$][A-Za-z0-9_$]*\.)?\*?{n}\b)|(^[[:space:]]*(self\.)?{n}[[:space:]]*(:[^=]*)?=[^=])"
         rf"|(^[[:space:]]*['\"]?{n}['\"]?[[:space:]]*:)|(\b{n}[[:space:]]*\([^)]*\)[[:space:]]*\{{)"
     )
-    found = _git(repo, "grep", "-l", "-E", "-e", pattern, f"{removal}^1", "--", ".", ok=(0, 1))
+    found = git_text(repo, "grep", "-l", "-E", "-e", pattern, f"{removal}^1", "--", ".", ok=(0, 1))
     return bool(code_paths(_grepped(found, f"{removal}^1")))
 
 
@@ -320,9 +321,9 @@ def _resolved_path(repo: Path, doc: str, written: str, parent: str, *, linked: b
     for candidate in (posixpath.normpath(f) for f in forms):
         if candidate.startswith(("..", "/")) or candidate == ".":
             continue
-        if _git(repo, "ls-tree", "--name-only", parent, "--", candidate, ok=(0, 128)).strip():
+        if git_text(repo, "ls-tree", "--name-only", parent, "--", candidate, ok=(0, 128)).strip():
             return None  # it exists at P
-        if _git(
+        if git_text(
             repo, "log", "--first-parent", "--format=%H", "-n1", parent, "--", candidate, ok=(0, 128)
         ).strip():
             return candidate  # it existed once
@@ -376,8 +377,8 @@ async def run_bench_drift_history(
         progress(f"analysing {commit[:12]} ({len(inside)} open windows) through the bus…")
         with tempfile.TemporaryDirectory(prefix="palimpsest-drift-history-") as scratch:
             clone = Path(scratch) / repo.name
-            _git(Path(scratch), "clone", "--quiet", "--shared", str(repo), str(clone))
-            _git(clone, "checkout", "--quiet", "-B", "drift-history", commit)  # a branch: indexed as any
+            git_text(Path(scratch), "clone", "--quiet", "--shared", str(repo), str(clone))
+            git_text(clone, "checkout", "--quiet", "-B", "drift-history", commit)  # a branch: indexed as any
             view = await run_analysis(sess, settings, str(clone), reindex=True, timeout_s=timeout_s)
             links.append(
                 {"at": commit, **link_check(clone, commit, view["doc_findings"] + unresolved_links(view), [])}

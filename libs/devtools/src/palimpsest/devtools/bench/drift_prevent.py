@@ -44,7 +44,14 @@ from palimpsest.cli.local import register_path
 from palimpsest.cli.pipeline import index_and_wait
 from palimpsest.core.db import Pool
 from palimpsest.core.settings import BaseServiceSettings
-from palimpsest.devtools.bench.drift_history import Window, _git, _grepped, _plain, code_paths, mine_windows
+from palimpsest.devtools.bench.drift_history import (
+    Window,
+    _grepped,
+    _plain,
+    code_paths,
+    git_text,
+    mine_windows,
+)
 from palimpsest.devtools.bench.replay import _scratch_repository
 from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.codefacts import is_doc
@@ -97,7 +104,7 @@ def judge_line(
                 return False
         last = re.split(r"\.|::|#|->", plain)[-1]
         if name not in paths and re.fullmatch(r"[A-Za-z_$][\w$]*", last):  # a file's name is no identifier
-            found = _git(repo, "grep", "-l", "-w", "-F", "-e", last, head, "--", ".", ok=(0, 1))
+            found = git_text(repo, "grep", "-l", "-w", "-F", "-e", last, head, "--", ".", ok=(0, 1))
             if code_paths(_grepped(found, head)):
                 return False
     return True
@@ -115,23 +122,23 @@ _REMOVED_DEFINITION = re.compile(
 
 def _takes_away(repo: Path, parent: str, sha: str) -> bool:
     """The change deletes or renames a code file, or removes a line that defines something."""
-    status = _git(repo, "diff", "--name-status", "-M", parent, sha)
+    status = git_text(repo, "diff", "--name-status", "-M", parent, sha)
     if any(line[:1] in ("D", "R") and code_paths([line.split("\t")[1]]) for line in status.splitlines()):
         return True
     code = code_paths(line.split("\t")[-1] for line in status.splitlines() if line[:1] != "D")
     if not code:
         return False
-    removed = _git(repo, "diff", "-U0", "--no-color", parent, sha, "--", *code)
+    removed = git_text(repo, "diff", "-U0", "--no-color", parent, sha, "--", *code)
     return bool(_REMOVED_DEFINITION.search(removed))
 
 
 def _named_at_base(repo: Path, w: Window) -> bool:
     """Whether the window's doc names its subject at the removing commit's first parent: a doc line
     written later (on a branch merged after B) was not there for B's review to flag."""
-    parents = _git(repo, "rev-list", "--parents", "-n1", w.removed_in).split()[1:]
+    parents = git_text(repo, "rev-list", "--parents", "-n1", w.removed_in).split()[1:]
     if not parents:
         return False
-    text = _git(repo, "show", f"{parents[0]}:{w.doc}", ok=(0, 128))
+    text = git_text(repo, "show", f"{parents[0]}:{w.doc}", ok=(0, 128))
     return w.written in text or w.subject in text
 
 
@@ -148,10 +155,10 @@ def _ordinary(
     for sha in pool:
         if len(takes) >= taking and len(plain) >= sample - taking:
             break
-        parents = _git(repo, "rev-list", "--parents", "-n1", sha).split()[1:]
+        parents = git_text(repo, "rev-list", "--parents", "-n1", sha).split()[1:]
         if not parents:
             continue
-        changed = _git(repo, "diff", "--name-only", parents[0], sha).split("\n")
+        changed = git_text(repo, "diff", "--name-only", parents[0], sha).split("\n")
         if not any(p and not is_doc(p) for p in changed):
             continue
         if len(takes) < taking and _takes_away(repo, parents[0], sha):
@@ -164,8 +171,8 @@ def _ordinary(
 async def _review(
     pool: Pool, nc: NATS, tenant: UUID, scratch: Path, repo: Path, sha: str, repo_id: UUID | None
 ) -> tuple[dict[str, Any], UUID, float]:
-    parent = _git(repo, "rev-list", "--parents", "-n1", sha).split()[1]
-    _git(scratch, "update-ref", "refs/heads/main", parent)
+    parent = git_text(repo, "rev-list", "--parents", "-n1", sha).split()[1]
+    git_text(scratch, "update-ref", "refs/heads/main", parent)
     repo_id = repo_id or await register_path(pool, tenant, scratch)
     started = time.perf_counter()
     await index_and_wait(pool, nc, tenant, repo_id, reason="push")
@@ -193,7 +200,7 @@ async def run_bench_drift_prevent(
         _ordinary, repo, order, set(removing), sample, seed, min(taking, sample)
     )
     ordinary = takes + plain
-    tree = set(_git(repo, "ls-tree", "-r", "--name-only", head).splitlines()) if head else set()
+    tree = set(git_text(repo, "ls-tree", "-r", "--name-only", head).splitlines()) if head else set()
     position = {sha: i for i, sha in enumerate(order)}
     todo = sorted({*removing, *ordinary}, key=lambda s: -position.get(s, 0))  # oldest first
     say(
