@@ -90,8 +90,14 @@ def make_repository(path: Path) -> dict[str, str]:
         {"src/invoice.py": RENAMED, "src/tax.py": TAX, "src/ledger.py": LEDGER},
         message="rename compute_total <script>window.__pwned='commit'</script>",
     )
-    for n, day in enumerate(("2024-03-15", "2024-04-01", "2024-04-15")):  # commits without tax.py:
-        commit(r, f"{day}T00:00:00+00:00", {"src/report.py": REPORT + f"\n# v{n}\n"})  # its base rate
+    for n, day in enumerate(("2024-03-15", "2024-04-01", "2024-04-15", "2024-04-16", "2024-04-17")):
+        commit(r, f"{day}T00:00:00+00:00", {"src/report.py": REPORT + f"\n# v{n}\n"})  # tax's base rate
+    for n, day in enumerate(("2024-04-20", "2024-04-25")):  # a habit, not a coincidence: 4 of invoice's 5
+        commit(
+            r,
+            f"{day}T00:00:00+00:00",
+            {"src/invoice.py": RENAMED + f"\n# t{n}\n", "src/tax.py": TAX + f"\n# t{n}\n"},
+        )
     base = commit(
         r,
         "2024-05-01T00:00:00+00:00",
