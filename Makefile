@@ -10,7 +10,7 @@ LOCAL_PKGS := libs/core libs/index libs/devtools services/ingest services/recenc
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: help setup browser lock lint typecheck check test test-external demo bench chart chaos clean settings-doc \
+.PHONY: help setup browser lock lint typecheck check test test-external demo bench chart chaos clean settings-doc owners-doc \
         wheelhouse images images-test image-tools-lock
 
 help: ## list the targets
@@ -62,6 +62,9 @@ demo: $(STAMP) ## the main job on the embedded stack: index and analyse this rep
 
 settings-doc: $(STAMP) ## regenerate docs/settings.md and the names file every process checks, from the Settings classes
 	$(BIN)/python -m palimpsest.cli.settings_registry docs/settings.md
+
+owners-doc: $(STAMP) ## regenerate the "owns (writes)" column of docs/architecture.md from the stores' declarations
+	$(BIN)/python -m palimpsest.devtools.owners docs/architecture.md
 
 CHAOS_ARGS ?= --repos 20 --deliveries 2000
 chaos: $(STAMP) ## soak with faults (kill -9, NATS/PostgreSQL restarts, relay pause); exits 1 on any discrepancy

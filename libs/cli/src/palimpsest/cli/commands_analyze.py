@@ -250,6 +250,7 @@ async def _register_url(pool: Pool, tenant: UUID, url: str, policy: SourcePolicy
     """
     from palimpsest.core.db import tenant_tx
     from palimpsest.core.git import check_remote
+    from palimpsest.ingest.store.repositories import NewRepository, insert_repository
 
     try:
         target = await check_remote(url, policy)
@@ -260,13 +261,19 @@ async def _register_url(pool: Pool, tenant: UUID, url: str, policy: SourcePolicy
     provider = next((p for p in ("github", "gitlab", "bitbucket") if p in host), "local")
     full_name = parts.path.strip("/").removesuffix(".git") or host
     branch = await _remote_default_branch(target)
-    repository_id = uuid7()
-    async with tenant_tx(pool, tenant) as conn:
-        await conn.execute(
-            "INSERT INTO repositories (tenant_id, repository_id, provider, full_name, clone_url, default_branch)"
-            " VALUES (%s, %s, %s, %s, %s, %s)",
-            (tenant, repository_id, provider, full_name, target.url, branch),
-        )
+    new = NewRepository(
+        repository_id=uuid7(),
+        provider=provider,
+        external_id=None,
+        full_name=full_name,
+        clone_url=target.url,
+        default_branch=branch,
+        visibility="private",
+        index_mode="lexical",
+        installation_id=None,
+    )
+    async with tenant_tx(pool, tenant) as conn:  # through the ingest service's store: it owns the table
+        repository_id = (await insert_repository(conn, tenant, new)).repository_id
     progress(f"registered {full_name} ({provider}, branch {branch})")
     return repository_id
 

@@ -2,7 +2,8 @@
 
 The embedded default has one tenant, ``local``, created on first use (or, when a tenant of that name
 is there already, that one: names are unique); its id is kept in ``$PALIMPSEST_HOME/local-tenant``. Repositories given as paths are registered in it with the
-``local`` provider; ``--tenant`` selects another tenant for operators of a shared stack.
+``local`` provider; ``--tenant`` selects another tenant for operators of a shared stack. The
+tables are the ingest service's: read and written through its store (``palimpsest.ingest.store``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from palimpsest.cli.tenants import TenantNameTaken, create_tenant
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.core.ids import uuid7
+from palimpsest.ingest.store import repositories, tenants
 
 
 class RepositoryNotFound(PalimpsestError):
@@ -26,8 +28,7 @@ async def local_tenant(pool: Pool, home: Path) -> UUID:
     if marker.exists():
         tenant = UUID(marker.read_text().strip())
         async with tenant_tx(pool, tenant) as conn:
-            cur = await conn.execute("SELECT 1 FROM tenants WHERE tenant_id = %s", (tenant,))
-            if await cur.fetchone() is not None:
+            if await tenants.get_tenant(conn, tenant) is not None:
                 return tenant
     try:
         tenant = await create_tenant(pool, "local")
@@ -59,22 +60,25 @@ async def register_path(pool: Pool, tenant: UUID, path: Path, *, mode: str | Non
         raise RepositoryNotFound(f"{path} is not a git repository")
     branch = default_branch(path)
     async with tenant_tx(pool, tenant) as conn:
-        cur = await conn.execute("SELECT repository_id FROM repositories WHERE clone_url = %s", (str(path),))
-        row = await cur.fetchone()
-        if row is not None:
-            await conn.execute(
-                "UPDATE repositories SET default_branch = %s, index_mode = coalesce(%s, index_mode),"
-                " updated_at = now() WHERE repository_id = %s",
-                (branch, mode, row["repository_id"]),
-            )
-            return UUID(str(row["repository_id"]))
-        repository_id = uuid7()
-        await conn.execute(
-            "INSERT INTO repositories (tenant_id, repository_id, provider, full_name, clone_url, default_branch,"
-            " index_mode) VALUES (%s, %s, 'local', %s, %s, %s, %s)",
-            (tenant, repository_id, path.name, str(path), branch, mode or "lexical"),
+        known = await repositories.find_by_clone_url(conn, str(path))
+        if known is not None:
+            changes: dict[str, str] = {"default_branch": branch}
+            if mode is not None:
+                changes["index_mode"] = mode
+            await repositories.update_repository(conn, known.repository_id, changes)
+            return known.repository_id
+        new = repositories.NewRepository(
+            repository_id=uuid7(),
+            provider="local",
+            external_id=None,
+            full_name=path.name,
+            clone_url=str(path),
+            default_branch=branch,
+            visibility="private",
+            index_mode=mode or "lexical",
+            installation_id=None,
         )
-        return repository_id
+        return (await repositories.insert_repository(conn, tenant, new)).repository_id
 
 
 async def find_repository(pool: Pool, tenant: UUID, ref: str) -> UUID:
@@ -84,17 +88,12 @@ async def find_repository(pool: Pool, tenant: UUID, ref: str) -> UUID:
     if as_path.exists():
         candidates.append(str(as_path.resolve()))
     async with tenant_tx(pool, tenant) as conn:
-        cur = await conn.execute(
-            "SELECT repository_id FROM repositories WHERE repository_id::text = %s OR full_name = ANY(%s)"
-            " OR clone_url = ANY(%s) ORDER BY created_at LIMIT 2",
-            (ref, candidates, candidates),
-        )
-        rows = await cur.fetchall()
-    if not rows:
+        found = await repositories.find_by_reference(conn, ref, candidates, limit=2)
+    if not found:
         raise RepositoryNotFound(f"no repository {ref!r} (index it first: palimpsest index PATH)")
-    if len(rows) > 1:
+    if len(found) > 1:
         raise RepositoryNotFound(f"{ref!r} names more than one repository; use its id")
-    return UUID(str(rows[0]["repository_id"]))
+    return found[0].repository_id
 
 
 __all__ = [

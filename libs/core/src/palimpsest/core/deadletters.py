@@ -25,6 +25,11 @@ from psycopg.types.json import Jsonb
 from palimpsest.core import metrics, outcomes
 from palimpsest.core.bus import ADVISORY_STREAM, STREAM, ConsumerSpec
 from palimpsest.core.db import Pool, system_tx, tenant_tx
+from palimpsest.core.stores import CORE, Owns, Store
+
+# Failures (event_failures) are written by palimpsest.core.consumer, listed as not yet moved.
+STORE = Store(owner=CORE, writes=(Owns("dead_letters"), Owns("event_failures")))
+
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from palimpsest.core.db import Conn
 from palimpsest.core.errors import DuplicateEvent
 from palimpsest.core.events import Event
+from palimpsest.core.stores import CORE, Owns, Store
+
+STORE = Store(owner=CORE, writes=(Owns("inbox"),))
 
 
 async def claim(conn: Conn, consumer: str, event: Event) -> None:

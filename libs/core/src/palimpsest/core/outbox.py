@@ -15,8 +15,11 @@ from psycopg.types.json import Jsonb
 
 from palimpsest.core.db import Conn
 from palimpsest.core.events import Event
+from palimpsest.core.stores import CORE, Owns, Store
 from palimpsest.core.telemetry import current_trace_headers
 from palimpsest.core.topology import require_declared
+
+STORE = Store(owner=CORE, writes=(Owns("outbox"),))
 
 
 async def emit(conn: Conn, *events: Event) -> None:

@@ -22,6 +22,17 @@ from uuid import UUID
 from palimpsest.core.consumer import HandlerContext, describe_error
 from palimpsest.core.db import Conn, fetch_all, tenant_tx, unreachable
 from palimpsest.core.errors import DuplicateEvent
+from palimpsest.core.stores import CORE, Owns, Store
+
+STORE = Store(
+    owner=CORE,
+    writes=(
+        Owns("repository_outcomes", "kind `build`", by="chunker"),
+        Owns("repository_outcomes", "kind `analysis`", by="analyzer"),
+    ),
+    reads=("repositories",),
+)
+
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,14 @@ from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
 from palimpsest.core.db import Conn, fetch_one
+from palimpsest.core.stores import Owns, Store
+
+STORE = Store(
+    owner="embedder",
+    writes=(Owns("code_chunk_embeddings"), Owns("code_index_snapshots", "its embedding state")),
+    reads=("code_blobs", "code_chunks", "code_index_files", "repositories"),
+)
+
 
 _FLOAT4 = postgres.types["float4"].oid
 _FLOAT4_ARRAY = postgres.types["float4"].array_oid

@@ -20,7 +20,15 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from palimpsest.core.db import Conn
+from palimpsest.core.stores import Owns, Store
 from palimpsest.recency_scanner.logparse import CommitCount, RecencyResult
+
+STORE = Store(
+    owner="recency-scanner",
+    writes=(Owns("file_recency"), Owns("cochange"), Owns("recency_scans")),
+    reads=("repositories",),
+)
+
 
 __all__ = [
     "MAX_PATH_CHARS",

@@ -14,7 +14,24 @@ from uuid import UUID
 
 from palimpsest.core.db import Conn, columns, fetch_all_as, fetch_one_as
 from palimpsest.core.ids import uuid7
+from palimpsest.core.stores import Owns, Store
 from palimpsest.index.context.finding import Finding
+
+# The graph cache (code_graphs) is written through palimpsest.index.graph.persisted, and a
+# submission's result through palimpsest.index.stored: both listed as not yet moved.
+STORE = Store(
+    owner="reviewer",
+    writes=(
+        Owns("reviews"),
+        Owns("review_findings"),
+        Owns("review_context"),
+        Owns("review_pull_requests"),
+        Owns("review_threads", "the threads it opens"),
+        Owns("review_feedback", "its own"),
+        Owns("review_submissions", "its result"),
+        Owns("code_graphs", "a snapshot's graph, cached"),
+    ),
+)
 
 
 @dataclass(slots=True)

@@ -18,6 +18,9 @@ from psycopg import sql
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one, fetch_one_as
 from palimpsest.core.events import Event
 from palimpsest.core.outbox import emit_guarded
+from palimpsest.core.stores import Owns, Store
+
+STORE = Store(owner="ingest", writes=(Owns("deliveries"),))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,12 @@ import psycopg
 from psycopg import sql
 
 from palimpsest.core.db import Conn, JsonRow, fetch_all_as, fetch_one_as
+from palimpsest.core.stores import Owns, Store
 from palimpsest.ingest.errors import Conflict
 from palimpsest.ingest.store.rows import delete_row, get_row, update_row
+
+STORE = Store(owner="ingest", writes=(Owns("installations"),))
+
 
 COLUMNS: Final = sql.SQL(
     "installation_id, provider, kind, external_id, host, namespace, display_name,"

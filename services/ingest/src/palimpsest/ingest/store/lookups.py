@@ -13,7 +13,10 @@ from datetime import datetime
 from uuid import UUID
 
 from palimpsest.core.db import Pool, columns, fetch_all_as, fetch_one, fetch_one_as, system_tx
+from palimpsest.core.stores import Store
 from palimpsest.ingest.store.tenants import Tenant
+
+STORE = Store(owner="ingest", reads=("tenants", "api_tokens", "installations", "audit_log", "deliveries"))
 
 
 @dataclass(frozen=True, slots=True)

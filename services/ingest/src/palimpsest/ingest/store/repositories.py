@@ -6,6 +6,7 @@ indexed for it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -15,8 +16,12 @@ import psycopg
 from psycopg import sql
 
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all, fetch_all_as, fetch_one, fetch_one_as
+from palimpsest.core.stores import Owns, Store
 from palimpsest.ingest.errors import Conflict
 from palimpsest.ingest.store.rows import delete_row, get_row, update_row
+
+STORE = Store(owner="ingest", writes=(Owns("repositories"),))
+
 
 _UPDATABLE: Final = frozenset(
     {"index_mode", "default_branch", "visibility", "external_id", "installation_id", "full_name"}
@@ -119,6 +124,24 @@ async def delete_repository(conn: Conn, repository_id: UUID) -> bool:
 async def find_repository(conn: Conn, provider: str, external_id: str, full_name: str) -> Repository | None:
     """The repository a delivery is about: by the provider's id, else by name if it has no id yet."""
     return await fetch_one_as(conn, Repository, _FIND, {"p": provider, "e": external_id, "n": full_name})
+
+
+async def find_by_clone_url(conn: Conn, clone_url: str) -> Repository | None:
+    """The repository registered with this clone URL (a local one: its path)."""
+    query = sql.SQL("SELECT {} FROM repositories WHERE clone_url = %s").format(COLUMNS)
+    return await fetch_one_as(conn, Repository, query, (clone_url,))
+
+
+async def find_by_reference(
+    conn: Conn, ref: str, names: Sequence[str], *, limit: int = 2
+) -> list[Repository]:
+    """The repositories whose id is ``ref`` or whose full name or clone URL is one of ``names``,
+    oldest first, at most ``limit`` (a caller asking for one tells none from several)."""
+    query = sql.SQL(
+        "SELECT {} FROM repositories WHERE repository_id::text = %s OR full_name = ANY(%s)"
+        " OR clone_url = ANY(%s) ORDER BY created_at LIMIT %s"
+    ).format(COLUMNS)
+    return await fetch_all_as(conn, Repository, query, (ref, list(names), list(names), limit))
 
 
 async def delete_installed(

@@ -15,8 +15,15 @@ from uuid import UUID
 from palimpsest.core import metrics
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
 from palimpsest.core.ids import uuid7
+from palimpsest.core.stores import Owns, Store
 from palimpsest.ingest.store.repositories import Repository
 from palimpsest.ingest.webhooks import FeedbackIntent, ParsedDelivery
+
+STORE = Store(
+    owner="ingest",
+    writes=(Owns("review_feedback", "from the provider's webhooks"), Owns("review_threads", "their state")),
+)
+
 
 POSITIVE = frozenset({"thumbsup", "+1", "heart", "tada", "rocket", "white_check_mark", "100", "hooray"})
 NEGATIVE = frozenset({"thumbsdown", "-1", "confused", "x"})

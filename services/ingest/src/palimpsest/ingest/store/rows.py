@@ -10,7 +10,12 @@ import psycopg
 from psycopg import sql
 
 from palimpsest.core.db import Conn, Row, fetch_one_as
+from palimpsest.core.stores import Store
 from palimpsest.ingest.errors import Conflict
+
+# The shared statements of the table modules: the table is the caller's.
+STORE = Store(owner="ingest")
+
 
 __all__ = ["delete_row", "get_row", "update_row"]
 

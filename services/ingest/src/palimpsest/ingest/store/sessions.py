@@ -13,6 +13,10 @@ from datetime import datetime
 from uuid import UUID
 
 from palimpsest.core.db import Conn, Pool, fetch_all, fetch_one, system_tx, tenant_tx
+from palimpsest.core.stores import Owns, Store
+
+STORE = Store(owner="ingest", writes=(Owns("ui_sessions"),))
+
 
 __all__ = ["alive", "end", "end_for_token", "prune", "start"]
 

@@ -11,7 +11,14 @@ from uuid import UUID
 import psycopg
 
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one, fetch_one_as
+from palimpsest.core.stores import Owns, Store
 from palimpsest.ingest.errors import Conflict
+
+STORE = Store(
+    owner="ingest",
+    writes=(Owns("tenants"), Owns("api_tokens")),
+    reads=("repositories", "deliveries", "installations", "reviews", "code_index_snapshots"),
+)
 
 
 @dataclass(frozen=True, slots=True)
