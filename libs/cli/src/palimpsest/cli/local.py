@@ -16,6 +16,7 @@ from palimpsest.cli.tenants import TenantNameTaken, create_tenant
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.core.ids import uuid7
+from palimpsest.core.repositories import named
 from palimpsest.ingest.store import repositories, tenants
 
 
@@ -88,7 +89,7 @@ async def find_repository(pool: Pool, tenant: UUID, ref: str) -> UUID:
     if as_path.exists():
         candidates.append(str(as_path.resolve()))
     async with tenant_tx(pool, tenant) as conn:
-        found = await repositories.find_by_reference(conn, ref, candidates, limit=2)
+        found = await named(conn, ref, also=candidates[1:])
     if not found:
         raise RepositoryNotFound(f"no repository {ref!r} (index it first: palimpsest index PATH)")
     if len(found) > 1:

@@ -9,8 +9,9 @@ from psycopg.rows import dict_row
 
 from palimpsest.cli.stack import read_running
 from palimpsest.core import bus, outcomes
-from palimpsest.core.db import describe
+from palimpsest.core.db import describe, server_facts, set_tenant
 from palimpsest.core.settings import BaseServiceSettings
+from palimpsest.ingest.store import lookups
 
 
 async def collect(settings: BaseServiceSettings) -> dict[str, Any]:
@@ -55,18 +56,14 @@ async def _repositories(url: str) -> dict[str, Any]:
         async with await psycopg.AsyncConnection.connect(
             url, connect_timeout=5, prepare_threshold=None, row_factory=dict_row
         ) as conn:
-            cur = await conn.execute(
-                "SELECT tenant_id, name FROM palimpsest_tenant_list()"
-                " WHERE suspended_at IS NULL AND deleting_at IS NULL ORDER BY name, tenant_id"
-            )
-            tenants = await cur.fetchall()
+            tenants = await lookups.active_tenants(conn)
             failing: dict[str, dict[str, int]] = {}
             for t in tenants:
                 async with conn.transaction():
-                    await conn.execute("SELECT set_config('app.tenant_id', %s, true)", (str(t["tenant_id"]),))
+                    await set_tenant(conn, t.tenant_id)
                     counts = await outcomes.failing_counts(conn)
                 if any(counts.values()):
-                    failing[f"{t['name']} ({t['tenant_id']})"] = counts
+                    failing[f"{t.name} ({t.tenant_id})"] = counts
     except psycopg.Error as exc:
         return {"ok": False, "error": exc.__class__.__name__}
     out: dict[str, Any] = {
@@ -89,19 +86,13 @@ async def _database(url: str) -> dict[str, Any]:
         async with await psycopg.AsyncConnection.connect(
             url, connect_timeout=5, prepare_threshold=None
         ) as conn:
-            row = await (await conn.execute("SELECT current_setting('server_version')")).fetchone()
-            ext = await (
-                await conn.execute(
-                    "SELECT count(*) FILTER (WHERE installed_version IS NOT NULL), count(*)"
-                    " FROM pg_available_extensions WHERE name = 'vector'"
-                )
-            ).fetchone()
+            facts = await server_facts(conn)
             return {
                 "ok": True,
                 "server": describe(url),
-                "version": row[0] if row else None,
-                "pgvector": bool(ext and ext[0]),
-                "pgvector_available": bool(ext and ext[1]),
+                "version": facts.version,
+                "pgvector": facts.pgvector,
+                "pgvector_available": facts.pgvector_available,
             }
     except psycopg.Error as exc:
         return {"ok": False, "server": describe(url), "error": exc.__class__.__name__}

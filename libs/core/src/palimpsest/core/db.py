@@ -32,11 +32,14 @@ from psycopg.rows import DictRow, class_row, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from palimpsest.core.errors import DatabaseError
+from palimpsest.core.stores import CORE, Store
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 Conn = AsyncConnection[DictRow]
+# The connection layer: a transaction's tenant and the server's own facts; no table of its own.
+STORE = Store(owner=CORE)
 Pool = AsyncConnectionPool[Conn]
 Row = TypeVar("Row")
 
@@ -128,12 +131,42 @@ def connect_kwargs(name: str, *, transaction_pooler: bool) -> dict[str, Any]:
     return kwargs
 
 
+async def set_tenant(conn: Conn, tenant_id: UUID | str) -> None:
+    """Admit exactly ``tenant_id``'s rows for the rest of the open transaction (row-level security)."""
+    await conn.execute("SELECT set_config('app.tenant_id', %s, true)", (str(tenant_id),))
+
+
 @asynccontextmanager
 async def tenant_tx(pool: Pool, tenant_id: UUID | str) -> AsyncIterator[Conn]:
     """A transaction in which row-level security admits exactly ``tenant_id``'s rows."""
     async with pool.connection() as conn, conn.transaction():
-        await conn.execute("SELECT set_config('app.tenant_id', %s, true)", (str(tenant_id),))
+        await set_tenant(conn, tenant_id)
         yield conn
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerFacts:
+    """What ``palimpsest status`` tells of the database server."""
+
+    version: str | None
+    pgvector: bool
+    pgvector_available: bool
+
+
+async def server_facts(conn: psycopg.AsyncConnection[Any]) -> ServerFacts:
+    """The server's version and whether pgvector is installed (or only available)."""
+    row = await (await conn.execute("SELECT current_setting('server_version')")).fetchone()
+    ext = await (
+        await conn.execute(
+            "SELECT count(*) FILTER (WHERE installed_version IS NOT NULL), count(*)"
+            " FROM pg_available_extensions WHERE name = 'vector'"
+        )
+    ).fetchone()
+    return ServerFacts(
+        version=row[0] if row else None,
+        pgvector=bool(ext and ext[0]),
+        pgvector_available=bool(ext and ext[1]),
+    )
 
 
 @asynccontextmanager

@@ -41,6 +41,7 @@ from palimpsest.core.errors import BudgetExceeded, LLMError, ModelCallFailed
 from palimpsest.core.events import AnalysisCompleted
 from palimpsest.core.ids import uuid7
 from palimpsest.core.llm import ChatResult, Gateway
+from palimpsest.core.repositories import get_repository
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.snapshots import readable
 
@@ -117,16 +118,12 @@ class Analyzer:
 
     async def _read(self, job: Job) -> _Read | AnalysisRecord | None:
         async with tenant_tx(self.pool, job.tenant_id) as conn:
-            cur = await conn.execute(
-                "SELECT full_name, clone_url, default_branch FROM repositories WHERE repository_id = %s",
-                (job.repository_id,),
-            )
-            repo_row = await cur.fetchone()
+            repo_row = await get_repository(conn, job.repository_id)
             if repo_row is None:
                 return None
             snapshot = await readable(conn, job.repository_id, job.snapshot_id)
             if snapshot is None:
-                return _no_snapshot(job, repo_row["full_name"])
+                return _no_snapshot(job, repo_row.full_name)
             index = await load_snapshot(conn, job.repository_id, snapshot)
             plan = await selection_plan(conn, index)
             analysis = await select_from_index(conn, index, self.config.analysis_chunks, plan)
@@ -137,14 +134,14 @@ class Analyzer:
         judged, check = await prove(
             claims,
             index,
-            clone_url=repo_row["clone_url"],
-            branch=repo_row["default_branch"] or "main",
+            clone_url=repo_row.clone_url,
+            branch=repo_row.default_branch or "main",
             policy=self.policy,
             auth=auth,
             list_unverified=self.config.list_unverified,
             timeout_s=self.config.history_timeout_s,
         )
-        repo = RepositoryFacts(repo_row["full_name"], index.commit_sha, len(index.files), len(index.chunks))
+        repo = RepositoryFacts(repo_row.full_name, index.commit_sha, len(index.files), len(index.chunks))
         facts = selection_facts(index, analysis)
         facts["doc_check"] = check
         apply_doc_states(facts, judged.doc_states)

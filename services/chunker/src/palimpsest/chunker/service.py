@@ -38,6 +38,7 @@ from palimpsest.core.git_errors import GitError
 from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
+from palimpsest.core.repositories import Repository, get_repository
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.core.settings import BaseServiceSettings, service_settings
@@ -117,12 +118,12 @@ class Chunker:
         self._executor: Executor | None = None
         self._locks: dict[UUID, asyncio.Lock] = {}
 
-    async def _auth(self, ctx: HandlerContext, repo: dict[str, Any]) -> GitAuth | None:
+    async def _auth(self, ctx: HandlerContext, repo: Repository) -> GitAuth | None:
         """The repository's installation token (decrypted, or minted for a GitHub App, here;
         handed to git as a header). A refused mint fails the request as a refused clone would."""
         try:
             async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
-                return await git_auth_for(conn, repo["repository_id"], self.box, tokens=self.tokens)
+                return await git_auth_for(conn, repo.repository_id, self.box, tokens=self.tokens)
         except GitError as exc:
             raise_build_failure(exc)
 
@@ -189,21 +190,16 @@ class Chunker:
             metrics.INDEX_BUILDS.labels("failed", failure.reason).inc()
             log.warning("index request %s failed: %s", event.request_id, failure)
 
-    async def _repository(self, ctx: HandlerContext, event: IndexRequested) -> dict[str, Any] | None:
+    async def _repository(self, ctx: HandlerContext, event: IndexRequested) -> Repository | None:
         """The repository row, or None when the request was handled here (index mode off)."""
         async with tenant_tx(ctx.pool, event.tenant_id) as conn:
-            cur = await conn.execute(
-                "SELECT repository_id, clone_url, default_branch, index_mode, provider"
-                " FROM repositories WHERE repository_id = %s",
-                (event.repository_id,),
-            )
-            repo = await cur.fetchone()
+            repo = await get_repository(conn, event.repository_id)
             suspended = await suspended_reason(conn, event.repository_id) if repo is not None else None
         if repo is None:
             raise BuildSkipped("repository_not_found")
         if suspended is not None:  # an event from before the suspension: not indexed (issue 19)
             raise BuildSkipped("suspended")
-        if repo["index_mode"] == "off":
+        if repo.index_mode == "off":
             async with ctx.transaction() as conn:
                 await conn.execute(
                     "DELETE FROM code_index_snapshots WHERE repository_id = %s", (event.repository_id,)
@@ -212,10 +208,10 @@ class Chunker:
                 await outcomes.record(conn, event.repository_id, "build", "ok", event_id=event.id)
                 await emit(conn, _built(event, state="skipped", reason="index_mode_off"))
             return None
-        return dict(repo)
+        return repo
 
     async def _build(
-        self, event: IndexRequested, ctx: HandlerContext, repo: dict[str, Any], started: float
+        self, event: IndexRequested, ctx: HandlerContext, repo: Repository, started: float
     ) -> None:
         async with self._repository_lock(event.repository_id):  # one build per repository at a time
             await self._build_locked(event, ctx, repo, started)
@@ -229,14 +225,14 @@ class Chunker:
         return lock
 
     async def _build_locked(
-        self, event: IndexRequested, ctx: HandlerContext, repo: dict[str, Any], started: float
+        self, event: IndexRequested, ctx: HandlerContext, repo: Repository, started: float
     ) -> None:
         s = self.settings
         executor = self.executor()
-        branch = repo["default_branch"]
+        branch = repo.default_branch
         pinned = _pinned(event)
         async with open_source(
-            repo["clone_url"],
+            repo.clone_url,
             branch,
             auth=await self._auth(ctx, repo),
             policy=s.source_policy(),

@@ -23,6 +23,7 @@ from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import SnapshotBuilt, SnapshotEmbedded
 from palimpsest.core.llm import LLMSettings
 from palimpsest.core.outbox import emit
+from palimpsest.core.repositories import get_repository
 from palimpsest.core.service import Infra, ServiceDefinition
 from palimpsest.core.settings import BaseServiceSettings, service_settings
 from palimpsest.embedder import store
@@ -111,10 +112,10 @@ class Embedder:
             return
         snapshot_id = event.snapshot_id
         async with tenant_tx(ctx.pool, event.tenant_id) as conn:
-            repo = await store.repository(conn, event.repository_id)
+            repo = await get_repository(conn, event.repository_id)
             snap = await store.snapshot(conn, snapshot_id)
             vectors_ok = await semantic_available(conn)
-        if repo is None or repo["index_mode"] != "hybrid" or snap is None:
+        if repo is None or repo.index_mode != "hybrid" or snap is None:
             return  # lexical repositories keep embedding state "none"
         if snap["state"] != "ready" and snap["embedding_state"] != "none":
             return  # a late or repeated event of a superseded snapshot: keep what it recorded

@@ -29,7 +29,7 @@ from palimpsest.core.stores import Owns, Store
 STORE = Store(
     owner="embedder",
     writes=(Owns("code_chunk_embeddings"), Owns("code_index_snapshots", "its embedding state")),
-    reads=("code_blobs", "code_chunks", "code_index_files", "repositories"),
+    reads=("code_blobs", "code_chunks", "code_index_files"),
 )
 
 
@@ -81,14 +81,6 @@ class PendingChunk:
 class Coverage:
     embedded: int
     pending: int
-
-
-async def repository(conn: Conn, repository_id: UUID) -> dict[str, Any] | None:
-    cur = await conn.execute(
-        "SELECT repository_id, index_mode FROM repositories WHERE repository_id = %s", (repository_id,)
-    )
-    row = await cur.fetchone()
-    return dict(row) if row else None
 
 
 async def snapshot(conn: Conn, snapshot_id: UUID) -> dict[str, Any] | None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -21,6 +19,7 @@ from palimpsest.core.credentials import git_auth_for
 from palimpsest.core.db import Conn
 from palimpsest.core.git import GitAuth
 from palimpsest.core.github_app import InstallationTokens
+from palimpsest.core.repositories import Repository, get_repository
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.recency_scanner.errors import ScanFailed
 
@@ -29,38 +28,9 @@ log = logging.getLogger(__name__)
 __all__ = ["Repository", "check_transport", "installation_auth", "load_repository"]
 
 
-@dataclass(frozen=True, slots=True)
-class Repository:
-    """The fields of a ``repositories`` row a scan needs."""
-
-    repository_id: UUID
-    provider: str
-    full_name: str
-    clone_url: str
-    default_branch: str
-    installation_id: UUID | None
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Repository:
-        return cls(
-            repository_id=row["repository_id"],
-            provider=row["provider"],
-            full_name=row["full_name"],
-            clone_url=row["clone_url"],
-            default_branch=row["default_branch"],
-            installation_id=row["installation_id"],
-        )
-
-
 async def load_repository(conn: Conn, repository_id: UUID) -> Repository | None:
     """The repository row (RLS: only the transaction's tenant's), or None when it is gone."""
-    cur = await conn.execute(
-        "SELECT repository_id, provider, full_name, clone_url, default_branch, installation_id"
-        " FROM repositories WHERE repository_id = %s",
-        (repository_id,),
-    )
-    row = await cur.fetchone()
-    return Repository.from_row(row) if row is not None else None
+    return await get_repository(conn, repository_id)
 
 
 def installation_auth(

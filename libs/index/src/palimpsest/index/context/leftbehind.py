@@ -43,6 +43,7 @@ from uuid import UUID
 from palimpsest.core.db import Conn, Pool, tenant_tx
 from palimpsest.core.git import GitAuth, read_blobs, run_git
 from palimpsest.core.git_errors import GitError
+from palimpsest.core.repositories import Repository
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.core.wire import parse_hunk_header
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_test
@@ -623,7 +624,7 @@ async def earlier_fingerprints(
 async def preview_left_behind(
     pool: Pool,
     tenant_id: UUID,
-    repo: Mapping[str, Any],
+    repo: Repository,
     *,
     base: str | None,
     head: str | None,
@@ -638,14 +639,14 @@ async def preview_left_behind(
     from palimpsest.index.context.rules import read_rules, severe_enough
 
     async with opened_change(
-        str(repo["clone_url"]), base or str(repo["default_branch"]), head, diff, auth=auth, policy=policy
+        repo.clone_url, base or repo.default_branch, head, diff, auth=auth, policy=policy
     ) as change:
         rules = await read_rules(change.head.git_dir, change.base_sha)
         files = [f for f in change.pr.files if not rules.ignored(f.path)]
         async with tenant_tx(pool, tenant_id) as conn:
             found = await left_behind(
                 conn,
-                UUID(str(repo["repository_id"])),
+                repo.repository_id,
                 change.head.git_dir,
                 change.pr.start or change.base_sha,
                 change.head_sha,

@@ -15,14 +15,14 @@ or the query embedding of a hybrid repository (as in a review).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.git import GitAuth
 from palimpsest.core.llm import Gateway, UsageFeature
+from palimpsest.core.repositories import Repository
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.context.assemble import ContextOptions, Reranker, ReviewContext, assemble_context
 from palimpsest.index.context.candidates import QueryEmbedder
@@ -72,7 +72,7 @@ def query_embedder(gateway: Gateway, tenant_id: UUID, *, accounted_as: UsageFeat
 async def preview_context(
     pool: Pool,
     tenant_id: UUID,
-    repo: Mapping[str, Any],
+    repo: Repository,
     *,
     base: str | None,
     head: str | None,
@@ -89,7 +89,7 @@ async def preview_context(
     ReviewFailed for an unusable source or revision, IndexNotReady without a ready snapshot."""
     async with (
         opened_change(
-            str(repo["clone_url"]), base or str(repo["default_branch"]), head, diff, auth=auth, policy=policy
+            repo.clone_url, base or repo.default_branch, head, diff, auth=auth, policy=policy
         ) as change,
         tenant_tx(pool, tenant_id) as conn,
     ):
@@ -102,7 +102,7 @@ async def preview_context(
         )
         context = await assemble_context(
             conn,
-            UUID(str(repo["repository_id"])),
+            repo.repository_id,
             change.pr.files,
             change.pr.at_head,
             budget,

@@ -107,8 +107,7 @@ async def delete_tenant_rows(
     else:
         raise RuntimeError(f"tenant deletion blocked by foreign keys on {', '.join(pending)}")
     async with tenant_tx(pool, tenant_id) as conn:
-        cur = await conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant_id,))
-        report.rows["tenants"] = cur.rowcount
+        report.rows["tenants"] = await tenants.delete_tenant(conn, tenant_id)
     async with tenant_tx(pool, tenant_id) as conn:
         await repositories.drop_embedding_partitions(conn)
     log.info("tenant %s deleted: %d rows", tenant_id, sum(report.rows.values()))

@@ -13,6 +13,7 @@ import psycopg
 
 from palimpsest.core.db import Conn, fetch_all, fetch_one
 from palimpsest.core.ids import uuid7
+from palimpsest.core.repositories import get_repository
 from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Conflict, InvalidRequest, NotFound
@@ -38,11 +39,8 @@ async def add_link(
         raise InvalidRequest("a repository cannot be linked to itself")
     link_id = uuid7()
     async with scoped_tx(ctx, scope) as conn:
-        for rid in {source_id, target_id} - {None}:
-            if (
-                await fetch_one(conn, "SELECT 1 AS found FROM repositories WHERE repository_id = %s", (rid,))
-                is None
-            ):
+        for rid in {r for r in (source_id, target_id) if r is not None}:
+            if await get_repository(conn, rid) is None:
                 raise NotFound(f"no such repository {rid}")
         try:
             async with conn.transaction():

@@ -31,6 +31,7 @@ from palimpsest.core.db import Conn, Pool, tenant_tx
 from palimpsest.core.git_errors import GitError, source_reason
 from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.llm import Gateway
+from palimpsest.core.repositories import Repository, named
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.context import candidates
@@ -159,10 +160,10 @@ class _Tools:
         state, when built."""
         async with self._tx(ctx) as conn:
             repo = await _repository(conn, repository)
-            rows = await list_snapshots(conn, repo["repository_id"], limit=limit)
+            rows = await list_snapshots(conn, repo.repository_id, limit=limit)
         kept, left = fit([_snapshot(r) for r in rows], budget_tokens)
         return models.Snapshots(
-            repository=repo["full_name"], snapshots=kept, left_out=left, budget_tokens=budget_tokens
+            repository=repo.full_name, snapshots=kept, left_out=left, budget_tokens=budget_tokens
         )
 
     # ------------------------------------------------------------------------------ search
@@ -192,7 +193,7 @@ class _Tools:
         try:
             async with tenant_tx(self.deps.pool, tenant) as conn:
                 repo = await _repository(conn, repository)
-                rid = repo["repository_id"]
+                rid = repo.repository_id
                 if mode == "hybrid":
                     found = await hybrid_search(
                         conn, rid, query, embed_query=self._embedder(tenant), limit=limit, **filters
@@ -228,7 +229,7 @@ class _Tools:
         ]
         kept, left = fit(items, budget_tokens)
         return models.SearchResult(
-            repository=repo["full_name"],
+            repository=repo.full_name,
             commit=commit,
             mode=fused,
             semantic=semantic,
@@ -253,7 +254,7 @@ class _Tools:
         async with self._tx(ctx) as conn:
             repo = await _repository(conn, repository)
             snap = await _ready(conn, repo)
-            rid, sid = repo["repository_id"], snap.snapshot_id
+            rid, sid = repo.repository_id, snap.snapshot_id
             found = await candidates.definitions(conn, rid, sid, [symbol], limit, max_definers=10**6)
             dates = await last_modified_at(conn, rid, [c.path for c in found])
         return self._symbols(repo, snap, symbol, found, dates, budget_tokens)
@@ -271,7 +272,7 @@ class _Tools:
         async with self._tx(ctx) as conn:
             repo = await _repository(conn, repository)
             snap = await _ready(conn, repo)
-            rid, sid = repo["repository_id"], snap.snapshot_id
+            rid, sid = repo.repository_id, snap.snapshot_id
             found = await candidates.usages(conn, rid, sid, [symbol], frozenset(), limit)
             for cand in found:
                 cand.reason = f"uses `{symbol}`"
@@ -280,7 +281,7 @@ class _Tools:
 
     @staticmethod
     def _symbols(
-        repo: dict[str, Any],
+        repo: Repository,
         snap: Snapshot,
         symbol: str,
         found: Sequence[candidates.Candidate],
@@ -300,7 +301,7 @@ class _Tools:
         ]
         kept, left = fit(items, budget)
         return models.SymbolResult(
-            repository=repo["full_name"],
+            repository=repo.full_name,
             symbol=symbol,
             commit=snap.commit_sha,
             items=kept,
@@ -330,7 +331,7 @@ class _Tools:
         try:
             async with self._tx(ctx) as conn:
                 repo = await _repository(conn, repository)
-                rid = repo["repository_id"]
+                rid = repo.repository_id
                 result = await graph_context(
                     conn, rid, seeds, budget=budget_tokens, hops=hops, history=history
                 )
@@ -351,7 +352,7 @@ class _Tools:
             for e in result.entries
         ]
         return models.ContextResult(
-            repository=repo["full_name"],
+            repository=repo.full_name,
             commit=result.commit,
             seeds=result.seeds,
             unmatched_seeds=list(result.unmatched),
@@ -387,7 +388,7 @@ class _Tools:
             try:
                 auth = await git_auth_for(
                     conn,
-                    repo["repository_id"],
+                    repo.repository_id,
                     self.deps.box,
                     tokens=InstallationTokens(api_url=self.deps.github_api_url),
                 )
@@ -408,7 +409,7 @@ class _Tools:
                 rerank=await reranker(gateway, tenant, reference="mcp") if gateway else None,
                 embed_query=(
                     query_embedder(gateway, tenant, accounted_as="review")
-                    if gateway and repo["index_mode"] == "hybrid"
+                    if gateway and repo.index_mode == "hybrid"
                     else None
                 ),
             )
@@ -441,7 +442,7 @@ class _Tools:
             for c in rc.items
         ]
         return models.ReviewContextResult(
-            repository=repo["full_name"],
+            repository=repo.full_name,
             base=preview.base_sha,
             head=preview.head_sha,
             snapshot_commit=rc.snapshot_commit,
@@ -475,7 +476,7 @@ class _Tools:
         six months older than the repository's median code date are marked stale."""
         async with self._tx(ctx) as conn:
             repo = await _repository(conn, repository)
-            listing = await list_recency(conn, repo["repository_id"])
+            listing = await list_recency(conn, repo.repository_id)
         entries = [
             e
             for e in listing.entries
@@ -498,7 +499,7 @@ class _Tools:
         kept, left = fit(files, budget_tokens, total=len(entries))
         scan = listing.scan.to_json() if listing.scan is not None else None
         return models.RecencyResult(
-            repository=repo["full_name"],
+            repository=repo.full_name,
             median_code_date=median,
             scan={k: scan[k] for k in ("status", "reason", "commit_sha", "scanned_at")} if scan else None,
             stale_docs=sum(1 for e in listing.entries if e.stale),
@@ -523,13 +524,13 @@ class _Tools:
             cur = await conn.execute(
                 "SELECT analysis_id FROM analyses WHERE repository_id = %s AND state = 'completed'"
                 " ORDER BY analysis_id DESC LIMIT 1",
-                (repo["repository_id"],),
+                (repo.repository_id,),
             )
             row = await cur.fetchone()
             view = await analysis_view(conn, row["analysis_id"]) if row is not None else None
         if view is None:
             return models.DocFindingsResult(
-                repository=repo["full_name"],
+                repository=repo.full_name,
                 analysis_id=None,
                 commit=None,
                 analysed_at=None,
@@ -551,7 +552,7 @@ class _Tools:
         ]
         kept, left = fit(findings, budget_tokens)
         return models.DocFindingsResult(
-            repository=repo["full_name"],
+            repository=repo.full_name,
             analysis_id=str(view.analysis_id),
             commit=view.commit,
             analysed_at=view.created_at.isoformat(),
@@ -584,26 +585,21 @@ class _Tools:
         return guarded
 
 
-async def _repository(conn: Conn, ref: str) -> dict[str, Any]:
-    """The tenant's repository named by id, full name or clone URL; ToolError when none or several."""
-    cur = await conn.execute(
-        "SELECT repository_id, full_name, provider, clone_url, default_branch, index_mode FROM repositories"
-        " WHERE repository_id::text = %(r)s OR lower(full_name) = lower(%(r)s) OR clone_url = %(r)s"
-        " ORDER BY created_at LIMIT 2",
-        {"r": ref.strip()},
-    )
-    rows = await cur.fetchall()
+async def _repository(conn: Conn, ref: str) -> Repository:
+    """The tenant's repository named by id, full name (letter case aside) or clone URL; ToolError
+    when none or several."""
+    rows = await named(conn, ref.strip(), fold_case=True)
     if not rows:
         raise ToolError(f"no repository {ref!r} (the `repositories` tool lists them)")
     if len(rows) > 1:
         raise ToolError(f"{ref!r} names more than one repository; pass its repository_id")
-    return dict(rows[0])
+    return rows[0]
 
 
-async def _ready(conn: Conn, repo: dict[str, Any]) -> Snapshot:
-    snap = await newest_ready(conn, repo["repository_id"])
+async def _ready(conn: Conn, repo: Repository) -> Snapshot:
+    snap = await newest_ready(conn, repo.repository_id)
     if snap is None:
-        raise ToolError(f"{repo['full_name']} has no ready snapshot yet (index it first)")
+        raise ToolError(f"{repo.full_name} has no ready snapshot yet (index it first)")
     return snap
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 from uuid import UUID
 
-from palimpsest.core.db import Pool, columns, fetch_all_as, fetch_one, fetch_one_as, system_tx
+from palimpsest.core.db import Conn, Pool, columns, fetch_all_as, fetch_one, fetch_one_as, system_tx
 from palimpsest.core.stores import Store
 from palimpsest.ingest.store.tenants import Tenant
 
@@ -67,6 +68,18 @@ async def token_owner(pool: Pool, token_hash: bytes) -> TokenTenant | None:
             f"SELECT {columns(TokenTenant)} FROM palimpsest_token_tenant(%s)",
             (token_hash,),
         )
+
+
+_ACTIVE: Final = (
+    f"SELECT {columns(Tenant)} FROM palimpsest_tenant_list()"
+    " WHERE suspended_at IS NULL AND deleting_at IS NULL ORDER BY name, tenant_id"
+)
+
+
+async def active_tenants(conn: Conn) -> list[Tenant]:
+    """The tenants neither suspended nor being deleted, by name (on any connection: the function
+    lists every tenant whichever is set)."""
+    return await fetch_all_as(conn, Tenant, _ACTIVE)
 
 
 async def tenant_list(pool: Pool) -> list[Tenant]:

@@ -1,24 +1,42 @@
 """Repositories of a tenant: registration, lookup by provider id or name, updates and deletion.
 
+The row type and the reader every service shares are :mod:`palimpsest.core.repositories`'s
+(re-exported here); the writes are the ingest service's, here.
+
 Deleting a repository cascades (through foreign keys declared by later migrations) to everything
 indexed for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final
 from uuid import UUID
 
 import psycopg
 from psycopg import sql
 
-from palimpsest.core.db import Conn, JsonRow, columns, fetch_all, fetch_all_as, fetch_one, fetch_one_as
+from palimpsest.core.db import Conn, columns, fetch_all, fetch_all_as, fetch_one, fetch_one_as
+from palimpsest.core.repositories import NewRepository, Repository, get_repository
 from palimpsest.core.stores import Owns, Store
 from palimpsest.ingest.errors import Conflict
-from palimpsest.ingest.store.rows import delete_row, get_row, update_row
+from palimpsest.ingest.store.rows import delete_row, update_row
+
+__all__ = [
+    "COLUMNS",
+    "INDEX_TABLES",
+    "NewRepository",
+    "Repository",
+    "delete_index_data",
+    "delete_installed",
+    "delete_repository",
+    "drop_embedding_partitions",
+    "find_by_clone_url",
+    "find_repository",
+    "get_repository",
+    "insert_repository",
+    "list_repositories",
+    "update_repository",
+]
 
 STORE = Store(owner="ingest", writes=(Owns("repositories"),))
 
@@ -26,27 +44,6 @@ STORE = Store(owner="ingest", writes=(Owns("repositories"),))
 _UPDATABLE: Final = frozenset(
     {"index_mode", "default_branch", "visibility", "external_id", "installation_id", "full_name"}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class NewRepository:
-    repository_id: UUID
-    provider: str
-    external_id: str | None
-    full_name: str
-    clone_url: str
-    default_branch: str
-    visibility: str
-    index_mode: str
-    installation_id: UUID | None
-
-
-@dataclass(frozen=True, slots=True)
-class Repository(NewRepository, JsonRow):
-    """A registered repository, as the API shows it."""
-
-    created_at: datetime
-    updated_at: datetime
 
 
 COLUMNS: Final = sql.SQL(columns(Repository))
@@ -99,10 +96,6 @@ async def list_repositories(
     return await fetch_all_as(conn, Repository, query, {"p": provider, "i": installation_id})
 
 
-async def get_repository(conn: Conn, repository_id: UUID) -> Repository | None:
-    return await get_row(conn, Repository, "repositories", "repository_id", repository_id, COLUMNS)
-
-
 async def update_repository(conn: Conn, repository_id: UUID, changes: dict[str, Any]) -> Repository | None:
     return await update_row(
         conn,
@@ -130,18 +123,6 @@ async def find_by_clone_url(conn: Conn, clone_url: str) -> Repository | None:
     """The repository registered with this clone URL (a local one: its path)."""
     query = sql.SQL("SELECT {} FROM repositories WHERE clone_url = %s").format(COLUMNS)
     return await fetch_one_as(conn, Repository, query, (clone_url,))
-
-
-async def find_by_reference(
-    conn: Conn, ref: str, names: Sequence[str], *, limit: int = 2
-) -> list[Repository]:
-    """The repositories whose id is ``ref`` or whose full name or clone URL is one of ``names``,
-    oldest first, at most ``limit`` (a caller asking for one tells none from several)."""
-    query = sql.SQL(
-        "SELECT {} FROM repositories WHERE repository_id::text = %s OR full_name = ANY(%s)"
-        " OR clone_url = ANY(%s) ORDER BY created_at LIMIT %s"
-    ).format(COLUMNS)
-    return await fetch_all_as(conn, Repository, query, (ref, list(names), list(names), limit))
 
 
 async def delete_installed(

@@ -140,6 +140,12 @@ async def mark_deleting(conn: Conn, tenant_id: UUID) -> bool:
     return row is not None
 
 
+async def delete_tenant(conn: Conn, tenant_id: UUID) -> int:
+    """Delete the tenant's row (its other rows are deleted first, table by table); rows deleted."""
+    cur = await conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant_id,))
+    return cur.rowcount
+
+
 async def insert_token(
     conn: Conn,
     tenant_id: UUID,

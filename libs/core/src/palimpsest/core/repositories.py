@@ -1,0 +1,75 @@
+"""The ``repositories`` row, as every service reads it: one frozen type and its typed readers.
+
+The ingest service owns the table (it registers, changes and deletes repositories:
+``palimpsest.ingest.store.repositories``, which re-exports these types); the chunker stamps
+``index_updated_at`` (``palimpsest.chunker.store``). Every other reader of a repository's row
+calls the functions here, in the caller's tenant transaction (row-level security scopes them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+from uuid import UUID
+
+from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
+from palimpsest.core.stores import Store
+
+__all__ = ["NewRepository", "Repository", "get_repository", "named"]
+
+STORE = Store(owner="ingest", reads=("repositories",))
+
+
+@dataclass(frozen=True, slots=True)
+class NewRepository:
+    repository_id: UUID
+    provider: str
+    external_id: str | None
+    full_name: str
+    clone_url: str
+    default_branch: str
+    visibility: str
+    index_mode: str
+    installation_id: UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class Repository(NewRepository, JsonRow):
+    """A registered repository, as the API shows it."""
+
+    created_at: datetime
+    updated_at: datetime
+
+
+_GET: Final = f"SELECT {columns(Repository)} FROM repositories WHERE repository_id = %s"
+
+
+async def get_repository(conn: Conn, repository_id: UUID) -> Repository | None:
+    """The repository (of the transaction's tenant), or None when it is not there (or gone)."""
+    return await fetch_one_as(conn, Repository, _GET, (repository_id,))
+
+
+_NAMED: Final = (
+    f"SELECT {columns(Repository)} FROM repositories WHERE repository_id::text = %(ref)s"
+    " OR (CASE WHEN %(fold)s THEN lower(full_name) = ANY(%(lower)s) ELSE full_name = ANY(%(names)s) END)"
+    " OR clone_url = ANY(%(names)s) ORDER BY created_at LIMIT %(limit)s"
+)
+
+
+async def named(
+    conn: Conn, ref: str, *, also: Sequence[str] = (), fold_case: bool = False, limit: int = 2
+) -> list[Repository]:
+    """The repositories a user named: whose id is ``ref``, or whose full name (letter case aside
+    when ``fold_case``) or clone URL is ``ref`` or one of ``also`` (a local path, resolved);
+    oldest first, at most ``limit`` — a caller that wants one tells none from several."""
+    names = [ref, *also]
+    params = {
+        "ref": ref,
+        "fold": fold_case,
+        "lower": [n.lower() for n in names],
+        "names": names,
+        "limit": limit,
+    }
+    return await fetch_all_as(conn, Repository, _NAMED, params)
