@@ -53,7 +53,6 @@ NOT_YET_MOVED = frozenset(
         "core/credentials.py",
         "core/llm.py",
         "core/relay.py",
-        "core/service.py",
         "core/suspension.py",
         "embedder/locking.py",
         "index/context/candidates.py",
@@ -73,9 +72,7 @@ NOT_YET_MOVED = frozenset(
         "ingest/admin/links.py",
         "ingest/admin/models.py",
         "ingest/backfill.py",
-        "ingest/decisions.py",
         "ingest/mcp/tools.py",
-        "ingest/sync.py",
         "reviewer/posting.py",
         "reviewer/service.py",
     }

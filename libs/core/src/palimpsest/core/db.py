@@ -144,6 +144,11 @@ async def tenant_tx(pool: Pool, tenant_id: UUID | str) -> AsyncIterator[Conn]:
         yield conn
 
 
+async def ping(conn: Conn) -> None:
+    """A round trip to the server (a readiness check)."""
+    await conn.execute("SELECT 1")
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ServerFacts:
     """What ``palimpsest status`` tells of the database server."""

@@ -27,7 +27,7 @@ from nats.aio.client import Client as NATS
 from palimpsest.core import bus, deadletters, metrics, topology
 from palimpsest.core.admin import bus_config
 from palimpsest.core.consumer import ConsumerRuntime, Handler, Retry
-from palimpsest.core.db import Pool, open_pool, system_tx
+from palimpsest.core.db import Pool, open_pool, ping, system_tx
 from palimpsest.core.errors import SettingsError
 from palimpsest.core.ops import OpsServer
 from palimpsest.core.relay import Relay
@@ -266,7 +266,7 @@ def _register_checks(
 ) -> None:
     async def database() -> bool:
         async with system_tx(infra.pool) as conn:
-            await conn.execute("SELECT 1")
+            await ping(conn)
         return True
 
     async def nats_connected() -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from uuid import UUID
 
-from palimpsest.core.db import Conn, fetch_one
+from palimpsest.core.db import Conn
 from palimpsest.core.events import Event, IndexRequested, ReviewRequested
 from palimpsest.core.ids import uuid7
 from palimpsest.ingest.admin import audit
@@ -209,12 +209,9 @@ async def _feedback(conn: Conn, route: Route, parsed: ParsedDelivery, intent: Fe
 async def _repos_changed(
     conn: Conn, route: Route, provider: str, intent: ReposChanged, policy: SourcePolicy
 ) -> Decision:
-    row = await fetch_one(
-        conn, "SELECT host FROM installations WHERE installation_id = %s", (route.installation_id,)
-    )
-    if row is None:  # deleted between the lookup and now
+    host = await installations.installation_host(conn, route.installation_id)
+    if host is None:  # deleted between the lookup and now
         return _ignored("installation no longer registered")
-    host = str(row["host"])
 
     async def apply(tx: Conn) -> Applied:
         changed = await apply_repos_changed(

@@ -45,7 +45,7 @@ import httpx
 
 from palimpsest.core import metrics
 from palimpsest.core.credentials import Credential, credential_token
-from palimpsest.core.db import Conn, fetch_all, fetch_one, tenant_tx
+from palimpsest.core.db import Conn, tenant_tx
 from palimpsest.core.events import Event
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.github_app import provider_api_url
@@ -54,7 +54,8 @@ from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.decisions import apply_repos_changed
 from palimpsest.ingest.errors import Conflict, NotFound
-from palimpsest.ingest.store import lookups, repositories
+from palimpsest.ingest.store import installations, lookups, repositories
+from palimpsest.ingest.store.installations import SyncTarget
 from palimpsest.ingest.webhooks import RepoRef, WebhookError, bitbucket, github, gitlab
 from palimpsest.ingest.webhooks._payload import Node
 from palimpsest.ingest.webhooks.models import Provider
@@ -116,24 +117,6 @@ class SyncReport:
         return text + "".join(f"; error: {e['message']}" for e in self.errors)
 
 
-@dataclass(frozen=True, slots=True)
-class _Installation:
-    installation_id: UUID
-    provider: str
-    kind: str
-    external_id: str
-    host: str
-    credentials: bytes | None
-    credentials_kind: str
-    suspended: bool
-
-
-_INSTALLATION = (
-    "SELECT installation_id, provider, kind, external_id, host, credentials, credentials_kind,"
-    " suspended_at IS NOT NULL AS suspended FROM installations WHERE installation_id = %s"
-)
-
-
 async def sync_installation(
     ctx: IngestContext, scope: Scope, installation_id: UUID, *, dry_run: bool = False, force: bool = False
 ) -> SyncReport:
@@ -142,10 +125,9 @@ async def sync_installation(
     registered repository, unless ``force``."""
     tenant_id = scope.tenant_id
     async with scoped_tx(ctx, scope) as conn:
-        row = await fetch_one(conn, _INSTALLATION, (installation_id,))
-    if row is None:
+        inst = await installations.sync_target(conn, installation_id)
+    if inst is None:
         raise NotFound("no such installation")
-    inst = _Installation(**row)
     if inst.suspended:
         raise Conflict("the installation is suspended: resume it before syncing")
     report = SyncReport(inst.installation_id, inst.provider, inst.kind, dry_run)
@@ -177,7 +159,7 @@ _EMPTY_LISTING: Final = (
 )
 
 
-async def _registered(conn: Conn, inst: _Installation) -> int:
+async def _registered(conn: Conn, inst: SyncTarget) -> int:
     found = await repositories.list_repositories(
         conn, provider=inst.provider, installation_id=inst.installation_id
     )
@@ -188,7 +170,7 @@ async def _apply(
     ctx: IngestContext,
     conn: Conn,
     tenant_id: UUID,
-    inst: _Installation,
+    inst: SyncTarget,
     listed: list[RepoRef],
     report: SyncReport,
 ) -> list[Event]:
@@ -212,7 +194,7 @@ async def _apply(
 # --------------------------------------------------------------------------- listing
 
 
-async def _list(ctx: IngestContext, inst: _Installation, report: SyncReport) -> list[RepoRef]:
+async def _list(ctx: IngestContext, inst: SyncTarget, report: SyncReport) -> list[RepoRef]:
     if inst.kind not in SYNCABLE.get(inst.provider, frozenset()):
         kinds = ", ".join(sorted(SYNCABLE.get(inst.provider, frozenset())))
         raise ProviderFailure(
@@ -413,19 +395,7 @@ def _failure(provider: str, response: httpx.Response) -> ProviderFailure:
 
 # --------------------------------------------------------------------------- the backfill's share
 
-_DUE = (
-    "SELECT installation_id FROM installations WHERE suspended_at IS NULL AND credentials IS NOT NULL"
-    " AND credentials_kind IN ('token', 'app')"
-    " AND (provider, kind) IN (SELECT * FROM unnest(%(providers)s::text[], %(kinds)s::text[]))"
-    " AND (%(slice)s::int IS NULL OR mod(abs(hashtext(installation_id::text)), %(slices)s) = %(slice)s::int)"
-    " ORDER BY installation_id"
-)
-
-
-_SYNCABLE_PAIRS: Final = {
-    "providers": [p for p, kinds in SYNCABLE.items() for _ in sorted(kinds)],
-    "kinds": [k for _, kinds in SYNCABLE.items() for k in sorted(kinds)],
-}
+_SYNCABLE_PAIRS: Final = [(p, k) for p, kinds in SYNCABLE.items() for k in sorted(kinds)]
 
 
 async def sync_slice(
@@ -441,19 +411,15 @@ async def sync_slice(
             continue
         try:
             async with tenant_tx(ctx.pool, tenant.tenant_id) as conn:
-                due = await fetch_all(conn, _DUE, {"slice": slice_no, "slices": slices, **_SYNCABLE_PAIRS})
+                due = await installations.due_for_sync(conn, _SYNCABLE_PAIRS, slice_no, slices)
         except Exception as exc:
             log.warning("installation sync: tenant %s skipped (%s)", tenant.tenant_id, exc.__class__.__name__)
             continue
-        for row in due:
+        for installation_id in due:
             try:
-                report = await sync_installation(
-                    ctx, Scope(tenant.tenant_id, verify=False), row["installation_id"]
-                )
+                report = await sync_installation(ctx, Scope(tenant.tenant_id, verify=False), installation_id)
             except Exception as exc:  # one installation's failure never stops the others'
-                log.warning(
-                    "installation sync of %s failed (%s)", row["installation_id"], exc.__class__.__name__
-                )
+                log.warning("installation sync of %s failed (%s)", installation_id, exc.__class__.__name__)
                 continue
             reports.append(report)
             if report.errors or report.added or report.removed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -10,7 +11,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from palimpsest.core.db import Conn, JsonRow, fetch_all_as, fetch_one_as
+from palimpsest.core.db import Conn, JsonRow, fetch_all, fetch_all_as, fetch_one, fetch_one_as
 from palimpsest.core.stores import Owns, Store
 from palimpsest.ingest.errors import Conflict
 from palimpsest.ingest.store.rows import delete_row, get_row, update_row
@@ -130,3 +131,57 @@ async def set_suspended(conn: Conn, installation_id: UUID, suspended: bool, by: 
         " WHERE installation_id = %s RETURNING {}"
     ).format(COLUMNS)
     return await fetch_one_as(conn, Installation, query, (suspended, suspended, by, installation_id))
+
+
+@dataclass(frozen=True, slots=True)
+class SyncTarget:
+    """What a sync of an installation's repositories needs: its provider, host and sealed credential."""
+
+    installation_id: UUID
+    provider: str
+    kind: str
+    external_id: str
+    host: str
+    credentials: bytes | None
+    credentials_kind: str
+    suspended: bool
+
+
+_SYNC_TARGET: Final = (
+    "SELECT installation_id, provider, kind, external_id, host, credentials, credentials_kind,"
+    " suspended_at IS NOT NULL AS suspended FROM installations WHERE installation_id = %s"
+)
+_DUE: Final = (
+    "SELECT installation_id FROM installations WHERE suspended_at IS NULL AND credentials IS NOT NULL"
+    " AND credentials_kind IN ('token', 'app')"
+    " AND (provider, kind) IN (SELECT * FROM unnest(%(providers)s::text[], %(kinds)s::text[]))"
+    " AND (%(slice)s::int IS NULL OR mod(abs(hashtext(installation_id::text)), %(slices)s) = %(slice)s::int)"
+    " ORDER BY installation_id"
+)
+
+
+async def sync_target(conn: Conn, installation_id: UUID) -> SyncTarget | None:
+    return await fetch_one_as(conn, SyncTarget, _SYNC_TARGET, (installation_id,))
+
+
+async def due_for_sync(
+    conn: Conn, pairs: Sequence[tuple[str, str]], slice_no: int | None, slices: int
+) -> list[UUID]:
+    """The tenant's installations a sync can list (not suspended, with a token or an app
+    credential, of one of the (provider, kind) ``pairs``) in backfill slice ``slice_no`` of
+    ``slices`` (None: all), by id."""
+    params = {
+        "providers": [p for p, _ in pairs],
+        "kinds": [k for _, k in pairs],
+        "slice": slice_no,
+        "slices": slices,
+    }
+    return [row["installation_id"] for row in await fetch_all(conn, _DUE, params)]
+
+
+async def installation_host(conn: Conn, installation_id: UUID) -> str | None:
+    """The installation's host, or None when it is not registered (any more)."""
+    row = await fetch_one(
+        conn, "SELECT host FROM installations WHERE installation_id = %s", (installation_id,)
+    )
+    return str(row["host"]) if row is not None else None
