@@ -145,12 +145,9 @@ class EmbeddedPostgres:
         return f"postgresql://{PG_SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
     def _ensure_database(self) -> None:
-        import psycopg
+        from palimpsest.core.db import ensure_database
 
-        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (PG_DATABASE,)).fetchone()
-            if not exists:
-                conn.execute(f'CREATE DATABASE "{PG_DATABASE}"')
+        ensure_database(self.url("postgres"), PG_DATABASE)
 
     def running(self) -> bool:
         pid_file = self.pgdata / "postmaster.pid"

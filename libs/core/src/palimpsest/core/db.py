@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
 import psycopg
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, class_row, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -142,6 +142,14 @@ async def tenant_tx(pool: Pool, tenant_id: UUID | str) -> AsyncIterator[Conn]:
     async with pool.connection() as conn, conn.transaction():
         await set_tenant(conn, tenant_id)
         yield conn
+
+
+def ensure_database(admin_url: str, name: str) -> None:
+    """Create database ``name`` unless the server has it (``admin_url``: a superuser's connection
+    to another database of the server — the embedded stack's first start)."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
 async def ping(conn: Conn) -> None:

@@ -10,32 +10,17 @@ Entries older than ``PALIMPSEST_AUDIT_RETENTION_DAYS`` are deleted by the retent
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
-from uuid import UUID
 
-from psycopg.types.json import Jsonb
-
-from palimpsest.core.db import Conn, Pool, fetch_all, tenant_tx
-from palimpsest.core.ids import uuid7
+from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.ingest.store import lookups
+from palimpsest.ingest.store.audit import AuditNote, entries, insert
+
+__all__ = ["BATCH", "AuditNote", "entries", "insert", "outcome_of", "prune_once", "record"]
 
 log = logging.getLogger(__name__)
 
 BATCH = 5000
-
-
-@dataclass(slots=True)
-class AuditNote:
-    tenant_id: UUID | None  # None: nowhere to record it (a deleted tenant); logged only
-    actor: str
-    token_id: UUID | None
-    token_name: str | None
-    action: str
-    method: str | None = None
-    route: str | None = None
-    target: dict[str, str] = field(default_factory=dict)
 
 
 def outcome_of(status: int) -> str:
@@ -63,48 +48,6 @@ async def record(pool: Pool, note: AuditNote, status: int) -> None:
             note.target,
             outcome,
         )
-
-
-async def insert(conn: Conn, note: AuditNote, outcome: str, status: int | None) -> None:
-    await conn.execute(
-        "INSERT INTO audit_log (tenant_id, id, actor, token_id, token_name, action, method, route, target,"
-        " outcome, http_status) SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s"
-        " WHERE EXISTS (SELECT 1 FROM tenants WHERE tenant_id = %s AND deleting_at IS NULL)",
-        (
-            note.tenant_id,
-            uuid7(),
-            note.actor,
-            note.token_id,
-            note.token_name,
-            note.action,
-            note.method,
-            note.route,
-            Jsonb(note.target),
-            outcome,
-            status,
-            note.tenant_id,
-        ),
-    )
-
-
-async def entries(
-    conn: Conn,
-    *,
-    limit: int,
-    before: UUID | None = None,
-    action: str | None = None,
-    outcome: str | None = None,
-) -> list[dict[str, Any]]:
-    rows = await fetch_all(
-        conn,
-        "SELECT id, at, actor, token_id, token_name, action, method, route, target, outcome, http_status"
-        " FROM audit_log WHERE (%(before)s::uuid IS NULL OR id < %(before)s::uuid)"
-        " AND (%(action)s::text IS NULL OR action = %(action)s::text)"
-        " AND (%(outcome)s::text IS NULL OR outcome = %(outcome)s::text)"
-        " ORDER BY id DESC LIMIT %(limit)s",
-        {"before": before, "action": action, "outcome": outcome, "limit": limit},
-    )
-    return [dict(r) for r in rows]
 
 
 async def prune_once(pool: Pool, retention_days: float, *, now: datetime | None = None) -> int:

@@ -8,13 +8,12 @@ find a tenant before one is known. Unique violations become `Conflict` here, at 
 from palimpsest.core.stores import Owns, Store
 
 # Tables of the ingest service whose statements are not yet in a store module of their own: the
-# audit log (admin/audit.py), links (admin/links.py), model routes and budgets (admin/models.py),
+# links (admin/links.py), model routes and budgets (admin/models.py),
 # the maintenance ticks (backfill.py) and the review submissions the /v1 API takes
 # (palimpsest.index.stored) — each listed as not yet moved by the SQL-placement test.
 STORE = Store(
     owner="ingest",
     writes=(
-        Owns("audit_log"),
         Owns("repository_links"),
         Owns("llm_routes"),
         Owns("llm_budgets"),
