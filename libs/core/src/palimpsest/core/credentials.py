@@ -11,12 +11,13 @@ raises :class:`~palimpsest.core.git_errors.GitError` (``auth``), as a refused cl
 from __future__ import annotations
 
 import logging
-from typing import Any, NamedTuple
+from typing import NamedTuple
 from uuid import UUID
 
 from palimpsest.core.db import Conn
 from palimpsest.core.git import GitAuth
 from palimpsest.core.github_app import AppCredentials, InstallationTokens
+from palimpsest.core.repositories import installation_of
 from palimpsest.core.secretbox import SecretBox, load_box
 from palimpsest.core.settings import BaseServiceSettings
 
@@ -58,21 +59,11 @@ class Credential(NamedTuple):
 
 async def installation_credential(conn: Conn, repository_id: UUID) -> Credential | None:
     """The sealed credential of ``repository_id``'s installation (caller's tenant), or None."""
-    cur = await conn.execute(
-        "SELECT r.provider, i.host, i.external_id, i.credentials, i.credentials_kind FROM repositories r"
-        " JOIN installations i ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
-        " WHERE r.repository_id = %s",
-        (repository_id,),
-    )
-    row: dict[str, Any] | None = await cur.fetchone()
-    if row is None or row["credentials"] is None or row["credentials_kind"] not in ("token", "app"):
+    found = await installation_of(conn, repository_id)
+    if found is None or found.credentials is None or found.credentials_kind not in ("token", "app"):
         return None
     return Credential(
-        str(row["provider"]),
-        str(row["credentials_kind"]),
-        bytes(row["credentials"]),
-        str(row["host"]),
-        str(row["external_id"]),
+        found.provider, found.credentials_kind, bytes(found.credentials), found.host, found.external_id
     )
 
 

@@ -152,6 +152,14 @@ def ensure_database(admin_url: str, name: str) -> None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
+async def try_xact_lock(conn: Conn, key: str) -> bool:
+    """Take the transaction-scoped advisory lock named ``key`` if no one holds it (opening a
+    transaction when none is open); whether it was taken. It ends with the transaction."""
+    cur = await conn.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0)) AS ok", (key,))
+    got = await cur.fetchone()
+    return bool(got and got["ok"])
+
+
 async def ping(conn: Conn) -> None:
     """A round trip to the server (a readiness check)."""
     await conn.execute("SELECT 1")

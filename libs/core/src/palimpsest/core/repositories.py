@@ -17,9 +17,18 @@ from uuid import UUID
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
 from palimpsest.core.stores import Store
 
-__all__ = ["NewRepository", "Repository", "get_repository", "named"]
+__all__ = [
+    "InstallationOf",
+    "NewRepository",
+    "Repository",
+    "Suspension",
+    "get_repository",
+    "installation_of",
+    "named",
+    "suspension_of",
+]
 
-STORE = Store(owner="ingest", reads=("repositories",))
+STORE = Store(owner="ingest", reads=("repositories", "installations", "tenants"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,3 +82,50 @@ async def named(
         "limit": limit,
     }
     return await fetch_all_as(conn, Repository, _NAMED, params)
+
+
+@dataclass(frozen=True, slots=True)
+class InstallationOf:
+    """The repository's installation as a clone or a post needs it: the sealed credential and
+    what minting a token needs (host, the provider's installation id)."""
+
+    provider: str
+    host: str
+    external_id: str
+    credentials: bytes | None
+    credentials_kind: str
+
+
+_INSTALLATION: Final = (
+    "SELECT r.provider, i.host, i.external_id, i.credentials, i.credentials_kind FROM repositories r"
+    " JOIN installations i ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
+    " WHERE r.repository_id = %s"
+)
+
+
+async def installation_of(conn: Conn, repository_id: UUID) -> InstallationOf | None:
+    """The repository's installation, or None when it has none (or is gone)."""
+    return await fetch_one_as(conn, InstallationOf, _INSTALLATION, (repository_id,))
+
+
+@dataclass(frozen=True, slots=True)
+class Suspension:
+    """Whether the repository's tenant is suspended or being deleted, and its installation suspended."""
+
+    tenant: bool
+    deleting: bool
+    installation: bool
+
+
+_SUSPENSION: Final = (
+    "SELECT t.suspended_at IS NOT NULL AS tenant, t.deleting_at IS NOT NULL AS deleting,"
+    " coalesce(i.suspended_at IS NOT NULL, false) AS installation"
+    " FROM repositories r JOIN tenants t ON t.tenant_id = r.tenant_id"
+    " LEFT JOIN installations i ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
+    " WHERE r.repository_id = %s"
+)
+
+
+async def suspension_of(conn: Conn, repository_id: UUID) -> Suspension | None:
+    """The repository's suspension state, or None when it is not there."""
+    return await fetch_one_as(conn, Suspension, _SUSPENSION, (repository_id,))

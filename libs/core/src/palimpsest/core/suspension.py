@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from palimpsest.core.db import Conn, fetch_one
+from palimpsest.core.db import Conn
+from palimpsest.core.repositories import suspension_of
 
 TENANT_SUSPENDED = "tenant suspended"
 TENANT_DELETING = "tenant being deleted"
@@ -21,18 +22,10 @@ INSTALLATION_SUSPENDED = "installation suspended"
 
 async def suspended_reason(conn: Conn, repository_id: UUID) -> str | None:
     """Why the repository (of the transaction's tenant) may not be indexed or reviewed, or None."""
-    row = await fetch_one(
-        conn,
-        "SELECT t.suspended_at IS NOT NULL AS tenant, t.deleting_at IS NOT NULL AS deleting,"
-        " coalesce(i.suspended_at IS NOT NULL, false) AS installation"
-        " FROM repositories r JOIN tenants t ON t.tenant_id = r.tenant_id"
-        " LEFT JOIN installations i ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
-        " WHERE r.repository_id = %s",
-        (repository_id,),
-    )
-    if row is None:
+    found = await suspension_of(conn, repository_id)
+    if found is None:
         return None
-    return reason_of(bool(row["tenant"]), bool(row["deleting"]), bool(row["installation"]))
+    return reason_of(found.tenant, found.deleting, found.installation)
 
 
 def reason_of(tenant: bool, deleting: bool, installation: bool) -> str | None:

@@ -23,11 +23,9 @@ from uuid import UUID
 
 import psycopg
 
-from palimpsest.core.db import Pool
+from palimpsest.core.db import Pool, try_xact_lock
 
 log = logging.getLogger(__name__)
-
-_TRY = "SELECT pg_try_advisory_xact_lock(hashtextextended('palimpsest-embed:' || %s, 0)) AS ok"
 
 
 @asynccontextmanager
@@ -36,9 +34,9 @@ async def repository_lock(
 ) -> AsyncIterator[None]:
     async with pool.connection() as conn:
         while True:
-            cur = await conn.execute(_TRY, (str(repository_id),))  # opens the holding transaction
-            got = await cur.fetchone()
-            if got and got["ok"]:
+            if await try_xact_lock(
+                conn, f"palimpsest-embed:{repository_id}"
+            ):  # opens the holding transaction
                 break
             await conn.rollback()
             await beat()
