@@ -34,10 +34,18 @@ def test_a_missing_database_is_created_once(servers: ServerSet) -> None:
 
 
 async def test_the_server_facts(stack: ServerSet) -> None:
+    """Told from other catalogs than the ones the status reads: ``SHOW``, ``pg_extension`` and
+    ``pg_available_extension_versions``."""
     async with await psycopg.AsyncConnection.connect(stack.owner_url) as conn:
         facts = await server_facts(conn)
         version = await (await conn.execute("SHOW server_version")).fetchone()
+        installed = await (
+            await conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+        ).fetchone()
+        available = await (
+            await conn.execute("SELECT 1 FROM pg_available_extension_versions WHERE name = 'vector' LIMIT 1")
+        ).fetchone()
     assert version is not None
     assert facts.version == version[0]
-    assert facts.pgvector  # the migrations install it
-    assert facts.pgvector_available
+    assert facts.pgvector == (installed is not None)
+    assert facts.pgvector_available == (available is not None)
