@@ -51,7 +51,7 @@ def test_the_cells_are_derived_from_the_declarations() -> None:
     assert owned[CORE] == [Owns("outbox")]
     cells = owner_cells(stores)
     assert cells["ingest"] == "`tenants`, `repositories`"
-    assert cells["chunker"] == "`repository_outcomes` (kind `build`), `repositories` (its `index_updated_at`)"
+    assert cells["chunker"] == "`repositories` (its `index_updated_at`), `repository_outcomes` (kind `build`)"
     assert cells["reviewer"] == ""
 
 

@@ -68,10 +68,12 @@ def store_modules(roots: Iterable[Path] | None = None) -> dict[str, Store]:
 def owned_by_service(stores: dict[str, Store]) -> dict[str, list[Owns]]:
     """Service → the tables (and parts) it writes, in the stores' order, each once."""
     owned: dict[str, list[Owns]] = {}
-    for store in stores.values():
-        for owner, owns in store.owned():
-            if owns not in owned.setdefault(owner, []):
-                owned[owner].append(owns)
+    # a service's own stores first, then its parts of the stores it shares (``Owns.by``)
+    for shared in (False, True):
+        for store in stores.values():
+            for owner, owns in store.owned():
+                if (owns.by is not None) == shared and owns not in owned.setdefault(owner, []):
+                    owned[owner].append(owns)
     return owned
 
 

@@ -24,9 +24,10 @@ from datetime import datetime
 from typing import Literal, get_args
 from uuid import UUID
 
-from palimpsest.core.db import Conn, fetch_one
+from palimpsest.core.db import Conn
 from palimpsest.index.codefacts import is_doc
 from palimpsest.index.staleness import is_stale
+from palimpsest.index.stored import latest_doc_freshness
 
 __all__ = ["DEMOTED", "DOC_STATES", "Demotion", "DocState", "demotion", "doc_states"]
 
@@ -42,14 +43,7 @@ async def doc_states(conn: Conn, repository_id: UUID) -> dict[str, DocState] | N
     no completed analysis stored states (none yet, or one from before the check had states).
 
     Runs in the caller's tenant transaction."""
-    row = await fetch_one(
-        conn,
-        "SELECT a.facts -> 'doc_freshness' AS docs FROM analyses a"
-        " WHERE a.repository_id = %s AND a.state = 'completed'"
-        " ORDER BY a.created_at DESC, a.analysis_id DESC LIMIT 1",
-        (repository_id,),
-    )
-    docs = row["docs"] if row is not None else None
+    docs = await latest_doc_freshness(conn, repository_id)
     if not isinstance(docs, list):
         return None
     states: dict[str, DocState] = {

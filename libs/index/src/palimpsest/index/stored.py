@@ -16,8 +16,28 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from palimpsest.core.db import Conn, JsonRow, Row, columns, fetch_all_as, fetch_one_as
+from palimpsest.core.db import Conn, JsonRow, Row, columns, fetch_all_as, fetch_one, fetch_one_as
+from palimpsest.core.stores import CORE, Owns, Store
 from palimpsest.index.cochange import from_stored
+
+# Review submissions: the /v1 API (ingest) takes one, the reviewer finishes it. The analyses and
+# reviews read here are written by their services' stores.
+STORE = Store(
+    owner=CORE,
+    writes=(
+        Owns("review_submissions", "a submission, taken by the API", by="ingest"),
+        Owns("review_submissions", "its result", by="reviewer"),
+    ),
+    reads=(
+        "analyses",
+        "analysis_summaries",
+        "doc_findings",
+        "reviews",
+        "review_findings",
+        "review_context",
+        "repositories",
+    ),
+)
 
 __all__ = [
     "AnalysisListing",
@@ -507,3 +527,16 @@ async def finish_submission(
         " completed_at = now() WHERE submission_id = %s",
         (state, (reason or "")[:1000] or None, review_id, head_sha or None, submission_id),
     )
+
+
+async def latest_doc_freshness(conn: Conn, repository_id: UUID) -> Any:
+    """The ``doc_freshness`` facts of the repository's newest completed analysis, as stored (a
+    list of ``{path, state, ...}`` when the check stored states), or None when there is none."""
+    row = await fetch_one(
+        conn,
+        "SELECT a.facts -> 'doc_freshness' AS docs FROM analyses a"
+        " WHERE a.repository_id = %s AND a.state = 'completed'"
+        " ORDER BY a.created_at DESC, a.analysis_id DESC LIMIT 1",
+        (repository_id,),
+    )
+    return row["docs"] if row is not None else None

@@ -9,8 +9,7 @@ from palimpsest.core.stores import Owns, Store
 
 # Tables of the ingest service whose statements are not yet in a store module of their own: the
 # links (admin/links.py), model routes and budgets (admin/models.py),
-# the maintenance ticks (backfill.py) and the review submissions the /v1 API takes
-# (palimpsest.index.stored) — each listed as not yet moved by the SQL-placement test.
+# the maintenance ticks (backfill.py) — each listed as not yet moved by the SQL-placement test.
 STORE = Store(
     owner="ingest",
     writes=(
@@ -18,6 +17,5 @@ STORE = Store(
         Owns("llm_routes"),
         Owns("llm_budgets"),
         Owns("maintenance_ticks"),
-        Owns("review_submissions", "a submission, taken by the API"),
     ),
 )
