@@ -29,7 +29,7 @@ from palimpsest.devtools.fakes.llm import FakeLLM, count_tokens
 from palimpsest.index.context.crossrepo import LinkConfig, resolve_links
 from palimpsest.reviewer.review import OTHER_REPOSITORIES_ARE_HINTS
 from palimpsest.reviewer.service import ReviewerService
-from palimpsest.reviewer.store import ReviewRecord
+from palimpsest.reviewer.store import ReviewRecord, repository
 from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
 from tests.integration.reviewer.test_reviewer_flow import KEY, review, settings
 from tests.support.gitrepo import commit, git, init_repo
@@ -171,14 +171,9 @@ async def core_review(
     )
     try:
         async with tenant_tx(infra.pool, world["tenant"]) as conn:
-            cur = await conn.execute(
-                "SELECT repository_id, clone_url, default_branch, index_mode, provider FROM repositories"
-                " WHERE repository_id = %s",
-                (rid,),
-            )
-            repo = await cur.fetchone()
+            repo = await repository(conn, rid)
         assert repo is not None
-        record = await service.review(event, dict(repo))
+        record = await service.review(event, repo)
     finally:
         await gateway.aclose()
     assert record.state == "completed", record.reason

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from uuid import UUID
 
 from palimpsest.core.db import Conn
-from palimpsest.core.events import Event, IndexRequested, ReviewRequested
+from palimpsest.core.events import Event, IndexRequested
 from palimpsest.core.ids import uuid7
 from palimpsest.ingest.admin import audit
 from palimpsest.ingest.admin.audit import AuditNote
@@ -163,24 +163,11 @@ async def _review(conn: Conn, route: Route, parsed: ParsedDelivery, intent: Revi
     repo = await _registered(conn, route, intent.repo)
     if repo is None:
         return _not_registered(intent.repo)
-    event = ReviewRequested(
+    event = intent.requested(
         tenant_id=route.tenant_id,
         repository_id=repo.repository_id,
         provider=parsed.provider,
-        number=intent.number,
-        base_sha=intent.base_sha,
-        head_sha=intent.head_sha,
-        base_ref=intent.base_ref,
-        head_ref=intent.head_ref,
-        title=intent.title,
-        body=intent.body,
-        draft=intent.draft,
-        trigger=intent.trigger,
         delivery_id=parsed.delivery_id,
-        comment_id=intent.comment_id,
-        requested_by=intent.requested_by,
-        author=intent.author,
-        full=intent.full,
     )
     return Decision("accepted", 202, None, repo.repository_id, [event])
 

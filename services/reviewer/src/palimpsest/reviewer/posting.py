@@ -27,11 +27,10 @@ a log line or an error message.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import quote
-from uuid import UUID
 
 import httpx
 
@@ -49,6 +48,7 @@ from palimpsest.index.context.errors import ReviewFailed
 from palimpsest.index.context.finding import Finding
 from palimpsest.index.context.leftbehind import SECTION_TITLE, is_left_behind
 from palimpsest.reviewer.details import fit
+from palimpsest.reviewer.store import RepositoryRow
 
 log = logging.getLogger(__name__)
 
@@ -113,18 +113,14 @@ def default_api_url(provider: str, host: str) -> str:
 
 
 async def installation_target(
-    conn: Conn, repository_id: UUID, number: int, head_sha: str, api_urls: dict[str, str | None]
+    conn: Conn, repo: RepositoryRow, number: int, head_sha: str, api_urls: Mapping[str, str | None]
 ) -> tuple[Target, Credential] | None:
     """Where to post and the installation's sealed credential; None when it has none."""
-    credential = await installation_credential(conn, repository_id)
+    credential = await installation_credential(conn, repo.repository_id)
     if credential is None:
         return None
-    cur = await conn.execute("SELECT full_name FROM repositories WHERE repository_id = %s", (repository_id,))
-    row = await cur.fetchone()
-    if row is None:
-        return None
     api = api_urls.get(credential.provider) or default_api_url(credential.provider, credential.host)
-    target = Target(credential.provider, api.rstrip("/"), str(row["full_name"]), number, head_sha)
+    target = Target(credential.provider, api.rstrip("/"), repo.full_name, number, head_sha)
     return target, credential
 
 

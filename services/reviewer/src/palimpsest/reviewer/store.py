@@ -74,6 +74,37 @@ class ReviewRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RepositoryRow:
+    """The repository a review request is about, as the reviewer reads it."""
+
+    repository_id: UUID
+    clone_url: str
+    default_branch: str
+    index_mode: str  # lexical | hybrid
+    provider: str
+    full_name: str  # owner/repo, group/project, workspace/slug: where a review is posted
+
+
+async def repository(conn: Conn, repository_id: UUID) -> RepositoryRow | None:
+    """The repository of a request (None: it is gone)."""
+    return await fetch_one_as(
+        conn,
+        RepositoryRow,
+        f"SELECT {columns(RepositoryRow)} FROM repositories WHERE repository_id = %s",
+        (repository_id,),
+    )
+
+
+async def reviewed_within(conn: Conn, repository_id: UUID, days: float) -> bool:
+    """Whether the repository has a review created within the last ``days`` days."""
+    cur = await conn.execute(
+        "SELECT 1 FROM reviews WHERE repository_id = %s AND created_at > now() - %s::interval LIMIT 1",
+        (repository_id, f"{days} days"),
+    )
+    return await cur.fetchone() is not None
+
+
+@dataclass(frozen=True, slots=True)
 class ExistingReview:
     """A stored review of a head, as a repeated request for that head is answered with."""
 

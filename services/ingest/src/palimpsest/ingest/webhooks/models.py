@@ -8,9 +8,12 @@ is `None` (for example a base commit the provider did not send), never a guess.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Literal
+from uuid import UUID
+
+from palimpsest.core.events import ReviewRequested
 
 Provider = Literal["github", "gitlab", "bitbucket"]
 Visibility = Literal["public", "private", "internal"]
@@ -92,6 +95,21 @@ class ReviewIntent:
     requested_by: str | None  # who opened, pushed or asked (the sender, the commenter)
     author: str | None = None  # the pull request's author, when the payload names them
     full: bool = False  # the comment asked for a full review ('@bot review full')
+
+    def requested(
+        self, *, tenant_id: UUID, repository_id: UUID, provider: Provider, delivery_id: str | None
+    ) -> ReviewRequested:
+        """The ``review.requested`` event of this intent: every field but ``repo`` carried by its
+        name (the event names each the same; a test holds them together), plus what the route
+        (tenant, registered repository) and the delivery add."""
+        carried = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "repo"}
+        return ReviewRequested(
+            tenant_id=tenant_id,
+            repository_id=repository_id,
+            provider=provider,
+            delivery_id=delivery_id,
+            **carried,
+        )
 
 
 FeedbackKind = Literal["resolved", "unresolved", "reply", "reaction"]
