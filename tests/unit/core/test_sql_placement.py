@@ -49,7 +49,6 @@ NOT_YET_MOVED = frozenset(
         "chunker/build.py",
         "chunker/service.py",
         "core/consumer.py",
-        "core/llm.py",
         "core/relay.py",
         "index/context/candidates.py",
         "index/context/crossrepo.py",
@@ -66,8 +65,6 @@ NOT_YET_MOVED = frozenset(
         "ingest/admin/models.py",
         "ingest/backfill.py",
         "ingest/mcp/tools.py",
-        "reviewer/posting.py",
-        "reviewer/service.py",
     }
 )
 

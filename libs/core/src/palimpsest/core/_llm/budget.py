@@ -12,6 +12,10 @@ from palimpsest.core._llm.routes import Route
 from palimpsest.core._llm.settings import LLMSettings
 from palimpsest.core._llm.usage import Usage, record_usage
 from palimpsest.core.errors import BudgetExceeded
+from palimpsest.core.stores import CORE, Store
+
+# the models' tables: usage every service's gateway records, routes and budgets ingest's admin API sets
+STORE = Store(owner=CORE, reads=("llm_usage", "llm_budgets"))
 
 if TYPE_CHECKING:  # the database driver loads with the first gateway call, not with the settings
     from palimpsest.core.db import Conn, Pool

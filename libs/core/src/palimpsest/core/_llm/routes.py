@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from palimpsest.core import local_embeddings
 from palimpsest.core._llm.features import FEATURES, UsageFeature
 from palimpsest.core._llm.settings import LLMSettings
+from palimpsest.core.stores import CORE, Store
+
+# the models' tables: usage every service's gateway records, routes and budgets ingest's admin API sets
+STORE = Store(owner=CORE, reads=("llm_routes",))
 
 if TYPE_CHECKING:  # the database driver loads with the first gateway call, not with the settings
     from palimpsest.core.db import Conn

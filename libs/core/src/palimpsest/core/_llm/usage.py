@@ -18,6 +18,10 @@ from palimpsest.core._llm.features import UsageFeature
 from palimpsest.core._llm.retry import Failure
 from palimpsest.core._llm.routes import Route
 from palimpsest.core.ids import uuid7
+from palimpsest.core.stores import CORE, Owns, Store
+
+# the models' tables: usage every service's gateway records, routes and budgets ingest's admin API sets
+STORE = Store(owner=CORE, writes=(Owns("llm_usage"),))
 
 if TYPE_CHECKING:  # the database driver loads with the first gateway call, not with the settings
     from palimpsest.core.db import Conn, Pool
