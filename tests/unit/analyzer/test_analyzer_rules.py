@@ -221,7 +221,9 @@ CASES: list[Case] = [
     ("link.code_reference", lambda: path("super", "link"), True),
     ("link.code_reference", lambda: path("img/shot.png", "link"), False),
     ("link.code_reference", lambda: path("crates/core/README.md", "link"), False),
-    ("link.site_root", lambda: path("/install", "link", "docs/guide/a.md"), True),  # docs/install.md
+    # docs/ is a Sphinx site (docs/conf.py): its root is the source folder, docs/install.md
+    ("path.exists", lambda: path("/install", "link", "docs/guide/a.md"), True),
+    ("link.site_root", lambda: path("/install", "link", "docs/guide/a.md"), False),
     ("link.site_root", lambda: path("/src/shop/gone.py", "link", "docs/guide/a.md"), False),
     ("link.site_root", lambda: path("/logo/glow.png", "link", "site/content/index.mdx"), True),
     ("link.site_root", lambda: path("/logo/gone.png", "link", "site/content/index.mdx"), False),
@@ -236,7 +238,9 @@ CASES: list[Case] = [
     ("link.image_glob", lambda: path("../_static/router.*", "link", "docs/guide/a.rst"), True),
     ("link.image_glob", lambda: path("../_static/gone.*", "link", "docs/guide/a.rst"), False),
     ("link.image_glob", lambda: path("../_static/route.*", "link", "docs/guide/a.rst"), False),
-    ("link.sphinx_page", lambda: path("_modules/shop/cart.html", "link", "docs/guide/a.rst"), True),
+    ("link.sphinx_page", lambda: path("../_modules/shop/cart.html", "link", "docs/guide/a.rst"), True),
+    ("link.sphinx_page", lambda: path("/_modules/shop/cart.html", "link", "docs/guide/a.rst"), True),
+    ("link.sphinx_page", lambda: path("../_modules/shop/cart.html", "link", "src/shop/README.md"), False),
     ("link.sphinx_page", lambda: path("../genindex", "link", "docs/guide/a.rst"), True),
     ("link.sphinx_page", lambda: path("modules/shop.html", "link", "docs/guide/a.rst"), False),
     ("path.suffix", lambda: path("flaskr/blog.py"), True),
