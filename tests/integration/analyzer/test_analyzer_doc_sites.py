@@ -13,6 +13,11 @@ repository's root, as GitHub would read them):
   a route ``/guide/api/client``, a static image ``/img/site.svg``, an ``@site/`` path.
 
 A link no site resolves and history never had is still an unresolved link, off the findings.
+
+Cross-references resolve to the repository's own objects and labels: ``:func:`` to a function
+history shows removed is drift, ``:class:`int``` (no object of this repository) is nothing; a
+``:ref:`` resolves to an RST target, a MyST ``(label)=`` or (``autosectionlabel`` in conf.py) a
+section title; one no doc defines is an unresolved link, never drift.
 """
 
 from __future__ import annotations
@@ -43,8 +48,13 @@ HANDBOOK = (
     "# Shop\n\n![logo](/img/logo.png)\n\nThe cart is `shop.cart.add_item`.\n\n"
     "![old logo](/img/old.png)\n\nSee [nowhere](/img/never.png).\n"
 )
-CONF = 'project = "Shop"\nextensions = ["sphinx.ext.autodoc"]\nhtml_extra_path = ["_extra"]\n'
+CONF = (
+    'project = "Shop"\nextensions = ["sphinx.ext.autodoc", "sphinx.ext.autosectionlabel"]\n'
+    'html_extra_path = ["_extra"]\n'
+)
 DOCS_INDEX = """\
+.. _shop-intro:
+
 Shop
 ====
 
@@ -55,7 +65,15 @@ the `source <_modules/shop/cart.html>`_.
 
 .. autofunction:: shop.cart.add_item
 """
-DOCS_API = "API\n===\n\nCall :func:`shop.cart.add_item`.\n"
+DOCS_API = """\
+API
+===
+
+Call :func:`shop.cart.add_item`, not :func:`shop.cart.remove_item`; it returns :class:`int`.
+
+See :ref:`the intro <shop-intro>`, :ref:`api`, :ref:`narrative` and :ref:`missing-label`.
+"""
+NARRATIVE = "(narrative)=\n# Narrative\n\nBack to {ref}`shop-intro`.\n"
 DOCUSAURUS = """\
 module.exports = {
   title: 'Shop',
@@ -67,6 +85,7 @@ MANUAL = (
     "built by [this script](@site/scripts/build.js).\n"
 )
 CART = "def add_item(cart, item):\n    cart.append(item)\n    return cart\n"
+OLD_CART = CART + "\n\ndef remove_item(cart, item):\n    cart.remove(item)\n    return cart\n"
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +97,7 @@ def sites_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
         "2023-01-01T00:00:00+00:00",
         {
             "shop/__init__.py": "",
-            "shop/cart.py": CART,
+            "shop/cart.py": OLD_CART,
             "mkdocs.yml": MKDOCS,
             "handbook/index.md": HANDBOOK,
             "handbook/img/logo.png": b"\x89PNG logo",
@@ -86,6 +105,7 @@ def sites_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
             "docs/conf.py": CONF,
             "docs/index.rst": DOCS_INDEX,
             "docs/guide/api.rst": DOCS_API,
+            "docs/narrative.md": NARRATIVE,
             "docs/_static/flow.svg": "<svg/>",
             "docs/_extra/robots.txt": "User-agent: *\n",
             "website/docusaurus.config.js": DOCUSAURUS,
@@ -95,7 +115,9 @@ def sites_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
             "manual/api/client.md": "# Client\n\nAdd with `add_item()`.\n",
         },
     )
-    shas["removal"] = commit(repo, "2023-06-01T00:00:00+00:00", {"handbook/img/old.png": None})
+    shas["removal"] = commit(
+        repo, "2023-06-01T00:00:00+00:00", {"handbook/img/old.png": None, "shop/cart.py": CART}
+    )
     return repo, shas
 
 
@@ -118,7 +140,10 @@ async def judged(infra: Infra, sites_repo: tuple[Path, dict[str, str]]) -> Judge
 async def test_links_resolve_only_under_their_sites_rules(judged: Judged) -> None:
     """Every link of the three sites holds except the two about images that are not there."""
     unresolved = [(u.doc, u.claim) for u in judged.unresolved_links]
-    assert unresolved == [("handbook/index.md", "`/img/never.png`")]
+    assert unresolved == [
+        ("docs/guide/api.rst", "`:ref:missing-label`"),
+        ("handbook/index.md", "`/img/never.png`"),
+    ]
     assert judged.rules["link.image_glob"] == 1
     assert judged.rules["link.sphinx_page"] == 1
     for doc in ("handbook/index.md", "docs/index.rst", "manual/intro.md"):
@@ -134,3 +159,15 @@ async def test_a_removed_image_is_drift_at_the_path_the_site_resolves(
     assert finding.evidence is not None and finding.evidence.removed_in_commit == shas["removal"]
     assert finding.detail is not None and finding.detail.startswith("handbook/img/old.png existed until")
     assert judged.doc_states["handbook/index.md"] == "drift"
+
+
+async def test_roles_resolve_to_the_repositorys_objects_and_labels(
+    judged: Judged, sites_repo: tuple[Path, dict[str, str]]
+) -> None:
+    _, shas = sites_repo
+    [finding] = [f for f in judged.findings if f.kind == "missing_identifier"]
+    assert (finding.doc, finding.line, finding.claim) == ("docs/guide/api.rst", 4, "`shop.cart.remove_item`")
+    assert finding.evidence is not None and finding.evidence.removed_in_commit == shas["removal"]
+    # the RST target (twice: from RST and from MyST), the section title (autosectionlabel), the MyST target
+    assert judged.rules["label.exists"] == 4
+    assert not [f for f in judged.findings if "int" in f.claim or "label" in f.claim]

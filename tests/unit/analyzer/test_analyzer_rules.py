@@ -19,6 +19,7 @@ from palimpsest.analyzer.doccheck import (
     _foreign_output,
     _governs_claim,
     _identifier_rule,
+    _label_claim,
     _Mention,
     _not_about_the_code,
     _path_claim,
@@ -87,6 +88,18 @@ def attribute(name: str, line: str, text: str = "") -> str:
         if _foreign_attribute(_mention(name, source="fence:python"), line, text or line, TREE)
         else "claim"
     )
+
+
+LABELS = frozenset({"routing", "api:views"})
+INTERSPHINX = _Tree.of(
+    ["docs/conf.py", "docs/guide/a.rst", "README.rst"],
+    {"docs/conf.py": 'extensions = ["sphinx.ext.intersphinx"]\n'},
+)
+
+
+def label(name: str, doc: str = "docs/guide/a.rst", tree: _Tree = TREE) -> str:
+    found = _label_claim(_Mention(doc, 3, "mention", name, "label", "ref"), tree, LABELS)
+    return found.name if isinstance(found, Rule) else "claim"
 
 
 def output(name: str, line: str) -> str:
@@ -243,6 +256,14 @@ CASES: list[Case] = [
     ("link.sphinx_page", lambda: path("../_modules/shop/cart.html", "link", "src/shop/README.md"), False),
     ("link.sphinx_page", lambda: path("../genindex", "link", "docs/guide/a.rst"), True),
     ("link.sphinx_page", lambda: path("modules/shop.html", "link", "docs/guide/a.rst"), False),
+    ("label.exists", lambda: label("routing"), True),
+    ("label.exists", lambda: label("api:views"), True),  # autosectionlabel, prefixed by its document
+    ("label.exists", lambda: label("genindex"), True),  # Sphinx's own
+    ("label.exists", lambda: label("gone"), False),
+    ("label.external", lambda: label("tut-intro", tree=INTERSPHINX), True),
+    ("label.external", lambda: label("routing", tree=INTERSPHINX), False),
+    ("label.external", lambda: label("tut-intro"), False),  # no intersphinx: an unresolved link
+    ("label.external", lambda: label("tut-intro", "README.rst", INTERSPHINX), False),  # outside the site
     ("path.suffix", lambda: path("flaskr/blog.py"), True),
     ("path.suffix", lambda: path("flaskr/views.py"), False),
     ("governs.placeholder", lambda: governs("path/to/x"), True),

@@ -243,7 +243,8 @@ async def gather_claims(conn: Conn, index: SnapshotIndex, *, explain: str | None
     symbols = await _symbol_names(conn, index)
     languages = {f.language for f in index.files if f.language and f.kind == "code"}
     out = Claims(stale=_stale_docs(index), symbols=symbols, docs=_checked_docs(index), explain=explain)
-    identifiers = _tree_claims(mentions, tree, languages, out)
+    labels = await _labels(conn, index, mentions, tree)
+    identifiers = _tree_claims(mentions, tree, languages, out, labels)
     present = await _present_lexemes(conn, index, identifiers)
     folded = {m for m in identifiers if any(lex in present for lex in _lexemes(m.name))}
     exact = await _present_names(conn, index, folded)
@@ -388,14 +389,22 @@ def _listed(paths: tuple[str, ...]) -> str:
     return shown + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
-def _tree_claims(mentions: list[_Mention], tree: _Tree, languages: set[str], out: Claims) -> list[_Mention]:
-    """Add the path and ``Governs:`` claims to ``out`` and count the claims that hold; return the
-    identifiers still to look up in the snapshot's code."""
+def _tree_claims(
+    mentions: list[_Mention],
+    tree: _Tree,
+    languages: set[str],
+    out: Claims,
+    labels: frozenset[str] = frozenset(),
+) -> list[_Mention]:
+    """Add the path, label and ``Governs:`` claims to ``out`` and count the claims that hold; return
+    the identifiers still to look up in the snapshot's code."""
     identifiers: list[_Mention] = []
     for mention in mentions:
         found: Claim | Rule | None
         if mention.fact == "governs":
             found = _governs_claim(mention, tree)
+        elif mention.target == "label":
+            found = _label_claim(mention, tree, labels)
         elif mention.target == "path":
             found = _path_claim(mention, tree)
         elif mention.target == "identifier":
@@ -411,6 +420,48 @@ def _tree_claims(mentions: list[_Mention], tree: _Tree, languages: set[str], out
         elif found is not None:
             out.decided(mention, found)
     return identifiers
+
+
+_SPHINX_LABELS = frozenset({"genindex", "modindex", "py-modindex", "search"})
+"""The labels Sphinx's standard domain defines itself."""
+
+
+async def _labels(conn: Conn, index: SnapshotIndex, mentions: list[_Mention], tree: _Tree) -> frozenset[str]:
+    """The ``:ref:`` labels the repository's docs define: their targets (``.. _x:``, ``(x)=``), and
+    in a Sphinx site with autosectionlabel, every section title (prefixed by its document when
+    ``autosectionlabel_prefix_document`` is set)."""
+    labels = {m.name for m in mentions if m.fact == "label"}
+    sections = {
+        f.path: site
+        for f in index.files
+        if f.kind == "doc" and (site := tree.resolver.site_of(f.path)) is not None and site.autosectionlabel
+    }
+    if not sections or not any(m.target == "label" for m in mentions):
+        return frozenset(labels)
+    blobs: dict[str, list[str]] = defaultdict(list)
+    for f in index.files:
+        if f.path in sections:
+            blobs[f.blob_sha].append(f.path)
+    cur = await conn.execute(
+        "SELECT DISTINCT blob_sha, name FROM code_chunks WHERE repository_id = %s"
+        " AND blob_sha = ANY(%s::text[]) AND kind = 'section' AND name IS NOT NULL",
+        (index.repository_id, list(blobs)),
+    )
+    for row in await cur.fetchall():
+        for path in blobs[row["blob_sha"]]:
+            labels.add(sections[path].section_label(path, row["name"]))
+    return frozenset(labels)
+
+
+def _label_claim(mention: _Mention, tree: _Tree, labels: frozenset[str]) -> Claim | Rule:
+    """A ``:ref:`` cross-reference: it holds when the docs define the label; else it is another
+    project's (a Sphinx site with intersphinx) or an unresolved link, never drift (a label is no code)."""
+    if mention.name in labels or mention.name in _SPHINX_LABELS:
+        return R.LABEL_EXISTS
+    site = tree.resolver.site_of(mention.doc)
+    if site is not None and site.intersphinx:
+        return R.LABEL_EXTERNAL
+    return Claim(mention, "unresolved_link", f"`:ref:{mention.name}`", (mention.name,))
 
 
 def _checked_docs(index: SnapshotIndex) -> set[str]:
@@ -684,6 +735,8 @@ def _judge_one(
     copied: dict[tuple[str, int], str],
 ) -> DocFinding | Rule:
     """The finding a claim makes, or the rule by which it makes none."""
+    if claim.kind == "unresolved_link":  # a label: history says nothing of it
+        return _unresolved_link(claim, "no doc of the repository defines it")
     link = claim.mention.source == "link"
     if history is None:
         return _unresolved_link(claim, "history unavailable") if link else R.HISTORY_UNAVAILABLE
@@ -705,7 +758,8 @@ def _unresolved_link(claim: Claim, why: str) -> DocFinding:
     """A link or image whose target is not in the tree and that history does not show existed:
     not drift (nothing proves the repository ever had it), listed apart from the findings."""
     mention = claim.mention
-    detail = f"{claim.lookups[0]} is not in the tree ({why})"
+    subject = f"label `{claim.lookups[0]}`" if mention.target == "label" else claim.lookups[0]
+    detail = f"{subject} is not in the tree ({why})"
     return DocFinding(mention.doc, mention.line, "unresolved_link", claim.shown, None, detail)
 
 
@@ -808,7 +862,7 @@ async def _doc_mentions(conn: Conn, index: SnapshotIndex) -> list[_Mention]:
         return []
     cur = await conn.execute(
         "SELECT blob_sha, kind, name, line, target, detail FROM code_facts"
-        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[]) AND kind IN ('mention', 'governs')"
+        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[]) AND kind IN ('mention', 'governs', 'label')"
         " ORDER BY blob_sha, line, ordinal",
         (index.repository_id, list(docs)),
     )

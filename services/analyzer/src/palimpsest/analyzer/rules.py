@@ -93,6 +93,14 @@ LINK_SPHINX_PAGE = _rule(
     "link.sphinx_page", "resolve", "not_a_claim",
     "A link from a page of a Sphinx site (its conf.py read) to a page Sphinx writes itself (_modules/, genindex, search, py-modindex).",
 )  # fmt: skip
+LABEL_EXISTS = _rule(
+    "label.exists", "resolve", "not_a_claim",
+    "A :ref: cross-reference to a label the docs define (.. _x:, (x)=, a section title under autosectionlabel, genindex): the docs' own, no claim about the code.",
+)  # fmt: skip
+LABEL_EXTERNAL = _rule(
+    "label.external", "resolve", "not_a_claim",
+    "A :ref: label no doc defines, in a Sphinx site with intersphinx: another project's label.",
+)  # fmt: skip
 GOVERNS_PLACEHOLDER = _rule(
     "governs.placeholder", "resolve", "not_a_claim", "An empty or placeholder Governs: target."
 )

@@ -87,9 +87,20 @@ class Site:
     source: str  # the folder its pages are read from ("" for the repository's root)
     route: str = ""  # Docusaurus: the URL path the docs are served under (``docs``)
     served: tuple[tuple[str, str], ...] = ()  # (URL prefix, repository folder) served as they are
-    pages: tuple[str, ...] = field(default=(), repr=False)  # MkDocs ``nav``: the pages named (repository paths)
+    pages: tuple[str, ...] = field(
+        default=(), repr=False
+    )  # MkDocs ``nav``: the pages named (repository paths)
     autosectionlabel: bool = False  # Sphinx: every section title is a ``:ref:`` label
     label_prefix: bool = False  # … prefixed by its document (``autosectionlabel_prefix_document``)
+    intersphinx: bool = False  # Sphinx: ``:ref:`` may name another project's label
+
+    def section_label(self, doc: str, title: str) -> str:
+        """The label autosectionlabel gives a section of ``doc`` (lower case, as Sphinx normalises it)."""
+        name = " ".join(title.replace("`", "").replace("*", "").lower().split())
+        if not self.label_prefix:
+            return name
+        page = doc[len(self.source) + 1 :] if self.source else doc
+        return f"{page.rpartition('.')[0] or page}:{name}"
 
     @property
     def folder(self) -> str:
@@ -396,6 +407,7 @@ def _sphinx(config: str, text: str) -> Site:
         served=tuple(served),
         autosectionlabel="sphinx.ext.autosectionlabel" in extensions,
         label_prefix=values.get("autosectionlabel_prefix_document") is True,
+        intersphinx="sphinx.ext.intersphinx" in extensions,
     )
 
 

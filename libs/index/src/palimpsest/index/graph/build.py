@@ -382,8 +382,10 @@ class _Resolution:
                     self.builder.add_edge(source, node, EdgeKind.MENTIONS)
                     return
             return
-        if fact.detail == "output":
-            return  # a name in a console or log block: only the doc check weighs it, against its line
+        if fact.detail == "output" or fact.target == "label":
+            # a name in a console or log block: only the doc check weighs it, against its line; a
+            # ``:ref:`` label names a place in the docs, not code
+            return
         name = _QUALIFIER.split(fact.name)[-1]
         entry = self.definers.get(name, {})
         if len(entry) > 2 * self.max_definers:
