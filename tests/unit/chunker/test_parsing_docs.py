@@ -204,6 +204,17 @@ def test_labels_are_the_targets_rst_and_myst_define() -> None:
     assert sorted((f.name, f.line) for f in facts) == [("inner", 5), ("views", 1)]
 
 
+def test_autoprogram_targets_name_the_parser_they_document() -> None:
+    rst = "pserve\n======\n\n.. autoprogram:: shop.scripts.serve:ServeCommand.parser\n    :prog: serve\n"
+    facts = _kinds(analyze_file("docs/serve.rst", rst, "rst").facts, "mention")
+    assert [(f.name, f.detail, f.line) for f in facts] == [
+        ("shop.scripts.serve.ServeCommand.parser", "role", 4)
+    ]
+    md = "# report\n\n```{autoprogram} shop.scripts.report:get_parser()\n```\n"
+    facts = _kinds(analyze_file("docs/report.md", md, "markdown").facts, "mention")
+    assert [(f.name, f.detail, f.line) for f in facts] == [("shop.scripts.report.get_parser", "role", 3)]
+
+
 def test_fences_name_their_language() -> None:
     text = "# X\n\n```golang\nfunc runServer() {}\n```\n\n```\nother_name()\n```\n\n```console\n$ run_it_now\n```\n"
     facts = analyze_file("README.md", text, "markdown").facts

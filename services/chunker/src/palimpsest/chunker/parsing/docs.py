@@ -309,6 +309,9 @@ def _rst_mentions(lines: list[str], starts: list[tuple[int, str]]) -> list[Fact]
         if api := _API_DIRECTIVE.match(line):
             found.add_api(api.group(1) or api.group(2), number, declares=True)
             continue
+        if program := _autoprogram_target(line):
+            found.add_api(program, number)
+            continue
         _inline_mentions(found, line, number)
         if not any(p.match(line) for p in (_HEADER_FACT, _RST_DIRECTIVE)):
             _prose_mentions(found, _INLINE_CODE.sub(" ", _RST_LINK.sub(" ", line)), number)
@@ -366,8 +369,21 @@ def _directive_mention(found: _Mentions, name: str, argument: str, number: int) 
         return
     if kind in ("module", "currentmodule"):
         found.module = target
+    elif kind == "autoprogram" and (program := _autoprogram_target(f".. autoprogram:: {argument}")):
+        found.add_api(program, number)
     elif kind.removeprefix("auto") in _API_KINDS and _QUALIFIED.match(target):
         found.add_api(target, number, declares=True)
+
+
+def _autoprogram_target(line: str) -> str | None:
+    """The object an ``autoprogram`` directive documents (``.. autoprogram:: pkg.cli:parser``,
+    ``pkg.cli:make_parser()``), as a dotted name: ``pkg.cli.parser``."""
+    stripped = line.strip()
+    if not stripped.startswith(".. autoprogram::"):
+        return None
+    module, _, attribute = stripped.removeprefix(".. autoprogram::").strip().partition(":")
+    dotted = f"{module}.{attribute.removesuffix('()')}" if attribute else module
+    return dotted if _QUALIFIED.match(dotted) and "." in dotted else None
 
 
 def _tells_history(line: str) -> bool:
