@@ -49,7 +49,7 @@ HANDBOOK = (
     "![old logo](/img/old.png)\n\nSee [nowhere](/img/never.png).\n"
 )
 CONF = (
-    'project = "Shop"\nextensions = ["sphinx.ext.autodoc", "sphinx.ext.autosectionlabel"]\n'
+    'project = "Shop"\nextensions = ["sphinx.ext.autodoc", "sphinx.ext.autosectionlabel", "myst_parser"]\n'
     'html_extra_path = ["_extra"]\n'
 )
 DOCS_INDEX = """\
@@ -73,7 +73,11 @@ Call :func:`shop.cart.add_item`, not :func:`shop.cart.remove_item`; it returns :
 
 See :ref:`the intro <shop-intro>`, :ref:`api`, :ref:`narrative` and :ref:`missing-label`.
 """
-NARRATIVE = "(narrative)=\n# Narrative\n\nBack to {ref}`shop-intro`.\n"
+NARRATIVE = (
+    "(narrative)=\n# Narrative\n\nBack to {ref}`shop-intro`.\n\n"
+    "MyST reads [the intro](shop-intro), [adding](shop.cart.add_item) and [removing](shop.cart.remove_item)\n"
+    "as cross-references; [a page](gone-page) is a link.\n"
+)
 DOCUSAURUS = """\
 module.exports = {
   title: 'Shop',
@@ -142,6 +146,7 @@ async def test_links_resolve_only_under_their_sites_rules(judged: Judged) -> Non
     unresolved = [(u.doc, u.claim) for u in judged.unresolved_links]
     assert unresolved == [
         ("docs/guide/api.rst", "`:ref:missing-label`"),
+        ("docs/narrative.md", "`gone-page`"),
         ("handbook/index.md", "`/img/never.png`"),
     ]
     assert judged.rules["link.image_glob"] == 1
@@ -165,9 +170,13 @@ async def test_roles_resolve_to_the_repositorys_objects_and_labels(
     judged: Judged, sites_repo: tuple[Path, dict[str, str]]
 ) -> None:
     _, shas = sites_repo
-    [finding] = [f for f in judged.findings if f.kind == "missing_identifier"]
-    assert (finding.doc, finding.line, finding.claim) == ("docs/guide/api.rst", 4, "`shop.cart.remove_item`")
-    assert finding.evidence is not None and finding.evidence.removed_in_commit == shas["removal"]
-    # the RST target (twice: from RST and from MyST), the section title (autosectionlabel), the MyST target
-    assert judged.rules["label.exists"] == 4
+    found = [f for f in judged.findings if f.kind == "missing_identifier"]
+    assert [(f.doc, f.line, f.claim) for f in found] == [
+        ("docs/guide/api.rst", 4, "`shop.cart.remove_item`"),  # :func:
+        ("docs/narrative.md", 6, "`shop.cart.remove_item`"),  # a MyST link to the object
+    ]
+    assert all(f.evidence is not None and f.evidence.removed_in_commit == shas["removal"] for f in found)
+    # the RST target (from RST, from a MyST role, from a MyST link), the section title
+    # (autosectionlabel), the MyST target
+    assert judged.rules["label.exists"] == 5
     assert not [f for f in judged.findings if "int" in f.claim or "label" in f.claim]

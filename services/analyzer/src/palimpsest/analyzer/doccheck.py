@@ -62,6 +62,7 @@ from palimpsest.index.codefacts.mentions import bare_file_name, versioned_manual
 from palimpsest.index.codefacts.pages import generated_reference, is_pointer_page
 from palimpsest.index.codefacts.sites import Sites, is_site_config
 from palimpsest.index.docstates import DOC_STATES, DocState
+from palimpsest.index.languages import KNOWN_EXTENSIONS
 from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
 
@@ -399,7 +400,7 @@ def _tree_claims(
     """Add the path, label and ``Governs:`` claims to ``out`` and count the claims that hold; return
     the identifiers still to look up in the snapshot's code."""
     identifiers: list[_Mention] = []
-    for mention in mentions:
+    for mention in (_myst_reference(m, tree, labels) for m in mentions):
         found: Claim | Rule | None
         if mention.fact == "governs":
             found = _governs_claim(mention, tree)
@@ -451,6 +452,31 @@ async def _labels(conn: Conn, index: SnapshotIndex, mentions: list[_Mention], tr
         for path in blobs[row["blob_sha"]]:
             labels.add(sections[path].section_label(path, row["name"]))
     return frozenset(labels)
+
+
+def _myst_reference(mention: _Mention, tree: _Tree, labels: frozenset[str]) -> _Mention:
+    """What a link is: a Markdown link in a page of a Sphinx site read with MyST whose target is
+    no file is a cross-reference MyST resolves, to a label the docs define (``[machinery](filtering)``
+    after ``(filtering)=``: a label mention) or to a Python object
+    (``[x](structlog.processors.TimeStamper)``: an identifier, checked as a role names it); any
+    other mention is what it was."""
+    if mention.source != "link" or not mention.doc.endswith(".md"):
+        return mention
+    site = tree.resolver.site_of(mention.doc)
+    written = mention.name.strip()
+    name = written.split("#", 1)[0] or written.removeprefix("#")
+    if site is None or not site.myst or not name or "/" in name:
+        return mention
+    if tree.resolver.resolve(mention.doc, written).holds:
+        return mention
+    label = " ".join(name.lower().split())
+    if label in labels or label in _SPHINX_LABELS:
+        return replace(mention, name=label, target="label", source="ref")
+    segments = name.split(".")
+    dotted = len(segments) > 1 and all(s.isidentifier() for s in segments)
+    if dotted and f".{segments[-1].lower()}" not in KNOWN_EXTENSIONS and classify(name).kind == Kind.CODE:
+        return replace(mention, target="identifier", source="role")
+    return mention
 
 
 def _label_claim(mention: _Mention, tree: _Tree, labels: frozenset[str]) -> Claim | Rule:

@@ -93,6 +93,7 @@ class Site:
     autosectionlabel: bool = False  # Sphinx: every section title is a ``:ref:`` label
     label_prefix: bool = False  # … prefixed by its document (``autosectionlabel_prefix_document``)
     intersphinx: bool = False  # Sphinx: ``:ref:`` may name another project's label
+    myst: bool = False  # Sphinx with MyST: a Markdown link may be a cross-reference (a label, an object)
 
     def section_label(self, doc: str, title: str) -> str:
         """The label autosectionlabel gives a section of ``doc`` (lower case, as Sphinx normalises it)."""
@@ -408,6 +409,7 @@ def _sphinx(config: str, text: str) -> Site:
         autosectionlabel="sphinx.ext.autosectionlabel" in extensions,
         label_prefix=values.get("autosectionlabel_prefix_document") is True,
         intersphinx="sphinx.ext.intersphinx" in extensions,
+        myst=any(e in ("myst_parser", "myst_nb") for e in extensions),
     )
 
 
