@@ -5,8 +5,10 @@ No model is needed. The chunker recorded, per document, the identifiers and path
 (``code_facts``). The check runs in two steps:
 
 1. :func:`gather_claims` (in the read transaction) keeps the mentions the snapshot does not
-   satisfy, after resolving the documentation's own reference forms: links relative to the
-   doc's folder, Sphinx/MkDocs document references written without their extension (or as
+   satisfy, after resolving the documentation's own reference forms: links where the docs site
+   the doc is published in resolves them (:mod:`palimpsest.index.codefacts.sites`: MkDocs,
+   Sphinx, Docusaurus, GitHub), ``:ref:`` labels and MyST cross-references against the labels the
+   docs define, Sphinx/MkDocs document references written without their extension (or as
    ``.html``), paths relative to the example or package folder a doc is about (any path of the
    snapshot ending in the claim), URLs, placeholders, system and generated paths. Changelogs
    and release notes (:func:`palimpsest.index.codefacts.is_history_doc`) are history by design
