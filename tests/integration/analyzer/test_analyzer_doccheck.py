@@ -94,7 +94,7 @@ BOOKING = (
 )
 TUTORIAL = "# Views\n\nOpen `flaskr/blog.py` and add the view (see flaskr/blog.py).\n"
 INDEX_RST = "Index\n=====\n\nStart with :doc:`guide/index` and :ref:`install`.\n"
-GUIDE_RST = "Guide\n=====\n\nRead on.\n"
+GUIDE_RST = ".. _install:\n\nGuide\n=====\n\nRead on.\n"  # the label :ref:`install` names
 # an API reference page made only of autodoc directives: generated from the code, never stale
 API_RST = "API\n===\n\n.. automodule:: billing.invoice\n   :members:\n\n.. autoclass:: billing.Ledger\n"
 

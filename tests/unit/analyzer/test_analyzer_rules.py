@@ -19,6 +19,7 @@ from palimpsest.analyzer.doccheck import (
     _foreign_output,
     _governs_claim,
     _identifier_rule,
+    _label_claim,
     _Mention,
     _not_about_the_code,
     _path_claim,
@@ -87,6 +88,18 @@ def attribute(name: str, line: str, text: str = "") -> str:
         if _foreign_attribute(_mention(name, source="fence:python"), line, text or line, TREE)
         else "claim"
     )
+
+
+LABELS = frozenset({"routing", "api:views"})
+INTERSPHINX = _Tree.of(
+    ["docs/conf.py", "docs/guide/a.rst", "README.rst"],
+    {"docs/conf.py": 'extensions = ["sphinx.ext.intersphinx"]\n'},
+)
+
+
+def label(name: str, doc: str = "docs/guide/a.rst", tree: _Tree = TREE) -> str:
+    found = _label_claim(_Mention(doc, 3, "mention", name, "label", "ref"), tree, LABELS)
+    return found.name if isinstance(found, Rule) else "claim"
 
 
 def output(name: str, line: str) -> str:
@@ -221,7 +234,9 @@ CASES: list[Case] = [
     ("link.code_reference", lambda: path("super", "link"), True),
     ("link.code_reference", lambda: path("img/shot.png", "link"), False),
     ("link.code_reference", lambda: path("crates/core/README.md", "link"), False),
-    ("link.site_root", lambda: path("/install", "link", "docs/guide/a.md"), True),  # docs/install.md
+    # docs/ is a Sphinx site (docs/conf.py): its root is the source folder, docs/install.md
+    ("path.exists", lambda: path("/install", "link", "docs/guide/a.md"), True),
+    ("link.site_root", lambda: path("/install", "link", "docs/guide/a.md"), False),
     ("link.site_root", lambda: path("/src/shop/gone.py", "link", "docs/guide/a.md"), False),
     ("link.site_root", lambda: path("/logo/glow.png", "link", "site/content/index.mdx"), True),
     ("link.site_root", lambda: path("/logo/gone.png", "link", "site/content/index.mdx"), False),
@@ -236,9 +251,19 @@ CASES: list[Case] = [
     ("link.image_glob", lambda: path("../_static/router.*", "link", "docs/guide/a.rst"), True),
     ("link.image_glob", lambda: path("../_static/gone.*", "link", "docs/guide/a.rst"), False),
     ("link.image_glob", lambda: path("../_static/route.*", "link", "docs/guide/a.rst"), False),
-    ("link.sphinx_page", lambda: path("_modules/shop/cart.html", "link", "docs/guide/a.rst"), True),
+    ("link.sphinx_page", lambda: path("../_modules/shop/cart.html", "link", "docs/guide/a.rst"), True),
+    ("link.sphinx_page", lambda: path("/_modules/shop/cart.html", "link", "docs/guide/a.rst"), True),
+    ("link.sphinx_page", lambda: path("../_modules/shop/cart.html", "link", "src/shop/README.md"), False),
     ("link.sphinx_page", lambda: path("../genindex", "link", "docs/guide/a.rst"), True),
     ("link.sphinx_page", lambda: path("modules/shop.html", "link", "docs/guide/a.rst"), False),
+    ("label.exists", lambda: label("routing"), True),
+    ("label.exists", lambda: label("api:views"), True),  # autosectionlabel, prefixed by its document
+    ("label.exists", lambda: label("genindex"), True),  # Sphinx's own
+    ("label.exists", lambda: label("gone"), False),
+    ("label.external", lambda: label("tut-intro", tree=INTERSPHINX), True),
+    ("label.external", lambda: label("routing", tree=INTERSPHINX), False),
+    ("label.external", lambda: label("tut-intro"), False),  # no intersphinx: an unresolved link
+    ("label.external", lambda: label("tut-intro", "README.rst", INTERSPHINX), False),  # outside the site
     ("path.suffix", lambda: path("flaskr/blog.py"), True),
     ("path.suffix", lambda: path("flaskr/views.py"), False),
     ("governs.placeholder", lambda: governs("path/to/x"), True),

@@ -191,7 +191,28 @@ def test_sphinx_roles_prose_paths_and_history_lines() -> None:
         ("flaskr/__init__.py", "path", "prose", 6),
         ("flaskr/templates/auth", "path", "prose", 6),
         ("auth/register", "path", "code", 7),
+        ("install", "label", "ref", 4),  # a :ref: names a label, which the check resolves
     }
+
+
+def test_labels_are_the_targets_rst_and_myst_define() -> None:
+    rst = ".. _Routing Views:\n\nRouting\n=======\n\n.. __: https://x.test\n.. _pypi: https://pypi.org\n"
+    facts = _kinds(analyze_file("docs/routing.rst", rst, "rst").facts, "label")
+    assert [(f.name, f.line) for f in facts] == [("routing views", 1)]  # lower case, as Sphinx reads it
+    md = "(views)=\n# Views\n\n```{note}\n(inner)=\nText.\n```\n"
+    facts = _kinds(analyze_file("docs/views.md", md, "markdown").facts, "label")
+    assert sorted((f.name, f.line) for f in facts) == [("inner", 5), ("views", 1)]
+
+
+def test_autoprogram_targets_name_the_parser_they_document() -> None:
+    rst = "pserve\n======\n\n.. autoprogram:: shop.scripts.serve:ServeCommand.parser\n    :prog: serve\n"
+    facts = _kinds(analyze_file("docs/serve.rst", rst, "rst").facts, "mention")
+    assert [(f.name, f.detail, f.line) for f in facts] == [
+        ("shop.scripts.serve.ServeCommand.parser", "role", 4)
+    ]
+    md = "# report\n\n```{autoprogram} shop.scripts.report:get_parser()\n```\n"
+    facts = _kinds(analyze_file("docs/report.md", md, "markdown").facts, "mention")
+    assert [(f.name, f.detail, f.line) for f in facts] == [("shop.scripts.report.get_parser", "role", 3)]
 
 
 def test_fences_name_their_language() -> None:
@@ -438,6 +459,7 @@ def test_myst_roles_and_directives_are_read_as_sphinx_reads_them() -> None:
         ("shop.cart.Basket", "identifier", "role", 6),
         ("remove_item", "identifier", "code", 10),
         ("gone.md", "path", "link", 10),
+        ("my-label", "label", "ref", 4),
     }
 
 

@@ -113,3 +113,22 @@ def test_a_relative_link_that_moves_with_its_doc_still_holds() -> None:
     )
     deleted = Taken("examples/app/render.yaml", "path", None, "examples/app/render.yaml")
     assert not _moved_with_the_doc((deleted, "./render.yaml", None), "examples/.interop/app/README.md")
+
+
+def test_a_link_names_the_path_its_docs_site_resolves() -> None:
+    """In a MkDocs site (``docs_dir: handbook``) ``/img/logo.png`` is ``handbook/img/logo.png``: a
+    change deleting that file leaves the link behind; one deleting the root's ``img/logo.png`` does not."""
+    from palimpsest.index.codefacts.sites import Sites
+    from palimpsest.index.context.leftbehind import _hits, _Mention
+
+    tree = ["mkdocs.yml", "handbook/index.md", "handbook/img/logo.png", "img/logo.png"]
+    sites = Sites.of(tree, {"mkdocs.yml": "docs_dir: handbook\n"})
+    existing = set(sites.files | sites.dirs)
+    link = _Mention("handbook/index.md", 3, "mention", "/img/logo.png", "path", "link")
+    site_image = {
+        "handbook/img/logo.png": Taken("handbook/img/logo.png", "path", None, "handbook/img/logo.png")
+    }
+    root_image = {"img/logo.png": Taken("img/logo.png", "path", None, "img/logo.png")}
+    [hit] = _hits([link], [], site_image, existing, sites)
+    assert hit.taken[0][1:] == ("/img/logo.png", None)
+    assert _hits([link], [], root_image, existing, sites) == []

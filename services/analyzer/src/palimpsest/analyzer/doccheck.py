@@ -5,8 +5,10 @@ No model is needed. The chunker recorded, per document, the identifiers and path
 (``code_facts``). The check runs in two steps:
 
 1. :func:`gather_claims` (in the read transaction) keeps the mentions the snapshot does not
-   satisfy, after resolving the documentation's own reference forms: links relative to the
-   doc's folder, Sphinx/MkDocs document references written without their extension (or as
+   satisfy, after resolving the documentation's own reference forms: links where the docs site
+   the doc is published in resolves them (:mod:`palimpsest.index.codefacts.sites`: MkDocs,
+   Sphinx, Docusaurus, GitHub), ``:ref:`` labels and MyST cross-references against the labels the
+   docs define, Sphinx/MkDocs document references written without their extension (or as
    ``.html``), paths relative to the example or package folder a doc is about (any path of the
    snapshot ending in the claim), URLs, placeholders, system and generated paths. Changelogs
    and release notes (:func:`palimpsest.index.codefacts.is_history_doc`) are history by design
@@ -60,7 +62,9 @@ from palimpsest.index.codefacts.classify import Kind, classify
 from palimpsest.index.codefacts.examples import example_defines
 from palimpsest.index.codefacts.mentions import bare_file_name, versioned_manual
 from palimpsest.index.codefacts.pages import generated_reference, is_pointer_page
+from palimpsest.index.codefacts.sites import Sites, is_site_config
 from palimpsest.index.docstates import DOC_STATES, DocState
+from palimpsest.index.languages import KNOWN_EXTENSIONS
 from palimpsest.index.staleness import is_stale, stale_annotation
 from palimpsest.index.tokens import code_tokens
 
@@ -95,7 +99,6 @@ _PLACEHOLDER = re.compile(r"[*?\[\]{}<>$%|]|\.\.\.|(?:^|/)(?:your\w*|path/to|foo
 _DOMAIN = re.compile(
     r"^[a-z0-9-]+(\.[a-z0-9-]+)*\.(com|org|net|io|dev|app|co|rs|me|sh|ai|gov|edu|info)$", re.I
 )
-_DOC_EXTENSIONS = (".rst", ".md", ".mdx", ".txt", "/index.rst", "/index.md", "/README.md", ".ipynb")
 _IMPORT = re.compile(
     r"^\s*(?:>>>\s*)?(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+)\s*$)"
     r"|\bimport\s[^'\"\n]*\bfrom\s+['\"]([@\w][@\w./-]*)['\"]|\brequire\(\s*['\"]([@\w][@\w./-]*)['\"]",
@@ -237,12 +240,14 @@ class Judged:
 async def gather_claims(conn: Conn, index: SnapshotIndex, *, explain: str | None = None) -> Claims:
     """The doc mentions the snapshot does not satisfy, and the stale docs (read transaction);
     with ``explain``, the steps that claim's mentions took (:attr:`Claims.steps`)."""
-    tree = _Tree.of(f.path for f in index.files)
+    configs, _ = await _doc_texts(conn, index, {f.path for f in index.files if is_site_config(f.path)})
+    tree = _Tree.of((f.path for f in index.files), configs)
     mentions = await _doc_mentions(conn, index)
     symbols = await _symbol_names(conn, index)
     languages = {f.language for f in index.files if f.language and f.kind == "code"}
     out = Claims(stale=_stale_docs(index), symbols=symbols, docs=_checked_docs(index), explain=explain)
-    identifiers = _tree_claims(mentions, tree, languages, out)
+    labels = await _labels(conn, index, mentions, tree)
+    identifiers = _tree_claims(mentions, tree, languages, out, labels)
     present = await _present_lexemes(conn, index, identifiers)
     folded = {m for m in identifiers if any(lex in present for lex in _lexemes(m.name))}
     exact = await _present_names(conn, index, folded)
@@ -387,14 +392,22 @@ def _listed(paths: tuple[str, ...]) -> str:
     return shown + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
-def _tree_claims(mentions: list[_Mention], tree: _Tree, languages: set[str], out: Claims) -> list[_Mention]:
-    """Add the path and ``Governs:`` claims to ``out`` and count the claims that hold; return the
-    identifiers still to look up in the snapshot's code."""
+def _tree_claims(
+    mentions: list[_Mention],
+    tree: _Tree,
+    languages: set[str],
+    out: Claims,
+    labels: frozenset[str] = frozenset(),
+) -> list[_Mention]:
+    """Add the path, label and ``Governs:`` claims to ``out`` and count the claims that hold; return
+    the identifiers still to look up in the snapshot's code."""
     identifiers: list[_Mention] = []
-    for mention in mentions:
+    for mention in (_myst_reference(m, tree, labels) for m in mentions):
         found: Claim | Rule | None
         if mention.fact == "governs":
             found = _governs_claim(mention, tree)
+        elif mention.target == "label":
+            found = _label_claim(mention, tree, labels)
         elif mention.target == "path":
             found = _path_claim(mention, tree)
         elif mention.target == "identifier":
@@ -410,6 +423,73 @@ def _tree_claims(mentions: list[_Mention], tree: _Tree, languages: set[str], out
         elif found is not None:
             out.decided(mention, found)
     return identifiers
+
+
+_SPHINX_LABELS = frozenset({"genindex", "modindex", "py-modindex", "search"})
+"""The labels Sphinx's standard domain defines itself."""
+
+
+async def _labels(conn: Conn, index: SnapshotIndex, mentions: list[_Mention], tree: _Tree) -> frozenset[str]:
+    """The ``:ref:`` labels the repository's docs define: their targets (``.. _x:``, ``(x)=``), and
+    in a Sphinx site with autosectionlabel, every section title (prefixed by its document when
+    ``autosectionlabel_prefix_document`` is set)."""
+    labels = {m.name for m in mentions if m.fact == "label"}
+    sections = {
+        f.path: site
+        for f in index.files
+        if f.kind == "doc" and (site := tree.resolver.site_of(f.path)) is not None and site.autosectionlabel
+    }
+    if not sections or not any(m.target == "label" for m in mentions):
+        return frozenset(labels)
+    blobs: dict[str, list[str]] = defaultdict(list)
+    for f in index.files:
+        if f.path in sections:
+            blobs[f.blob_sha].append(f.path)
+    cur = await conn.execute(
+        "SELECT DISTINCT blob_sha, name FROM code_chunks WHERE repository_id = %s"
+        " AND blob_sha = ANY(%s::text[]) AND kind = 'section' AND name IS NOT NULL",
+        (index.repository_id, list(blobs)),
+    )
+    for row in await cur.fetchall():
+        for path in blobs[row["blob_sha"]]:
+            labels.add(sections[path].section_label(path, row["name"]))
+    return frozenset(labels)
+
+
+def _myst_reference(mention: _Mention, tree: _Tree, labels: frozenset[str]) -> _Mention:
+    """What a link is: a Markdown link in a page of a Sphinx site read with MyST whose target is
+    no file is a cross-reference MyST resolves, to a label the docs define (``[machinery](filtering)``
+    after ``(filtering)=``: a label mention) or to a Python object
+    (``[x](structlog.processors.TimeStamper)``: an identifier, checked as a role names it); any
+    other mention is what it was."""
+    if mention.source != "link" or not mention.doc.endswith(".md"):
+        return mention
+    site = tree.resolver.site_of(mention.doc)
+    written = mention.name.strip()
+    name = written.split("#", 1)[0] or written.removeprefix("#")
+    if site is None or not site.myst or not name or "/" in name:
+        return mention
+    if tree.resolver.resolve(mention.doc, written).holds:
+        return mention
+    label = " ".join(name.lower().split())
+    if label in labels or label in _SPHINX_LABELS:
+        return replace(mention, name=label, target="label", source="ref")
+    segments = name.split(".")
+    dotted = len(segments) > 1 and all(s.isidentifier() for s in segments)
+    if dotted and f".{segments[-1].lower()}" not in KNOWN_EXTENSIONS and classify(name).kind == Kind.CODE:
+        return replace(mention, target="identifier", source="role")
+    return mention
+
+
+def _label_claim(mention: _Mention, tree: _Tree, labels: frozenset[str]) -> Claim | Rule:
+    """A ``:ref:`` cross-reference: it holds when the docs define the label; else it is another
+    project's (a Sphinx site with intersphinx) or an unresolved link, never drift (a label is no code)."""
+    if mention.name in labels or mention.name in _SPHINX_LABELS:
+        return R.LABEL_EXISTS
+    site = tree.resolver.site_of(mention.doc)
+    if site is not None and site.intersphinx:
+        return R.LABEL_EXTERNAL
+    return Claim(mention, "unresolved_link", f"`:ref:{mention.name}`", (mention.name,))
 
 
 def _checked_docs(index: SnapshotIndex) -> set[str]:
@@ -683,6 +763,8 @@ def _judge_one(
     copied: dict[tuple[str, int], str],
 ) -> DocFinding | Rule:
     """The finding a claim makes, or the rule by which it makes none."""
+    if claim.kind == "unresolved_link":  # a label: history says nothing of it
+        return _unresolved_link(claim, "no doc of the repository defines it")
     link = claim.mention.source == "link"
     if history is None:
         return _unresolved_link(claim, "history unavailable") if link else R.HISTORY_UNAVAILABLE
@@ -704,7 +786,8 @@ def _unresolved_link(claim: Claim, why: str) -> DocFinding:
     """A link or image whose target is not in the tree and that history does not show existed:
     not drift (nothing proves the repository ever had it), listed apart from the findings."""
     mention = claim.mention
-    detail = f"{claim.lookups[0]} is not in the tree ({why})"
+    subject = f"label `{claim.lookups[0]}`" if mention.target == "label" else claim.lookups[0]
+    detail = f"{subject} is not in the tree ({why})"
     return DocFinding(mention.doc, mention.line, "unresolved_link", claim.shown, None, detail)
 
 
@@ -807,7 +890,7 @@ async def _doc_mentions(conn: Conn, index: SnapshotIndex) -> list[_Mention]:
         return []
     cur = await conn.execute(
         "SELECT blob_sha, kind, name, line, target, detail FROM code_facts"
-        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[]) AND kind IN ('mention', 'governs')"
+        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[]) AND kind IN ('mention', 'governs', 'label')"
         " ORDER BY blob_sha, line, ordinal",
         (index.repository_id, list(docs)),
     )
@@ -880,9 +963,12 @@ class _Tree:
     stems: set[str] = field(default_factory=set)  # built on first use
     mirrors: set[tuple[int, str, str]] = field(default_factory=set)  # built on first use
     code_dirs: set[str] = field(default_factory=set)  # folders holding code, built on first use
+    sites: Sites | None = None  # the docs sites of the tree: where a link points
 
     @classmethod
-    def of(cls, paths: Iterable[str]) -> _Tree:
+    def of(cls, paths: Iterable[str], configs: dict[str, str] | None = None) -> _Tree:
+        """The tree of ``paths``; ``configs``: the texts of its docs sites' configurations
+        (:func:`palimpsest.index.codefacts.sites.is_site_config`; missing ones read as defaults)."""
         files = frozenset(paths)
         dirs: set[str] = set()
         for path in files:
@@ -892,18 +978,11 @@ class _Tree:
         by_last: dict[str, list[str]] = defaultdict(list)
         for entry in sorted(files | dirs):
             by_last[entry.rsplit("/", 1)[-1]].append(entry)
-        return cls(files, frozenset(dirs), dict(by_last))
+        frozen = frozenset(dirs)
+        return cls(files, frozen, dict(by_last), sites=Sites.of(files, configs or {}, frozen))
 
     def exists(self, path: str) -> bool:
         return path in ("", ".") or path in self.files or path in self.dirs
-
-    def any_extension(self, stem: str) -> bool:
-        """Some file is ``stem.<extension>``: what a Sphinx image path ``stem.*`` stands for."""
-        folder, _, last = stem.rpartition("/")
-        return any(
-            entry.rpartition("/")[0] == folder and entry.rpartition("/")[2].startswith(last + ".")
-            for entry in self.files
-        )
 
     def has_stem(self, name: str) -> bool:
         """A code file, or a folder holding code, is called ``name`` (``flask`` for
@@ -939,9 +1018,13 @@ class _Tree:
         )
 
     def exists_as_doc(self, path: str) -> bool:
-        """A document reference: ``guide/index`` for ``guide/index.rst``, ``x.html`` for ``x.md``."""
-        base = path.removesuffix(".html").removesuffix(".htm")
-        return any(self.exists(base + ext) for ext in _DOC_EXTENSIONS) or self.exists(base)
+        """A document reference: ``guide/index`` for ``guide/index.rst``, ``x.html`` for ``x.md``,
+        ``guide`` for ``guide/index.md`` (:meth:`Sites.document`)."""
+        return self.resolver.document(path) is not None
+
+    @property
+    def resolver(self) -> Sites:
+        return self.sites if self.sites is not None else Sites.of(self.files, {}, self.dirs)
 
     def ends_with(self, tail: str) -> bool:
         """Some entry is ``…/tail``: a path written relative to the folder a doc is about."""
@@ -970,6 +1053,8 @@ def _path_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     rule = _tree_rule(target, mention.source, tree)
     if rule is not None:
         return rule
+    if mention.source == "docref" and tree.resolver.resolve(mention.doc, target).holds:
+        return R.PATH_EXISTS  # a document reference as the doc's site resolves it (Sphinx ``:doc:`/x```)
     resolved = _resolutions(mention.doc, target, mention.source)
     if not resolved:
         return R.PATH_OUTSIDE
@@ -991,11 +1076,6 @@ _RUSTDOC_PAGE = re.compile(
     r"\.\w+)\.html(?:#.*)?$"
 )
 """A page rustdoc generates: a module's ``index.html``, an item's ``struct.Router.html``."""
-_SPHINX_PAGE = re.compile(r"(?:^|/)(?:_modules/|(?:genindex|py-modindex|search)(?:\.html)?(?:#|$))")
-"""A page Sphinx writes itself: viewcode's highlighted sources, the general and module indexes, search."""
-_SITE_FOLDERS = ("public", "static")
-"""The folders a docs site serves as its root (Next.js, Vite and VitePress ``public/``;
-Docusaurus, Hugo and Gatsby ``static/``)."""
 
 
 def _rustdoc_source(doc: str, files: Callable[[str], bool]) -> bool:
@@ -1005,23 +1085,12 @@ def _rustdoc_source(doc: str, files: Callable[[str], bool]) -> bool:
     return any(parts[i] == "src" and files("/".join([*parts[:i], "Cargo.toml"])) for i in range(len(parts)))
 
 
-def _site_roots(doc: str) -> list[str]:
-    """The folders a root-relative link in ``doc`` may be served from, nearest first: each folder
-    above the doc (the root of the docs site it is published in) and its ``public/``/``static/``."""
-    folders = doc.split("/")[:-1]
-    roots: list[str] = []
-    for i in range(len(folders), -1, -1):
-        here = "/".join(folders[:i])
-        roots += ([here] if i else []) + [posixpath.join(here, s) for s in _SITE_FOLDERS]
-    return roots
-
-
 def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
     """A relative link or image target (Markdown, reStructuredText, HTML inside Markdown) is a
-    claim about the tree wherever it points: it is resolved against the doc's folder (a leading
-    ``/`` against the root), as a page a docs site serves (without its ``.md``/``.rst``/``.html``,
-    or from the page's own folder as directory URLs have it), and nothing else. A target that is
-    not there is a claim: drift when history shows it was removed, else an unresolved link."""
+    claim about the tree wherever it points, resolved the way the docs site the doc is published
+    in resolves it (:class:`palimpsest.index.codefacts.sites.Sites`: MkDocs, Sphinx, Docusaurus or
+    GitHub's rendering). A target that is not there is a claim: drift when history shows it was
+    removed, else an unresolved link."""
     target = unquote(mention.name.strip())
     if not target or target.startswith(("{", "$", "<", "//")) or _SCHEME.match(target):
         return R.PATH_PLACEHOLDER
@@ -1029,31 +1098,20 @@ def _link_claim(mention: _Mention, tree: _Tree) -> Claim | Rule:
         return R.LINK_CODE_REFERENCE
     if _RUSTDOC_PAGE.search(target) and _rustdoc_source(mention.doc, tree.exists):
         return R.LINK_RUSTDOC_PAGE
-    if _SPHINX_PAGE.search(target) and tree.by_last.get("conf.py"):
-        return R.LINK_SPHINX_PAGE
-    resolved = _link_target(mention.doc, target)
-    if resolved is None:
-        return R.PATH_OUTSIDE
-    if resolved.endswith(".*") and tree.any_extension(resolved[:-2]):
-        return R.LINK_IMAGE_GLOB
-    page = _link_target(mention.doc.rsplit(".", 1)[0] + "/index", target)  # a directory URL's folder
-    if any(tree.exists(p) or tree.exists_as_doc(p) for p in (resolved, page) if p is not None):
-        return R.PATH_EXISTS
-    if target.startswith("/"):
-        for root in _site_roots(mention.doc):
-            site = posixpath.join(root, target.lstrip("/"))
-            if tree.exists(site) or tree.exists_as_doc(site):
-                return R.LINK_SITE_ROOT
-    return Claim(mention, "missing_path", f"`{mention.name.strip()}`", (resolved,))
+    resolution = tree.resolver.resolve(mention.doc, target)
+    rule = _LINK_RULES.get(resolution.how)
+    if rule is not None:
+        return rule
+    return Claim(mention, "missing_path", f"`{mention.name.strip()}`", resolution.candidates[:1])
 
 
-def _link_target(doc: str, target: str) -> str | None:
-    """The repository path a relative link in ``doc`` points at, or None when it leaves the repository."""
-    joined = target.lstrip("/") if target.startswith("/") else posixpath.join(posixpath.dirname(doc), target)
-    normal = posixpath.normpath(joined)
-    if normal.startswith("..") or normal in (".", "/"):
-        return None
-    return normal.rstrip("/")
+_LINK_RULES = {
+    "exists": R.PATH_EXISTS,
+    "glob": R.LINK_IMAGE_GLOB,
+    "site_root": R.LINK_SITE_ROOT,
+    "generated": R.LINK_SPHINX_PAGE,
+    "outside": R.PATH_OUTSIDE,
+}
 
 
 def _is_tree_claim(target: str, source: str | None, tree: _Tree) -> bool:

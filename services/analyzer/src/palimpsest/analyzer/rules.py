@@ -79,7 +79,7 @@ LINK_CODE_REFERENCE = _rule(
 )  # fmt: skip
 LINK_SITE_ROOT = _rule(
     "link.site_root", "resolve", "holds",
-    "A root-relative link that resolves from a folder above the doc, or its public/ or static/: the root of the docs site it is published in.",
+    "A root-relative link in a doc outside every configured docs site that resolves from a folder above the doc, or its public/ or static/: the root of a site published by a generator the check does not read.",
 )  # fmt: skip
 LINK_RUSTDOC_PAGE = _rule(
     "link.rustdoc_page", "resolve", "not_a_claim",
@@ -87,11 +87,19 @@ LINK_RUSTDOC_PAGE = _rule(
 )  # fmt: skip
 LINK_IMAGE_GLOB = _rule(
     "link.image_glob", "resolve", "holds",
-    "An image path ending in .* (Sphinx picks whichever of its files exists) with such a file at head.",
+    "An image path ending in .* in a Sphinx page (Sphinx picks whichever of its files exists) with such a file at head.",
 )  # fmt: skip
 LINK_SPHINX_PAGE = _rule(
     "link.sphinx_page", "resolve", "not_a_claim",
-    "A link to a page Sphinx generates (_modules/, genindex, search) from a repository with a conf.py.",
+    "A link from a page of a Sphinx site (its conf.py read) to a page Sphinx writes itself (_modules/, genindex, search, py-modindex).",
+)  # fmt: skip
+LABEL_EXISTS = _rule(
+    "label.exists", "resolve", "not_a_claim",
+    "A :ref: cross-reference to a label the docs define (.. _x:, (x)=, a section title under autosectionlabel, genindex): the docs' own, no claim about the code.",
+)  # fmt: skip
+LABEL_EXTERNAL = _rule(
+    "label.external", "resolve", "not_a_claim",
+    "A :ref: label no doc defines, in a Sphinx site with intersphinx: another project's label.",
 )  # fmt: skip
 GOVERNS_PLACEHOLDER = _rule(
     "governs.placeholder", "resolve", "not_a_claim", "An empty or placeholder Governs: target."

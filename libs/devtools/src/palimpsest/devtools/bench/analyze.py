@@ -58,6 +58,7 @@ async def run_bench_analyze(
             repo, view["commit"], view["doc_findings"] + unresolved_links(view), check["unverified_listed"]
         ),
         "findings": view["doc_findings"],
+        "unresolved_links": unresolved_links(view),
     }
 
 

@@ -50,6 +50,7 @@ from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, 
 from palimpsest.index.codefacts.definitions import definitions as code_definitions
 from palimpsest.index.codefacts.examples import example_containers, example_defines
 from palimpsest.index.codefacts.mentions import bare_file_name, versioned_manual
+from palimpsest.index.codefacts.sites import Sites, is_site_config
 from palimpsest.index.context.diff import ChangedFile, definition_name, parse_diff
 from palimpsest.index.context.finding import Finding
 from palimpsest.index.context.source import files_at
@@ -351,11 +352,20 @@ async def _mentions(conn: Conn, repository_id: UUID, base_tree: Mapping[str, str
     ]
 
 
-def _path_forms(doc: str, written: str) -> list[tuple[str, bool]]:
-    """The repository paths a written path may stand for: (path, relative to the doc's folder)."""
+def _path_forms(
+    doc: str, written: str, source: str | None = None, sites: Sites | None = None
+) -> list[tuple[str, bool]]:
+    """The repository paths a written path may stand for: (path, relative to the doc's folder). A
+    link or document reference points where the doc's site resolves it (:mod:`.sites`)."""
     text = written.strip().split("#", 1)[0].split("?", 1)[0].rstrip("/")
     if not text or "://" in text:
         return []
+    if sites is not None and source in ("link", "docref"):
+        found = sites.resolve(doc, text).found
+        if found is None:
+            return []
+        # written relative to the doc when it is the doc's folder joined with what is written
+        return [(found, posixpath.normpath(posixpath.join(posixpath.dirname(doc), text)) == found)]
     if text.startswith("/"):
         return [(text.lstrip("/"), False)]
     out = [(posixpath.normpath(text.removeprefix("./")), False)]
@@ -381,6 +391,7 @@ def _hits(
     definitions: Sequence[Taken],
     paths: Mapping[str, Taken],
     existing: set[str],  # the base's files and folders
+    sites: Sites | None = None,  # the base's docs sites
 ) -> list[_Hit]:
     """The base doc lines naming what is taken; a written path is the first of its forms the base
     has (the doc's folder first: ``guide.md`` in ``docs/`` is ``docs/guide.md`` when that exists)."""
@@ -395,7 +406,7 @@ def _hits(
                     picked = (t, segment, t.became)
                     break
         else:  # a path mention or a Governs: target
-            picked = _path_taken(m, paths, existing)
+            picked = _path_taken(m, paths, existing, sites)
         if picked is None:
             continue
         hit = found.setdefault((m.doc, m.line), _Hit(m.doc, m.line, []))
@@ -405,13 +416,17 @@ def _hits(
 
 
 def _path_taken(
-    m: _Mention, paths: Mapping[str, Taken], existing: set[str]
+    m: _Mention, paths: Mapping[str, Taken], existing: set[str], sites: Sites | None = None
 ) -> tuple[Taken, str, str | None] | None:
     """What a path mention or ``Governs:`` target names that is taken, as written and as it should
     read; a bare file name (``setup.py``) is the reader's own file, not the repository's."""
     if m.kind == "mention" and bare_file_name(m.name, m.source):
         return None
-    forms = _path_forms(m.doc, m.name) if m.kind == "mention" else [(m.name.strip().lstrip("/"), False)]
+    forms = (
+        _path_forms(m.doc, m.name, m.source, sites)
+        if m.kind == "mention"
+        else [(m.name.strip().lstrip("/"), False)]
+    )
     at_base = sorted((f for f in forms if f[0] in existing), key=lambda f: not f[1])
     for path, relative in at_base[:1]:
         t = paths.get(path)
@@ -422,7 +437,8 @@ def _path_taken(
         if t.became is not None:
             new = posixpath.relpath(t.became, posixpath.dirname(m.doc) or ".") if relative else t.became
             if written.startswith("/"):
-                new = "/" + t.became
+                # root-relative: to the repository on GitHub; a site's root is another folder
+                new = "/" + t.became if path == written.lstrip("/") else None
             elif written.startswith("./") and not new.startswith("."):
                 new = "./" + new
         return (t, written, new)
@@ -528,6 +544,12 @@ def _finding(doc: str, line: int, text: str, taken: list[tuple[Taken, str, str |
     )
 
 
+async def _sites_at(git_dir: Path, rev: str, tree: Mapping[str, str]) -> Sites:
+    """The docs sites of the tree at ``rev`` (its files and folders), configurations read at ``rev``."""
+    configs = await files_at(git_dir, rev, sorted(p for p in tree if is_site_config(p)))
+    return Sites.of(tree, {p: t for p, t in configs.items() if t is not None}, _folders(set(tree)))
+
+
 async def left_behind(
     conn: Conn,
     repository_id: UUID,
@@ -545,8 +567,14 @@ async def left_behind(
     out.ran = True
     if not out.taken:
         return out
-    existing = set(base_tree) | _folders(set(base_tree))
-    hits = _hits(await _mentions(conn, repository_id, base_tree), definitions, paths, existing)
+    sites = await _sites_at(git_dir, base_sha, base_tree)
+    hits = _hits(
+        await _mentions(conn, repository_id, base_tree),
+        definitions,
+        paths,
+        set(sites.files | sites.dirs),
+        sites,
+    )
     hits, out.older_manual = _outside_older_manuals(hits, base_tree)
     if not hits:
         return out

@@ -33,7 +33,8 @@ resolver silently misses every definer that sorts after the referencing file).
 * calls: symbol -> symbol, from the innermost definition around the call site; a name defined
   in the same file wins, otherwise candidates as for references;
 * governs: doc -> each covered path (1/N), supersedes: doc -> doc;
-* mentions: doc -> the file a relative link or inline path names, or -> the definitions of an
+* mentions: doc -> the file a relative link names (where the doc's site resolves it:
+  :mod:`palimpsest.index.codefacts.sites`) or an inline path names, or -> the definitions of an
   identifier it names in inline code (1/N) — the edge that reaches docs without ``Governs:``.
 
 Everything the passes cannot resolve lands in the :class:`GraphReport`.
@@ -48,6 +49,7 @@ from itertools import islice
 from pathlib import PurePosixPath
 
 from palimpsest.index.codefacts import Kind, classify, rival_version_dirs
+from palimpsest.index.codefacts.sites import Sites
 from palimpsest.index.graph.docs import governed_paths, superseded_docs
 from palimpsest.index.graph.facts import FactRow, FileFacts, SnapshotFacts
 from palimpsest.index.graph.gcpause import gc_paused
@@ -118,6 +120,7 @@ class _Resolution:
         self.reexports: dict[str, list[str]] = {}  # barrel -> the modules it re-exports
         self._through: dict[str, frozenset[str]] = {}  # barrel -> every module it reaches
         self._scopes: dict[str, frozenset[str]] = {}  # file -> modules reached through its barrels
+        self._sites: Sites | None = None  # where a doc's links point, built on the first link
 
     # ------------------------------------------------------------------ passes
 
@@ -363,6 +366,14 @@ class _Resolution:
 
     def _mention(self, file: FileFacts, source: int, fact: FactRow) -> None:
         """A doc naming code: a path (relative to the doc, else to the root) or an identifier."""
+        if fact.target == "path" and fact.detail in ("link", "docref"):
+            if self._sites is None:
+                self._sites = Sites.of((f.path for f in self.files), self.texts)
+            found = self._sites.resolve(file.path, fact.name).found
+            node = self.builder.node_of_path(found) if found and found != file.path else None
+            if node is not None:
+                self.builder.add_edge(source, node, EdgeKind.MENTIONS)
+            return
         if fact.target == "path":
             name = fact.name.split("#", 1)[0]
             for base in (normalize(posixpath.join(dirname(file.path), name)), normalize(name.lstrip("/"))):
@@ -371,8 +382,10 @@ class _Resolution:
                     self.builder.add_edge(source, node, EdgeKind.MENTIONS)
                     return
             return
-        if fact.detail == "output":
-            return  # a name in a console or log block: only the doc check weighs it, against its line
+        if fact.detail == "output" or fact.target == "label":
+            # a name in a console or log block: only the doc check weighs it, against its line; a
+            # ``:ref:`` label names a place in the docs, not code
+            return
         name = _QUALIFIER.split(fact.name)[-1]
         entry = self.definers.get(name, {})
         if len(entry) > 2 * self.max_definers:

@@ -3,7 +3,8 @@
 The chunker stores symbols and facts per blob (content addressed); a snapshot maps paths to
 blobs. :class:`SnapshotFacts` is that join, held in memory, plus the text of the few
 configuration files import resolution needs (``tsconfig.json``, ``go.mod``, ``Cargo.toml``,
-``package.json``). It is plain data: the database loader fills it, and tests build it directly.
+``package.json``) and link resolution needs (docs sites' configs: ``mkdocs.yml``, Sphinx's
+``conf.py``, ``docusaurus.config.js``). It is plain data: the database loader fills it, and tests build it directly.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
+
+from palimpsest.index.codefacts.sites import is_site_config
 
 __all__ = [
     "CONFIG_FILE_NAMES",
@@ -27,7 +30,7 @@ CONFIG_FILE_NAMES = frozenset({"go.mod", "cargo.toml", "package.json"})
 
 def is_config_file(path: str) -> bool:
     name = path.rpartition("/")[2].lower()  # (PurePosixPath(path).name: 8 µs a path, 50 000 paths a load)
-    if name in CONFIG_FILE_NAMES:
+    if name in CONFIG_FILE_NAMES or is_site_config(path):
         return True
     return name.endswith(".json") and name.startswith(("tsconfig", "jsconfig"))
 

@@ -16,7 +16,7 @@ from palimpsest.index.languages import DOC_LANGUAGES, is_doc
 
 __all__ = ["ANALYSIS_VERSION", "analyze_file"]
 
-ANALYSIS_VERSION = 5
+ANALYSIS_VERSION = 6
 """Bumped whenever the same text would be chunked differently, so stored blobs get re-chunked."""
 
 

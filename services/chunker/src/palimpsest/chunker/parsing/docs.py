@@ -14,11 +14,14 @@ Facts:
   says ``identifier`` or ``path`` and ``detail`` where it was found: ``code``, ``fence:<language>``
   (``fence`` when the block names no known language), ``link``, ``docref`` (a Sphinx ``:doc:``
   reference, written without its extension), ``role`` (``:func:``, ``:class:``, …) or ``prose``
-  (a path with a file extension or a trailing slash, outside code and links). Sphinx roles that
-  name no code (``:ref:``, ``:term:``, ``:envvar:``, …) are not mentions, and neither is anything
+  (a path with a file extension or a trailing slash, outside code and links); ``label`` for a
+  ``:ref:``/``{ref}`` cross-reference (``detail`` ``ref``), which the check resolves against the
+  labels the docs define. Sphinx roles that name neither code nor a label (``:term:``,
+  ``:envvar:``, …) are not mentions, and neither is anything
   on a line that says it is history (removed, renamed, deprecated, formerly …) or inside a
   ``versionchanged``/``deprecated``/``versionremoved`` directive. The analyzer's mechanical
   documentation check compares them with the index and git history.
+* ``label`` -- a label the doc defines for ``:ref:`` (``.. _name:``, MyST ``(name)=``).
 
 Markdown, MyST and plain text are read from their syntax tree (:mod:`.markdown`): links, images,
 inline code (with its MyST role: ``{py:meth}`x```), fences and MyST directives are taken from the
@@ -88,6 +91,7 @@ _IDENTIFIER_ROLES = frozenset(
         "union", "interface", "field",
     }
 )  # fmt: skip
+_LABEL_ROLES = frozenset({"ref", "numref"})
 _ROLE_TARGET = re.compile(r"<([^<>]+)>\s*$")
 # a line that tells history ("`foo` was removed in 2.0") names the old thing on purpose; the words
 # are read in the prose of the line only (:func:`_tells_history`), as whole words
@@ -240,6 +244,20 @@ class _Mentions:
     seen: dict[tuple[str, str], Fact] = field(default_factory=dict)
     module: str | None = None  # the Sphinx ``currentmodule`` names in roles are relative to
     declared: dict[str, str] = field(default_factory=dict)  # name → module of its API directive
+    labels: dict[str, Fact] = field(default_factory=dict)  # the ``:ref:`` labels the doc defines
+
+    def label(self, name: str, line: int) -> None:
+        """A label the doc defines (``.. _name:``, ``(name)=``), as Sphinx normalises it."""
+        normal = " ".join(name.lower().split())
+        if normal and len(self.labels) < MAX_MENTIONS:
+            self.labels.setdefault(normal, Fact("label", normal, line))
+
+    def label_all(self, lines: dict[int, str]) -> None:
+        for number, name in lines.items():
+            self.label(name, number)
+
+    def facts(self) -> list[Fact]:
+        return [*self.seen.values(), *self.labels.values()]
 
     def add(self, name: str, line: int, category: str, source: str) -> None:
         if len(self.seen) < MAX_MENTIONS:
@@ -271,6 +289,8 @@ def _rst_mentions(lines: list[str], starts: list[tuple[int, str]]) -> list[Fact]
                 _fenced_mentions(found, line, number, literal.source)
             continue
         literal = _Literal.opened_by(line)
+        if label := _rst_label(line):
+            found.label(label, number)
         if _is_rst_comment(line):  # a comment and its indented body are read for nothing
             literal = _Literal(len(line) - len(line.lstrip()), None)
             continue
@@ -289,10 +309,13 @@ def _rst_mentions(lines: list[str], starts: list[tuple[int, str]]) -> list[Fact]
         if api := _API_DIRECTIVE.match(line):
             found.add_api(api.group(1) or api.group(2), number, declares=True)
             continue
+        if program := _autoprogram_target(line):
+            found.add_api(program, number)
+            continue
         _inline_mentions(found, line, number)
         if not any(p.match(line) for p in (_HEADER_FACT, _RST_DIRECTIVE)):
             _prose_mentions(found, _INLINE_CODE.sub(" ", _RST_LINK.sub(" ", line)), number)
-    return list(found.seen.values())
+    return found.facts()
 
 
 def _markdown_mentions(
@@ -301,6 +324,7 @@ def _markdown_mentions(
     """Mentions from the nodes of the parsed reading that carry them (:mod:`.markdown`): links and
     images, inline code (with its MyST role), fenced code, MyST directives, and paths in prose."""
     found = _Mentions()
+    found.label_all(reading.label_lines)
     prose = reading.prose
     history = _historical_sections(starts, len(lines), lambda number, _title: _prose_history(prose[number]))
     for number, line in enumerate(lines, start=1):
@@ -333,7 +357,7 @@ def _markdown_mentions(
                 _code_mention(found, span.code, number)
         if not _HEADER_FACT.match(line):
             _prose_mentions(found, said, number)
-    return list(found.seen.values())
+    return found.facts()
 
 
 def _directive_mention(found: _Mentions, name: str, argument: str, number: int) -> None:
@@ -345,8 +369,21 @@ def _directive_mention(found: _Mentions, name: str, argument: str, number: int) 
         return
     if kind in ("module", "currentmodule"):
         found.module = target
+    elif kind == "autoprogram" and (program := _autoprogram_target(f".. autoprogram:: {argument}")):
+        found.add_api(program, number)
     elif kind.removeprefix("auto") in _API_KINDS and _QUALIFIED.match(target):
         found.add_api(target, number, declares=True)
+
+
+def _autoprogram_target(line: str) -> str | None:
+    """The object an ``autoprogram`` directive documents (``.. autoprogram:: pkg.cli:parser``,
+    ``pkg.cli:make_parser()``), as a dotted name: ``pkg.cli.parser``."""
+    stripped = line.strip()
+    if not stripped.startswith(".. autoprogram::"):
+        return None
+    module, _, attribute = stripped.removeprefix(".. autoprogram::").strip().partition(":")
+    dotted = f"{module}.{attribute.removesuffix('()')}" if attribute else module
+    return dotted if _QUALIFIED.match(dotted) and "." in dotted else None
 
 
 def _tells_history(line: str) -> bool:
@@ -371,6 +408,18 @@ def _historical_sections(
             last = starts[index + 1][0] - 1 if index + 1 < len(starts) else total
             out.update(range(first, last + 1))
     return out
+
+
+def _rst_label(line: str) -> str | None:
+    """The name an RST internal target defines (``.. _routing:``, ``.. _`with colon`:``), which
+    ``:ref:`` can name; an anonymous target (``.. __:``) or an external one (``.. _pypi: URL``) defines none."""
+    stripped = line.strip()
+    if not stripped.startswith(".. _") or not stripped.endswith(":") or stripped.startswith(".. __"):
+        return None
+    name = stripped[4:-1].strip()
+    if name.startswith("`") and name.endswith("`"):
+        name = name[1:-1]
+    return name or None
 
 
 def _is_rst_comment(line: str) -> bool:
@@ -503,7 +552,9 @@ def _role_mention(found: _Mentions, roles: str, text: str, number: int) -> None:
     value = (target.group(1) if target else text).strip().lstrip("~!").removesuffix("()")
     if not value:
         return
-    if role == "doc":
+    if role in _LABEL_ROLES:  # a label of the docs (or of another project, through intersphinx)
+        found.add(" ".join(value.lower().split()), number, "label", "ref")
+    elif role == "doc":
         found.add(value.rstrip("/"), number, "path", "docref")
     elif role == "file":
         if _is_path(value):

@@ -55,6 +55,7 @@ class MarkdownReading:
     skipped: set[int] = field(default_factory=set)
     prose: dict[int, str] = field(default_factory=dict)
     labels: set[str] = field(default_factory=set)  # MyST ``(label)=`` targets
+    label_lines: dict[int, str] = field(default_factory=dict)  # line → the MyST target it defines
     directives: dict[int, tuple[str, str]] = field(default_factory=dict)  # line → MyST (name, argument)
     history: set[int] = field(default_factory=set)  # lines inside a versionchanged/deprecated directive
     table_rows: dict[int, int] = field(default_factory=dict)  # a pipe table's row → its header's line
@@ -67,6 +68,7 @@ class MarkdownReading:
         self.skipped.update(n + offset for n in other.skipped)
         self.prose.update({n + offset: v for n, v in other.prose.items()})
         self.labels.update(other.labels)
+        self.label_lines.update({n + offset: v for n, v in other.label_lines.items()})
         self.directives.update({n + offset: v for n, v in other.directives.items()})
         self.history.update(n + offset for n in other.history)
         self.table_rows.update({n + offset: h + offset for n, h in other.table_rows.items()})
@@ -103,6 +105,7 @@ def read_markdown(lines: list[str]) -> MarkdownReading:
         stripped = line.strip()
         if len(stripped) > 3 and stripped.startswith("(") and stripped.endswith(")="):
             reading.labels.add(stripped[1:-2])  # a MyST target names the place, not a path
+            reading.label_lines[row + 1] = stripped[1:-2]
             reading.skipped.add(row + 1)
     for number, targets in reading.links.items():
         reading.links[number] = [t for t in targets if t.split("#", 1)[0] not in reading.labels]

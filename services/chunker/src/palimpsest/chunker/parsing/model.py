@@ -29,7 +29,9 @@ SECTION = "section"
 """Chunk kind of a documentation section (or a window inside a long one)."""
 
 
-FACT_KINDS = frozenset({"reference", "call", "import", "dynamic", "governs", "supersedes", "mention"})
+FACT_KINDS = frozenset(
+    {"reference", "call", "import", "dynamic", "governs", "supersedes", "mention", "label"}
+)
 
 
 class Chunk(NamedTuple):
@@ -79,9 +81,12 @@ class Fact(NamedTuple):
       ``target`` is the enclosing definition, ``detail`` the first line of the site.
     * ``governs`` -- ``name`` is a repository path (``./`` and a trailing ``/`` removed).
     * ``supersedes`` -- ``name`` is a document id such as ``0004`` or ``ADR-0011``.
-    * ``mention`` -- ``name`` is an identifier or path a document names; ``target`` is
-      ``identifier`` or ``path``, ``detail`` where it was found (``code`` for inline code,
-      ``fence`` for a fenced block, ``link`` for a link target, relative to the document).
+    * ``mention`` -- ``name`` is an identifier, path or label a document names; ``target`` is
+      ``identifier``, ``path`` or ``label`` (a ``:ref:`` cross-reference, lower case), ``detail``
+      where it was found (``code`` for inline code, ``fence`` for a fenced block, ``link`` for a
+      link target, relative to the document, ``ref`` for a cross-reference role).
+    * ``label`` -- ``name`` is a label the document defines for ``:ref:`` (``.. _name:`` in
+      reStructuredText, ``(name)=`` in MyST), lower case as Sphinx normalises it.
     """
 
     kind: str
