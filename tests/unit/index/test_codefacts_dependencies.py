@@ -153,6 +153,8 @@ def test_dependencies_answer_by_the_name_a_program_imports() -> None:
     assert deps.owns("github.com/labstack/echo/v5/middleware") and not deps.declares(
         "github.com/labstack/echo/v5"
     )
+    assert deps.owns("github.com/labstack/echo/middleware") and deps.owns("github.com/labstack/echo/v4")
+    assert not deps.owns("github.com/labstack/echo-contrib")
     assert not deps.declares("pino") and not deps.declares("shop_handlers") and not deps.declares("")
     assert import_names("zope.interface") == {"zope.interface", "zope_interface"}
     assert import_names("com.squareup.okhttp3:okhttp") == {"com.squareup.okhttp3", "okhttp"}

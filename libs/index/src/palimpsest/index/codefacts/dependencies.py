@@ -77,6 +77,8 @@ _GO_REQUIRE = re.compile(r"^\s*(?:require\s+)?([\w.~-]+(?:/[\w.~-]+)+)\s+v\S+", 
 _GEM = re.compile(
     r"""^\s*(?:gem|(?:\w+\.)?add_(?:runtime_|development_)?dependency)\s*\(?\s*['"]([\w.-]+)['"]""", re.M
 )
+_GO_MAJOR = re.compile(r"/v\d+(?=/|$)")
+"""A Go module path's major version element (``/v5``): the same module at another major version."""
 _GRADLE = re.compile(r"""['"]([\w.-]+):([\w.-]+)(?::[^'"]*)?['"]""")
 
 
@@ -108,8 +110,13 @@ class Dependencies:
 
     def owns(self, module: str) -> bool:
         """Whether ``module`` is under a name the repository publishes itself under
-        (``github.com/labstack/echo/v5/middleware``, ``fastify``, ``pyramid.config``)."""
-        return _within(module, self.own)
+        (``github.com/labstack/echo/v5/middleware``, ``fastify``, ``pyramid.config``); a Go path of
+        another major version is the same module's (``github.com/labstack/echo/v4`` for ``…/v5``)."""
+        return _within(module, self.own) or _within(_GO_MAJOR.sub("", module), self.unversioned)
+
+    @property
+    def unversioned(self) -> frozenset[str]:
+        return frozenset(_GO_MAJOR.sub("", name) for name in self.own)
 
 
 def _within(module: str, names: frozenset[str]) -> bool:
