@@ -246,6 +246,14 @@ def test_whose_name_the_examples_own_code_says() -> None:
     assert name_owners(RST, "include", 10, "t.rst") == []  # a method of the example's own object
 
 
+def test_a_standard_module_written_without_its_import_unless_the_example_makes_it() -> None:
+    assert name_owners("```python\nos.makedirs('x')\n```\n", "makedirs", 2) == [
+        Owner("os", "python", "qualified")
+    ]
+    queue = "```python\nqueue = Queue(connection=redis)\nqueue.enqueue_call(job)\n```\n"
+    assert name_owners(queue, "enqueue_call", 3) == []
+
+
 def test_a_name_only_quoted_in_the_examples() -> None:
     assert quoted_only(RST, "do_timing", "t.rst")
     assert not quoted_only(RST, "add_handler", "t.rst")

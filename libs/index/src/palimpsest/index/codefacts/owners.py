@@ -266,7 +266,7 @@ def _owner(
         plugin = _plugin(code[:start], root, imports)
         if plugin is not None:
             return Owner(plugin, language, "plugin")
-        if language in ("python", "go", "rust", "java") and root in _standard_roots(language):
+        if language and root in _standard_roots(language) and not _bound(code, root):
             return Owner(root, language, "qualified")
         return None
     # a field, keyword or option: what holds it says whose it is
@@ -280,6 +280,14 @@ def _standard_roots(language: str) -> frozenset[str]:
     from palimpsest.index.codefacts.dependencies import standard_roots
 
     return standard_roots(language)
+
+
+def _bound(code: str, name: str) -> bool:
+    """Whether the block makes ``name`` itself (assigns it, loops over it, takes it as a parameter):
+    a variable called like a standard module (``queue = Queue()``) is the example's object."""
+    n = re.escape(name)
+    pattern = rf"(?<![\w$.]){n}\s*(?::[^=\n]*)?=(?!=)|\b(?:for|as|let|const|var)\s+{n}\b|[(,]\s*{n}\s*[,:)=]"
+    return re.search(pattern, code) is not None
 
 
 def _qualifier(code: str, start: int) -> str:
@@ -326,7 +334,7 @@ def _container_owner(
         if root in imports:
             return Owner(imports[root], language, "field" if opener == "{" else "option")
         if "." in text or "::" in text or opener == "(":
-            if language and root in _standard_roots(language):
+            if language and root in _standard_roots(language) and not _bound(code, root):
                 return Owner(root, language, "field" if opener == "{" else "option")
             return None  # a call or a type of something else: its option, not a module's
     return None
