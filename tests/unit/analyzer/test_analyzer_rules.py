@@ -151,6 +151,10 @@ JS_OWN = "```js\nconst l = {\n  transport: {\n    target: 'console',\n    option
 PY_PLUGIN = "```python\nimport shop_handlers\nconfig.include(shop_handlers)\nconfig.add_handler('a')\n```\n"
 PY_ADDON = "```python\nimport other_addon\nconfig.include(other_addon)\nconfig.add_handler('a')\n```\n"
 PY_OWN = "```python\nfrom shop import cart\nconfig.include(cart)\nconfig.add_handler('a')\n```\n"
+PY_BLOG = (
+    "A ``Blog``.\n\n```python\nfrom resources import Blog\n```\n\n```python\nclass Blog:\n    pass\n```\n"
+)
+PY_BLOG_IMPORTED = "A ``Blog``.\n\n```python\nfrom shop.cart import Blog\n```\n"
 PY_STD = "```python\nfrom wsgiref.simple_server import make_server\n```\n"
 PY_OWN_IMPORT = "```python\nfrom shop.cart import make_server\n```\n"
 
@@ -433,6 +437,8 @@ CASES: list[Case] = [
     ("identifier.dependency", lambda: foreign("translateTime", JS_OWN, 5, "fence:javascript"), False),
     ("identifier.dependency", lambda: foreign("add_handler", PY_OWN, 4), False),
     ("identifier.other_module", lambda: foreign("add_handler", PY_ADDON, 4), True),
+    ("identifier.own_example", lambda: foreign("Blog", PY_BLOG, 1, "code"), True),
+    ("identifier.own_example", lambda: foreign("Blog", PY_BLOG_IMPORTED, 1, "code"), False),
     ("identifier.other_module", lambda: foreign("add_handler", PY_PLUGIN, 4), False),
     ("judge.method_called_bare", lambda: judged(source="fence:python", how="member", bare_call=True), True),
     ("judge.method_called_bare", lambda: judged(source="fence:python", how="member"), False),

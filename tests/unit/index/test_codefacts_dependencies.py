@@ -15,7 +15,7 @@ from palimpsest.index.codefacts.dependencies import (
     read_manifests,
     standard_module,
 )
-from palimpsest.index.codefacts.owners import Owner, code_blocks, name_owners, quoted_only
+from palimpsest.index.codefacts.owners import Owner, block_defines, code_blocks, name_owners, quoted_only
 
 PYPROJECT = b"""[project]
 name = "shop"
@@ -258,3 +258,13 @@ def test_a_name_only_quoted_in_the_examples() -> None:
     assert quoted_only(RST, "do_timing", "t.rst")
     assert not quoted_only(RST, "add_handler", "t.rst")
     assert not quoted_only(RST, "missing", "t.rst")
+
+
+def test_a_class_an_example_defines_block_by_block() -> None:
+    text = (
+        "Resources\n=========\n\n.. code-block:: python\n\n    from resources import Blog\n\n"
+        ".. code-block:: python\n\n    class Blog(object):\n        def show(self):\n            pass\n"
+    )
+    assert block_defines(text, "Blog", "r.rst")
+    assert not block_defines(text, "show", "r.rst")  # a method: reached through the object
+    assert not block_defines(text, "resources", "r.rst")

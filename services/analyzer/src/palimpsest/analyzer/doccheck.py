@@ -60,7 +60,7 @@ from palimpsest.index.codefacts.classify import Kind, classify
 from palimpsest.index.codefacts.dependencies import Dependencies, standard_module
 from palimpsest.index.codefacts.examples import example_defines
 from palimpsest.index.codefacts.mentions import bare_file_name, versioned_manual
-from palimpsest.index.codefacts.owners import Owner, name_owners, quoted_only
+from palimpsest.index.codefacts.owners import Owner, block_defines, name_owners, quoted_only
 from palimpsest.index.codefacts.pages import generated_reference, is_pointer_page
 from palimpsest.index.docstates import DOC_STATES, DocState
 from palimpsest.index.staleness import is_stale, stale_annotation
@@ -341,7 +341,10 @@ def foreign_away(
     repository's (:func:`palimpsest.index.codefacts.owners.name_owners`): the standard library's
     (``&http.Server{ReadTimeout: …}``), a package the manifests declare (``transport: { target:
     'pino-pretty', options: { translateTime: … } }``) or another module the example imports or
-    names (``config.include(pyramid_handlers)`` then ``config.add_handler``). ``texts``: the docs'
+    names (``config.include(pyramid_handlers)`` then ``config.add_handler``); and a prose mention
+    of a name an example of the doc defines at its top level, block by block
+    (:func:`palimpsest.index.codefacts.owners.block_defines`: ``class Blog`` in one block is the
+    example's own though another imports it). ``texts``: the docs'
     texts at the snapshot; ``paths``: its tree. A prose mention of a name the doc's examples only
     quote as a key is marked (:attr:`Claim.quoted`): history decides whether the code only read it."""
     tree = _Tree.of(paths)
@@ -365,6 +368,11 @@ def foreign_away(
             claims.decided(mention, rule)
             continue
         prose = not (mention.source or "").startswith("fence")
+        if prose and block_defines(text, last, mention.doc):
+            claims.decided(
+                mention, R.IDENTIFIER_OWN_EXAMPLE
+            )  # ``class Blog`` in one block, imported in another
+            continue
         kept.append(replace(claim, quoted=True) if prose and quoted_only(text, last, mention.doc) else claim)
     claims.claims = kept
     return claims

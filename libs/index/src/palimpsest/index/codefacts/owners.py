@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from palimpsest.index.languages import fence_language
 
-__all__ = ["CodeBlock", "Owner", "code_blocks", "name_owners", "quoted_only"]
+__all__ = ["CodeBlock", "Owner", "block_defines", "code_blocks", "name_owners", "quoted_only"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +145,23 @@ def quoted_only(text: str, name: str, path: str = "") -> bool:
             if start < 0 or not quoted.match(block.text, start):
                 return False
     return uses > 0
+
+
+def block_defines(text: str, name: str, path: str = "") -> bool:
+    """Whether a code block of the doc defines ``name`` at its top level (``class Blog(object):``,
+    ``def show():``, ``func Handler()``, ``type Config struct``), read block by block: another
+    block importing the same name (``from resources import Blog``) does not undo it."""
+    keyword = re.compile(
+        rf"^(?P<indent>[ \t]*)(?:export[ \t]+)?(?:async[ \t]+)?"
+        rf"(?:class|def|func|function|fn|struct|type|interface|trait|enum)[ \t]+{re.escape(name)}(?![\w$])",
+        re.M,
+    )
+    for block in code_blocks(text, path):
+        lines = [line for line in block.text.split("\n") if line.strip()]
+        top = min((len(line) - len(line.lstrip()) for line in lines), default=0)
+        if any(len(m.group("indent")) == top for m in keyword.finditer(block.text)):
+            return True
+    return False
 
 
 # ----------------------------------------------------------------------------- one block
