@@ -155,6 +155,8 @@ PY_BLOG = (
     "A ``Blog``.\n\n```python\nfrom resources import Blog\n```\n\n```python\nclass Blog:\n    pass\n```\n"
 )
 PY_BLOG_IMPORTED = "A ``Blog``.\n\n```python\nfrom shop.cart import Blog\n```\n"
+GO_UNIMPORTED = "```go\ns := &http.Server{\n\tReadTimeout: 5,\n}\n```\n"
+GO_OWN_PACKAGE = "```go\nc := shop.Config{\n\tReadTimeout: 5,\n}\n```\n"
 PY_STD = "```python\nfrom wsgiref.simple_server import make_server\n```\n"
 PY_OWN_IMPORT = "```python\nfrom shop.cart import make_server\n```\n"
 
@@ -430,6 +432,8 @@ CASES: list[Case] = [
     ("judge.quoted_name", lambda: judged(source="code", how="defined", quoted=True), False),
     ("identifier.standard_library", lambda: foreign("ReadTimeout", GO_SERVER, 7, "fence:go"), True),
     ("identifier.standard_library", lambda: foreign("make_server", PY_STD, 2), True),
+    ("identifier.standard_library", lambda: foreign("ReadTimeout", GO_UNIMPORTED, 3, "fence:go"), True),
+    ("identifier.standard_library", lambda: foreign("ReadTimeout", GO_OWN_PACKAGE, 3, "fence:go"), False),
     ("identifier.standard_library", lambda: foreign("ReadTimeout", GO_OWN, 5, "fence:go"), False),
     ("identifier.standard_library", lambda: foreign("make_server", PY_OWN_IMPORT, 2), False),
     ("identifier.dependency", lambda: foreign("translateTime", JS_PINO, 5, "fence:javascript"), True),

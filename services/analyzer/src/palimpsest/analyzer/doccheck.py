@@ -385,6 +385,8 @@ def _whose(owner: Owner, dependencies: Dependencies, tree: _Tree) -> Rule | None
     module = owner.module
     if not module or module.startswith((".", "/")) or dependencies.owns(module):
         return None
+    if owner.how == "package" and (tree.package(module) or tree.has_stem(module)):
+        return None  # a Go package name of this repository's own (``middleware.StaticConfig{…}``)
     if standard_module(module, owner.language):
         return R.IDENTIFIER_STANDARD_LIBRARY
     if dependencies.declares(module):

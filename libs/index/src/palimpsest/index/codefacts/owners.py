@@ -48,7 +48,8 @@ class CodeBlock:
 @dataclass(frozen=True, slots=True)
 class Owner:
     """A module a doc's code ties a name to, in ``language``, and how (``import``, ``qualified``,
-    ``string``, ``field``, ``option``, ``value``, ``plugin``)."""
+    ``string``, ``field``, ``option``, ``value``, ``plugin``; ``package``: a Go package name a
+    snippet uses without its import, whose path is unknown)."""
 
     module: str
     language: str | None
@@ -350,6 +351,10 @@ def _container_owner(
         root = re.split(r"\.|::", text)[0]
         if root in imports:
             return Owner(imports[root], language, "field" if opener == "{" else "option")
+        if language == "go" and opener == "{" and "." in text and root[:1].islower():
+            # Go's syntax: the type of a composite literal ``http.Server{…}`` is qualified by a
+            # package, imported or not in a snippet
+            return Owner(root, language, "package")
         if "." in text or "::" in text or opener == "(":
             if language and root in _standard_roots(language) and not _bound(code, root):
                 return Owner(root, language, "field" if opener == "{" else "option")
