@@ -24,12 +24,14 @@ from palimpsest.analyzer.doccheck import (
     _not_about_the_code,
     _path_claim,
     _Tree,
+    foreign_away,
     judge,
     settle_weak_uses,
     weak_support,
 )
 from palimpsest.analyzer.history import Evidence, History
 from palimpsest.analyzer.rules import RULES, Rule
+from palimpsest.index.codefacts.dependencies import read_manifests
 
 TREE = _Tree.of(
     [
@@ -119,6 +121,7 @@ def judged(
     reader_deleted: bool = False,
     qualified: bool = False,
     copied_from: str | None = None,
+    quoted: bool = False,
 ) -> str:
     claim = Claim(
         _mention(name, source=source),
@@ -128,6 +131,7 @@ def judged(
         bare_call,
         unimported,
         qualified=qualified,
+        quoted=quoted,
     )
     evidence = Evidence(
         "a" * 40, T1, "b" * 40, T2, seen_in=seen_in, how=how, reader_deleted=reader_deleted,
@@ -135,6 +139,39 @@ def judged(
     )  # fmt: skip
     found = _not_about_the_code(claim, evidence, copied_from=copied_from)
     return found.name if found is not None else "finding"
+
+
+MANIFESTS = read_manifests(
+    {
+        "pyproject.toml": b'[project]\nname = "shop"\ndependencies = ["shop-handlers"]\n',
+        "web/package.json": b'{"name": "shop-web", "devDependencies": {"pino-pretty": "^10"}}',
+    }
+)
+
+
+def foreign(name: str, text: str, line: int, source: str = "fence:python", doc: str = "docs/guide.md") -> str:
+    """What :func:`foreign_away` makes of the claim ``name`` on ``line`` of ``text``."""
+    mention = _Mention(doc, line, "mention", name, "identifier", source)
+    claims = Claims(claims=[Claim(mention, "missing_identifier", f"`{name}`", (name,))])
+    foreign_away(claims, MANIFESTS, {doc: text}, TREE.files)
+    return next(iter(claims.rules), "claim")
+
+
+GO_SERVER = '```go\nimport (\n\t"net/http"\n)\n\ns := &http.Server{\n\tReadTimeout: 5,\n}\n```\n'
+GO_OWN = '```go\nimport "example.com/shop/server"\n\ns := &server.Server{\n\tReadTimeout: 5,\n}\n```\n'
+JS_PINO = "```js\nconst l = {\n  transport: {\n    target: 'pino-pretty',\n    options: { translateTime: 'x' },\n  },\n}\n```\n"
+JS_OWN = "```js\nconst l = {\n  transport: {\n    target: 'console',\n    options: { translateTime: 'x' },\n  },\n}\n```\n"
+PY_PLUGIN = "```python\nimport shop_handlers\nconfig.include(shop_handlers)\nconfig.add_handler('a')\n```\n"
+PY_ADDON = "```python\nimport other_addon\nconfig.include(other_addon)\nconfig.add_handler('a')\n```\n"
+PY_OWN = "```python\nfrom shop import cart\nconfig.include(cart)\nconfig.add_handler('a')\n```\n"
+PY_BLOG = (
+    "A ``Blog``.\n\n```python\nfrom resources import Blog\n```\n\n```python\nclass Blog:\n    pass\n```\n"
+)
+PY_BLOG_IMPORTED = "A ``Blog``.\n\n```python\nfrom shop.cart import Blog\n```\n"
+GO_UNIMPORTED = "```go\ns := &http.Server{\n\tReadTimeout: 5,\n}\n```\n"
+GO_OWN_PACKAGE = "```go\nc := shop.Config{\n\tReadTimeout: 5,\n}\n```\n"
+PY_STD = "```python\nfrom wsgiref.simple_server import make_server\n```\n"
+PY_OWN_IMPORT = "```python\nfrom shop.cart import make_server\n```\n"
 
 
 def proved(history: History | None) -> str:
@@ -416,6 +453,22 @@ CASES: list[Case] = [
     ),
     ("judge.quoted_name", lambda: judged(source="fence:python", how="read"), True),
     ("judge.quoted_name", lambda: judged(source="code", how="read"), False),
+    ("judge.quoted_name", lambda: judged(source="code", how="read", quoted=True), True),
+    ("judge.quoted_name", lambda: judged(source="code", how="defined", quoted=True), False),
+    ("identifier.standard_library", lambda: foreign("ReadTimeout", GO_SERVER, 7, "fence:go"), True),
+    ("identifier.standard_library", lambda: foreign("make_server", PY_STD, 2), True),
+    ("identifier.standard_library", lambda: foreign("ReadTimeout", GO_UNIMPORTED, 3, "fence:go"), True),
+    ("identifier.standard_library", lambda: foreign("ReadTimeout", GO_OWN_PACKAGE, 3, "fence:go"), False),
+    ("identifier.standard_library", lambda: foreign("ReadTimeout", GO_OWN, 5, "fence:go"), False),
+    ("identifier.standard_library", lambda: foreign("make_server", PY_OWN_IMPORT, 2), False),
+    ("identifier.dependency", lambda: foreign("translateTime", JS_PINO, 5, "fence:javascript"), True),
+    ("identifier.dependency", lambda: foreign("add_handler", PY_PLUGIN, 4), True),
+    ("identifier.dependency", lambda: foreign("translateTime", JS_OWN, 5, "fence:javascript"), False),
+    ("identifier.dependency", lambda: foreign("add_handler", PY_OWN, 4), False),
+    ("identifier.other_module", lambda: foreign("add_handler", PY_ADDON, 4), True),
+    ("identifier.own_example", lambda: foreign("Blog", PY_BLOG, 1, "code"), True),
+    ("identifier.own_example", lambda: foreign("Blog", PY_BLOG_IMPORTED, 1, "code"), False),
+    ("identifier.other_module", lambda: foreign("add_handler", PY_PLUGIN, 4), False),
     ("judge.method_called_bare", lambda: judged(source="fence:python", how="member", bare_call=True), True),
     ("judge.method_called_bare", lambda: judged(source="fence:python", how="member"), False),
     ("judge.unimported_call", lambda: judged(source="fence:python", bare_call=True, unimported=True), True),

@@ -59,8 +59,10 @@ from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_output_path
 from palimpsest.index.codefacts.classify import Kind, classify
+from palimpsest.index.codefacts.dependencies import Dependencies, standard_module
 from palimpsest.index.codefacts.examples import example_defines
 from palimpsest.index.codefacts.mentions import bare_file_name, versioned_manual
+from palimpsest.index.codefacts.owners import Owner, block_defines, name_owners, quoted_only
 from palimpsest.index.codefacts.pages import generated_reference, is_pointer_page
 from palimpsest.index.codefacts.sites import Sites, is_site_config
 from palimpsest.index.docstates import DOC_STATES, DocState
@@ -75,6 +77,7 @@ __all__ = [
     "DocFinding",
     "FindingKind",
     "explains",
+    "foreign_away",
     "gather_claims",
     "generated_reference",
     "judge",
@@ -161,6 +164,7 @@ class Claim:
     support: tuple[str, ...] = ()
     support_note: str | None = None
     qualified: bool = False  # identifiers: qualified by this repository's own package or class
+    quoted: bool = False  # identifiers in prose: the doc's examples only quote it (``get('do_timing')``)
 
 
 @dataclass(slots=True)
@@ -333,6 +337,71 @@ def reopen_weak_uses(
     gone = set(reopened)
     claims.used = [m for m in claims.used if m not in gone]
     return claims
+
+
+def foreign_away(
+    claims: Claims, dependencies: Dependencies, texts: dict[str, str], paths: Iterable[str]
+) -> Claims:
+    """Drop the identifier claims whose name the doc's own code ties to a module that is not this
+    repository's (:func:`palimpsest.index.codefacts.owners.name_owners`): the standard library's
+    (``&http.Server{ReadTimeout: …}``), a package the manifests declare (``transport: { target:
+    'pino-pretty', options: { translateTime: … } }``) or another module the example imports or
+    names (``config.include(pyramid_handlers)`` then ``config.add_handler``); and a prose mention
+    of a name an example of the doc defines at its top level, block by block
+    (:func:`palimpsest.index.codefacts.owners.block_defines`: ``class Blog`` in one block is the
+    example's own though another imports it). ``texts``: the docs'
+    texts at the snapshot; ``paths``: its tree. A prose mention of a name the doc's examples only
+    quote as a key is marked (:attr:`Claim.quoted`): history decides whether the code only read it."""
+    tree = _Tree.of(paths)
+    known = dependencies.declares  # a string value names a module only when a manifest declares it
+    kept: list[Claim] = []
+    for claim in claims.claims:
+        mention = claim.mention
+        text = texts.get(mention.doc, "")
+        if claim.kind != "missing_identifier" or not text:
+            kept.append(claim)
+            continue
+        last = _last(mention.name)
+        owners = name_owners(text, last, mention.line, mention.doc, known)
+        whose = [_whose(o, dependencies, tree) for o in owners]
+        if whose and all(w is not None for w in whose):
+            rule = next(
+                r
+                for r in (R.IDENTIFIER_STANDARD_LIBRARY, R.IDENTIFIER_DEPENDENCY, R.IDENTIFIER_OTHER_MODULE)
+                if r in whose
+            )
+            claims.decided(mention, rule)
+            continue
+        prose = not (mention.source or "").startswith("fence")
+        if prose and block_defines(text, last, mention.doc):
+            claims.decided(
+                mention, R.IDENTIFIER_OWN_EXAMPLE
+            )  # ``class Blog`` in one block, imported in another
+            continue
+        kept.append(replace(claim, quoted=True) if prose and quoted_only(text, last, mention.doc) else claim)
+    claims.claims = kept
+    return claims
+
+
+def _whose(owner: Owner, dependencies: Dependencies, tree: _Tree) -> Rule | None:
+    """Whose module ``owner`` names, as a rule: the standard library's, a declared dependency's,
+    another module's; None when it is this repository's or may be (a relative import, a name the
+    manifests publish, a module of the tree), or a plain string value naming nothing known."""
+    module = owner.module
+    if not module or module.startswith((".", "/")) or dependencies.owns(module):
+        return None
+    if owner.how == "package" and (tree.package(module) or tree.has_stem(module)):
+        return None  # a Go package name of this repository's own (``middleware.StaticConfig{…}``)
+    if standard_module(module, owner.language):
+        return R.IDENTIFIER_STANDARD_LIBRARY
+    if dependencies.declares(module):
+        return R.IDENTIFIER_DEPENDENCY
+    if owner.how == "value":
+        return None
+    root = re.split(r"[./]|::", module.lstrip("@"))[0]
+    if tree.module(module.replace("/", ".")) or tree.package(root) or tree.has_stem(root):
+        return None
+    return R.IDENTIFIER_OTHER_MODULE
 
 
 def used_names(claims: Claims) -> set[str]:
@@ -806,7 +875,7 @@ def _not_about_the_code(claim: Claim, evidence: Evidence, *, copied_from: str | 
         return None
     if evidence.written_while_existed is False and not claim.qualified and copied_from is None:
         return R.JUDGE_WRITTEN_AFTER
-    if evidence.how == "read" and (claim.mention.source or "").startswith("fence"):
+    if evidence.how == "read" and ((claim.mention.source or "").startswith("fence") or claim.quoted):
         return R.JUDGE_QUOTED_NAME
     if evidence.how == "member" and claim.bare_call:
         return R.JUDGE_METHOD_CALLED_BARE

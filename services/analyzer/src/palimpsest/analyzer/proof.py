@@ -25,6 +25,7 @@ from palimpsest.analyzer.doccheck import (
     Claim,
     Claims,
     Judged,
+    foreign_away,
     judge,
     reopen_weak_uses,
     settle_weak_uses,
@@ -45,7 +46,8 @@ from palimpsest.core.db import Conn
 from palimpsest.core.git import GitAuth, decode_path, read_blobs, run_git, stream_git
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.sources import SourcePolicy
-from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file
+from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_vendored
+from palimpsest.index.codefacts.dependencies import is_manifest, read_manifests
 from palimpsest.index.codefacts.settings import (
     EnvName,
     SettingsModule,
@@ -82,6 +84,7 @@ MIN_COPIED_LINE = 16  # characters: a shorter line (a heading, a bare name) is n
 MAX_COPIED_GREPS = 100  # doc lines written after the removal, looked up in the docs of that time
 MAX_WEAK_DOCS = 200  # docs read again for identifiers used only in tests, examples, fixtures
 MAX_SETTINGS_FILES = 500  # Python files read for the settings classes of a snapshot
+MAX_MANIFESTS = 300  # manifests read for the packages a repository declares
 MAX_SETTINGS_ROUNDS = 4  # … a subclass of a subclass of a class declaring settings
 _NO_MEMBERS = frozenset({"object", "ABC", "Protocol", "Generic", "NamedTuple", "TypedDict", "Enum"})
 
@@ -121,8 +124,9 @@ async def prove_in(
     """The check against the history of ``commit`` in ``git_dir`` (also used by the benchmark)."""
     started = time.monotonic()
     try:
-        head_paths, links, python = await _tree_paths(git_dir, commit, timeout_s)
+        head_paths, links, python, manifests = await _tree_paths(git_dir, commit, timeout_s)
         claims = _linked_away(claims, head_paths, links)
+        claims = await _foreign_away(git_dir, commit, claims, head_paths, manifests, timeout_s)
         claims = await _inherited_away(git_dir, commit, claims, timeout_s)
         claims = await _settings_away(git_dir, commit, claims, python, timeout_s)
         claims = await _weak_uses_reopened(git_dir, commit, claims, head_paths, timeout_s)
@@ -213,12 +217,13 @@ async def _read_history(
 
 async def _tree_paths(
     git_dir: Path, commit: str, timeout_s: float
-) -> tuple[set[str], dict[str, str], dict[str, str]]:
-    """Every path of the snapshot's tree, its symbolic links with their targets, and its Python
-    files' blobs (path → blob id)."""
+) -> tuple[set[str], dict[str, str], dict[str, str], dict[str, str]]:
+    """Every path of the snapshot's tree, its symbolic links with their targets, its Python
+    files' blobs (path → blob id) and its manifests' (:func:`is_manifest`, not vendored)."""
     out = await run_git(["ls-tree", "-r", "-z", commit], cwd=git_dir, timeout_s=timeout_s)
     paths: set[str] = set()
     python: dict[str, str] = {}
+    manifests: dict[str, str] = {}
     links: dict[str, list[str]] = defaultdict(list)  # blob id → link paths (one target, many links)
     for record in out.split(b"\0"):
         if not record:
@@ -231,12 +236,43 @@ async def _tree_paths(
             links[rest.split(b" ")[-1].decode("ascii")].append(path)
         elif mode.startswith(b"100") and path.endswith(_PYTHON):
             python[path] = rest.split(b" ")[-1].decode("ascii")
+        elif mode.startswith(b"100") and is_manifest(path) and not is_vendored(path):
+            manifests[path] = rest.split(b" ")[-1].decode("ascii")
     targets: dict[str, str] = {}
     if links:
         async for sha, content in read_blobs(git_dir, list(links), missing_ok=True, lazy_fetch=False):
             for link in links[sha]:
                 targets[link] = content.decode("utf-8", "replace")
-    return paths, targets, python
+    return paths, targets, python, manifests
+
+
+async def _foreign_away(
+    git_dir: Path,
+    commit: str,
+    claims: Claims,
+    paths: set[str],
+    manifests: dict[str, str],
+    timeout_s: float,
+) -> Claims:
+    """Drop the identifiers the doc's code ties to the standard library, a declared dependency or
+    another module (:func:`palimpsest.analyzer.doccheck.foreign_away`): the manifests at
+    ``commit`` read with their formats' parsers, then the texts of the docs with such claims."""
+    docs = sorted({c.mention.doc for c in claims.claims if c.kind == "missing_identifier"})
+    if not docs:
+        return claims
+    by_blob: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(manifests, key=lambda p: (p.count("/"), p))[:MAX_MANIFESTS]:
+        by_blob[manifests[path]].append(path)
+    contents: dict[str, bytes] = {}
+    async for sha, content in read_blobs(git_dir, list(by_blob), missing_ok=True, lazy_fetch=False):
+        for path in by_blob[sha]:
+            contents[path] = content
+    texts: dict[str, str] = {}
+    for doc in docs[:MAX_WEAK_DOCS]:
+        with contextlib.suppress(GitError):
+            raw = await run_git(["show", f"{commit}:{doc}"], cwd=git_dir, timeout_s=timeout_s)
+            texts[doc] = raw.decode("utf-8", "replace")
+    return foreign_away(claims, read_manifests(contents), texts, paths)
 
 
 def _through_links(path: str, links: dict[str, str], tree: set[str], dirs: set[str]) -> bool:

@@ -162,6 +162,21 @@ IDENTIFIER_SETTING = _rule(
     "identifier.setting", "prove", "holds",
     "An environment variable a settings class of the code reads (a pydantic-settings field under its env_prefix).",
 )  # fmt: skip
+IDENTIFIER_STANDARD_LIBRARY = _rule(
+    "identifier.standard_library", "prove", "not_a_claim",
+    "The doc's code ties the name to the language's standard library (imported from it, qualified by it,"
+    " a field or option of its type or call).",
+)  # fmt: skip
+IDENTIFIER_DEPENDENCY = _rule(
+    "identifier.dependency", "prove", "not_a_claim",
+    "The doc's code ties the name to a package the repository's manifests declare (imported from it,"
+    " qualified by it, a field or option given to it, an object it was handed to).",
+)  # fmt: skip
+IDENTIFIER_OTHER_MODULE = _rule(
+    "identifier.other_module", "prove", "not_a_claim",
+    "The doc's code ties the name to a module that is neither this repository's, nor declared, nor"
+    " standard: the reader's own package or an add-on the example imports.",
+)  # fmt: skip
 HISTORY_UNAVAILABLE = _rule(
     "history.unavailable", "prove", "unverified", "No readable history: nothing can be proved."
 )
@@ -174,7 +189,8 @@ JUDGE_WRITTEN_AFTER = _rule(
 )  # fmt: skip
 JUDGE_QUOTED_NAME = _rule(
     "judge.quoted_name", "judge", "unverified",
-    "An example's quoted name that the code only ever read as a key: the example's own data.",
+    "A name the code only ever read as a key, quoted by the doc's example (or only quoted in its examples,"
+    " for a mention in prose): the example's own data.",
 )  # fmt: skip
 JUDGE_METHOD_CALLED_BARE = _rule(
     "judge.method_called_bare", "judge", "unverified",

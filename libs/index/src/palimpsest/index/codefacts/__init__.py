@@ -1,6 +1,8 @@
 """Code facts, one answer for every caller: what kind of file a path is (:mod:`.classify`), what
-kind of page a document is by its text (:mod:`.pages`: generated reference, pointer pages) and
-what a blob defines (:mod:`.definitions`, read with the tree-sitter grammars and tags queries of
+kind of page a document is by its text (:mod:`.pages`: generated reference, pointer pages),
+which packages a repository declares and what the standard libraries are
+(:mod:`.dependencies`), whose module a doc's example ties a name to (:mod:`.owners`) and what a
+blob defines (:mod:`.definitions`, read with the tree-sitter grammars and tags queries of
 :mod:`.grammars`, :mod:`.queries` and :mod:`.tags`, which need the ``treesitter`` extra and are
 imported only by what uses them)."""
 
