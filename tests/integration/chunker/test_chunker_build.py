@@ -212,6 +212,35 @@ async def test_incremental_build_equals_a_full_listing(
     assert [s.files for s in snaps[:2]] == [len(rows), len(rows)]
 
 
+async def test_the_planner_knows_the_files_of_the_snapshot_a_build_wrote(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    """An incremental build writes a whole snapshot of file rows (its base's copied). Lexical
+    search looks every hit's path up by that snapshot's id; while the statistics did not know the
+    id the planner estimated its files at one row and read all of them per hit (migration 0055).
+    After the build the estimate is the snapshot's size, with statistics taken before it."""
+    r = init_repo(tmp_path / "stats")
+    files = {f"src/m{i}.py": f"def part_{i}():\n    return {i}\n" for i in range(300)}
+    commit(r, "2024-01-01", files)
+    tenant = await create_tenant(infra.pool, "stats")
+    repo_id = await register_path(infra.pool, tenant, r)
+    assert (await build(infra, tenant, repo_id)).state == "ready"
+    async with tenant_tx(infra.pool, tenant) as conn:
+        await conn.execute("SELECT palimpsest_analyze_code_index()")  # statistics that predate the next build
+    commit(r, "2024-02-01", {"src/m0.py": "def part_0():\n    return -1\n"})
+    second = await build(infra, tenant, repo_id)
+    assert second.state == "ready" and second.parsed_blobs == 1
+    async with tenant_tx(infra.pool, tenant) as conn:
+        cur = await conn.execute(
+            "EXPLAIN (FORMAT JSON) SELECT 1 FROM code_index_files WHERE snapshot_id = %s",
+            (second.snapshot_id,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    plan = next(iter(row.values()))[0]["Plan"]
+    assert plan["Plan Rows"] >= 150, plan  # 300 files; 1 when the id was unknown to the statistics
+
+
 async def test_file_rows_carry_what_the_parse_found(infra: Infra, tmp_path: Path, chunker: None) -> None:
     """File rows are written as listed while the first batches parse; a row whose blob the parse
     saw otherwise (binary, or the language of the blob's first path) is corrected before ready."""

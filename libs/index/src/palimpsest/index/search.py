@@ -160,6 +160,9 @@ async def lexical_search(
             candidates if i == main else side,
             symbol,
             filter_plan,
+            # the definitions join the main pass only: a chunk named as the identifier holds every
+            # token of it, so a later, looser pass would find the same chunks again
+            definitions=i == main,
         )
         for hit in found:
             key = (hit.blob_sha, hit.ordinal)
@@ -183,6 +186,8 @@ async def _run(
     candidates: int,
     symbol: str | None,
     filter_plan: FilterPlan | None,
+    *,
+    definitions: bool,
 ) -> list[SearchHit]:
     params: dict[str, Any] = {
         "symbol": symbol,
@@ -216,7 +221,7 @@ async def _run(
             " %(repo)s, %(snap)s, to_tsquery('simple', %(q)s), %(ident)s, %(cand)s, %(pool)s,"
             " %(language)s, %(prefix)s, %(kind)s, %(plan)s)"
         )
-    if symbol:
+    if symbol and definitions:
         # the identifier's definitions join the pool, scored as the candidates are: a chunk in both
         # comes back once (migration 0053)
         candidates_sql += (

@@ -421,6 +421,12 @@ async def _finish(conn: Conn, snapshot_id: UUID, plan: _Plan, stats: BuildStats,
     if stats.parsed_blobs >= ANALYZE_AFTER_BLOBS:
         await conn.execute("SELECT palimpsest_analyze_code_index()")
         _timed(stats, "analyze_s", t)
+    else:
+        # every build writes a whole snapshot of file rows (an incremental one copies its base's), and
+        # each search looks its hits' paths up by that snapshot's id: unknown to the statistics, it was
+        # estimated at one row and the lookup read every file of the snapshot per hit (migration 0055)
+        await conn.execute("SELECT palimpsest_analyze_code_files()")
+        _timed(stats, "analyze_files_s", t)
 
 
 async def _listing(
