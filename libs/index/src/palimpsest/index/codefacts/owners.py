@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from palimpsest.index.codefacts.markdown import read_markdown
 from palimpsest.index.languages import fence_language
 
 __all__ = ["CodeBlock", "Owner", "block_defines", "code_blocks", "name_owners", "quoted_only"]
@@ -56,7 +57,6 @@ class Owner:
     how: str
 
 
-_FENCE_OPEN = re.compile(r"^[ \t>]*(?P<mark>```+|~~~+)[ \t]*\{?(?P<tag>[\w+#.-]*)\}?[^\n]*$")
 _RST_CODE = re.compile(
     r"^(?P<indent>[ \t]*)\.\.[ \t]+(?:code-block|code|sourcecode|testcode|doctest)::[ \t]*(?P<tag>[\w+#.-]*)"
 )
@@ -65,25 +65,18 @@ _RST_DIRECTIVE = re.compile(r"^[ \t]*\.\.[ \t]+[\w:-]+::")
 
 
 def code_blocks(text: str, path: str = "") -> list[CodeBlock]:
-    """The code blocks of a Markdown/MyST or reStructuredText doc: fences, ``code-block``
-    directives and ``::`` literal blocks (Sphinx highlights those as Python by default). A doc
-    at ``path`` ending in ``.rst`` or ``.txt`` has no fences (``~~~~`` underlines a heading)."""
-    restructured = path.endswith((".rst", ".txt", ".rest"))
+    """The code blocks of a doc. Markdown and MyST: the fenced and indented blocks of its parsed
+    reading (:mod:`palimpsest.index.codefacts.markdown`, the same reading the chunker takes
+    mentions from). reStructuredText (a doc at ``path`` ending in ``.rst``, ``.txt`` or ``.rest``):
+    ``code-block`` directives and ``::`` literal blocks (Sphinx highlights those as Python by
+    default)."""
+    if not path.endswith((".rst", ".txt", ".rest")):
+        return _markdown_blocks(text)
     lines = text.split("\n")
     out: list[CodeBlock] = []
     i = 0
     while i < len(lines):
         line = lines[i]
-        fence = None if restructured else _FENCE_OPEN.match(line)
-        if fence is not None:
-            mark = fence.group("mark")
-            end = next(
-                (j for j in range(i + 1, len(lines)) if lines[j].lstrip(" \t>").startswith(mark)), len(lines)
-            )
-            tag = fence.group("tag")
-            out.append(CodeBlock(fence_language(tag) if tag else None, i + 2, "\n".join(lines[i + 1 : end])))
-            i = end + 1
-            continue
         directive = _RST_CODE.match(line)
         literal = None if directive is not None or _RST_DIRECTIVE.match(line) else _RST_LITERAL.match(line)
         opened = directive or literal
@@ -107,6 +100,27 @@ def code_blocks(text: str, path: str = "") -> list[CodeBlock]:
             continue
         i += 1
     return out
+
+
+def _markdown_blocks(text: str) -> list[CodeBlock]:
+    """Runs of consecutive code lines of the parsed reading, each with its fence's language (None
+    for an indented block or a fence without an info string)."""
+    lines = text.split("\n")
+    code = read_markdown(lines).code_lines
+    out: list[CodeBlock] = []
+    run: list[int] = []
+    for number in sorted(code):
+        if run and (number != run[-1] + 1 or code[number] != code[run[0]]):
+            out.append(_block(lines, run, code[run[0]]))
+            run = []
+        run.append(number)
+    if run:
+        out.append(_block(lines, run, code[run[0]]))
+    return out
+
+
+def _block(lines: list[str], run: list[int], tag: str | None) -> CodeBlock:
+    return CodeBlock(fence_language(tag) if tag else None, run[0], "\n".join(lines[run[0] - 1 : run[-1]]))
 
 
 def name_owners(

@@ -37,8 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from palimpsest.chunker.parsing.lines import window_chunks
-from palimpsest.chunker.parsing.markdown import MarkdownReading, read_markdown
 from palimpsest.chunker.parsing.model import SECTION, Chunk, Fact
+from palimpsest.index.codefacts.markdown import MarkdownReading, read_markdown
 from palimpsest.index.languages import KNOWN_EXTENSIONS, fence_language
 
 __all__ = ["HEADER_LINES", "MAX_MENTIONS", "analyze_doc", "header_facts", "section_starts"]
