@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from palimpsest.analyzer.doccheck import Judged, gather_claims
+from palimpsest.analyzer.proof import prove_in
 from palimpsest.analyzer.service import Settings as AnalyzerSettings
 from palimpsest.analyzer.service import definition as analyzer_definition
+from palimpsest.analyzer.snapshot import load_snapshot
 from palimpsest.chunker.service import Chunker
 from palimpsest.chunker.service import Settings as ChunkerSettings
 from palimpsest.cli.local import register_path
@@ -27,6 +30,7 @@ from palimpsest.core.events import Event, IndexRequested, RecencyScanned, Snapsh
 from palimpsest.core.llm import Gateway
 from palimpsest.core.outbox import emit
 from palimpsest.core.service import Infra, ServiceDefinition
+from palimpsest.index.snapshots import readable
 from palimpsest.recency_scanner.service import Settings as RecencySettings
 from palimpsest.recency_scanner.service import definition as recency_definition
 from tests.support.pipeline import services
@@ -136,3 +140,23 @@ async def query(infra: Infra, tenant: UUID, sql: str, *params: Any) -> list[dict
     async with tenant_tx(infra.pool, tenant) as conn:
         cur = await conn.execute(sql, params)
         return [dict(r) for r in await cur.fetchall()]
+
+
+async def check_doc_claims(infra: Infra, tenant: UUID, repo_id: UUID, repo: Path) -> Judged:
+    """The documentation check of the repository's newest readable snapshot, history read whole."""
+    async with tenant_tx(infra.pool, tenant) as conn:
+        snapshot = await readable(conn, repo_id, None)
+        assert snapshot is not None
+        snap_index = await load_snapshot(conn, repo_id, snapshot)
+        claims = await gather_claims(conn, snap_index)
+    result, stats = await prove_in(repo, claims, snap_index.commit_sha, list_unverified=True)
+    assert stats["history"] == "read" and stats["complete"], stats
+    return result
+
+
+async def index_and_check(infra: Infra, repo: Path, name: str) -> Judged:
+    """Register ``repo`` in a tenant of its own, index it, and check its docs."""
+    tenant, repo_id = await new_repository(infra, repo, name)
+    async with running(infra, indexer_definitions({tenant})):
+        await index(infra, tenant, repo_id)
+    return await check_doc_claims(infra, tenant, repo_id, repo)

@@ -26,13 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from palimpsest.analyzer.doccheck import Judged, gather_claims
-from palimpsest.analyzer.proof import prove_in
-from palimpsest.analyzer.snapshot import load_snapshot
-from palimpsest.core.db import tenant_tx
+from palimpsest.analyzer.doccheck import Judged
 from palimpsest.core.service import Infra
-from palimpsest.index.snapshots import readable
-from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
+from tests.integration.analyzer.support import (
+    index_and_check,
+)
 from tests.support.gitrepo import commit, init_repo
 
 MKDOCS = """\
@@ -128,17 +126,7 @@ def sites_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
 @pytest.fixture(scope="module")
 async def judged(infra: Infra, sites_repo: tuple[Path, dict[str, str]]) -> Judged:
     repo, _ = sites_repo
-    tenant, repo_id = await new_repository(infra, repo, "docsites")
-    async with running(infra, indexer_definitions({tenant})):
-        await index(infra, tenant, repo_id)
-    async with tenant_tx(infra.pool, tenant) as conn:
-        snapshot = await readable(conn, repo_id, None)
-        assert snapshot is not None
-        snap_index = await load_snapshot(conn, repo_id, snapshot)
-        claims = await gather_claims(conn, snap_index)
-    result, stats = await prove_in(repo, claims, snap_index.commit_sha, list_unverified=True)
-    assert stats["history"] == "read" and stats["complete"], stats
-    return result
+    return await index_and_check(infra, repo, "docsites")
 
 
 async def test_links_resolve_only_under_their_sites_rules(judged: Judged) -> None:

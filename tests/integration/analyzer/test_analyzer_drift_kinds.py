@@ -19,17 +19,18 @@ example and a test go on using some of them:
 from __future__ import annotations
 
 from pathlib import Path
-from uuid import UUID
 
 import pytest
 
-from palimpsest.analyzer.doccheck import Judged, gather_claims
-from palimpsest.analyzer.proof import prove_in
-from palimpsest.analyzer.snapshot import load_snapshot
-from palimpsest.core.db import tenant_tx
+from palimpsest.analyzer.doccheck import Judged
 from palimpsest.core.service import Infra
-from palimpsest.index.snapshots import readable
-from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
+from tests.integration.analyzer.support import (
+    check_doc_claims,
+    index,
+    indexer_definitions,
+    new_repository,
+    running,
+)
 from tests.support.gitrepo import commit, init_repo
 
 CART = '''"""The cart."""
@@ -117,18 +118,7 @@ async def judged(infra: Infra, shop: tuple[Path, dict[str, str]]) -> Judged:
     tenant, repo_id = await new_repository(infra, repo, "driftkinds")
     async with running(infra, indexer_definitions({tenant})):
         await index(infra, tenant, repo_id)
-    return await _check(infra, tenant, repo_id, repo)
-
-
-async def _check(infra: Infra, tenant: UUID, repo_id: UUID, repo: Path) -> Judged:
-    async with tenant_tx(infra.pool, tenant) as conn:
-        snapshot = await readable(conn, repo_id, None)
-        assert snapshot is not None
-        snap_index = await load_snapshot(conn, repo_id, snapshot)
-        claims = await gather_claims(conn, snap_index)
-    result, stats = await prove_in(repo, claims, snap_index.commit_sha, list_unverified=True)
-    assert stats["history"] == "read" and stats["complete"], stats
-    return result
+    return await check_doc_claims(infra, tenant, repo_id, repo)
 
 
 async def test_a_use_only_in_a_stale_example_does_not_hide_drift(

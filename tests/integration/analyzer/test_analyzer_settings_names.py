@@ -20,8 +20,13 @@ import pytest
 
 from palimpsest.analyzer.doccheck import Judged
 from palimpsest.core.service import Infra
-from tests.integration.analyzer.support import index, indexer_definitions, new_repository, running
-from tests.integration.analyzer.test_analyzer_doccheck import _check
+from tests.integration.analyzer.support import (
+    check_doc_claims,
+    index,
+    indexer_definitions,
+    new_repository,
+    running,
+)
 from tests.support.gitrepo import commit, init_repo
 
 CONFIG = '''"""Settings."""
@@ -100,7 +105,7 @@ async def judged(infra: Infra, shop: tuple[Path, dict[str, str]]) -> Judged:
     tenant, repo_id = await new_repository(infra, repo, "settings-names")
     async with running(infra, indexer_definitions({tenant})):
         await index(infra, tenant, repo_id)
-    return await _check(infra, tenant, repo_id, repo)
+    return await check_doc_claims(infra, tenant, repo_id, repo)
 
 
 async def test_variables_a_settings_class_reads_are_the_codes_names(judged: Judged) -> None:

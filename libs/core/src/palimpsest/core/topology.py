@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -253,17 +253,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--check", action="store_true", help="change nothing; exit 1 when a file is out of date"
     )
     args = parser.parse_args(argv)
+    return rewrite_generated(args.files, render_blocks, check=args.check)
+
+
+def rewrite_generated(files: Sequence[Path], render: Callable[[str], str], *, check: bool) -> int:
+    """Regenerate each file's generated parts with ``render`` (``check``: change nothing); the
+    exit code of a generator's command line: 1 when ``check`` finds a file out of date."""
     stale = []
-    for path in args.files:
+    for path in files:
         text = path.read_text(encoding="utf-8")
-        fresh = render_blocks(text)
+        fresh = render(text)
         if fresh != text:
             stale.append(str(path))
-            if not args.check:
+            if not check:
                 path.write_text(fresh, encoding="utf-8")
     if stale:
-        print(("out of date: " if args.check else "rewrote: ") + ", ".join(stale))
-    return 1 if stale and args.check else 0
+        print(("out of date: " if check else "rewrote: ") + ", ".join(stale))
+    return 1 if stale and check else 0
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import palimpsest
 from palimpsest.core.stores import Owns, Store
-from palimpsest.core.topology import SERVICES
+from palimpsest.core.topology import SERVICES, rewrite_generated
 
 __all__ = ["declares_store", "owned_by_service", "owner_cells", "render", "store_modules"]
 
@@ -116,17 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     cells = owner_cells(store_modules())
-    stale = []
-    for path in args.files:
-        text = path.read_text(encoding="utf-8")
-        fresh = render(text, cells)
-        if fresh != text:
-            stale.append(str(path))
-            if not args.check:
-                path.write_text(fresh, encoding="utf-8")
-    if stale:
-        print(("out of date: " if args.check else "rewrote: ") + ", ".join(stale))
-    return 1 if stale and args.check else 0
+    return rewrite_generated(args.files, lambda text: render(text, cells), check=args.check)
 
 
 if __name__ == "__main__":
