@@ -27,6 +27,7 @@ has one. The same function says whether those uses are only quoted keys the exam
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -70,8 +71,14 @@ def code_blocks(text: str, path: str = "") -> list[CodeBlock]:
     mentions from). reStructuredText (a doc at ``path`` ending in ``.rst``, ``.txt`` or ``.rest``):
     ``code-block`` directives and ``::`` literal blocks (Sphinx highlights those as Python by
     default)."""
+    return list(_code_blocks(text, path))
+
+
+@functools.lru_cache(maxsize=32)
+def _code_blocks(text: str, path: str) -> tuple[CodeBlock, ...]:
+    """:func:`code_blocks`, read once per doc rather than once per mention and rule."""
     if not path.endswith((".rst", ".txt", ".rest")):
-        return _markdown_blocks(text)
+        return tuple(_markdown_blocks(text))
     lines = text.split("\n")
     out: list[CodeBlock] = []
     i = 0
@@ -99,7 +106,7 @@ def code_blocks(text: str, path: str = "") -> list[CodeBlock]:
             i = max(j, i + 1)
             continue
         i += 1
-    return out
+    return tuple(out)
 
 
 def _markdown_blocks(text: str) -> list[CodeBlock]:
@@ -131,7 +138,7 @@ def name_owners(
     any use has no owner, or there is none); ``path`` is the doc's (:func:`code_blocks`). ``known``
     says whether a string value names a module (a declared or standard one): only then does an
     object literal holding it make the module the owner of its keys."""
-    blocks = code_blocks(text, path)
+    blocks = _code_blocks(text, path)
     here = next((b for b in blocks if b.first <= line < b.first + b.text.count("\n") + 1), None)
     if here is not None:
         found = list(_owners(here, name, line - here.first, known))
@@ -153,7 +160,7 @@ def quoted_only(text: str, name: str, path: str = "") -> bool:
     word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
     quoted = re.compile(rf"""(['"]){re.escape(name)}\1""")
     uses = 0
-    for block in code_blocks(text, path):
+    for block in _code_blocks(text, path):
         for found in word.finditer(block.text):
             uses += 1
             start = found.start() - 1
@@ -171,7 +178,7 @@ def block_defines(text: str, name: str, path: str = "") -> bool:
         rf"(?:class|def|func|function|fn|struct|type|interface|trait|enum)[ \t]+{re.escape(name)}(?![\w$])",
         re.M,
     )
-    for block in code_blocks(text, path):
+    for block in _code_blocks(text, path):
         lines = [line for line in block.text.split("\n") if line.strip()]
         top = min((len(line) - len(line.lstrip()) for line in lines), default=0)
         if any(len(m.group("indent")) == top for m in keyword.finditer(block.text)):
