@@ -119,13 +119,20 @@ async def test_the_relay_listens_on_the_direct_url(
 
 
 async def _prepared_after_ten_runs(pool: Pool) -> int:
-    """How many statements the pool's connection holds prepared after one query ran ten times
-    (past psycopg's default threshold of five)."""
-    for _ in range(10):
-        async with system_tx(pool) as conn:
-            await conn.execute("SELECT %s::int AS n", (1,))
+    """How many copies of one query the pool's connection holds prepared after it ran ten times
+    (past psycopg's default threshold of five).
+
+    All of it in one transaction, so a transaction-mode pooler keeps it on one server connection,
+    and only the query's own text is counted: behind a pooler that server connection is shared,
+    and other clients' prepared statements on it are not this pool's doing."""
+    marker = f"prepare-probe-{uuid.uuid4().hex}"
     async with system_tx(pool) as conn:
-        cur = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")
+        for _ in range(10):
+            await conn.execute(f"SELECT %s::int AS n -- {marker}", (1,))
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM pg_prepared_statements WHERE strpos(statement, %s) > 0",
+            (marker,),
+        )
         row = await cur.fetchone()
     assert row is not None
     return int(row["n"])
