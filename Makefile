@@ -54,8 +54,12 @@ typecheck: $(STAMP) ## mypy --strict on all source
 
 check: lint typecheck ## lint and type checks
 
+# -n auto: tests/conftest.py's pytest_xdist_auto_num_workers says how many processes (one per core,
+# each with its own embedded PostgreSQL and NATS; one process on external servers); a file's tests
+# stay in one process. TEST_WORKERS=0 runs everything in this one.
+TEST_WORKERS ?= auto
 test: $(STAMP) ## run the whole test suite (embedded PostgreSQL + NATS unless PALIMPSEST_TEST_*_URL are set)
-	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 demo: $(STAMP) ## the main job on the embedded stack: index and analyse this repository (or REPO=path)
 	$(BIN)/palimpsest demo $(if $(REPO),--repo $(REPO),)

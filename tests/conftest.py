@@ -18,6 +18,15 @@ from tests.support.servers import APP_ROLE, ServerSet, reset_streams, session_se
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (``make test``): one worker per core, at most four, on the embedded stack, where
+    each worker starts its own PostgreSQL and NATS; none (one process) when external servers are
+    configured, whose app role and streams every worker would share."""
+    if os.environ.get("PALIMPSEST_TEST_DATABASE_URL") or os.environ.get("PALIMPSEST_TEST_NATS_URL"):
+        return 0
+    return min(len(os.sched_getaffinity(0)), 4)
+
+
 @pytest.fixture(scope="session")
 def servers() -> Iterator[ServerSet]:
     with session_servers() as s:

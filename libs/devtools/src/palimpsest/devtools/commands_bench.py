@@ -190,6 +190,12 @@ async def bench_tenant_delete(files: int, total_mb: float, batch: int, as_json: 
     help="The services' and the search's database URL through a loopback PgBouncer in transaction mode"
     " (Debian's pgbouncer), where statements are never prepared.",
 )
+@click.option(
+    "--quiet-timeout",
+    type=click.FloatRange(min=0),
+    help="Seconds to wait, before each yardstick measurement, for the machine to be quiet; then it"
+    " measures anyway and reports quiet: false (0: never wait; default: bench.floor.QUIET_TIMEOUT_S).",
+)
 @_json_option
 @run_async
 async def bench_index(
@@ -200,9 +206,11 @@ async def bench_index(
     rev: str,
     rounds: int,
     pgbouncer: bool,
+    quiet_timeout: float | None,
     as_json: bool,
 ) -> None:
     """Build a generated TypeScript repository (or --repo's tree) through the real pipeline; print the figures."""
+    from palimpsest.devtools.bench.floor import QUIET_TIMEOUT_S
     from palimpsest.devtools.bench.index import run_bench_index
 
     if files < 10:
@@ -216,6 +224,7 @@ async def bench_index(
         rev=rev,
         rounds=rounds,
         pgbouncer=pgbouncer,
+        quiet_timeout_s=QUIET_TIMEOUT_S if quiet_timeout is None else quiet_timeout,
     )
     emit(result, as_json=True)
 

@@ -164,7 +164,11 @@ def ctags_seconds(corpus: list[tuple[str, str]], root: Path, ctags: str | None) 
 
 
 def yardsticks(
-    corpus: list[tuple[str, str]], root: Path, before: dict[str, Any] | None = None
+    corpus: list[tuple[str, str]],
+    root: Path,
+    before: dict[str, Any] | None = None,
+    *,
+    quiet_timeout_s: float = QUIET_TIMEOUT_S,
 ) -> dict[str, Any]:
     """``floor_s`` with the chunker's configured workers and batch size (``floor_cpu_s``: the CPU
     its workers spent), and ``ctags_s``.
@@ -172,12 +176,12 @@ def yardsticks(
     Measured once before the first build and once after it (``before``: the first measurement),
     each reported as the mean of both: the load of a shared machine changes within a run, and
     the two measurements bracket the build. Each starts when the machine is quiet
-    (``quiet_wait_s``; ``quiet`` is false where one gave up waiting)."""
+    (``quiet_wait_s``; ``quiet`` is false where one gave up waiting, after ``quiet_timeout_s``)."""
     from palimpsest.chunker.service import Settings as ChunkerSettings
     from palimpsest.core.settings import load
 
     limits = load(ChunkerSettings).limits()
-    waited, quiet = wait_for_quiet()
+    waited, quiet = wait_for_quiet(quiet_timeout_s)
     floor, floor_cpu = floor_measure(corpus, workers=limits.workers, batch_bytes=limits.batch_bytes)
     ctags = ctags_seconds(corpus, root, universal_ctags())
     earlier = before or {}

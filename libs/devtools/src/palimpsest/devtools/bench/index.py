@@ -43,7 +43,7 @@ from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.git import resolve_ref, run_git
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.devtools.bench.cpu import CpuMeter, role_of
-from palimpsest.devtools.bench.floor import round_ratios, yardsticks
+from palimpsest.devtools.bench.floor import QUIET_TIMEOUT_S, round_ratios, yardsticks
 from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.search import lexical_search
 from palimpsest.index.snapshots import delete_repository_index
@@ -320,6 +320,7 @@ async def run_bench_index(
     rev: str = "HEAD",
     rounds: int = 1,
     pgbouncer: bool = False,
+    quiet_timeout_s: float = QUIET_TIMEOUT_S,
 ) -> dict[str, Any]:
     """The figures of one bench run. With ``rounds`` > 1 the first build is repeated that many times
     on the same commit (the repository deleted and registered again between rounds), each build
@@ -327,7 +328,8 @@ async def run_bench_index(
     not the figure: ``first_build_s`` is the median of the rounds' builds and each ratio the median
     of the rounds' ratios (``floor.round_ratios``). Incremental, size, search and delete are
     measured once, after the first round, on a database nothing was deleted from yet, and so is the
-    peak RSS (this process keeps what its in-process reviewer cached in earlier rounds)."""
+    peak RSS (this process keeps what its in-process reviewer cached in earlier rounds).
+    ``quiet_timeout_s`` bounds each wait for a quiet machine before the yardsticks."""
     with tempfile.TemporaryDirectory(prefix="palimpsest-bench-index-") as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()
@@ -361,10 +363,14 @@ async def run_bench_index(
                 repo_id = await register_path(pool, tenant, repo)
                 built, wall, peak, cpu = await _measured_build(pool, nc, tenant, repo_id)
                 cpus.append(cpu)
-                marks = await asyncio.to_thread(yardsticks, corpus, root, marks)  # and just after
+                marks = await asyncio.to_thread(  # and just after
+                    yardsticks, corpus, root, marks, quiet_timeout_s=quiet_timeout_s
+                )
                 return repo_id, built, wall, peak, marks
 
-            marks = await asyncio.to_thread(yardsticks, corpus, root)  # the same files, just before
+            marks = await asyncio.to_thread(  # the same files, just before
+                yardsticks, corpus, root, quiet_timeout_s=quiet_timeout_s
+            )
             repo_id, built, first_wall, peak, marks = await first_build(marks)
             if built.state != "ready":
                 return {"error": f"first build {built.state}: {built.reason}"}
