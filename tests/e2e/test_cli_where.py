@@ -216,6 +216,14 @@ def test_bad_arguments_end_before_any_stack_starts(tmp_path: Path) -> None:
     repo = _two_commits(tmp_path / "svc")
     assert "names no commit" in _fails(env, "review", str(repo), "--base", "no-such-branch")
     assert _fails(env, "review", "show", "nope") == "error: 'nope' is not a review id"
+    # a detached HEAD has no branch to index (a "main" guessed for it built another commit)
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "--detach", "HEAD~1"], check=True)
+    for command in ("analyze", "index"):
+        said = _fails(env, command, str(repo))
+        assert said == (
+            f"error: {repo}: HEAD is detached (on no branch), and indexing follows a branch:"
+            " check one out (git switch -c NAME)"
+        ), said
     assert not home.exists(), "no stack was started"
 
 

@@ -67,7 +67,7 @@ async def analyze_cmd(
     target: str, tenant: str | None, reindex: bool, timeout_s: float, as_json: bool, explain: str | None
 ) -> None:
     """Analyse a repository (a local path or a clone URL): index it if needed, then analyse it."""
-    check_path_target(target)  # before anything loads or starts
+    check_path_target(target, on_a_branch=True)  # before anything loads or starts
     from palimpsest.cli.session import session
 
     s = settings()

@@ -35,7 +35,7 @@ async def index_cmd(target: str, tenant: str | None, mode: str | None, rebuild: 
     from palimpsest.core.db import tenant_tx
     from palimpsest.index.snapshots import by_request
 
-    check_path_target(target)  # before any stack starts
+    check_path_target(target, on_a_branch=True)  # before any stack starts
     s = settings()
     async with session(s) as sess:
         pool = sess.infra.pool

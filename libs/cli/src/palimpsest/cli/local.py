@@ -42,8 +42,9 @@ async def local_tenant(pool: Pool, home: Path) -> UUID:
     return tenant
 
 
-def default_branch(path: Path) -> str:
-    """The checked-out branch of a local repository (``main`` when detached or unborn)."""
+def checked_out_branch(path: Path) -> str | None:
+    """The checked-out branch of a local repository (an unborn one's too); None when HEAD is
+    detached."""
     out = subprocess.run(
         ["git", "-C", str(path), "symbolic-ref", "--quiet", "--short", "HEAD"],
         capture_output=True,
@@ -51,7 +52,7 @@ def default_branch(path: Path) -> str:
         check=False,
         timeout=30,
     )
-    return out.stdout.strip() or "main"
+    return out.stdout.strip() or None
 
 
 async def register_path(pool: Pool, tenant: UUID, path: Path, *, mode: str | None = None) -> UUID:
@@ -59,11 +60,11 @@ async def register_path(pool: Pool, tenant: UUID, path: Path, *, mode: str | Non
     path = path.resolve()
     if not (path / ".git").exists() and not (path / "HEAD").exists():
         raise RepositoryNotFound(f"{path} is not a git repository")
-    branch = default_branch(path)
+    branch = checked_out_branch(path)  # detached (a review of a CI checkout): keep what was known
     async with tenant_tx(pool, tenant) as conn:
         known = await repositories.find_by_clone_url(conn, str(path))
         if known is not None:
-            changes: dict[str, str] = {"default_branch": branch}
+            changes: dict[str, str] = {"default_branch": branch or known.default_branch or "main"}
             if mode is not None:
                 changes["index_mode"] = mode
             await repositories.update_repository(conn, known.repository_id, changes)
@@ -74,7 +75,7 @@ async def register_path(pool: Pool, tenant: UUID, path: Path, *, mode: str | Non
             external_id=None,
             full_name=path.name,
             clone_url=str(path),
-            default_branch=branch,
+            default_branch=branch or "main",
             visibility="private",
             index_mode=mode or "lexical",
             installation_id=None,
@@ -99,7 +100,7 @@ async def find_repository(pool: Pool, tenant: UUID, ref: str) -> UUID:
 
 __all__ = [
     "RepositoryNotFound",
-    "default_branch",
+    "checked_out_branch",
     "find_repository",
     "local_tenant",
     "register_path",

@@ -61,9 +61,11 @@ def repo_option(*, required: bool = True, help_suffix: str = "") -> Callable[[F]
     return decorate
 
 
-def check_path_target(target: str) -> None:
+def check_path_target(target: str, *, on_a_branch: bool = False) -> None:
     """Before any stack starts: a target written as a path (``/…``, ``.…``, ``~…``, ``file://…``)
-    must be an existing git repository. Other targets (ids, names, URLs) are looked up later."""
+    must be an existing git repository, and with ``on_a_branch`` (indexing, which follows the
+    repository's branch) one whose HEAD is on a branch. Other targets (ids, names, URLs) are
+    looked up later."""
     from urllib.parse import unquote, urlsplit
 
     if target.startswith("file://"):
@@ -76,6 +78,15 @@ def check_path_target(target: str) -> None:
         fail(f"no such path: {target}")
     if not path.is_dir() or not ((path / ".git").exists() or (path / "HEAD").exists()):
         fail(f"{target} is not a git repository")
+    if on_a_branch:
+        from palimpsest.cli.local import checked_out_branch
+
+        if checked_out_branch(path) is None:
+            # indexing "main" instead built another commit than the one checked out, or failed
+            # later with source_ref_not_found where there is no main
+            fail(
+                f"{target}: HEAD is detached (on no branch), and indexing follows a branch: check one out (git switch -c NAME)"
+            )
 
 
 def as_uuid(value: str) -> UUID | None:

@@ -40,7 +40,7 @@ from uuid import UUID
 from nats.aio.client import Client as NATS
 
 from palimpsest.cli.commands_review import review_local
-from palimpsest.cli.local import default_branch, register_path
+from palimpsest.cli.local import checked_out_branch, register_path
 from palimpsest.cli.pipeline import index_and_wait
 from palimpsest.core.db import Pool, tenant_tx
 from palimpsest.core.events import SnapshotBuilt
@@ -89,7 +89,7 @@ async def run_bench_cochange_warning(
     say: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     repo = repo.resolve()
-    branch = default_branch(repo)
+    branch = checked_out_branch(repo) or "HEAD"  # a detached checkout: its commit
     head = git(repo, "rev-parse", "--verify", f"{branch}^{{commit}}").strip()
     counted = eligible(await asyncio.to_thread(history.eligible_changes, repo, branch))
     samples = {seed: history.sample_changes(counted, changes, seed) for seed in seeds}
