@@ -9,6 +9,9 @@ parent, what it became), leave the user's repository untouched, and keep its own
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +66,24 @@ def test_planted_renames_and_moves_are_found_with_their_exact_evidence(tmp_path:
     # the user's repository is untouched: the plants were committed in a scratch clone
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert not git(repo, "status", "--porcelain").strip()
+
+
+def test_a_detached_checkout_is_refused_not_analysed_at_another_branch(tmp_path: Path) -> None:
+    """A detached HEAD has no branch to index: the bench says so instead of analysing ``main``."""
+    repo = init_repo(tmp_path / "shop")
+    commit(repo, "2024-01-01", {**CODE, "README.md": README})
+    commit(repo, "2024-01-02", {"shop/later.py": "def later():\n    pass\n"})
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
+    env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "palimpsest.cli.main", "bench", "analyze", "--repo", str(repo), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"{repo}: HEAD is detached (on no branch)" in proc.stderr
+    assert proc.stdout == ""

@@ -220,10 +220,11 @@ async def _repository(
     pool: Pool, tenant: UUID, target: str, policy: SourcePolicy
 ) -> tuple[UUID, Path | None]:
     """The repository's id, and its local path when it is one."""
-    from palimpsest.cli.local import RepositoryNotFound, find_repository, register_path
+    from palimpsest.cli.local import RepositoryNotFound, branch_to_index, find_repository, register_path
 
     path = _local_path(target)
     if path is not None and path.exists():
+        branch_to_index(path, shown=target)  # an analysis indexes the path's branch first
         return await register_path(pool, tenant, path), path.resolve()
     try:
         return await find_repository(pool, tenant, target), None

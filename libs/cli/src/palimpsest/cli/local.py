@@ -55,6 +55,23 @@ def checked_out_branch(path: Path) -> str | None:
     return out.stdout.strip() or None
 
 
+class DetachedHead(PalimpsestError):
+    """Indexing asked of a local repository whose HEAD is on no branch."""
+
+
+def branch_to_index(path: Path, shown: str | None = None) -> str:
+    """The branch that indexing ``path`` follows: its checked-out one. A detached HEAD is refused
+    (``shown``: the path as the user wrote it): guessing ``main`` built another commit than the
+    one checked out, or failed later with ``source_ref_not_found`` where there is no main."""
+    branch = checked_out_branch(path)
+    if branch is None:
+        raise DetachedHead(
+            f"{shown or path}: HEAD is detached (on no branch), and indexing follows a branch:"
+            " check one out (git switch -c NAME)"
+        )
+    return branch
+
+
 async def register_path(pool: Pool, tenant: UUID, path: Path, *, mode: str | None = None) -> UUID:
     """Register (or find) the local repository at ``path``; returns its id."""
     path = path.resolve()
@@ -99,7 +116,9 @@ async def find_repository(pool: Pool, tenant: UUID, ref: str) -> UUID:
 
 
 __all__ = [
+    "DetachedHead",
     "RepositoryNotFound",
+    "branch_to_index",
     "checked_out_branch",
     "find_repository",
     "local_tenant",

@@ -79,14 +79,12 @@ def check_path_target(target: str, *, on_a_branch: bool = False) -> None:
     if not path.is_dir() or not ((path / ".git").exists() or (path / "HEAD").exists()):
         fail(f"{target} is not a git repository")
     if on_a_branch:
-        from palimpsest.cli.local import checked_out_branch
+        from palimpsest.cli.local import DetachedHead, branch_to_index
 
-        if checked_out_branch(path) is None:
-            # indexing "main" instead built another commit than the one checked out, or failed
-            # later with source_ref_not_found where there is no main
-            fail(
-                f"{target}: HEAD is detached (on no branch), and indexing follows a branch: check one out (git switch -c NAME)"
-            )
+        try:
+            branch_to_index(path, shown=target)
+        except DetachedHead as exc:
+            fail(str(exc))
 
 
 def as_uuid(value: str) -> UUID | None:
