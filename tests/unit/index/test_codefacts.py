@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from palimpsest.index.codefacts import (
+    DOC_SUFFIXES,
     Kind,
     classify,
     is_benchmark,
@@ -30,6 +31,13 @@ C, T, D, H, G, V, A, F, E, X = (
 
 # path, kind, flags ("lock", "ci", "tool", "bench")
 CASES: list[tuple[str, Kind, frozenset[str]]] = [
+    # prose in a markup nothing here reads: not code, not a doc of ours (a changelog by its name)
+    ("README.ko.rdoc", X, frozenset()),
+    ("docs/guide.adoc", X, frozenset()),
+    ("doc/intro.textile", X, frozenset()),
+    ("CHANGES.rdoc", H, frozenset()),
+    ("README.markdown", D, frozenset()),  # Markdown, under its long suffix
+    ("History.markdown", H, frozenset()),
     # product code
     ("src/cart.py", C, frozenset()),
     ("src/contest.py", C, frozenset()),
@@ -185,7 +193,7 @@ def test_the_questions_agree_with_the_kind(path: str, kind: Kind, flags: frozens
     assert is_definition_site(path) is (kind in (C, E))
     assert is_primary_source(path) is (kind is C and "tool" not in flags)
     # a doc is a doc or changelog page with a doc suffix
-    assert is_doc(path) is (kind in (D, H) and path.lower().endswith((".md", ".mdx", ".txt", ".rst")))
+    assert is_doc(path) is (kind in (D, H) and path.lower().endswith(DOC_SUFFIXES))
 
 
 @pytest.mark.parametrize(
@@ -295,6 +303,9 @@ DEFINITION_SITES: list[tuple[str, bool]] = [
     ("pkg/fixtures/app.py", False),  # … and fixture folders
     ("tests/test_app.py", False),
     ("README.md", False),
+    ("README.ko.rdoc", False),  # a translated README's example variables are not the code's
+    ("docs/guide.adoc", False),
+    ("README.markdown", False),
     ("requirements.txt", False),
     ("LICENSE", False),  # the pathspecs let a licence define names
     ("package.json", False),  # config keys are not the code's definitions

@@ -1,7 +1,7 @@
 """The one staleness rule, shared by the analyzer, the reviewer and the CLI (docs/architecture.md).
 
-A doc (by the shared classifier, :func:`palimpsest.index.codefacts.is_doc`: ``.md``, ``.mdx``,
-``.txt``, ``.rst``, except files that only carry the extension) is **stale** when its ``last_modified_at`` is more
+A doc (by the shared classifier, :func:`palimpsest.index.codefacts.is_doc`: a suffix of its
+``DOC_SUFFIXES``, except files that only carry the extension) is **stale** when its ``last_modified_at`` is more
 than six calendar months older than the median code-file date of the set in hand. A file whose
 date is unknown (``None``) is never stale and never annotated, and a set with no dated code file
 has no median, so nothing in it is stale. Everything that is not a doc counts as code.

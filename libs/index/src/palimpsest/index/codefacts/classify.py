@@ -85,7 +85,14 @@ __all__ = [
     "superseded_version_dirs",
 ]
 
-DOC_SUFFIXES = (".md", ".mdx", ".txt", ".rst")
+DOC_SUFFIXES = (".md", ".mdx", ".markdown", ".txt", ".rst")
+# prose in a markup no reader here parses (AsciiDoc, RDoc, Textile, Org, POD, …): never code, so it
+# defines nothing a doc may name (a translated ``README.ko.rdoc`` "defined" its example's
+# variables), and no doc of ours either, since nothing reads its claims; kind ``other``, or
+# ``changelog`` by its name or place
+UNREAD_MARKUP_SUFFIXES = (
+    ".adoc", ".asciidoc", ".rdoc", ".textile", ".org", ".pod", ".rest", ".creole", ".wiki",
+)  # fmt: skip
 
 
 class Kind(StrEnum):
@@ -283,6 +290,8 @@ def classify(path: str) -> FileFacts:
         found = _doc_suffixed(path, folders, name, ci)
         if found is not None:
             return found
+    if lowered.endswith(UNREAD_MARKUP_SUFFIXES):
+        return FileFacts(Kind.CHANGELOG if is_history_doc(path) else Kind.OTHER, ci=ci)
     if (_history_name(name) and "." not in name.lstrip(".")) or (
         any(f in _HISTORY_DIRS for f in folders) and _fragment(name)
     ):
