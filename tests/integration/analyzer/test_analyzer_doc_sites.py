@@ -75,7 +75,9 @@ NARRATIVE = (
     "(narrative)=\n# Narrative\n\nBack to {ref}`shop-intro`.\n\n"
     "MyST reads [the intro](shop-intro), [adding](shop.cart.add_item) and [removing](shop.cart.remove_item)\n"
     "as cross-references; [a page](gone-page) is a link.\n"
+    "\nSo is [the design](md/design), a target another page defines.\n"
 )
+DESIGN = "(md/design)=\n\n# Design\n\nPrinciples.\n"  # MyST labels may hold a slash
 DOCUSAURUS = """\
 module.exports = {
   title: 'Shop',
@@ -108,6 +110,7 @@ def sites_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
             "docs/index.rst": DOCS_INDEX,
             "docs/guide/api.rst": DOCS_API,
             "docs/narrative.md": NARRATIVE,
+            "docs/design.md": DESIGN,
             "docs/_static/flow.svg": "<svg/>",
             "docs/_extra/robots.txt": "User-agent: *\n",
             "website/docusaurus.config.js": DOCUSAURUS,
@@ -165,6 +168,6 @@ async def test_roles_resolve_to_the_repositorys_objects_and_labels(
     ]
     assert all(f.evidence is not None and f.evidence.removed_in_commit == shas["removal"] for f in found)
     # the RST target (from RST, from a MyST role, from a MyST link), the section title
-    # (autosectionlabel), the MyST target
-    assert judged.rules["label.exists"] == 5
+    # (autosectionlabel), the MyST target, and another page's MyST target with a slash
+    assert judged.rules["label.exists"] == 6
     assert not [f for f in judged.findings if "int" in f.claim or "label" in f.claim]

@@ -103,6 +103,11 @@ CASES: list[tuple[str, Kind, frozenset[str]]] = [
     ("newsfragments/42.bugfix", H, frozenset()),
     ("rfcs/0001-design.md", H, frozenset()),
     ("MIGRATION_GUIDE.md", H, frozenset()),
+    ("UPGRADE-GUIDE.md", H, frozenset()),  # "previously you had to use …": history by design
+    ("docs/upgrade.md", H, frozenset()),
+    ("website/versioned_docs/version-2.x/api.md", H, frozenset()),  # Docusaurus: a past version's pages
+    ("docs/reference/previous-versions/v3-create-context.md", H, frozenset()),
+    ("src/upgrade.py", C, frozenset()),  # code, whatever it is called
     # generated
     ("package-lock.json", G, frozenset({"lock"})),
     ("uv.lock", G, frozenset({"lock"})),

@@ -536,13 +536,15 @@ def _myst_reference(mention: _Mention, tree: _Tree, labels: frozenset[str]) -> _
     site = tree.resolver.site_of(mention.doc)
     written = mention.name.strip()
     name = written.split("#", 1)[0] or written.removeprefix("#")
-    if site is None or not site.myst or not name or "/" in name:
+    if site is None or not site.myst or not name:
         return mention
     if tree.resolver.resolve(mention.doc, written).holds:
         return mention
     label = " ".join(name.lower().split())
-    if label in labels or label in _SPHINX_LABELS:
+    if label in labels or label in _SPHINX_LABELS:  # a label may hold a slash: (md/security)=
         return replace(mention, name=label, target="label", source="ref")
+    if "/" in name:
+        return mention  # a path
     segments = name.split(".")
     dotted = len(segments) > 1 and all(s.isidentifier() for s in segments)
     if dotted and f".{segments[-1].lower()}" not in KNOWN_EXTENSIONS and classify(name).kind == Kind.CODE:

@@ -171,7 +171,7 @@ _ABOUT_FOLDER = frozenset({"readme", "contributing", "howto", "guide"})
 # Changelogs and release notes are history by design: what they name was true once, on purpose.
 _HISTORY_STEMS = re.compile(
     r"^(?:changes|changelog|change[._-]log|history|news|releases?|release[._-]?notes|whats[._-]?new"
-    r"|upgrading|migrating|migration|migration[._-]guide|breaking[._-]changes|deprecated|deprecations"
+    r"|upgrade|upgrading|migrating|migration|migration[._-]guide|breaking[._-]changes|deprecated|deprecations"
     r"|deprecation|removals)([._-].*)?$"
 )
 _HISTORY_DIRS = frozenset(
@@ -179,6 +179,10 @@ _HISTORY_DIRS = frozenset(
         "changelog", "changelogs", "changes", "changelog.d", "changes.d", "newsfragments", "news",
         "release-notes", "release_notes", "releasenotes", "releases", "whatsnew", "whats_new",
         "history", "upgrading", "migrations", "blog", "_posts", "posts", "announcements",
+        # the pages of versions no longer current: Docusaurus keeps them in versioned_docs/ (and
+        # their sidebars in versioned_sidebars/), other sites in a folder named for them
+        "versioned_docs", "versioned_sidebars", "previous-versions", "previous_versions",
+        "older-versions", "old-versions",
         # enhancement proposals record a design as it was proposed (ADRs stay docs: their
         # Governs: lines are checked)
         "sep", "seps", "pep", "peps", "rfc", "rfcs", "kep", "keps", "proposals", "enhancements",
