@@ -246,7 +246,7 @@ async def test_file_rows_carry_what_the_parse_found(infra: Infra, tmp_path: Path
     saw otherwise (binary, or the language of the blob's first path) is corrected before ready."""
     r = init_repo(tmp_path / "rows")
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
-    commit(r, "2024-01-01", {"a.py": PY, "copy.txt": PY, "logo.bin": png, "notes.md": MD})
+    commit(r, "2024-01-01", {"a.py": PY, "docs/copy.txt": PY, "logo.bin": png, "notes.md": MD})
     tenant = await create_tenant(infra.pool, "rows")
     built = await build(infra, tenant, await register_path(infra.pool, tenant, r))
     assert built.state == "ready", built
@@ -254,7 +254,7 @@ async def test_file_rows_carry_what_the_parse_found(infra: Infra, tmp_path: Path
     size = len(PY.encode())
     assert [row[:1] + row[2:] for row in await _files(infra, tenant, built.snapshot_id)] == [
         ("a.py", "python", "code", size, None),
-        ("copy.txt", "python", "doc", size, None),  # one blob, analysed at its first path
+        ("docs/copy.txt", "python", "doc", size, None),  # one blob, analysed at its first path
         ("logo.bin", None, "code", len(png), "binary"),  # listed without a reason; corrected
         ("notes.md", "markdown", "doc", len(MD.encode()), None),
     ]

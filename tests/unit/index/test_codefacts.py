@@ -90,6 +90,12 @@ CASES: list[tuple[str, Kind, frozenset[str]]] = [
     ("docs/guide.MDX", D, frozenset()),
     ("docs/testing.md", D, frozenset()),
     ("notes.txt", D, frozenset()),
+    ("INSTALL.txt", D, frozenset()),
+    ("docs/topics/http.txt", D, frozenset()),  # Sphinx sources may be .txt
+    # a .txt outside the docs without a doc's name is what a program reads
+    ("art.txt", A, frozenset()),  # a banner the CLI prints
+    ("internal/builders/deno/targets.txt", A, frozenset()),  # a list the code embeds
+    ("www/static/.well-known/security.txt", A, frozenset()),
     ("tests/README.md", D, frozenset()),  # a test folder's README is a doc
     ("examples/README.md", D, frozenset()),
     ("docs/adr/0001-store.md", D, frozenset()),

@@ -168,6 +168,14 @@ _EXAMPLE_DIRS = frozenset(
     {"example", "examples", "_examples", "sample", "samples", "demo", "demos", "playground", "playgrounds"}
 )
 _ABOUT_FOLDER = frozenset({"readme", "contributing", "howto", "guide"})
+# where a .txt is documentation: under a docs folder, or by a doc's own name
+_DOC_FOLDERS = frozenset(
+    {"doc", "docs", "documentation", "manual", "manuals", "guide", "guides", "handbook", "wiki"}
+)
+_TXT_DOC_STEMS = re.compile(
+    r"^(?:readme|notes?|todo|install(?:ation|ing)?|usage|faq|contributing|hacking|howto|guide|manual"
+    r"|tutorial|intro(?:duction)?|overview|getting[._-]started|design|architecture|roadmap)(?:[._-].*)?$"
+)
 # Changelogs and release notes are history by design: what they name was true once, on purpose.
 _HISTORY_STEMS = re.compile(
     r"^(?:changes|changelog|change[._-]log|history|news|releases?|release[._-]?notes|whats[._-]?new"
@@ -341,6 +349,13 @@ def _doc_suffixed(path: str, folders: list[str], name: str, ci: bool) -> FileFac
         return FileFacts(Kind.TEST if _test_folder(folders) else Kind.EXAMPLE, ci=ci)
     if name.endswith(".txt") and any(f.startswith(".") for f in folders):
         return FileFacts(Kind.ASSET, ci=ci)  # a .txt in a tool's hidden folder is data (word lists)
+    if name.endswith(".txt") and not (
+        _TXT_DOC_STEMS.match(stem) or _history_name(name) or any(f in _DOC_FOLDERS for f in folders)
+    ):
+        # outside the docs, a .txt is what a program reads (target lists it embeds, a banner,
+        # version.txt, robots.txt, word lists, samples), not prose about the code: a doc only by
+        # a doc's name (README.txt, NOTES.txt) or in a docs folder (Sphinx sources of .txt)
+        return FileFacts(Kind.ASSET, ci=ci)
     kind = Kind.CHANGELOG if is_history_doc(path) else Kind.DOC
     return FileFacts(kind, ci=ci, doc=True)
 
