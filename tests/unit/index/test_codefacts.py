@@ -176,6 +176,12 @@ CASES: list[tuple[str, Kind, frozenset[str]]] = [
     ("AUTHORS", X, frozenset()),
     ("docs/ICON_LICENSE.md", X, frozenset()),  # a licence of one part
     ("fonts-license.txt", X, frozenset()),
+    # the project's policies where GitHub looks for them; elsewhere the name may be a page about the code
+    ("SECURITY.md", X, frozenset()),
+    (".github/SECURITY.md", X, frozenset()),
+    ("BUG-BOUNTY.md", X, frozenset()),
+    ("SUPPORT.md", X, frozenset()),
+    ("docs/security.md", D, frozenset()),  # a parser's security considerations
     ("licenses/django.txt", X, frozenset()),
     # not a test by its name alone: a ``Spec`` suffix outside a test folder is a type like any other
     ("core/src/main/scala/BillingSpec.scala", C, frozenset()),

@@ -140,6 +140,10 @@ _OTHER_STEMS = re.compile(
     r"|^(?:code[._-]of[._-]conduct|authors|contributors|maintainers|codeowners|funding|backers|sponsors)$"
     r"|^(?:pull[._-]request[._-]template|issue[._-]template)$"
 )
+# the project's policies, where GitHub looks for them (the repository's root, ``.github/``): how to
+# report a vulnerability, get help, or who decides; not about the code. Elsewhere the same names
+# may be pages about the code (a parser's ``docs/security.md``)
+_POLICY_STEMS = re.compile(r"^(?:security|support|governance|bug[._-]bounty)$")
 # pip's split requirements (``requirements/base.txt``, ``requirements/dev.txt``): pins, not prose
 _REQUIREMENTS_DIRS = frozenset({"requirements", "requirements.d"})
 # … and by place: fixtures, golden files, templates and served files hold data, not prose.
@@ -333,6 +337,8 @@ def _doc_suffixed(path: str, folders: list[str], name: str, ci: bool) -> FileFac
     if _CONFIG_STEMS.match(stem) or (name.endswith(".txt") and any(f in _REQUIREMENTS_DIRS for f in folders)):
         return FileFacts(Kind.CONFIG, ci=ci)
     if _OTHER_STEMS.match(stem) or any(f in _LICENCE_DIRS for f in folders):
+        return FileFacts(Kind.OTHER, ci=ci)
+    if _POLICY_STEMS.match(stem) and folders in ([], [".github"]):
         return FileFacts(Kind.OTHER, ci=ci)
     if name.startswith("."):
         # a hidden file with a doc suffix is a tool's input: ``.git_archival.txt`` is the
