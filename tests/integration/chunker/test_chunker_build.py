@@ -402,6 +402,78 @@ async def test_an_identifiers_definition_ranks_first_however_many_chunks_name_it
             assert len({(h.blob_sha, h.ordinal) for h in hits}) == len(hits)  # each chunk once
 
 
+async def test_product_code_outranks_tests_examples_generated_and_vendored_at_one_text_score(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    """Five files say "ledger" alike (the same text score) and only one is product code; the
+    others sort before it by path, as equal scores used to come back. The chunker stores each
+    chunk's prior by its file's kind (migration 0056) and the product file ranks first, then the
+    example, the test, and the generated and vendored files, filtered or not."""
+    r = init_repo(tmp_path / "prior")
+    files = {
+        "dist/ledger_a.py": "a",
+        "examples/ledger_b.py": "b",
+        "tests/test_ledger_c.py": "c",
+        "vendor/lib/ledger_d.py": "d",
+        "zz/ledger_e.py": "e",
+    }
+    commit(r, "2024-01-01", {p: f"def case_{x}():\n    return ledger + 1\n" for p, x in files.items()})
+    tenant = await create_tenant(infra.pool, "prior")
+    repo_id = await register_path(infra.pool, tenant, r)
+    assert (await build(infra, tenant, repo_id)).state == "ready"
+    async with tenant_tx(infra.pool, tenant) as conn:
+        cur = await conn.execute(
+            "SELECT f.path, c.prior FROM code_chunks c JOIN code_index_files f ON f.blob_sha = c.blob_sha"
+            " WHERE c.repository_id = %s ORDER BY f.path",
+            (repo_id,),
+        )
+        priors = {row["path"]: round(row["prior"], 2) for row in await cur.fetchall()}
+        assert priors == {
+            "dist/ledger_a.py": 0.4,
+            "examples/ledger_b.py": 0.7,
+            "tests/test_ledger_c.py": 0.6,
+            "vendor/lib/ledger_d.py": 0.4,
+            "zz/ledger_e.py": 1.0,
+        }
+        for kwargs in ({}, {"language": "python"}, {"kind": "function"}):
+            hits = await lexical_search(conn, repo_id, "ledger", limit=10, **kwargs)
+            paths = [h.path for h in hits]
+            assert paths[:3] == ["zz/ledger_e.py", "examples/ledger_b.py", "tests/test_ledger_c.py"], kwargs
+            assert set(paths[3:]) == {"dist/ledger_a.py", "vendor/lib/ledger_d.py"}, kwargs
+            assert hits[0].score > hits[1].score > hits[2].score > hits[3].score, kwargs
+
+
+async def test_an_identifiers_definition_ranks_first_and_the_products_before_a_tests(
+    infra: Infra, tmp_path: Path, chunker: None
+) -> None:
+    """``LedgerBook`` is defined alike in a test's fake and in the product, and product code
+    mentions it: the product's definition ranks first, the fake's second, above every mention
+    (however strong a mention's text score, a definition of the identifier comes first). An
+    identifier defined only in a test still ranks its definition first."""
+    r = init_repo(tmp_path / "prior_defs")
+    files = {
+        "tests/fakes.py": "class LedgerBook:\n    def add(self, n):\n        return n\n\n\n"
+        "class FakeClock:\n    def now(self):\n        return 0\n",
+        "zz/book.py": "class LedgerBook:\n    def add(self, m):\n        return m\n",
+        "app/use.py": "def use(book: LedgerBook) -> LedgerBook:\n    # LedgerBook LedgerBook FakeClock\n"
+        "    return LedgerBook()\n",
+    }
+    commit(r, "2024-01-01", files)
+    tenant = await create_tenant(infra.pool, "prior_defs")
+    repo_id = await register_path(infra.pool, tenant, r)
+    assert (await build(infra, tenant, repo_id)).state == "ready"
+    async with tenant_tx(infra.pool, tenant) as conn:
+        for kwargs in ({}, {"language": "python"}):
+            hits = await lexical_search(conn, repo_id, "LedgerBook", limit=5, **kwargs)
+            assert [(h.path, h.name) for h in hits[:2]] == [
+                ("zz/book.py", "LedgerBook"),
+                ("tests/fakes.py", "LedgerBook"),
+            ], kwargs
+            assert hits[2].path == "app/use.py", kwargs
+            fake = await lexical_search(conn, repo_id, "FakeClock", limit=5, **kwargs)
+            assert (fake[0].path, fake[0].name) == ("tests/fakes.py", "FakeClock"), kwargs
+
+
 async def test_an_identifier_is_padded_with_chunks_holding_all_its_words_not_one(
     infra: Infra, tmp_path: Path, chunker: None
 ) -> None:

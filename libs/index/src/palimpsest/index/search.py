@@ -1,8 +1,10 @@
 """Lexical search over the code index: code-aware tokens, GIN candidates, ``ts_rank_cd`` ranking.
 
 The query goes through the same tokenizer as the chunks (:func:`palimpsest.index.tokens.query_terms`).
-Scores are ``ts_rank_cd`` normalised to 0..1, plus 1 for the chunk that defines the identifier
-the query names and a small bonus for definition chunks over plain windows. The chunks that define
+Scores are ``ts_rank_cd`` normalised to 0..1 and weighted by the chunk's static prior (its
+file's kind by the shared classifier, stored by the chunker: product code 1, tests 0.6, generated
+and vendored files 0.4, :mod:`palimpsest.index.ranking`, migration 0056), plus 1 for the chunk that
+defines the identifier the query names and a small bonus for definition chunks over plain windows. The chunks that define
 the identifier (as written) join every pass's candidates, however many chunks name it (migration 0053). A query of several
 plain words is first looked up as a phrase (the words in order, adjacent: ``<->``). The next pass asks for
 chunks that contain *every* token (an identifier matches its whole form and its parts); if that

@@ -16,8 +16,9 @@ from palimpsest.index.languages import DOC_LANGUAGES, is_doc
 
 __all__ = ["ANALYSIS_VERSION", "analyze_file"]
 
-ANALYSIS_VERSION = 6
-"""Bumped whenever the same text would be chunked differently, so stored blobs get re-chunked."""
+ANALYSIS_VERSION = 7
+"""Bumped whenever the same text would be chunked differently, so stored blobs get re-chunked
+(7: chunks carry their file's search prior, migration 0056)."""
 
 
 def analyze_file(path: str, text: str, language: str | None) -> FileAnalysis:
