@@ -56,7 +56,6 @@ NOT_YET_MOVED = frozenset(
         "index/graph/load.py",
         "index/graph/persisted.py",
         "index/graph/query.py",
-        "index/recency.py",
         "index/search.py",
         "index/semantic.py",
         "index/snapshots.py",
