@@ -58,7 +58,6 @@ NOT_YET_MOVED = frozenset(
         "index/graph/query.py",
         "index/search.py",
         "index/semantic.py",
-        "index/snapshots.py",
         "ingest/admin/deletion.py",
         "ingest/admin/links.py",
         "ingest/admin/models.py",

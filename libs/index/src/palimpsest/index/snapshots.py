@@ -1,4 +1,9 @@
-"""Reading snapshots: which snapshot a query runs against, and what a build produced."""
+"""Reading snapshots: which snapshot a query runs against, and what a build produced.
+
+The chunker writes the snapshot tables (its builds; the embedder its embedding state); every
+reader calls the typed functions here, in the caller's tenant transaction (row-level security
+scopes them).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,9 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
+from palimpsest.core.stores import Store
+
+STORE = Store(owner="chunker", reads=("code_index_snapshots", "code_index_files", "code_chunks"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,17 +120,6 @@ async def get_snapshot(conn: Conn, snapshot_id: UUID) -> Snapshot | None:
     return await fetch_one_as(conn, Snapshot, _SELECT + " WHERE snapshot_id = %s", (snapshot_id,))
 
 
-async def delete_repository_index(conn: Conn, repository_id: UUID) -> None:
-    """Delete a repository's index in a few set-based statements, before the repository row goes.
-
-    Statement-level triggers (migration 0013) do the rest: deleting the snapshots deletes their
-    file rows, deleting the blobs deletes their chunks, symbols, facts and embeddings (by
-    repository, since no blob of it is left).
-    """
-    await conn.execute("DELETE FROM code_index_snapshots WHERE repository_id = %s", (repository_id,))
-    await conn.execute("DELETE FROM code_blobs WHERE repository_id = %s", (repository_id,))
-
-
 @dataclass(frozen=True, slots=True)
 class FileText:
     """A file of a snapshot as its chunks hold it: ``text`` is None when indexing skipped the file
@@ -138,22 +135,38 @@ class FileText:
 async def file_text(conn: Conn, repository_id: UUID, snapshot_id: UUID, path: str) -> FileText | None:
     """The file at ``path`` in the snapshot, rebuilt line by line from its (overlapping) chunks;
     a line no chunk holds is empty, so every line keeps its number. None: not in the snapshot."""
-    cur = await conn.execute(
+    row = await fetch_one_as(
+        conn,
+        _File,
         "SELECT blob_sha, size, skip_reason FROM code_index_files WHERE snapshot_id = %s AND path = %s",
         (snapshot_id, path),
     )
-    row = await cur.fetchone()
     if row is None:
         return None
-    if row["skip_reason"] is not None:
-        return FileText(path, row["blob_sha"], row["size"], row["skip_reason"], None)
-    cur = await conn.execute(
+    if row.skip_reason is not None:
+        return FileText(path, row.blob_sha, row.size, row.skip_reason, None)
+    chunks = await fetch_all_as(
+        conn,
+        _Chunk,
         "SELECT start_line, content FROM code_chunks WHERE repository_id = %s AND blob_sha = %s ORDER BY ordinal",
-        (repository_id, row["blob_sha"]),
+        (repository_id, row.blob_sha),
     )
     lines: dict[int, str] = {}
-    for chunk in await cur.fetchall():
-        for offset, line in enumerate(chunk["content"].split("\n")):
-            lines.setdefault(chunk["start_line"] + offset, line)
+    for chunk in chunks:
+        for offset, line in enumerate(chunk.content.split("\n")):
+            lines.setdefault(chunk.start_line + offset, line)
     text = "\n".join(lines.get(n, "") for n in range(1, max(lines) + 1)) if lines else ""
-    return FileText(path, row["blob_sha"], row["size"], None, text)
+    return FileText(path, row.blob_sha, row.size, None, text)
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    blob_sha: str
+    size: int
+    skip_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    start_line: int
+    content: str
