@@ -61,7 +61,6 @@ NOT_YET_MOVED = frozenset(
         "ingest/admin/deletion.py",
         "ingest/admin/links.py",
         "ingest/admin/models.py",
-        "ingest/backfill.py",
         "ingest/mcp/tools.py",
     }
 )
