@@ -8,12 +8,10 @@ find a tenant before one is known. Unique violations become `Conflict` here, at 
 from palimpsest.core.stores import Owns, Store
 
 # Tables of the ingest service whose statements are not yet in a store module of their own: the
-# links (admin/links.py), model routes and budgets (admin/models.py) — each listed as not yet
-# moved by the SQL-placement test.
+# model routes and budgets (admin/models.py), listed as not yet moved by the SQL-placement test.
 STORE = Store(
     owner="ingest",
     writes=(
-        Owns("repository_links"),
         Owns("llm_routes"),
         Owns("llm_budgets"),
     ),
