@@ -59,7 +59,6 @@ NOT_YET_MOVED = frozenset(
         "index/search.py",
         "index/semantic.py",
         "ingest/admin/deletion.py",
-        "ingest/admin/models.py",
         "ingest/mcp/tools.py",
     }
 )
