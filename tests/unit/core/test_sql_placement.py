@@ -58,7 +58,6 @@ NOT_YET_MOVED = frozenset(
         "index/graph/query.py",
         "index/search.py",
         "index/semantic.py",
-        "ingest/admin/deletion.py",
         "ingest/mcp/tools.py",
     }
 )
