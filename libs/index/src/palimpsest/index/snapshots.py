@@ -170,3 +170,23 @@ class _File:
 class _Chunk:
     start_line: int
     content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkLines:
+    """A chunk's first line and text, of one blob: enough to rebuild the blob's file line by line."""
+
+    blob_sha: str
+    start_line: int
+    content: str
+
+
+async def blob_chunks(conn: Conn, repository_id: UUID, blobs: list[str]) -> list[ChunkLines]:
+    """The chunks of each of ``blobs``, by blob and then in chunk order (windows overlap)."""
+    return await fetch_all_as(
+        conn,
+        ChunkLines,
+        "SELECT blob_sha, start_line, content FROM code_chunks WHERE repository_id = %s"
+        " AND blob_sha = ANY(%s::text[]) ORDER BY blob_sha, ordinal",
+        (repository_id, blobs),
+    )
