@@ -43,7 +43,6 @@ MEASUREMENT = ("devtools/bench/", "devtools/chaos/")
 NOT_YET_MOVED = frozenset(
     {
         "analyzer/doccheck.py",
-        "analyzer/snapshot.py",
         "chunker/build.py",
         "chunker/service.py",
         "core/consumer.py",

@@ -98,7 +98,7 @@ async def last_modified_at(
     wanted = list(dict.fromkeys(paths))
     if not wanted:
         return {}
-    known = {row.path: row.last_modified_at for row in await store.dated_paths(conn, repository_id, wanted)}
+    known = {row.path: row.last_modified_at for row in await store.file_dates(conn, repository_id, wanted)}
     return {path: known.get(path) for path in wanted}
 
 

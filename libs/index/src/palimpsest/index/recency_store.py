@@ -28,12 +28,14 @@ __all__ = [
     "CoChangePair",
     "CoChangeRow",
     "DatedPath",
+    "FileDate",
     "RecencyScan",
     "cochange_pairs",
     "cochange_rows",
     "counted_commits",
     "counted_paths",
     "dated_paths",
+    "file_dates",
     "indexed_dated_paths",
     "last_scan",
     "newest_ready_snapshot_id",
@@ -120,20 +122,37 @@ class _SnapshotId:
     snapshot_id: UUID
 
 
-async def dated_paths(conn: Conn, repository_id: UUID, paths: list[str] | None = None) -> list[DatedPath]:
+async def dated_paths(conn: Conn, repository_id: UUID) -> list[DatedPath]:
+    """Every recorded path of the repository with its last commit and date."""
+    return await fetch_all_as(
+        conn,
+        DatedPath,
+        "SELECT path, last_commit, last_modified_at FROM file_recency WHERE repository_id = %s",
+        (repository_id,),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FileDate:
+    """A recorded path and its date (None: unknown)."""
+
+    path: str
+    last_modified_at: datetime | None
+
+
+async def file_dates(conn: Conn, repository_id: UUID, paths: list[str] | None = None) -> list[FileDate]:
     """The recorded paths of the repository (only ``paths`` of them, when given) with their dates."""
     if paths is None:
         return await fetch_all_as(
             conn,
-            DatedPath,
-            "SELECT path, last_commit, last_modified_at FROM file_recency WHERE repository_id = %s",
+            FileDate,
+            "SELECT path, last_modified_at FROM file_recency WHERE repository_id = %s",
             (repository_id,),
         )
     return await fetch_all_as(
         conn,
-        DatedPath,
-        "SELECT path, last_commit, last_modified_at FROM file_recency"
-        " WHERE repository_id = %s AND path = ANY(%s::text[])",
+        FileDate,
+        "SELECT path, last_modified_at FROM file_recency WHERE repository_id = %s AND path = ANY(%s::text[])",
         (repository_id, paths),
     )
 

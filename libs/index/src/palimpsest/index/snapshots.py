@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 from uuid import UUID
 
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
@@ -189,4 +189,60 @@ async def blob_chunks(conn: Conn, repository_id: UUID, blobs: list[str]) -> list
         "SELECT blob_sha, start_line, content FROM code_chunks WHERE repository_id = %s"
         " AND blob_sha = ANY(%s::text[]) ORDER BY blob_sha, ordinal",
         (repository_id, blobs),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FileChunks:
+    """A file of a snapshot with its chunks' metadata (no content), in chunk order."""
+
+    path: str
+    blob_sha: str
+    language: str | None
+    skip_reason: str | None
+    chunks: list[tuple[int, int, int, str, str | None]]  # json: ordinal, start, end, kind, name
+
+
+_FILE_CHUNKS: Final = (
+    "WITH page AS ("
+    "  SELECT path, blob_sha, language, skip_reason FROM code_index_files"
+    "  WHERE snapshot_id = %(snap)s AND path > %(after)s"
+    "  ORDER BY path LIMIT %(n)s)"
+    " SELECT page.path, page.blob_sha, page.language, page.skip_reason,"
+    "   coalesce(json_agg(json_build_array(c.ordinal, c.start_line, c.end_line, c.kind, c.name)"
+    "     ORDER BY c.ordinal) FILTER (WHERE c.ordinal IS NOT NULL), '[]') AS chunks"
+    " FROM page LEFT JOIN code_chunks c ON c.repository_id = %(repo)s AND c.blob_sha = page.blob_sha"
+    " GROUP BY page.path, page.blob_sha, page.language, page.skip_reason ORDER BY page.path"
+)
+
+
+async def file_chunks_page(
+    conn: Conn, repository_id: UUID, snapshot_id: UUID, *, after: str, limit: int
+) -> list[FileChunks]:
+    """Up to ``limit`` files of the snapshot after ``after`` (by path), each with its chunks' metadata."""
+    return await fetch_all_as(
+        conn,
+        FileChunks,
+        _FILE_CHUNKS,
+        {"snap": snapshot_id, "after": after, "n": limit, "repo": repository_id},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkContent:
+    blob_sha: str
+    ordinal: int
+    content: str
+
+
+async def chunk_contents(conn: Conn, repository_id: UUID, keys: list[tuple[str, int]]) -> list[ChunkContent]:
+    """The content of each chunk named by ``(blob_sha, ordinal)`` in ``keys``."""
+    return await fetch_all_as(
+        conn,
+        ChunkContent,
+        "SELECT c.blob_sha, c.ordinal, c.content FROM code_chunks c"
+        " JOIN unnest(%s::text[], %s::int[]) AS k(blob_sha, ordinal)"
+        "   ON c.blob_sha = k.blob_sha AND c.ordinal = k.ordinal"
+        " WHERE c.repository_id = %s",
+        ([k[0] for k in keys], [k[1] for k in keys], repository_id),
     )
