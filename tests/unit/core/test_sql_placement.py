@@ -52,7 +52,6 @@ NOT_YET_MOVED = frozenset(
         "index/context/leftbehind.py",
         "index/graph/load.py",
         "index/graph/persisted.py",
-        "index/graph/query.py",
         "index/search.py",
         "index/semantic.py",
         "ingest/mcp/tools.py",

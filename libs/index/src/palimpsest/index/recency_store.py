@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any, Final
 from uuid import UUID
 
+from psycopg.rows import tuple_row
+
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
 from palimpsest.core.stores import Store
 
@@ -30,6 +32,7 @@ __all__ = [
     "DatedPath",
     "FileDate",
     "RecencyScan",
+    "ScanStamp",
     "cochange_pairs",
     "cochange_rows",
     "counted_commits",
@@ -37,8 +40,10 @@ __all__ = [
     "dated_paths",
     "file_dates",
     "indexed_dated_paths",
+    "known_dates",
     "last_scan",
     "newest_ready_snapshot_id",
+    "scan_stamp",
 ]
 
 
@@ -268,3 +273,33 @@ async def newest_ready_snapshot_id(conn: Conn, repository_id: UUID) -> UUID | No
         (repository_id,),
     )
     return found.snapshot_id if found is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanStamp:
+    """Which scan the transaction sees: the dates change only when a scan runs."""
+
+    scanned_at: datetime
+    request_id: UUID | None
+
+
+async def scan_stamp(conn: Conn, repository_id: UUID) -> ScanStamp | None:
+    """The last scan's time and request, or None (never scanned)."""
+    return await fetch_one_as(
+        conn,
+        ScanStamp,
+        "SELECT scanned_at, request_id FROM recency_scans WHERE repository_id = %s",
+        (repository_id,),
+    )
+
+
+async def known_dates(conn: Conn, repository_id: UUID) -> dict[str, datetime]:
+    """Every path of the repository whose date is known, with that date (read as tuples straight
+    into the map: a 50 000-file repository's take ~0.5 s to read and decode)."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute(
+            "SELECT path, last_modified_at FROM file_recency"
+            " WHERE repository_id = %s AND last_modified_at IS NOT NULL",
+            (repository_id,),
+        )
+        return dict(await cur.fetchall())
