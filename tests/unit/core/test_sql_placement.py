@@ -49,7 +49,6 @@ NOT_YET_MOVED = frozenset(
         "core/relay.py",
         "index/context/candidates.py",
         "index/context/crossrepo.py",
-        "index/context/leftbehind.py",
         "index/graph/load.py",
         "index/graph/persisted.py",
         "index/search.py",

@@ -15,7 +15,10 @@ from uuid import UUID
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
 from palimpsest.core.stores import Store
 
-STORE = Store(owner="chunker", reads=("code_index_snapshots", "code_index_files", "code_chunks"))
+STORE = Store(
+    owner="chunker",
+    reads=("code_index_snapshots", "code_index_files", "code_chunks", "code_symbols", "code_facts"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,4 +248,65 @@ async def chunk_contents(conn: Conn, repository_id: UUID, keys: list[tuple[str, 
         "   ON c.blob_sha = k.blob_sha AND c.ordinal = k.ordinal"
         " WHERE c.repository_id = %s",
         ([k[0] for k in keys], [k[1] for k in keys], repository_id),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BlobName:
+    """A name the chunker's symbols say a blob defines."""
+
+    blob_sha: str
+    name: str
+
+
+async def blob_symbol_names(conn: Conn, repository_id: UUID, blobs: list[str]) -> list[BlobName]:
+    """The names each of ``blobs`` defines (blobs the index never parsed have none)."""
+    return await fetch_all_as(
+        conn,
+        BlobName,
+        "SELECT blob_sha, name FROM code_symbols WHERE repository_id = %s AND blob_sha = ANY(%s::text[])",
+        (repository_id, blobs),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Name:
+    name: str
+
+
+async def defined_names(conn: Conn, repository_id: UUID, names: list[str], blobs: list[str]) -> set[str]:
+    """Which of ``names`` one of ``blobs`` defines."""
+    rows = await fetch_all_as(
+        conn,
+        _Name,
+        "SELECT DISTINCT name FROM code_symbols WHERE repository_id = %s AND name = ANY(%s::text[])"
+        " AND blob_sha = ANY(%s::text[])",
+        (repository_id, names, blobs),
+    )
+    return {row.name for row in rows}
+
+
+@dataclass(frozen=True, slots=True)
+class DocMention:
+    """A doc blob's stored mention of an identifier or a path, or its ``Governs:`` line."""
+
+    blob_sha: str
+    kind: str  # mention | governs
+    name: str
+    line: int
+    target: str | None
+    detail: str | None
+
+
+async def doc_mentions(conn: Conn, repository_id: UUID, blobs: list[str]) -> list[DocMention]:
+    """Every identifier and path mention and every ``Governs:`` fact of ``blobs``, by blob, line
+    and order of writing."""
+    return await fetch_all_as(
+        conn,
+        DocMention,
+        "SELECT blob_sha, kind, name, line, target, detail FROM code_facts"
+        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[])"
+        " AND (kind = 'governs' OR (kind = 'mention' AND target IN ('identifier', 'path')))"
+        " ORDER BY blob_sha, line, ordinal",
+        (repository_id, blobs),
     )

@@ -52,6 +52,7 @@ __all__ = [
     "analysis_view",
     "finish_submission",
     "insert_submission",
+    "left_behind_fingerprints",
     "list_analyses",
     "list_reviews",
     "load_review",
@@ -540,3 +541,24 @@ async def latest_doc_freshness(conn: Conn, repository_id: UUID) -> Any:
         (repository_id,),
     )
     return row["docs"] if row is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Fingerprint:
+    fp: str
+
+
+async def left_behind_fingerprints(
+    conn: Conn, repository_id: UUID, provider: str, number: int, head_sha: str
+) -> set[str]:
+    """The left-behind check's finding fingerprints stored with the pull request's reviews of
+    other heads than ``head_sha``."""
+    rows = await fetch_all_as(
+        conn,
+        _Fingerprint,
+        "SELECT DISTINCT jsonb_array_elements_text(sources->'left_behind'->'fingerprints') AS fp"
+        " FROM reviews WHERE repository_id = %s AND provider = %s AND number = %s AND head_sha <> %s"
+        " AND jsonb_typeof(sources->'left_behind'->'fingerprints') = 'array'",
+        (repository_id, provider, number, head_sha),
+    )
+    return {row.fp for row in rows}
