@@ -48,7 +48,6 @@ NOT_YET_MOVED = frozenset(
         "core/consumer.py",
         "core/relay.py",
         "index/context/candidates.py",
-        "index/context/crossrepo.py",
         "index/graph/load.py",
         "index/graph/persisted.py",
         "index/search.py",
