@@ -45,7 +45,6 @@ NOT_YET_MOVED = frozenset(
         "analyzer/doccheck.py",
         "chunker/build.py",
         "chunker/service.py",
-        "core/relay.py",
         "index/context/candidates.py",
         "index/graph/load.py",
         "index/graph/persisted.py",
