@@ -50,7 +50,6 @@ NOT_YET_MOVED = frozenset(
         "index/graph/persisted.py",
         "index/search.py",
         "index/semantic.py",
-        "ingest/mcp/tools.py",
     }
 )
 

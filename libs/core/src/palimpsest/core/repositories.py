@@ -25,6 +25,7 @@ __all__ = [
     "LinkTarget",
     "NewRepository",
     "Repository",
+    "RepositoryScanned",
     "Suspension",
     "admin_links",
     "get_repository",
@@ -32,9 +33,13 @@ __all__ = [
     "link_targets",
     "named",
     "suspension_of",
+    "with_last_scan",
 ]
 
-STORE = Store(owner="ingest", reads=("repositories", "installations", "tenants", "repository_links"))
+STORE = Store(
+    owner="ingest",
+    reads=("repositories", "installations", "tenants", "repository_links", "recency_scans"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,3 +188,26 @@ async def admin_links(conn: Conn, repository_id: UUID) -> list[AdminLink]:
     """The admin links that apply to the repository: its own, then the organisation-wide pattern
     repositories (other than itself)."""
     return await fetch_all_as(conn, AdminLink, _ADMIN_LINKS, (repository_id, repository_id))
+
+
+@dataclass(frozen=True, slots=True)
+class RepositoryScanned:
+    """A repository as the MCP list shows it, with when its last recency scan ran (None: never)."""
+
+    repository_id: UUID
+    full_name: str
+    provider: str
+    default_branch: str
+    index_mode: str
+    scanned_at: datetime | None
+
+
+async def with_last_scan(conn: Conn) -> list[RepositoryScanned]:
+    """Every repository of the transaction's tenant, by full name, with its last recency scan."""
+    return await fetch_all_as(
+        conn,
+        RepositoryScanned,
+        "SELECT r.repository_id, r.full_name, r.provider, r.default_branch, r.index_mode,"
+        " s.scanned_at FROM repositories r LEFT JOIN recency_scans s USING (tenant_id, repository_id)"
+        " ORDER BY r.full_name, r.repository_id",
+    )

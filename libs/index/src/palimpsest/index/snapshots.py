@@ -310,3 +310,16 @@ async def doc_mentions(conn: Conn, repository_id: UUID, blobs: list[str]) -> lis
         " ORDER BY blob_sha, line, ordinal",
         (repository_id, blobs),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Commit:
+    commit_sha: str
+
+
+async def snapshot_commit(conn: Conn, snapshot_id: UUID) -> str | None:
+    """The commit a snapshot was built from, or None (no such snapshot)."""
+    row = await fetch_one_as(
+        conn, _Commit, "SELECT commit_sha FROM code_index_snapshots WHERE snapshot_id = %s", (snapshot_id,)
+    )
+    return row.commit_sha if row is not None else None

@@ -52,6 +52,7 @@ __all__ = [
     "analysis_view",
     "finish_submission",
     "insert_submission",
+    "latest_completed_analysis",
     "left_behind_fingerprints",
     "list_analyses",
     "list_reviews",
@@ -562,3 +563,20 @@ async def left_behind_fingerprints(
         (repository_id, provider, number, head_sha),
     )
     return {row.fp for row in rows}
+
+
+@dataclass(frozen=True, slots=True)
+class _AnalysisId:
+    analysis_id: UUID
+
+
+async def latest_completed_analysis(conn: Conn, repository_id: UUID) -> UUID | None:
+    """The id of the repository's newest completed analysis (ids are UUIDv7), or None."""
+    row = await fetch_one_as(
+        conn,
+        _AnalysisId,
+        "SELECT analysis_id FROM analyses WHERE repository_id = %s AND state = 'completed'"
+        " ORDER BY analysis_id DESC LIMIT 1",
+        (repository_id,),
+    )
+    return row.analysis_id if row is not None else None
