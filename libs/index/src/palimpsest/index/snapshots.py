@@ -9,15 +9,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, cast
 from uuid import UUID
+
+from psycopg.rows import tuple_row
 
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
 from palimpsest.core.stores import Store
 
 STORE = Store(
     owner="chunker",
-    reads=("code_index_snapshots", "code_index_files", "code_chunks", "code_symbols", "code_facts"),
+    reads=(
+        "code_index_snapshots",
+        "code_index_files",
+        "code_blobs",
+        "code_chunks",
+        "code_symbols",
+        "code_facts",
+    ),
 )
 
 
@@ -323,3 +332,52 @@ async def snapshot_commit(conn: Conn, snapshot_id: UUID) -> str | None:
         conn, _Commit, "SELECT commit_sha FROM code_index_snapshots WHERE snapshot_id = %s", (snapshot_id,)
     )
     return row.commit_sha if row is not None else None
+
+
+# ------------------------------------------ what the graph reads, as tuples (decoded in a thread)
+
+# (path, blob_sha, language, kind, skip_reason)
+FileTuple = tuple[str, str, str | None, str, str | None]
+# (blob_sha, symbols, facts): a blob's records, two text columns (palimpsest.index.records)
+RecordTuple = tuple[str, str | None, str | None]
+# (blob_sha, start_line, content)
+ChunkTuple = tuple[str, int, str]
+
+
+async def _tuples(conn: Conn, statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute(statement, params)
+        return await cur.fetchall()
+
+
+async def file_tuples(conn: Conn, snapshot_id: UUID) -> list[FileTuple]:
+    """Every file of the snapshot, as plain tuples: a 50 000-file snapshot's rows are many."""
+    rows = await _tuples(
+        conn,
+        "SELECT path, blob_sha, language, kind, skip_reason FROM code_index_files WHERE snapshot_id = %(snap)s",
+        {"snap": snapshot_id},
+    )
+    return cast("list[FileTuple]", rows)
+
+
+async def record_tuples(conn: Conn, repository_id: UUID, snapshot_id: UUID) -> list[RecordTuple]:
+    """The symbols and facts of the snapshot's blobs that have any, as plain tuples."""
+    rows = await _tuples(
+        conn,
+        "SELECT b.blob_sha, b.symbols, b.facts FROM code_blobs b"
+        " WHERE b.repository_id = %(repo)s AND (b.symbols IS NOT NULL OR b.facts IS NOT NULL) AND b.blob_sha IN ("
+        "   SELECT f.blob_sha FROM code_index_files f WHERE f.snapshot_id = %(snap)s)",
+        {"repo": repository_id, "snap": snapshot_id},
+    )
+    return cast("list[RecordTuple]", rows)
+
+
+async def chunk_tuples(conn: Conn, repository_id: UUID, blobs: list[str]) -> list[ChunkTuple]:
+    """The chunks of ``blobs``, by blob and then in chunk order, as plain tuples."""
+    rows = await _tuples(
+        conn,
+        "SELECT blob_sha, start_line, content FROM code_chunks WHERE repository_id = %(repo)s"
+        " AND blob_sha = ANY(%(shas)s) ORDER BY blob_sha, ordinal",
+        {"repo": repository_id, "shas": blobs},
+    )
+    return cast("list[ChunkTuple]", rows)
