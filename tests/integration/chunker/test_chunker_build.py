@@ -19,10 +19,11 @@ from palimpsest.core.bus import CONSUMERS, ConsumerSpec
 from palimpsest.core.db import tenant_tx
 from palimpsest.core.events import IndexRequested, SnapshotBuilt
 from palimpsest.core.service import Infra, ServiceDefinition
+from palimpsest.devtools.bench.index import delete_repository_index
 from palimpsest.index.graph.load import load_snapshot_facts
 from palimpsest.index.records import encode_facts, encode_symbols
 from palimpsest.index.search import lexical_search
-from palimpsest.index.snapshots import delete_repository_index, list_snapshots
+from palimpsest.index.snapshots import list_snapshots
 from tests.support.gitrepo import commit, git, init_repo
 from tests.support.pipeline import request_and_wait, services
 from tests.support.tenants import create_tenant

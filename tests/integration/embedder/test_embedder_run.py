@@ -260,7 +260,7 @@ async def test_hybrid_falls_back_to_lexical_with_a_reason(
 async def test_deleting_the_repository_index_deletes_its_vectors(
     infra: Infra, tmp_path: Path, chunker: None
 ) -> None:
-    from palimpsest.index.snapshots import delete_repository_index
+    from palimpsest.devtools.bench.index import delete_repository_index
 
     ctx = await built(infra, tmp_path)
     await run(infra, ctx, TrigramProvider())

@@ -43,28 +43,12 @@ MEASUREMENT = ("devtools/bench/", "devtools/chaos/")
 NOT_YET_MOVED = frozenset(
     {
         "analyzer/doccheck.py",
-        "analyzer/schedule.py",
-        "analyzer/selection.py",
-        "analyzer/snapshot.py",
         "chunker/build.py",
         "chunker/service.py",
-        "core/consumer.py",
-        "core/relay.py",
         "index/context/candidates.py",
-        "index/context/crossrepo.py",
-        "index/context/leftbehind.py",
-        "index/graph/load.py",
         "index/graph/persisted.py",
-        "index/graph/query.py",
-        "index/recency.py",
         "index/search.py",
         "index/semantic.py",
-        "index/snapshots.py",
-        "ingest/admin/deletion.py",
-        "ingest/admin/links.py",
-        "ingest/admin/models.py",
-        "ingest/backfill.py",
-        "ingest/mcp/tools.py",
     }
 )
 

@@ -29,7 +29,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from pydantic import ValidationError
 
 from palimpsest.core import inbox, metrics
-from palimpsest.core.db import Conn, Pool, system_tx, tenant_tx, unreachable
+from palimpsest.core.db import Conn, Pool, ping, system_tx, tenant_tx, unreachable
 from palimpsest.core.errors import DuplicateEvent, UnhandledEvent
 from palimpsest.core.events import Event, parse_event
 from palimpsest.core.telemetry import extract, tracer
@@ -249,7 +249,7 @@ class ConsumerRuntime:
                 log.debug("hold heartbeat failed: %s", describe_error(beat))
             try:
                 async with system_tx(self.pool) as conn:
-                    await conn.execute("SELECT 1")
+                    await ping(conn)
                 break
             except Exception as probe:  # still down: wait on
                 if not unreachable(probe):
@@ -273,15 +273,12 @@ class ConsumerRuntime:
             pass
 
     async def _record_failure(self, event: Event, exc: BaseException) -> None:
+        # the failures' store records dead letters too, whose outcome marks need this module
+        from palimpsest.core.deadletters import record_failure
+
         try:
             async with system_tx(self.pool) as conn:
-                await conn.execute(
-                    "INSERT INTO event_failures (consumer, event_id, tenant_id, last_error)"
-                    " VALUES (%s, %s, %s, %s) ON CONFLICT (consumer, event_id) DO UPDATE"
-                    " SET attempts = event_failures.attempts + 1, last_error = EXCLUDED.last_error,"
-                    " updated_at = clock_timestamp()",
-                    (self.consumer, event.id, event.tenant_id, describe_error(exc)[:2000]),
-                )
+                await record_failure(conn, self.consumer, event.id, event.tenant_id, describe_error(exc))
         except Exception as db_exc:  # the database may be the reason the handler failed
             log.debug("could not record failure: %s", db_exc.__class__.__name__)
 

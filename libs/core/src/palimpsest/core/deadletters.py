@@ -24,10 +24,10 @@ from psycopg.types.json import Jsonb
 
 from palimpsest.core import metrics, outcomes
 from palimpsest.core.bus import ADVISORY_STREAM, STREAM, ConsumerSpec
-from palimpsest.core.db import Pool, system_tx, tenant_tx
+from palimpsest.core.db import Conn, Pool, system_tx, tenant_tx
 from palimpsest.core.stores import CORE, Owns, Store
 
-# Failures (event_failures) are written by palimpsest.core.consumer, listed as not yet moved.
+# Failures (event_failures) are counted by palimpsest.core.consumer through record_failure.
 STORE = Store(owner=CORE, writes=(Owns("dead_letters"), Owns("event_failures")))
 
 
@@ -217,3 +217,17 @@ async def get_dead_letter(pool: Pool, dead_letter_id: int) -> DeadLetter | None:
         cur = await conn.execute(f"SELECT {_COLUMNS} FROM dead_letters WHERE id = %s", (dead_letter_id,))
         row = await cur.fetchone()
         return DeadLetter(**row) if row else None
+
+
+async def record_failure(
+    conn: Conn, consumer: str, event_id: UUID, tenant_id: UUID | None, error: str
+) -> None:
+    """Count a failed delivery of the event to ``consumer`` and keep its last error (a system
+    transaction); the dead letter recorder reads it back when the bus gives up."""
+    await conn.execute(
+        "INSERT INTO event_failures (consumer, event_id, tenant_id, last_error)"
+        " VALUES (%s, %s, %s, %s) ON CONFLICT (consumer, event_id) DO UPDATE"
+        " SET attempts = event_failures.attempts + 1, last_error = EXCLUDED.last_error,"
+        " updated_at = clock_timestamp()",
+        (consumer, event_id, tenant_id, error[:2000]),
+    )

@@ -7,6 +7,8 @@ consumer acknowledge the redelivery without applying it again.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from palimpsest.core.db import Conn
 from palimpsest.core.errors import DuplicateEvent
 from palimpsest.core.events import Event
@@ -30,3 +32,8 @@ async def seen(conn: Conn, consumer: str, event_id: object) -> bool:
         "SELECT 1 FROM inbox WHERE consumer = %s AND event_id = %s", (consumer, event_id)
     )
     return await cur.fetchone() is not None
+
+
+async def prune_processed(conn: Conn, retention: timedelta) -> None:
+    """Delete the rows processed longer than ``retention`` ago."""
+    await conn.execute("DELETE FROM inbox WHERE processed_at < now() - %s::interval", (retention,))

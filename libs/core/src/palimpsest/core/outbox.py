@@ -3,17 +3,21 @@
 ``emit`` inserts the envelope (and the current W3C trace context) into ``outbox`` using the caller's
 connection, so the event exists if and only if the state change commits. The relay
 (:mod:`palimpsest.core.relay`) publishes it later; an ``AFTER INSERT`` trigger sends ``pg_notify`` so
-the relay wakes at once instead of waiting for its poll.
+the relay wakes at once instead of waiting for its poll. The relay's own statements (claim the
+pending rows, mark them, prune) are here too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
+from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from palimpsest.core.db import Conn
+from palimpsest.core.db import Conn, fetch_all_as, fetch_one_as
 from palimpsest.core.events import Event
 from palimpsest.core.stores import CORE, Owns, Store
 from palimpsest.core.telemetry import current_trace_headers
@@ -82,3 +86,60 @@ async def emit_guarded(conn: Conn, guard: str, guard_params: Sequence[Any], *eve
         params += [ev.id, ev.tenant_id, ev.subject, ev.TYPE, Jsonb(ev.model_dump(mode="json")), headers]
     cur = await conn.execute(_guarded_sql(guard, len(events)), params)
     return await cur.fetchone() is not None
+
+
+# ------------------------------------------------------------------ the relay's statements
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEvent:
+    """An unpublished ``outbox`` row, as the relay publishes it."""
+
+    id: UUID
+    subject: str
+    payload: Mapping[str, object]  # jsonb: the event's envelope
+    headers: Mapping[str, object] | None  # jsonb: the trace context
+
+
+async def claim_pending(conn: Conn, batch: int) -> list[PendingEvent]:
+    """Up to ``batch`` unpublished rows, oldest first, locked for this transaction (rows another
+    relay holds are skipped)."""
+    return await fetch_all_as(
+        conn,
+        PendingEvent,
+        "SELECT id, subject, payload, headers FROM outbox WHERE published_at IS NULL"
+        " ORDER BY created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
+        (batch,),
+    )
+
+
+async def mark_published(conn: Conn, ids: list[UUID]) -> None:
+    await conn.execute(
+        "UPDATE outbox SET published_at = clock_timestamp(), attempts = attempts + 1,"
+        " last_error = NULL WHERE id = ANY(%s)",
+        (ids,),
+    )
+
+
+async def mark_failed(conn: Conn, failed: list[tuple[UUID, str]]) -> None:
+    """Count a failed attempt of each ``(id, error)`` and keep its error."""
+    async with conn.cursor() as c:
+        await c.executemany(
+            "UPDATE outbox SET attempts = attempts + 1, last_error = %s WHERE id = %s",
+            [(err, i) for i, err in failed],
+        )
+
+
+async def prune_published(conn: Conn, retention: timedelta) -> None:
+    """Delete the rows published longer than ``retention`` ago."""
+    await conn.execute("DELETE FROM outbox WHERE published_at < now() - %s::interval", (retention,))
+
+
+@dataclass(frozen=True, slots=True)
+class _Count:
+    n: int
+
+
+async def pending_count(conn: Conn) -> int:
+    row = await fetch_one_as(conn, _Count, "SELECT count(*) AS n FROM outbox WHERE published_at IS NULL")
+    return int(row.n) if row else 0

@@ -24,7 +24,7 @@ from datetime import timedelta
 import psycopg
 from nats.aio.client import Client as NATS
 
-from palimpsest.core import metrics
+from palimpsest.core import inbox, metrics, outbox
 from palimpsest.core.bus import STREAM
 from palimpsest.core.db import Pool, system_tx
 
@@ -61,54 +61,37 @@ class Relay:
     async def publish_pending(self) -> int:
         """One pass: publish up to ``batch`` rows; returns how many were marked published."""
         async with system_tx(self.pool) as conn:
-            cur = await conn.execute(
-                "SELECT id, subject, payload, headers FROM outbox WHERE published_at IS NULL"
-                " ORDER BY created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
-                (self.batch,),
-            )
-            rows = await cur.fetchall()
+            rows = await outbox.claim_pending(conn, self.batch)
             if not rows:
                 metrics.OUTBOX_PENDING.set(0)
                 return 0
             futures = []
             for row in rows:
-                headers = {str(k): str(v) for k, v in dict(row["headers"] or {}).items()}
-                headers["Nats-Msg-Id"] = str(row["id"])
-                body = json.dumps(row["payload"], separators=(",", ":")).encode()
-                futures.append(
-                    await self.js.publish_async(row["subject"], body, stream=STREAM, headers=headers)
-                )
+                headers = {str(k): str(v) for k, v in dict(row.headers or {}).items()}
+                headers["Nats-Msg-Id"] = str(row.id)
+                body = json.dumps(row.payload, separators=(",", ":")).encode()
+                futures.append(await self.js.publish_async(row.subject, body, stream=STREAM, headers=headers))
             results = await asyncio.gather(
                 *(asyncio.wait_for(f, self.publish_timeout_s) for f in futures), return_exceptions=True
             )
             ok = [
-                row["id"]
-                for row, res in zip(rows, results, strict=True)
-                if not isinstance(res, BaseException)
+                row.id for row, res in zip(rows, results, strict=True) if not isinstance(res, BaseException)
             ]
             failed = [
-                (row["id"], f"{res.__class__.__name__}: {res}"[:500])
+                (row.id, f"{res.__class__.__name__}: {res}"[:500])
                 for row, res in zip(rows, results, strict=True)
                 if isinstance(res, BaseException)
             ]
             if self.after_publish is not None:
                 await self.after_publish([str(i) for i in ok])
             if ok:
-                await conn.execute(
-                    "UPDATE outbox SET published_at = clock_timestamp(), attempts = attempts + 1,"
-                    " last_error = NULL WHERE id = ANY(%s)",
-                    (ok,),
-                )
+                await outbox.mark_published(conn, ok)
             if failed:
-                async with conn.cursor() as c:
-                    await c.executemany(
-                        "UPDATE outbox SET attempts = attempts + 1, last_error = %s WHERE id = %s",
-                        [(err, i) for i, err in failed],
-                    )
+                await outbox.mark_failed(conn, failed)
                 metrics.RELAY_PUBLISH_FAILURES.inc(len(failed))
         for row, res in zip(rows, results, strict=True):
             if not isinstance(res, BaseException):
-                metrics.EVENTS_PUBLISHED.labels(type=str(row["payload"].get("type", ""))).inc()
+                metrics.EVENTS_PUBLISHED.labels(type=str(row.payload.get("type", ""))).inc()
         self.published_total += len(ok)
         if failed:
             log.warning(
@@ -133,15 +116,9 @@ class Relay:
 
     async def prune(self) -> None:
         async with system_tx(self.pool) as conn:
-            await conn.execute(
-                "DELETE FROM outbox WHERE published_at < now() - %s::interval", (self.retention,)
-            )
-            await conn.execute(
-                "DELETE FROM inbox WHERE processed_at < now() - %s::interval", (self.retention * 2,)
-            )
-            cur = await conn.execute("SELECT count(*) AS n FROM outbox WHERE published_at IS NULL")
-            row = await cur.fetchone()
-            metrics.OUTBOX_PENDING.set(int(row["n"]) if row else 0)
+            await outbox.prune_published(conn, self.retention)
+            await inbox.prune_processed(conn, self.retention * 2)
+            metrics.OUTBOX_PENDING.set(await outbox.pending_count(conn))
 
     async def run(self, stop: asyncio.Event) -> None:
         """Publish on every notify and every ``poll_s``, until ``stop`` is set."""

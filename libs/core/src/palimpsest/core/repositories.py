@@ -3,7 +3,9 @@
 The ingest service owns the table (it registers, changes and deletes repositories:
 ``palimpsest.ingest.store.repositories``, which re-exports these types); the chunker stamps
 ``index_updated_at`` (``palimpsest.chunker.store``). Every other reader of a repository's row
-calls the functions here, in the caller's tenant transaction (row-level security scopes them).
+calls the functions here, in the caller's tenant transaction (row-level security scopes them);
+cross-repository context reads the repositories a link names, and the admin links
+(``repository_links``, ingest's ``palimpsest.ingest.store.links``) that apply, here too.
 """
 
 from __future__ import annotations
@@ -18,17 +20,26 @@ from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_a
 from palimpsest.core.stores import Store
 
 __all__ = [
+    "AdminLink",
     "InstallationOf",
+    "LinkTarget",
     "NewRepository",
     "Repository",
+    "RepositoryScanned",
     "Suspension",
+    "admin_links",
     "get_repository",
     "installation_of",
+    "link_targets",
     "named",
     "suspension_of",
+    "with_last_scan",
 ]
 
-STORE = Store(owner="ingest", reads=("repositories", "installations", "tenants"))
+STORE = Store(
+    owner="ingest",
+    reads=("repositories", "installations", "tenants", "repository_links", "recency_scans"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +140,74 @@ _SUSPENSION: Final = (
 async def suspension_of(conn: Conn, repository_id: UUID) -> Suspension | None:
     """The repository's suspension state, or None when it is not there."""
     return await fetch_one_as(conn, Suspension, _SUSPENSION, (repository_id,))
+
+
+@dataclass(frozen=True, slots=True)
+class LinkTarget:
+    """A repository a link names (or the linking one), with what decides whether it may be read."""
+
+    repository_id: UUID
+    full_name: str
+    visibility: str
+    key: str  # the lower-cased full name
+    installation_id: UUID | None
+    suspended: bool  # its installation is suspended
+
+
+_LINK_TARGETS: Final = (
+    "SELECT r.repository_id, r.full_name, r.visibility, lower(r.full_name) AS key, r.installation_id,"
+    " i.suspended_at IS NOT NULL AS suspended FROM repositories r LEFT JOIN installations i"
+    " ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
+    " WHERE r.repository_id = %s OR lower(r.full_name) = ANY(%s::text[]) ORDER BY r.created_at"
+)
+
+
+async def link_targets(conn: Conn, repository_id: UUID, lower_names: Sequence[str]) -> list[LinkTarget]:
+    """The repository and those whose lower-cased full name is one of ``lower_names``, oldest first."""
+    return await fetch_all_as(conn, LinkTarget, _LINK_TARGETS, (repository_id, list(lower_names)))
+
+
+@dataclass(frozen=True, slots=True)
+class AdminLink:
+    """An admin link (``repository_links``, written by the ingest service's admin API) as a
+    reviewer applies it: its role and the target's full name."""
+
+    role: str  # linked | pattern
+    full_name: str
+
+
+_ADMIN_LINKS: Final = (
+    "SELECT l.role, r.full_name FROM repository_links l JOIN repositories r"
+    " ON r.tenant_id = l.tenant_id AND r.repository_id = l.target_id"
+    " WHERE (l.source_id = %s OR l.source_id IS NULL) AND l.target_id <> %s"
+    " ORDER BY l.source_id IS NULL, l.created_at, l.link_id"
+)
+
+
+async def admin_links(conn: Conn, repository_id: UUID) -> list[AdminLink]:
+    """The admin links that apply to the repository: its own, then the organisation-wide pattern
+    repositories (other than itself)."""
+    return await fetch_all_as(conn, AdminLink, _ADMIN_LINKS, (repository_id, repository_id))
+
+
+@dataclass(frozen=True, slots=True)
+class RepositoryScanned:
+    """A repository as the MCP list shows it, with when its last recency scan ran (None: never)."""
+
+    repository_id: UUID
+    full_name: str
+    provider: str
+    default_branch: str
+    index_mode: str
+    scanned_at: datetime | None
+
+
+async def with_last_scan(conn: Conn) -> list[RepositoryScanned]:
+    """Every repository of the transaction's tenant, by full name, with its last recency scan."""
+    return await fetch_all_as(
+        conn,
+        RepositoryScanned,
+        "SELECT r.repository_id, r.full_name, r.provider, r.default_branch, r.index_mode,"
+        " s.scanned_at FROM repositories r LEFT JOIN recency_scans s USING (tenant_id, repository_id)"
+        " ORDER BY r.full_name, r.repository_id",
+    )

@@ -4,7 +4,8 @@ The recency-scanner writes ``file_recency``, ``cochange`` and ``recency_scans`` 
 0003); the analyzer, the reviewer, the graph and ``palimpsest recency`` read them through this
 module. Recency is joined to the code index by path at read time — the two are built in
 parallel — and a path without a row, or with a NULL date, has an unknown age: it is reported
-as ``None``, never guessed. Every function runs in the caller's tenant transaction (RLS).
+as ``None``, never guessed. Every function runs in the caller's tenant transaction (RLS); the
+statements are :mod:`palimpsest.index.recency_store`'s.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 from uuid import UUID
 
-from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
+from palimpsest.core.db import Conn
+from palimpsest.index import recency_store as store
 from palimpsest.index.cochange import MIN_TOGETHER, PairEvidence
 from palimpsest.index.evidence import HALF_LIFE_DAYS
+from palimpsest.index.recency_store import DatedPath, RecencyScan
 from palimpsest.index.staleness import FileKind, file_kind, is_stale, median_code_date, stale_annotation
 
 __all__ = [
@@ -66,32 +69,6 @@ class RecencyEntry:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class RecencyScan(JsonRow):
-    """The outcome of a repository's last recency scan (one ``recency_scans`` row)."""
-
-    status: str  # ok | failed | disabled
-    mode: str
-    reason: str | None
-    detail: str | None
-    commit_sha: str | None
-    request_id: UUID | None
-    files: int
-    pairs: int
-    commits: int
-    stats: dict[str, Any]  # jsonb: the scan's counters
-    duration_s: float
-    scanned_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        """Every column, the request id and the time as strings."""
-        return {
-            **JsonRow.to_json(self),
-            "request_id": str(self.request_id) if self.request_id else None,
-            "scanned_at": self.scanned_at.isoformat(),
-        }
-
-
 @dataclass(slots=True)
 class RecencyListing:
     """Every indexed path of a repository, oldest first, with the shared staleness verdict."""
@@ -121,11 +98,7 @@ async def last_modified_at(
     wanted = list(dict.fromkeys(paths))
     if not wanted:
         return {}
-    cur = await conn.execute(
-        "SELECT path, last_modified_at FROM file_recency WHERE repository_id = %s AND path = ANY(%s::text[])",
-        (repository_id, wanted),
-    )
-    known = {row["path"]: row["last_modified_at"] for row in await cur.fetchall()}
+    known = {row.path: row.last_modified_at for row in await store.file_dates(conn, repository_id, wanted)}
     return {path: known.get(path) for path in wanted}
 
 
@@ -136,21 +109,8 @@ async def cochange_neighbours(
     now where the scan stored it (by count where it did not), then latest."""
     if limit <= 0:
         return []
-    cur = await conn.execute(
-        "SELECT path, count, last_at, evidence FROM ("
-        "  SELECT path_b AS path, count, last_at, evidence FROM cochange"
-        "  WHERE repository_id = %(r)s AND path_a = %(p)s"
-        "  UNION ALL"
-        "  SELECT path_a AS path, count, last_at, evidence FROM cochange"
-        "  WHERE repository_id = %(r)s AND path_b = %(p)s"
-        ") AS n ORDER BY coalesce(evidence * power(0.5, greatest(extract(epoch FROM now() - last_at), 0)"
-        " / 86400.0 / %(half)s), count) DESC, last_at DESC, path LIMIT %(n)s",
-        {"r": repository_id, "p": path, "n": limit, "half": HALF_LIFE_DAYS},
-    )
-    return [
-        CoChangeNeighbour(row["path"], row["count"], row["last_at"], row["evidence"])
-        for row in await cur.fetchall()
-    ]
+    rows = await store.cochange_rows(conn, repository_id, path, limit=limit, half_life_days=HALF_LIFE_DAYS)
+    return [CoChangeNeighbour(row.path, row.commits, row.last_at, row.evidence) for row in rows]
 
 
 async def cochange_evidence(conn: Conn, repository_id: UUID, sources: Iterable[str]) -> list[PairEvidence]:
@@ -161,40 +121,21 @@ async def cochange_evidence(conn: Conn, repository_id: UUID, sources: Iterable[s
     wanted = list(dict.fromkeys(sources))
     if not wanted:
         return []
-    cur = await conn.execute(
-        "SELECT counted_commits FROM recency_scans WHERE repository_id = %s", (repository_id,)
-    )
-    row = await cur.fetchone()
-    total = row["counted_commits"] if row is not None else None
+    total = await store.counted_commits(conn, repository_id)
     if not total:
         return []
-    cur = await conn.execute(
-        "SELECT s.path AS source, n.partner, n.count, n.last_at, s.commits AS source_commits,"
-        " s.counted_since, p.commits AS partner_commits"
-        " FROM file_recency s"
-        " CROSS JOIN LATERAL ("
-        "   SELECT path_b AS partner, count, last_at FROM cochange"
-        "   WHERE repository_id = %(r)s AND path_a = s.path AND count >= %(min)s"
-        "   UNION ALL"
-        "   SELECT path_a AS partner, count, last_at FROM cochange"
-        "   WHERE repository_id = %(r)s AND path_b = s.path AND count >= %(min)s"
-        " ) AS n"
-        " JOIN file_recency p ON p.repository_id = %(r)s AND p.path = n.partner"
-        " WHERE s.repository_id = %(r)s AND s.path = ANY(%(paths)s::text[]) AND s.commits > 0",
-        {"r": repository_id, "paths": wanted, "min": MIN_TOGETHER},
-    )
     return [
         PairEvidence(
-            source=row["source"],
-            partner=row["partner"],
-            together=row["count"],
-            source_commits=row["source_commits"],
-            partner_commits=row["partner_commits"] or row["count"],
+            source=row.source,
+            partner=row.partner,
+            together=row.count,
+            source_commits=row.source_commits,
+            partner_commits=row.partner_commits or row.count,
             total_commits=total,
-            since=row["counted_since"],
-            last_at=row["last_at"],
+            since=row.counted_since,
+            last_at=row.last_at,
         )
-        for row in await cur.fetchall()
+        for row in await store.cochange_pairs(conn, repository_id, wanted, min_together=MIN_TOGETHER)
     ]
 
 
@@ -204,21 +145,12 @@ async def counted_paths(conn: Conn, repository_id: UUID, paths: Iterable[str]) -
     wanted = list(dict.fromkeys(paths))
     if not wanted:
         return set()
-    cur = await conn.execute(
-        "SELECT path FROM file_recency WHERE repository_id = %s AND path = ANY(%s::text[]) AND commits > 0",
-        (repository_id, wanted),
-    )
-    return {row["path"] for row in await cur.fetchall()}
+    return await store.counted_paths(conn, repository_id, wanted)
 
 
 async def last_scan(conn: Conn, repository_id: UUID) -> RecencyScan | None:
     """The outcome of the repository's last recency scan (status, reason, counts, when)."""
-    return await fetch_one_as(
-        conn,
-        RecencyScan,
-        f"SELECT {columns(RecencyScan)} FROM recency_scans WHERE repository_id = %s",
-        (repository_id,),
-    )
+    return await store.last_scan(conn, repository_id)
 
 
 async def list_recency(conn: Conn, repository_id: UUID) -> RecencyListing:
@@ -232,7 +164,7 @@ async def list_recency(conn: Conn, repository_id: UUID) -> RecencyListing:
     repositories (a 50 000-file listing takes about a second to read and judge); without a scan
     row nothing is kept.
     """
-    snapshot_id = await _newest_ready_snapshot(conn, repository_id)
+    snapshot_id = await store.newest_ready_snapshot_id(conn, repository_id)
     scan = await last_scan(conn, repository_id)
     key: _ListingKey | None = (
         (repository_id, snapshot_id, scan.scanned_at, scan.request_id) if scan is not None else None
@@ -267,35 +199,16 @@ async def _judge(
 ) -> tuple[datetime | None, list[RecencyEntry]]:
     """The median code date and every path's entry, oldest first."""
     if snapshot_id is not None:
-        rows = await fetch_all_as(
-            conn,
-            _Dated,
-            "SELECT f.path, r.last_commit, r.last_modified_at FROM code_index_files f"
-            ' LEFT JOIN file_recency r ON r.repository_id = %s AND r.path = f.path COLLATE "C"'
-            " WHERE f.snapshot_id = %s",
-            (repository_id, snapshot_id),
-        )
+        rows = await store.indexed_dated_paths(conn, repository_id, snapshot_id)
     else:
-        rows = await fetch_all_as(
-            conn,
-            _Dated,
-            "SELECT path, last_commit, last_modified_at FROM file_recency WHERE repository_id = %s",
-            (repository_id,),
-        )
+        rows = await store.dated_paths(conn, repository_id)
     median = median_code_date((row.path, row.last_modified_at) for row in rows)
     entries = [_entry(row, median) for row in rows]
     entries.sort(key=_oldest_first)
     return median, entries
 
 
-@dataclass(frozen=True, slots=True)
-class _Dated:
-    path: str
-    last_commit: str | None
-    last_modified_at: datetime | None
-
-
-def _entry(row: _Dated, median: datetime | None) -> RecencyEntry:
+def _entry(row: DatedPath, median: datetime | None) -> RecencyEntry:
     path, when = row.path, row.last_modified_at
     return RecencyEntry(
         path=path,
@@ -313,21 +226,3 @@ _UNDATED = datetime.min.replace(tzinfo=UTC)
 def _oldest_first(entry: RecencyEntry) -> tuple[bool, datetime, str]:
     when = entry.last_modified_at
     return (when is None, when or _UNDATED, entry.path)
-
-
-async def _newest_ready_snapshot(conn: Conn, repository_id: UUID) -> UUID | None:
-    """The newest ready snapshot's id, or None (no code index tables yet, or nothing ready)."""
-    cur = await conn.execute(
-        "SELECT to_regclass('code_index_snapshots') IS NOT NULL"
-        " AND to_regclass('code_index_files') IS NOT NULL AS present"
-    )
-    row = await cur.fetchone()
-    if row is None or not row["present"]:
-        return None
-    cur = await conn.execute(
-        "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND state = 'ready' AND NOT pinned"
-        " ORDER BY created_at DESC LIMIT 1",
-        (repository_id,),
-    )
-    found = await cur.fetchone()
-    return UUID(str(found["snapshot_id"])) if found is not None else None

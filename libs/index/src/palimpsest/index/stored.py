@@ -52,6 +52,8 @@ __all__ = [
     "analysis_view",
     "finish_submission",
     "insert_submission",
+    "latest_completed_analysis",
+    "left_behind_fingerprints",
     "list_analyses",
     "list_reviews",
     "load_review",
@@ -540,3 +542,41 @@ async def latest_doc_freshness(conn: Conn, repository_id: UUID) -> Any:
         (repository_id,),
     )
     return row["docs"] if row is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Fingerprint:
+    fp: str
+
+
+async def left_behind_fingerprints(
+    conn: Conn, repository_id: UUID, provider: str, number: int, head_sha: str
+) -> set[str]:
+    """The left-behind check's finding fingerprints stored with the pull request's reviews of
+    other heads than ``head_sha``."""
+    rows = await fetch_all_as(
+        conn,
+        _Fingerprint,
+        "SELECT DISTINCT jsonb_array_elements_text(sources->'left_behind'->'fingerprints') AS fp"
+        " FROM reviews WHERE repository_id = %s AND provider = %s AND number = %s AND head_sha <> %s"
+        " AND jsonb_typeof(sources->'left_behind'->'fingerprints') = 'array'",
+        (repository_id, provider, number, head_sha),
+    )
+    return {row.fp for row in rows}
+
+
+@dataclass(frozen=True, slots=True)
+class _AnalysisId:
+    analysis_id: UUID
+
+
+async def latest_completed_analysis(conn: Conn, repository_id: UUID) -> UUID | None:
+    """The id of the repository's newest completed analysis (ids are UUIDv7), or None."""
+    row = await fetch_one_as(
+        conn,
+        _AnalysisId,
+        "SELECT analysis_id FROM analyses WHERE repository_id = %s AND state = 'completed'"
+        " ORDER BY analysis_id DESC LIMIT 1",
+        (repository_id,),
+    )
+    return row.analysis_id if row is not None else None

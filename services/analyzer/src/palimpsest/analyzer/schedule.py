@@ -22,8 +22,9 @@ import logging
 from dataclasses import dataclass
 from uuid import UUID
 
+from palimpsest.analyzer import store
 from palimpsest.analyzer.analysis import Analyzer, Job, completed_event
-from palimpsest.analyzer.store import save_analysis, snapshot_analysed
+from palimpsest.analyzer.store import Claim, save_analysis, snapshot_analysed
 from palimpsest.core.db import Conn, Pool, system_tx, tenant_tx
 from palimpsest.core.outbox import emit
 from palimpsest.index.snapshots import newest_ready
@@ -42,15 +43,6 @@ class ScheduleConfig:
     retry_s: float = 30.0
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
-    tenant_id: UUID
-    repository_id: UUID
-    snapshot_id: UUID
-    version: int
-    attempts: int
-
-
 async def mark_due(
     conn: Conn, tenant_id: UUID, repository_id: UUID, snapshot_id: UUID, config: ScheduleConfig
 ) -> bool:
@@ -59,57 +51,25 @@ async def mark_due(
     Returns False when there is nothing to do: the repository is gone or the snapshot already has
     an analysis.
     """
-    cur = await conn.execute(
-        "INSERT INTO analysis_schedule (tenant_id, repository_id, snapshot_id, due_at)"
-        " SELECT %(t)s, r.repository_id, %(s)s, greatest("
-        "   now() + make_interval(secs => %(debounce)s),"
-        "   coalesce((SELECT max(a.created_at) FROM analyses a WHERE a.repository_id = r.repository_id),"
-        "            '-infinity'::timestamptz) + make_interval(secs => %(interval)s))"
-        " FROM repositories r WHERE r.repository_id = %(r)s"
-        "   AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.repository_id = %(r)s AND a.snapshot_id = %(s)s)"
-        " ON CONFLICT (tenant_id, repository_id) DO UPDATE SET snapshot_id = EXCLUDED.snapshot_id,"
-        "   due_at = EXCLUDED.due_at, version = analysis_schedule.version + 1, attempts = 0, updated_at = now()",
-        {
-            "t": tenant_id,
-            "r": repository_id,
-            "s": snapshot_id,
-            "debounce": config.debounce_s,
-            "interval": config.interval_s,
-        },
+    return await store.mark_due(
+        conn,
+        tenant_id,
+        repository_id,
+        snapshot_id,
+        debounce_s=config.debounce_s,
+        interval_s=config.interval_s,
     )
-    return cur.rowcount > 0
 
 
 async def claim_due(pool: Pool, config: ScheduleConfig, limit: int = 2) -> list[Claim]:
     async with system_tx(pool) as conn:
-        cur = await conn.execute(
-            "WITH due AS ("
-            "  SELECT tenant_id, repository_id FROM analysis_schedule"
-            "  WHERE due_at <= now() AND (claimed_until IS NULL OR claimed_until < now())"
-            "  ORDER BY due_at LIMIT %(n)s FOR UPDATE SKIP LOCKED)"
-            " UPDATE analysis_schedule s SET claimed_until = now() + make_interval(secs => %(lease)s),"
-            "   attempts = s.attempts + 1"
-            " FROM due WHERE s.tenant_id = due.tenant_id AND s.repository_id = due.repository_id"
-            " RETURNING s.tenant_id, s.repository_id, s.snapshot_id, s.version, s.attempts",
-            {"n": limit, "lease": config.lease_s},
-        )
-        rows = await cur.fetchall()
-    return [
-        Claim(r["tenant_id"], r["repository_id"], r["snapshot_id"], r["version"], r["attempts"]) for r in rows
-    ]
+        return await store.claim_due(conn, limit=limit, lease_s=config.lease_s)
 
 
 async def settle(conn: Conn, claim: Claim) -> None:
     """Remove the row if nothing marked it since the claim; otherwise release it for its next turn."""
-    cur = await conn.execute(
-        "DELETE FROM analysis_schedule WHERE tenant_id = %s AND repository_id = %s AND version = %s",
-        (claim.tenant_id, claim.repository_id, claim.version),
-    )
-    if cur.rowcount == 0:
-        await conn.execute(
-            "UPDATE analysis_schedule SET claimed_until = NULL WHERE tenant_id = %s AND repository_id = %s",
-            (claim.tenant_id, claim.repository_id),
-        )
+    if not await store.drop_claimed(conn, claim):
+        await store.release(conn, claim)
 
 
 async def _back_off(pool: Pool, claim: Claim, config: ScheduleConfig) -> None:
@@ -120,17 +80,10 @@ async def _back_off(pool: Pool, claim: Claim, config: ScheduleConfig) -> None:
                 claim.repository_id,
                 claim.attempts,
             )
-            await conn.execute(
-                "DELETE FROM analysis_schedule WHERE tenant_id = %s AND repository_id = %s AND version = %s",
-                (claim.tenant_id, claim.repository_id, claim.version),
-            )
+            await store.drop_claimed(conn, claim)
             return
         delay = min(config.retry_s * 2.0 ** (claim.attempts - 1), config.lease_s)
-        await conn.execute(
-            "UPDATE analysis_schedule SET claimed_until = now() + make_interval(secs => %s)"
-            " WHERE tenant_id = %s AND repository_id = %s",
-            (delay, claim.tenant_id, claim.repository_id),
-        )
+        await store.hold_off(conn, claim, delay)
 
 
 async def process(pool: Pool, analyzer: Analyzer, claim: Claim) -> str:

@@ -50,7 +50,7 @@ from palimpsest.analyzer.snapshot import (
 )
 from palimpsest.core.db import Conn
 from palimpsest.index.docstates import DocState
-from palimpsest.index.snapshots import readable
+from palimpsest.index.snapshots import blob_chunks, readable
 from palimpsest.index.staleness import FileKind, is_stale, stale_annotation
 
 __all__ = [
@@ -365,15 +365,10 @@ async def selection_plan(conn: Conn, index: SnapshotIndex) -> Plan:
 async def _file_texts(conn: Conn, index: SnapshotIndex, blobs: list[str]) -> dict[str, str]:
     if not blobs:
         return {}
-    cur = await conn.execute(
-        "SELECT blob_sha, content, start_line FROM code_chunks WHERE repository_id = %s"
-        " AND blob_sha = ANY(%s::text[]) ORDER BY blob_sha, ordinal",
-        (index.repository_id, blobs),
-    )
     lines: dict[str, dict[int, str]] = defaultdict(dict)
-    for row in await cur.fetchall():  # windows overlap: rebuild each file line by line
-        for offset, line in enumerate(row["content"].split("\n")):
-            lines[row["blob_sha"]].setdefault(row["start_line"] + offset, line)
+    for chunk in await blob_chunks(conn, index.repository_id, blobs):  # windows overlap: line by line
+        for offset, line in enumerate(chunk.content.split("\n")):
+            lines[chunk.blob_sha].setdefault(chunk.start_line + offset, line)
     return {blob: "\n".join(by_line[n] for n in sorted(by_line)) for blob, by_line in lines.items()}
 
 

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
-from palimpsest.core.db import Conn, fetch_all_as
-from palimpsest.index.snapshots import Snapshot
+from palimpsest.core.db import Conn
+from palimpsest.index import snapshots
+from palimpsest.index.recency_store import file_dates
+from palimpsest.index.snapshots import FileChunks, Snapshot
 from palimpsest.index.staleness import FileKind, file_kind, median_code_date
 
 FILES_PER_PAGE = 1000
@@ -70,7 +72,9 @@ async def load_snapshot(conn: Conn, repository_id: UUID, snapshot: Snapshot) -> 
     dates = await _recency(conn, repository_id)
     after = ""
     while True:
-        page = await _file_page(conn, repository_id, snapshot_id, after)
+        page = await snapshots.file_chunks_page(
+            conn, repository_id, snapshot_id, after=after, limit=FILES_PER_PAGE
+        )
         if not page:
             break
         _add_page(index, page, dates)
@@ -79,40 +83,10 @@ async def load_snapshot(conn: Conn, repository_id: UUID, snapshot: Snapshot) -> 
 
 
 async def _recency(conn: Conn, repository_id: UUID) -> dict[str, datetime | None]:
-    cur = await conn.execute(
-        "SELECT path, last_modified_at FROM file_recency WHERE repository_id = %s", (repository_id,)
-    )
-    return {row["path"]: row["last_modified_at"] for row in await cur.fetchall()}
+    return {row.path: row.last_modified_at for row in await file_dates(conn, repository_id)}
 
 
-@dataclass(frozen=True, slots=True)
-class _FileRow:
-    path: str
-    blob_sha: str
-    language: str | None
-    skip_reason: str | None
-    chunks: list[tuple[int, int, int, str, str | None]]  # json: ordinal, start, end, kind, name
-
-
-async def _file_page(conn: Conn, repository_id: UUID, snapshot_id: UUID, after: str) -> list[_FileRow]:
-    """Up to FILES_PER_PAGE files after ``after`` (the index's order), each with its chunks' metadata."""
-    return await fetch_all_as(
-        conn,
-        _FileRow,
-        "WITH page AS ("
-        "  SELECT path, blob_sha, language, skip_reason FROM code_index_files"
-        "  WHERE snapshot_id = %(snap)s AND path > %(after)s"
-        "  ORDER BY path LIMIT %(n)s)"
-        " SELECT page.path, page.blob_sha, page.language, page.skip_reason,"
-        "   coalesce(json_agg(json_build_array(c.ordinal, c.start_line, c.end_line, c.kind, c.name)"
-        "     ORDER BY c.ordinal) FILTER (WHERE c.ordinal IS NOT NULL), '[]') AS chunks"
-        " FROM page LEFT JOIN code_chunks c ON c.repository_id = %(repo)s AND c.blob_sha = page.blob_sha"
-        " GROUP BY page.path, page.blob_sha, page.language, page.skip_reason ORDER BY page.path",
-        {"snap": snapshot_id, "after": after, "n": FILES_PER_PAGE, "repo": repository_id},
-    )
-
-
-def _add_page(index: SnapshotIndex, page: Iterable[_FileRow], dates: dict[str, datetime | None]) -> None:
+def _add_page(index: SnapshotIndex, page: Iterable[FileChunks], dates: dict[str, datetime | None]) -> None:
     for row in page:
         path = row.path
         when = dates.get(path)
@@ -131,11 +105,7 @@ async def chunk_contents(
     keys = list(dict.fromkeys((r.blob_sha, r.ordinal) for r in refs))
     if not keys:
         return {}
-    cur = await conn.execute(
-        "SELECT c.blob_sha, c.ordinal, c.content FROM code_chunks c"
-        " JOIN unnest(%s::text[], %s::int[]) AS k(blob_sha, ordinal)"
-        "   ON c.blob_sha = k.blob_sha AND c.ordinal = k.ordinal"
-        " WHERE c.repository_id = %s",
-        ([k[0] for k in keys], [k[1] for k in keys], repository_id),
-    )
-    return {(row["blob_sha"], row["ordinal"]): row["content"] for row in await cur.fetchall()}
+    return {
+        (row.blob_sha, row.ordinal): row.content
+        for row in await snapshots.chunk_contents(conn, repository_id, keys)
+    }

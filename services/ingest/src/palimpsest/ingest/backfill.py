@@ -44,11 +44,12 @@ from uuid import UUID
 import psycopg
 
 from palimpsest.core import metrics
-from palimpsest.core.db import Pool, fetch_all, fetch_one, system_tx, tenant_tx
+from palimpsest.core.db import Pool, system_tx, tenant_tx
 from palimpsest.core.events import IndexRequested
 from palimpsest.core.outbox import emit
 from palimpsest.core.outcomes import TRANSIENT_REASONS
-from palimpsest.ingest.store import lookups, repositories
+from palimpsest.ingest.store import lookups, maintenance, repositories
+from palimpsest.ingest.store.maintenance import BackfillRow
 
 log = logging.getLogger(__name__)
 
@@ -86,25 +87,6 @@ class Candidate:
         return {k: str(v) if isinstance(v, UUID) else v for k, v in asdict(self).items()}
 
 
-_CANDIDATES = """
-SELECT r.repository_id, r.full_name, r.provider, r.clone_url, r.default_branch,
-       mod(abs(hashtext(r.repository_id::text)), %(slices)s) AS slice,
-       s.state, s.reason, s.commit_sha, s.created_at AS snapshot_at, r.created_at
-FROM repositories r
-JOIN tenants t ON t.tenant_id = r.tenant_id
-LEFT JOIN installations i ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id
-LEFT JOIN LATERAL (
-    SELECT state, reason, commit_sha, created_at FROM code_index_snapshots x
-    WHERE x.repository_id = r.repository_id AND NOT x.pinned
-    ORDER BY x.created_at DESC LIMIT 1
-) s ON true
-WHERE r.index_mode <> 'off' AND t.suspended_at IS NULL AND t.deleting_at IS NULL
-  AND i.suspended_at IS NULL
-  AND (%(slice)s::int IS NULL OR mod(abs(hashtext(r.repository_id::text)), %(slices)s) = %(slice)s::int)
-ORDER BY r.repository_id
-"""
-
-
 async def candidates(
     pool: Pool,
     policy: BackfillPolicy,
@@ -127,7 +109,7 @@ async def candidates(
             continue
         try:
             async with tenant_tx(pool, tenant.tenant_id) as conn:
-                rows = await fetch_all(conn, _CANDIDATES, {"slices": policy.slices, "slice": slice_no})
+                rows = await maintenance.backfill_rows(conn, slices=policy.slices, slice_no=slice_no)
         except Exception as exc:  # one tenant's failure does not stop the others'
             log.warning("backfill: tenant %s skipped (%s)", tenant.tenant_id, exc.__class__.__name__)
             continue
@@ -138,14 +120,7 @@ async def candidates(
             why = await _why(row, policy, now, grace, head_of)
             if why is not None:
                 mine.append(
-                    Candidate(
-                        tenant.tenant_id,
-                        row["repository_id"],
-                        row["full_name"],
-                        why[0],
-                        why[1],
-                        int(row["slice"]),
-                    )
+                    Candidate(tenant.tenant_id, row.repository_id, row.full_name, why[0], why[1], row.slice)
                 )
         per_tenant.append(mine)
     found: list[Candidate] = []
@@ -155,21 +130,21 @@ async def candidates(
 
 
 async def _why(
-    row: dict[str, Any], policy: BackfillPolicy, now: datetime, grace: timedelta, head_of: HeadResolver | None
+    row: BackfillRow, policy: BackfillPolicy, now: datetime, grace: timedelta, head_of: HeadResolver | None
 ) -> tuple[str, str | None] | None:
-    state = row["state"]
+    state = row.state
     if state is None:
-        return ("missing", None) if now - row["created_at"] > grace else None
+        return ("missing", None) if now - row.created_at > grace else None
     if state == "failed":
-        return ("failed", row["reason"]) if row["reason"] in TRANSIENT_REASONS else None
+        return ("failed", row.reason) if row.reason in TRANSIENT_REASONS else None
     if state == "building":
-        return ("stuck", None) if now - row["snapshot_at"] > grace else None
-    if state == "ready" and row["provider"] == "local" and policy.local_sources:
+        return ("stuck", None) if row.snapshot_at is not None and now - row.snapshot_at > grace else None
+    if state == "ready" and row.provider == "local" and policy.local_sources:
         if head_of is None:
             return "local", "the chunker compares the branch head with the snapshot"
-        head = await head_of(str(row["clone_url"]), str(row["default_branch"]))
-        if head is not None and head != row["commit_sha"]:
-            return "behind", f"{str(row['commit_sha'])[:12]} -> {head[:12]}"
+        head = await head_of(row.clone_url, row.default_branch)
+        if head is not None and head != row.commit_sha:
+            return "behind", f"{str(row.commit_sha)[:12]} -> {head[:12]}"
     return None
 
 
@@ -192,25 +167,12 @@ async def request(pool: Pool, found: list[Candidate]) -> int:
 async def claim_tick(pool: Pool, tick_at: datetime, *, who: str) -> bool:
     """True when this process inserted the tick's row (and so runs it)."""
     async with system_tx(pool) as conn:
-        row = await fetch_one(
-            conn,
-            "INSERT INTO maintenance_ticks (job, tick_at, claimed_by) VALUES (%s, %s, %s)"
-            " ON CONFLICT DO NOTHING RETURNING 1 AS claimed",
-            (JOB, tick_at, who),
-        )
-        await conn.execute(
-            "DELETE FROM maintenance_ticks WHERE job = %s AND tick_at < now() - interval '7 days'",
-            (JOB,),
-        )
-    return row is not None
+        return await maintenance.claim_tick(conn, JOB, tick_at, who=who)
 
 
 async def finish_tick(pool: Pool, tick_at: datetime, requested: int) -> None:
     async with system_tx(pool) as conn:
-        await conn.execute(
-            "UPDATE maintenance_ticks SET finished_at = clock_timestamp(), requested = %s WHERE job = %s AND tick_at = %s",
-            (requested, JOB, tick_at),
-        )
+        await maintenance.finish_tick(conn, JOB, tick_at, requested)
 
 
 async def run_tick(

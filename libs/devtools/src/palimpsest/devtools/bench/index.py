@@ -38,7 +38,7 @@ import psutil
 
 from palimpsest.cli.local import register_path
 from palimpsest.cli.pipeline import index_and_wait
-from palimpsest.core.db import tenant_tx
+from palimpsest.core.db import Conn, tenant_tx
 from palimpsest.core.events import SnapshotBuilt
 from palimpsest.core.git import resolve_ref, run_git
 from palimpsest.core.settings import BaseServiceSettings
@@ -46,7 +46,6 @@ from palimpsest.devtools.bench.cpu import CpuMeter, role_of
 from palimpsest.devtools.bench.floor import QUIET_TIMEOUT_S, round_ratios, yardsticks
 from palimpsest.devtools.scratch import scratch_pipeline
 from palimpsest.index.search import lexical_search
-from palimpsest.index.snapshots import delete_repository_index
 
 WORDS = [
     "account",
@@ -470,6 +469,18 @@ def cpu_figures(cpu: dict[str, Any], marks: dict[str, Any]) -> dict[str, Any]:
         "cpu_budget_at_2x_floor_s": round(2 * float(marks.get("floor_s") or 0.0) * cores, 2),
         "cores": cores,
     }
+
+
+async def delete_repository_index(conn: Conn, repository_id: UUID) -> None:
+    """Delete a repository's index in a few set-based statements, before the repository row goes
+    (the bench's and the tests' reset between builds; no service deletes an index this way).
+
+    Statement-level triggers (migration 0013) do the rest: deleting the snapshots deletes their
+    file rows, deleting the blobs deletes their chunks, symbols, facts and embeddings (by
+    repository, since no blob of it is left).
+    """
+    await conn.execute("DELETE FROM code_index_snapshots WHERE repository_id = %s", (repository_id,))
+    await conn.execute("DELETE FROM code_blobs WHERE repository_id = %s", (repository_id,))
 
 
 async def _delete_repository(pool: Any, tenant: UUID, repo_id: UUID) -> None:

@@ -42,13 +42,15 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from uuid import UUID
 
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; types-PyYAML is not in the lock
 
-from palimpsest.core.db import Conn, fetch_all_as
+from palimpsest.core.db import Conn
 from palimpsest.core.git_errors import GitError
+from palimpsest.core.repositories import LinkTarget, link_targets
+from palimpsest.core.repositories import admin_links as stored_admin_links
 from palimpsest.index.context import candidates as sources
 from palimpsest.index.context.candidates import Candidate
 from palimpsest.index.context.diff import DiffNames
@@ -170,19 +172,11 @@ async def resolve_links(
     wanted = [n for role in _KEYS for n in names[role]]
     if not wanted:
         return []
-    rows = await fetch_all_as(
-        conn,
-        _Target,
-        "SELECT r.repository_id, r.full_name, r.visibility, lower(r.full_name) AS key, r.installation_id,"
-        " i.suspended_at IS NOT NULL AS suspended FROM repositories r LEFT JOIN installations i"
-        " ON i.tenant_id = r.tenant_id AND i.installation_id = r.installation_id"
-        " WHERE r.repository_id = %s OR lower(r.full_name) = ANY(%s::text[]) ORDER BY r.created_at",
-        (repository_id, [n.lower() for n in wanted]),
-    )
+    rows = await link_targets(conn, repository_id, [n.lower() for n in wanted])
     own = next((r for r in rows if r.repository_id == repository_id), None)
     receiver = own.visibility if own else "public"  # unknown: the strictest rule
     installation = own.installation_id if own else None
-    by_name: dict[str, _Target] = {}
+    by_name: dict[str, LinkTarget] = {}
     for found in rows:
         by_name.setdefault(found.key, found)
     links: list[Link] = []
@@ -214,36 +208,17 @@ async def resolve_links(
     return links
 
 
-@dataclass(frozen=True, slots=True)
-class _Target:
-    """A repository a link names (or the reviewed one), with what decides whether it may be read."""
-
-    repository_id: UUID
-    full_name: str
-    visibility: str
-    key: str  # the lower-cased full name
-    installation_id: UUID | None
-    suspended: bool
-
-
 async def admin_links(conn: Conn, repository_id: UUID) -> list[tuple[Role, str]]:
     """The admin links (``repository_links``) that apply to the repository: its own, then the
     organisation-wide pattern repositories (other than itself), as (role, target full name)."""
-    cur = await conn.execute(
-        "SELECT l.role, r.full_name FROM repository_links l JOIN repositories r"
-        " ON r.tenant_id = l.tenant_id AND r.repository_id = l.target_id"
-        " WHERE (l.source_id = %s OR l.source_id IS NULL) AND l.target_id <> %s"
-        " ORDER BY l.source_id IS NULL, l.created_at, l.link_id",
-        (repository_id, repository_id),
-    )
-    return [(row["role"], str(row["full_name"])) for row in await cur.fetchall()]
+    return [(cast(Role, link.role), link.full_name) for link in await stored_admin_links(conn, repository_id)]
 
 
 def _refusal(
     name: str,
     seen: set[str],
     role: Role,
-    row: _Target | None,
+    row: LinkTarget | None,
     repository_id: UUID,
     receiver: str,
     other_installation: bool,

@@ -46,6 +46,7 @@ from palimpsest.core.git_errors import GitError
 from palimpsest.core.repositories import Repository
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.core.wire import parse_hunk_header
+from palimpsest.index import snapshots
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_history_file, is_test
 from palimpsest.index.codefacts.definitions import definitions as code_definitions
 from palimpsest.index.codefacts.examples import example_containers, example_defines
@@ -54,6 +55,7 @@ from palimpsest.index.codefacts.sites import Sites, is_site_config
 from palimpsest.index.context.diff import ChangedFile, definition_name, parse_diff
 from palimpsest.index.context.finding import Finding
 from palimpsest.index.context.source import files_at
+from palimpsest.index.stored import left_behind_fingerprints
 
 __all__ = [
     "CATEGORY",
@@ -136,14 +138,10 @@ async def base_definitions(conn: Conn, repository_id: UUID, blobs: Mapping[str, 
     paths: dict[str, list[str]] = defaultdict(list)
     for path, sha in blobs.items():
         paths[sha].append(path)
-    cur = await conn.execute(
-        "SELECT blob_sha, name FROM code_symbols WHERE repository_id = %s AND blob_sha = ANY(%s::text[])",
-        (repository_id, list(paths)),
-    )
     out: dict[str, set[str]] = defaultdict(set)
-    for row in await cur.fetchall():
-        for path in paths[row["blob_sha"]]:
-            out[path].add(row["name"])
+    for row in await snapshots.blob_symbol_names(conn, repository_id, list(paths)):
+        for path in paths[row.blob_sha]:
+            out[path].add(row.name)
     return dict(out)
 
 
@@ -154,12 +152,7 @@ async def _defined_at_base(
     if not names:
         return set()
     blobs = sorted({sha for path, sha in base_tree.items() if not is_doc(path)})
-    cur = await conn.execute(
-        "SELECT DISTINCT name FROM code_symbols WHERE repository_id = %s AND name = ANY(%s::text[])"
-        " AND blob_sha = ANY(%s::text[])",
-        (repository_id, sorted(names), blobs),
-    )
-    return {row["name"] for row in await cur.fetchall()}
+    return await snapshots.defined_names(conn, repository_id, sorted(names), blobs)
 
 
 async def _present_at_head(git_dir: Path, head_sha: str, names: Sequence[str]) -> set[str]:
@@ -338,17 +331,10 @@ async def _mentions(conn: Conn, repository_id: UUID, base_tree: Mapping[str, str
             docs[sha].append(path)
     if not docs:
         return []
-    cur = await conn.execute(
-        "SELECT blob_sha, kind, name, line, target, detail FROM code_facts"
-        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[])"
-        " AND (kind = 'governs' OR (kind = 'mention' AND target IN ('identifier', 'path')))"
-        " ORDER BY blob_sha, line, ordinal",
-        (repository_id, list(docs)),
-    )
     return [
-        _Mention(path, r["line"], r["kind"], r["name"], r["target"], r["detail"])
-        for r in await cur.fetchall()
-        for path in docs[r["blob_sha"]]
+        _Mention(path, r.line, r.kind, r.name, r.target, r.detail)
+        for r in await snapshots.doc_mentions(conn, repository_id, list(docs))
+        for path in docs[r.blob_sha]
     ]
 
 
@@ -640,13 +626,7 @@ async def earlier_fingerprints(
     conn: Conn, repository_id: UUID, provider: str, number: int, head_sha: str
 ) -> set[str]:
     """Fingerprints of this check's findings on the pull request's earlier heads."""
-    cur = await conn.execute(
-        "SELECT DISTINCT jsonb_array_elements_text(sources->'left_behind'->'fingerprints') AS fp"
-        " FROM reviews WHERE repository_id = %s AND provider = %s AND number = %s AND head_sha <> %s"
-        " AND jsonb_typeof(sources->'left_behind'->'fingerprints') = 'array'",
-        (repository_id, provider, number, head_sha),
-    )
-    return {str(row["fp"]) for row in await cur.fetchall()}
+    return await left_behind_fingerprints(conn, repository_id, provider, number, head_sha)
 
 
 async def preview_left_behind(

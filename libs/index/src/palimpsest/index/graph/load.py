@@ -11,30 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from typing import Any
 from uuid import UUID
 
-from psycopg.rows import tuple_row
-
 from palimpsest.core.db import Conn
+from palimpsest.index import snapshots
 from palimpsest.index.graph.facts import FactRow, FileFacts, SnapshotFacts, SymbolRow, is_config_file
 from palimpsest.index.graph.gcpause import gc_paused
 from palimpsest.index.records import decode_facts, decode_symbols
+from palimpsest.index.snapshots import ChunkTuple, FileTuple, RecordTuple
 
 __all__ = ["load_snapshot_facts"]
-
-# a blob's symbols and facts are two text columns of its row (palimpsest.index.records)
-_RECORDS = (
-    "SELECT b.blob_sha, b.symbols, b.facts FROM code_blobs b"
-    " WHERE b.repository_id = %(repo)s AND (b.symbols IS NOT NULL OR b.facts IS NOT NULL) AND b.blob_sha IN ("
-    "   SELECT f.blob_sha FROM code_index_files f WHERE f.snapshot_id = %(snap)s)"
-)
-
-
-async def _rows(conn: Conn, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    async with conn.cursor(row_factory=tuple_row) as cur:
-        await cur.execute(sql, params)
-        return await cur.fetchall()
 
 
 def _reassemble(chunks: list[tuple[int, str]]) -> str:
@@ -51,28 +37,18 @@ async def load_snapshot_facts(conn: Conn, repository_id: UUID, snapshot_id: UUID
     The rows are read on the event loop; decoding them (about a second of CPU for 50 000 files)
     runs in a thread, so the process's other work is not stalled meanwhile: a reviewer storing
     a new snapshot's graph held up every search and handler of its process for that long."""
-    params = {"repo": repository_id, "snap": snapshot_id}
-    files = await _rows(
-        conn,
-        "SELECT path, blob_sha, language, kind, skip_reason FROM code_index_files WHERE snapshot_id = %(snap)s",
-        params,
-    )
-    records = await _rows(conn, _RECORDS, params)
+    files = await snapshots.file_tuples(conn, snapshot_id)
+    records = await snapshots.record_tuples(conn, repository_id, snapshot_id)
     config_blobs = {sha: path for path, sha, *_ in files if is_config_file(path)}
-    chunks: list[tuple[Any, ...]] = []
+    chunks: list[ChunkTuple] = []
     if config_blobs:
-        chunks = await _rows(
-            conn,
-            "SELECT blob_sha, start_line, content FROM code_chunks WHERE repository_id = %(repo)s"
-            " AND blob_sha = ANY(%(shas)s) ORDER BY blob_sha, ordinal",
-            {**params, "shas": list(config_blobs)},
-        )
+        chunks = await snapshots.chunk_tuples(conn, repository_id, list(config_blobs))
     return await asyncio.to_thread(_assemble, files, records, chunks)
 
 
 @gc_paused
 def _assemble(
-    files: list[tuple[Any, ...]], records: list[tuple[Any, ...]], chunk_rows: list[tuple[Any, ...]]
+    files: list[FileTuple], records: list[RecordTuple], chunk_rows: list[ChunkTuple]
 ) -> SnapshotFacts:
     symbols: dict[str, list[SymbolRow]] = {}
     facts: dict[str, list[FactRow]] = {}

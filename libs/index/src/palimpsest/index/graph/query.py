@@ -21,6 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import Conn
+from palimpsest.index import recency_store
 from palimpsest.index.errors import IndexNotReady
 from palimpsest.index.evidence import decayed
 from palimpsest.index.graph.cache import GRAPHS, GraphCache
@@ -153,20 +154,13 @@ async def _dates(conn: Conn, repository_id: UUID) -> dict[str, datetime]:
     """Every dated path of the repository, read once per recency scan: the dates change only when
     a scan runs, and a 50 000-file repository's take ~0.5 s to read and decode. The key is the
     scan the tenant's transaction can see (none: nothing is cached); callers never change it."""
-    cur = await conn.execute(
-        "SELECT scanned_at, request_id FROM recency_scans WHERE repository_id = %s", (repository_id,)
-    )
-    row = await cur.fetchone()
-    key = (repository_id, f"{row['scanned_at']}/{row['request_id']}") if row is not None else None
+    stamp = await recency_store.scan_stamp(conn, repository_id)
+    key = (repository_id, f"{stamp.scanned_at}/{stamp.request_id}") if stamp is not None else None
     found = _DATES.get(key) if key is not None else None
     if found is not None and key is not None:
         _DATES.move_to_end(key)
         return found
-    cur = await conn.execute(
-        "SELECT path, last_modified_at FROM file_recency WHERE repository_id = %s AND last_modified_at IS NOT NULL",
-        (repository_id,),
-    )
-    found = {r["path"]: r["last_modified_at"] for r in await cur.fetchall()}
+    found = await recency_store.known_dates(conn, repository_id)
     if key is not None:
         _DATES[key] = found
         while len(_DATES) > _DATES_KEPT:

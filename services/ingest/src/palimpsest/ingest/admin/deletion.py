@@ -27,9 +27,8 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg import sql
 
-from palimpsest.core.db import Pool, fetch_all, system_tx, tenant_tx
+from palimpsest.core.db import Pool, system_tx, tenant_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.store import repositories, tenants
 
@@ -57,18 +56,7 @@ class DeletionReport:
 async def tenant_tables(pool: Pool) -> list[str]:
     """Every table of the schema with a tenant_id column, ``tenants`` excluded (it goes last)."""
     async with system_tx(pool) as conn:
-        rows = await fetch_all(
-            conn,
-            """
-            SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema() AND c.relname <> 'tenants'
-              AND NOT c.relispartition
-              AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
-                          AND a.attname = 'tenant_id' AND NOT a.attisdropped)
-            ORDER BY 1
-            """,
-        )
-    return [str(r["name"]) for r in rows]
+        return await tenants.tenant_tables(conn)
 
 
 async def delete_tenant(ctx: IngestContext, tenant_id: UUID) -> DeletionReport:
@@ -116,13 +104,10 @@ async def delete_tenant_rows(
 
 async def _empty(pool: Pool, tenant_id: UUID, table: str, batch: int = BATCH) -> int:
     """Delete the tenant's rows of ``table`` in batches, each its own transaction; how many."""
-    statement = sql.SQL(
-        "DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {t} WHERE tenant_id = %s LIMIT %s))"
-    ).format(t=sql.Identifier(table))
     total = 0
     while True:
         async with tenant_tx(pool, tenant_id) as conn:
-            cur = await conn.execute(statement, (tenant_id, batch))
-        total += cur.rowcount
-        if cur.rowcount < batch:
+            deleted = await tenants.delete_tenant_batch(conn, tenant_id, table, batch)
+        total += deleted
+        if deleted < batch:
             return total

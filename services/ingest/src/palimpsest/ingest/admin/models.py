@@ -10,24 +10,24 @@ cannot price is refused unless the route brings its price or ``allow_unpriced``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
-from palimpsest.core.db import fetch_all, fetch_one
 from palimpsest.core.llm import CHAT_FEATURES, check_api_base, load_litellm, model_problem, month_spend
 from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import InvalidRequest, NotFound
 from palimpsest.ingest.schemas import BudgetSet, ModelRouteSet
-
-_ROUTE = "feature, model, api_base, input_usd_per_mtok, output_usd_per_mtok, updated_at"
+from palimpsest.ingest.store import models
+from palimpsest.ingest.store.models import StoredRoute
 
 
 def _price(value: float | None) -> Decimal | None:
     return None if value is None else Decimal(str(round(value, 6)))
 
 
-async def set_route(ctx: IngestContext, scope: Scope, feature: str, body: ModelRouteSet) -> dict[str, Any]:
+async def set_route(ctx: IngestContext, scope: Scope, feature: str, body: ModelRouteSet) -> StoredRoute:
     if body.api_base is not None:
         try:
             check_api_base(body.api_base)
@@ -42,57 +42,52 @@ async def set_route(ctx: IngestContext, scope: Scope, feature: str, body: ModelR
     if problem is not None:
         raise InvalidRequest(problem)
     async with scoped_tx(ctx, scope) as conn:
-        row = await fetch_one(
+        return await models.upsert_route(
             conn,
-            "INSERT INTO llm_routes (tenant_id, feature, model, api_base, input_usd_per_mtok, output_usd_per_mtok)"
-            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (tenant_id, feature) DO UPDATE SET"
-            " model = EXCLUDED.model, api_base = EXCLUDED.api_base,"
-            " input_usd_per_mtok = EXCLUDED.input_usd_per_mtok,"
-            f" output_usd_per_mtok = EXCLUDED.output_usd_per_mtok, updated_at = now() RETURNING {_ROUTE}",
-            (
-                scope.tenant_id,
-                feature,
-                body.model,
-                body.api_base,
-                _price(body.input_usd_per_mtok),
-                _price(body.output_usd_per_mtok),
-            ),
+            scope.tenant_id,
+            feature,
+            model=body.model,
+            api_base=body.api_base,
+            input_usd_per_mtok=_price(body.input_usd_per_mtok),
+            output_usd_per_mtok=_price(body.output_usd_per_mtok),
         )
-    assert row is not None
-    return row
 
 
-async def list_routes(ctx: IngestContext, scope: Scope) -> list[dict[str, Any]]:
+async def list_routes(ctx: IngestContext, scope: Scope) -> list[StoredRoute]:
     async with scoped_tx(ctx, scope) as conn:
-        return await fetch_all(conn, f"SELECT {_ROUTE} FROM llm_routes ORDER BY feature")
+        return await models.list_routes(conn)
 
 
 async def remove_route(ctx: IngestContext, scope: Scope, feature: str) -> None:
     async with scoped_tx(ctx, scope) as conn:
-        cur = await conn.execute("DELETE FROM llm_routes WHERE feature = %s", (feature,))
-        if cur.rowcount == 0:
+        if not await models.delete_route(conn, feature):
             raise NotFound(f"no {feature} route for this tenant")
 
 
-async def show_budget(ctx: IngestContext, scope: Scope) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class BudgetShown:
+    """The tenant's own monthly budget (None: the services' default applies) and this month's spend."""
+
+    monthly_usd: float | None
+    updated_at: datetime | None
+    spent_usd: float
+
+
+async def show_budget(ctx: IngestContext, scope: Scope) -> BudgetShown:
     async with scoped_tx(ctx, scope) as conn:
-        row = await fetch_one(conn, "SELECT monthly_usd, updated_at FROM llm_budgets")
+        row = await models.budget(conn)
         spent = await month_spend(conn)
-    return {
-        "monthly_usd": None if row is None else float(row["monthly_usd"]),
-        "updated_at": None if row is None else row["updated_at"],
-        "spent_usd": spent,
-    }
+    return BudgetShown(
+        monthly_usd=None if row is None else float(row.monthly_usd),
+        updated_at=None if row is None else row.updated_at,
+        spent_usd=spent,
+    )
 
 
-async def set_budget(ctx: IngestContext, scope: Scope, body: BudgetSet) -> dict[str, Any]:
+async def set_budget(ctx: IngestContext, scope: Scope, body: BudgetSet) -> BudgetShown:
     async with scoped_tx(ctx, scope) as conn:
         if body.monthly_usd is None:
-            await conn.execute("DELETE FROM llm_budgets")
+            await models.delete_budget(conn)
         else:
-            await conn.execute(
-                "INSERT INTO llm_budgets (tenant_id, monthly_usd) VALUES (%s, %s) ON CONFLICT (tenant_id)"
-                " DO UPDATE SET monthly_usd = EXCLUDED.monthly_usd, updated_at = now()",
-                (scope.tenant_id, Decimal(str(round(body.monthly_usd, 4)))),
-            )
+            await models.set_budget(conn, scope.tenant_id, Decimal(str(round(body.monthly_usd, 4))))
     return await show_budget(ctx, scope)

@@ -31,7 +31,7 @@ from palimpsest.core.db import Conn, Pool, tenant_tx
 from palimpsest.core.git_errors import GitError, source_reason
 from palimpsest.core.github_app import InstallationTokens
 from palimpsest.core.llm import Gateway
-from palimpsest.core.repositories import Repository, named
+from palimpsest.core.repositories import Repository, named, with_last_scan
 from palimpsest.core.secretbox import SecretBox
 from palimpsest.core.sources import SourcePolicy
 from palimpsest.index.context import candidates
@@ -44,8 +44,8 @@ from palimpsest.index.graph.query import graph_context
 from palimpsest.index.hybrid import hybrid_search
 from palimpsest.index.recency import last_modified_at, list_recency
 from palimpsest.index.search import lexical_search
-from palimpsest.index.snapshots import Snapshot, list_snapshots, newest_ready
-from palimpsest.index.stored import analysis_view
+from palimpsest.index.snapshots import Snapshot, list_snapshots, newest_ready, snapshot_commit
+from palimpsest.index.stored import analysis_view, latest_completed_analysis
 from palimpsest.ingest.mcp import models
 
 __all__ = ["SERVER_NAME", "TOOLS", "Deps", "build_server"]
@@ -130,24 +130,18 @@ class _Tools:
         """The tenant's repositories: full name, id, default branch, index mode, the newest ready
         snapshot (commit, files, when) and the last recency scan."""
         async with self._tx(ctx) as conn:
-            cur = await conn.execute(
-                "SELECT r.repository_id, r.full_name, r.provider, r.default_branch, r.index_mode,"
-                " s.scanned_at FROM repositories r LEFT JOIN recency_scans s USING (tenant_id, repository_id)"
-                " ORDER BY r.full_name, r.repository_id"
-            )
-            rows = await cur.fetchall()
             infos = []
-            for row in rows:
-                snap = await newest_ready(conn, row["repository_id"])
+            for row in await with_last_scan(conn):
+                snap = await newest_ready(conn, row.repository_id)
                 infos.append(
                     models.RepositoryInfo(
-                        repository=row["full_name"],
-                        repository_id=str(row["repository_id"]),
-                        provider=row["provider"],
-                        default_branch=row["default_branch"],
-                        index_mode=row["index_mode"],
+                        repository=row.full_name,
+                        repository_id=str(row.repository_id),
+                        provider=row.provider,
+                        default_branch=row.default_branch,
+                        index_mode=row.index_mode,
                         indexed=_snapshot(snap) if snap else None,
-                        last_recency_scan=_iso(row["scanned_at"]),
+                        last_recency_scan=_iso(row.scanned_at),
                     )
                 )
         kept, left = fit(infos, budget_tokens)
@@ -521,13 +515,8 @@ class _Tools:
         that removed it, with dates)."""
         async with self._tx(ctx) as conn:
             repo = await _repository(conn, repository)
-            cur = await conn.execute(
-                "SELECT analysis_id FROM analyses WHERE repository_id = %s AND state = 'completed'"
-                " ORDER BY analysis_id DESC LIMIT 1",
-                (repo.repository_id,),
-            )
-            row = await cur.fetchone()
-            view = await analysis_view(conn, row["analysis_id"]) if row is not None else None
+            analysis_id = await latest_completed_analysis(conn, repo.repository_id)
+            view = await analysis_view(conn, analysis_id) if analysis_id is not None else None
         if view is None:
             return models.DocFindingsResult(
                 repository=repo.full_name,
@@ -606,11 +595,7 @@ async def _ready(conn: Conn, repo: Repository) -> Snapshot:
 async def _commit(conn: Conn, snapshot_id: Any) -> str | None:
     if snapshot_id is None:
         return None
-    cur = await conn.execute(
-        "SELECT commit_sha FROM code_index_snapshots WHERE snapshot_id = %s", (snapshot_id,)
-    )
-    row = await cur.fetchone()
-    return str(row["commit_sha"]) if row else None
+    return await snapshot_commit(conn, snapshot_id)
 
 
 def _snapshot(row: Snapshot) -> models.SnapshotInfo:

@@ -3,19 +3,5 @@
 Every function runs inside the caller's transaction — a tenant transaction for tenant tables, so
 row-level security scopes each statement — except `lookups`, whose SECURITY DEFINER functions
 find a tenant before one is known. Unique violations become `Conflict` here, at the boundary.
+Each module declares the tables it writes (``STORE``, :mod:`palimpsest.core.stores`).
 """
-
-from palimpsest.core.stores import Owns, Store
-
-# Tables of the ingest service whose statements are not yet in a store module of their own: the
-# links (admin/links.py), model routes and budgets (admin/models.py),
-# the maintenance ticks (backfill.py) — each listed as not yet moved by the SQL-placement test.
-STORE = Store(
-    owner="ingest",
-    writes=(
-        Owns("repository_links"),
-        Owns("llm_routes"),
-        Owns("llm_budgets"),
-        Owns("maintenance_ticks"),
-    ),
-)

@@ -1,4 +1,9 @@
-"""Tenants and their API tokens (only the sha256 of a token is stored)."""
+"""Tenants and their API tokens (only the sha256 of a token is stored), and a tenant's deletion.
+
+Deleting a tenant empties every table with a ``tenant_id`` column, found in the catalog at run
+time (:func:`tenant_tables`, :func:`delete_tenant_batch`), so those statements name no table of
+their own: the tables are their owners' (``palimpsest.ingest.admin.deletion`` runs the deletion).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,11 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 from uuid import UUID
 
 import psycopg
+from psycopg import sql
 
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one, fetch_one_as
 from palimpsest.core.stores import Owns, Store
@@ -143,6 +150,37 @@ async def mark_deleting(conn: Conn, tenant_id: UUID) -> bool:
 async def delete_tenant(conn: Conn, tenant_id: UUID) -> int:
     """Delete the tenant's row (its other rows are deleted first, table by table); rows deleted."""
     cur = await conn.execute("DELETE FROM tenants WHERE tenant_id = %s", (tenant_id,))
+    return cur.rowcount
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    name: str
+
+
+_TENANT_TABLES: Final = """
+SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema() AND c.relname <> 'tenants'
+  AND NOT c.relispartition
+  AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
+              AND a.attname = 'tenant_id' AND NOT a.attisdropped)
+ORDER BY 1
+"""
+
+
+async def tenant_tables(conn: Conn) -> list[str]:
+    """Every table of the schema with a ``tenant_id`` column (a partitioned table by its parent),
+    ``tenants`` excluded (it goes last); read from the catalog, in a system transaction."""
+    return [t.name for t in await fetch_all_as(conn, _Table, _TENANT_TABLES)]
+
+
+async def delete_tenant_batch(conn: Conn, tenant_id: UUID, table: str, batch: int) -> int:
+    """Delete up to ``batch`` of the tenant's rows of ``table`` (one of :func:`tenant_tables`);
+    how many."""
+    statement = sql.SQL(
+        "DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {t} WHERE tenant_id = %s LIMIT %s))"
+    ).format(t=sql.Identifier(table))
+    cur = await conn.execute(statement, (tenant_id, batch))
     return cur.rowcount
 
 
