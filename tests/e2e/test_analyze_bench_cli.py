@@ -9,13 +9,10 @@ parent, what it became), leave the user's repository untouched, and keep its own
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.bench import run_bench
+from tests.support.bench import bench_process, run_bench
 from tests.support.gitrepo import commit, git, init_repo
 
 CODE = {
@@ -74,16 +71,7 @@ def test_a_detached_checkout_is_refused_not_analysed_at_another_branch(tmp_path:
     commit(repo, "2024-01-01", {**CODE, "README.md": README})
     commit(repo, "2024-01-02", {"shop/later.py": "def later():\n    pass\n"})
     git(repo, "checkout", "-q", "--detach", "HEAD~1")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
-    env.update({"PALIMPSEST_HOME": str(tmp_path / "home"), "PALIMPSEST_LOG_FORMAT": "text"})
-    proc = subprocess.run(
-        [sys.executable, "-m", "palimpsest.cli.main", "bench", "analyze", "--repo", str(repo), "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = bench_process("analyze", tmp_path, repo, timeout=300)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert f"{repo}: HEAD is detached (on no branch)" in proc.stderr
     assert proc.stdout == ""
