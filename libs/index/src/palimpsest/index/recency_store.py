@@ -19,6 +19,7 @@ from psycopg.rows import tuple_row
 
 from palimpsest.core.db import Conn, JsonRow, columns, fetch_all_as, fetch_one_as
 from palimpsest.core.stores import Store
+from palimpsest.index.snapshots import newest_ready
 
 # Written by the recency-scanner's store; the code index's files and snapshots are the chunker's.
 STORE = Store(
@@ -120,11 +121,6 @@ class _Counted:
 @dataclass(frozen=True, slots=True)
 class _Present:
     present: bool | None
-
-
-@dataclass(frozen=True, slots=True)
-class _SnapshotId:
-    snapshot_id: UUID
 
 
 async def dated_paths(conn: Conn, repository_id: UUID) -> list[DatedPath]:
@@ -265,13 +261,7 @@ async def newest_ready_snapshot_id(conn: Conn, repository_id: UUID) -> UUID | No
     )
     if present is None or not present.present:
         return None
-    found = await fetch_one_as(
-        conn,
-        _SnapshotId,
-        "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND state = 'ready' AND NOT pinned"
-        " ORDER BY created_at DESC LIMIT 1",
-        (repository_id,),
-    )
+    found = await newest_ready(conn, repository_id)  # the snapshots store's one answer
     return found.snapshot_id if found is not None else None
 
 
