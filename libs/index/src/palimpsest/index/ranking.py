@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from palimpsest.index.codefacts.classify import Kind, classify
 
-__all__ = ["KIND_PRIORS", "TOOLING_PRIOR", "file_prior"]
+__all__ = ["KIND_PRIORS", "TIER_BOUNDS", "TOOLING_PRIOR", "file_prior"]
 
 KIND_PRIORS: dict[Kind, float] = {
     Kind.CODE: 1.0,
@@ -35,6 +35,14 @@ KIND_PRIORS: dict[Kind, float] = {
 
 TOOLING_PRIOR = 0.8
 """Code that serves the repository rather than being its product (scripts, benchmarks, tools)."""
+
+
+TIER_BOUNDS = (0.95, 0.65)
+"""Where the tiers of the prior meet: the partial GIN indexes of ``code_chunks.lexical`` (migration
+0057) hold product code (prior >= 0.95), then docs, configuration, tooling, examples and other files,
+then tests, changelogs, assets, generated and vendored files (prior < 0.65); lexical search draws its
+candidate pool in that order. No prior sits at a bound (a test checks it, and that the migration's
+predicates are these)."""
 
 
 def file_prior(path: str) -> float:

@@ -14,7 +14,10 @@ lexeme ``getusername``, or ``get``, ``user`` and ``name`` together). A lone word
 never stands for it: the second pass of ``VerificationFailureRate`` must not fill the list with
 every chunk that says "rate". Each pass ranks at most ``candidates`` GIN matches (the phrase and
 padding passes of a query of several terms a quarter of them), so the cost stays bounded on huge
-repositories. With a language, path prefix or kind filter, the candidates are the chunks that
+repositories. A word with more matches than that is ranked among its matches in the prior's order,
+product code first, then docs, configuration and examples, then tests, generated and vendored
+files (the tiers of :data:`palimpsest.index.ranking.TIER_BOUNDS`, migration 0057), not among the
+first in storage order. With a language, path prefix or kind filter, the candidates are the chunks that
 pass it, read from the filtered files or from the GIN matches, whichever the filter's size makes
 cheaper (migration 0046).
 """
