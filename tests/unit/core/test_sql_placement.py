@@ -46,7 +46,6 @@ NOT_YET_MOVED = frozenset(
         "chunker/build.py",
         "chunker/service.py",
         "index/context/candidates.py",
-        "index/graph/persisted.py",
         "index/search.py",
         "index/semantic.py",
     }
