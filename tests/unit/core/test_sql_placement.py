@@ -45,7 +45,6 @@ NOT_YET_MOVED = frozenset(
         "analyzer/doccheck.py",
         "chunker/build.py",
         "chunker/service.py",
-        "index/context/candidates.py",
         "index/search.py",
         "index/semantic.py",
     }
