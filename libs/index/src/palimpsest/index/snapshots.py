@@ -300,7 +300,7 @@ class DocMention:
     """A doc blob's stored mention of an identifier or a path, or its ``Governs:`` line."""
 
     blob_sha: str
-    kind: str  # mention | governs
+    kind: str  # mention | governs | label
     name: str
     line: int
     target: str | None
@@ -319,6 +319,66 @@ async def doc_mentions(conn: Conn, repository_id: UUID, blobs: list[str]) -> lis
         " ORDER BY blob_sha, line, ordinal",
         (repository_id, blobs),
     )
+
+
+async def doc_facts(conn: Conn, repository_id: UUID, blobs: list[str]) -> list[DocMention]:
+    """Every mention, ``Governs:`` line and label target of ``blobs`` (the documentation check's
+    claims), by blob, line and order of writing."""
+    return await fetch_all_as(
+        conn,
+        DocMention,
+        "SELECT blob_sha, kind, name, line, target, detail FROM code_facts"
+        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[]) AND kind IN ('mention', 'governs', 'label')"
+        " ORDER BY blob_sha, line, ordinal",
+        (repository_id, blobs),
+    )
+
+
+async def section_names(conn: Conn, repository_id: UUID, blobs: list[str]) -> list[BlobName]:
+    """The titles of the sections (their chunks' names) of ``blobs``, each once per blob."""
+    return await fetch_all_as(
+        conn,
+        BlobName,
+        "SELECT DISTINCT blob_sha, name FROM code_chunks WHERE repository_id = %s"
+        " AND blob_sha = ANY(%s::text[]) AND kind = 'section' AND name IS NOT NULL",
+        (repository_id, blobs),
+    )
+
+
+async def snapshot_symbol_names(conn: Conn, repository_id: UUID, snapshot_id: UUID) -> set[str]:
+    """Every name a file of the snapshot defines (the index's symbols)."""
+    rows = await fetch_all_as(
+        conn,
+        _Name,
+        "SELECT DISTINCT s.name FROM code_index_files f"
+        " JOIN code_symbols s ON s.repository_id = %s AND s.blob_sha = f.blob_sha"
+        " WHERE f.snapshot_id = %s",
+        (repository_id, snapshot_id),
+    )
+    return {row.name for row in rows}
+
+
+async def lexemes_present(conn: Conn, repository_id: UUID, snapshot_id: UUID, lexemes: list[str]) -> set[str]:
+    """Which of ``lexemes`` occur in the lexical vector of some code chunk of the snapshot."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute(
+            "SELECT l AS lexeme FROM palimpsest_code_lexemes_present(%s, %s, %s::text[]) AS l",
+            (repository_id, snapshot_id, lexemes),
+        )
+        return {lexeme for (lexeme,) in await cur.fetchall()}
+
+
+async def names_present(
+    conn: Conn, repository_id: UUID, snapshot_id: UUID, names: list[str], lexemes: list[str]
+) -> set[str]:
+    """Which of ``names`` occur exactly (case, whole word) in the snapshot's code, each looked up
+    through its lexeme (``lexemes[i]`` of ``names[i]``)."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute(
+            "SELECT n AS name FROM palimpsest_code_names_present(%s, %s, %s::text[], %s::text[]) AS n",
+            (repository_id, snapshot_id, names, lexemes),
+        )
+        return {name for (name,) in await cur.fetchall()}
 
 
 @dataclass(frozen=True, slots=True)
