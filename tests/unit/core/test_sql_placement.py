@@ -43,7 +43,6 @@ MEASUREMENT = ("devtools/bench/", "devtools/chaos/")
 NOT_YET_MOVED = frozenset(
     {
         "chunker/build.py",
-        "chunker/service.py",
         "index/search.py",
         "index/semantic.py",
     }
