@@ -24,7 +24,7 @@ from uuid import UUID
 from pydantic import Field
 
 from palimpsest.chunker import store
-from palimpsest.chunker.build import BuildStats, Limits, build, collect_garbage, finish
+from palimpsest.chunker.build import BuildStats, Limits, build, finish
 from palimpsest.chunker.errors import BuildFailed, BuildSkipped
 from palimpsest.chunker.source import open_source, raise_build_failure
 from palimpsest.chunker.work import warm_up
@@ -203,7 +203,7 @@ class Chunker:
         if repo.index_mode == "off":
             async with ctx.transaction() as conn:
                 await store.delete_snapshots(conn, event.repository_id)
-                await collect_garbage(conn, event.repository_id)
+                await store.collect_garbage(conn, event.repository_id)
                 await outcomes.record(conn, event.repository_id, "build", "ok", event_id=event.id)
                 await emit(conn, _built(event, state="skipped", reason="index_mode_off"))
             return None
