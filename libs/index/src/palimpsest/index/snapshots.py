@@ -7,9 +7,9 @@ scopes them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 from uuid import UUID
 
 from psycopg.rows import tuple_row
@@ -30,22 +30,26 @@ STORE = Store(
 )
 
 
+SnapshotState = Literal["building", "ready", "superseded", "failed"]
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot(JsonRow):
-    """One row of ``code_index_snapshots``: a build of one commit and its embedding run."""
+    """A build of one commit and its embedding run, as the API (its schema is this class), the CLI
+    and MCP show it: one row of ``code_index_snapshots``, without its owner."""
 
     snapshot_id: UUID
     repository_id: UUID
     commit_sha: str
     request_id: UUID | None
-    state: str  # building | ready | superseded | failed
+    state: SnapshotState
     reason: str | None
     files: int
     chunks: int
     symbols: int
     bytes: int
     parsed_blobs: int
-    skipped: dict[str, int]  # jsonb: skip reason → files
+    skipped: dict[str, int]  # jsonb: files left out, by reason (limits, binary, …)
     duration_s: float | None
     embedding_state: str
     embedding_reason: str | None
@@ -57,54 +61,65 @@ class Snapshot(JsonRow):
     embedding_updated_at: datetime | None
     created_at: datetime
     ready_at: datetime | None
-    tenant_id: UUID  # the owner (its graph is stored under it); not shown: the caller is that tenant
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSnapshot(Snapshot):
+    """The row as the readers below return it: with its owner (its graph is stored under it),
+    which is not shown (the caller is that tenant)."""
+
+    tenant_id: UUID
+
+    def shown(self) -> Snapshot:
+        return Snapshot(**{f.name: getattr(self, f.name) for f in fields(Snapshot)})
 
     def to_json(self) -> dict[str, Any]:
-        shown = JsonRow.to_json(self)
-        del shown["tenant_id"]
-        return shown
+        return self.shown().to_json()
 
 
-_SELECT = f"SELECT {columns(Snapshot)} FROM code_index_snapshots"
+_SELECT = f"SELECT {columns(StoredSnapshot)} FROM code_index_snapshots"
 
 
-async def newest_ready(conn: Conn, repository_id: UUID) -> Snapshot | None:
+async def newest_ready(conn: Conn, repository_id: UUID) -> StoredSnapshot | None:
     return await fetch_one_as(
         conn,
-        Snapshot,
+        StoredSnapshot,
         _SELECT
         + " WHERE repository_id = %s AND state = 'ready' AND NOT pinned ORDER BY created_at DESC LIMIT 1",
         (repository_id,),
     )
 
 
-async def for_commit(conn: Conn, repository_id: UUID, commit: str) -> Snapshot | None:
+async def for_commit(conn: Conn, repository_id: UUID, commit: str) -> StoredSnapshot | None:
     """The ready snapshot of ``commit`` (a PR's base), else None."""
     return await fetch_one_as(
         conn,
-        Snapshot,
+        StoredSnapshot,
         _SELECT + " WHERE repository_id = %s AND commit_sha = %s"
         " AND state IN ('ready', 'superseded') ORDER BY created_at DESC LIMIT 1",
         (repository_id, commit),
     )
 
 
-async def readable(conn: Conn, repository_id: UUID, snapshot_id: UUID | None) -> Snapshot | None:
+async def readable(conn: Conn, repository_id: UUID, snapshot_id: UUID | None) -> StoredSnapshot | None:
     """The snapshot to read: ``snapshot_id`` of this repository if ready or superseded, else (when
     no id is given) the newest ready one."""
     if snapshot_id is None:
         return await newest_ready(conn, repository_id)
     return await fetch_one_as(
         conn,
-        Snapshot,
+        StoredSnapshot,
         _SELECT + " WHERE repository_id = %s AND snapshot_id = %s AND state IN ('ready', 'superseded')",
         (repository_id, snapshot_id),
     )
 
 
-async def by_request(conn: Conn, request_id: UUID) -> Snapshot | None:
+async def by_request(conn: Conn, request_id: UUID) -> StoredSnapshot | None:
     return await fetch_one_as(
-        conn, Snapshot, _SELECT + " WHERE request_id = %s ORDER BY created_at DESC LIMIT 1", (request_id,)
+        conn,
+        StoredSnapshot,
+        _SELECT + " WHERE request_id = %s ORDER BY created_at DESC LIMIT 1",
+        (request_id,),
     )
 
 
@@ -115,12 +130,12 @@ async def list_snapshots(
     limit: int | None = None,
     before: UUID | None = None,
     pinned: bool | None = None,
-) -> list[Snapshot]:
+) -> list[StoredSnapshot]:
     """Newest first (ids are UUIDv7); ``limit`` and ``before`` (the last id of a page) page through;
     ``pinned=False`` only the default branch's (not a review's pinned base), ``True`` only those."""
     return await fetch_all_as(
         conn,
-        Snapshot,
+        StoredSnapshot,
         _SELECT + " WHERE repository_id = %s AND (%s::uuid IS NULL OR snapshot_id < %s)"
         " AND (%s::boolean IS NULL OR pinned = %s)"
         " ORDER BY created_at DESC, snapshot_id DESC LIMIT %s",
@@ -128,8 +143,8 @@ async def list_snapshots(
     )
 
 
-async def get_snapshot(conn: Conn, snapshot_id: UUID) -> Snapshot | None:
-    return await fetch_one_as(conn, Snapshot, _SELECT + " WHERE snapshot_id = %s", (snapshot_id,))
+async def get_snapshot(conn: Conn, snapshot_id: UUID) -> StoredSnapshot | None:
+    return await fetch_one_as(conn, StoredSnapshot, _SELECT + " WHERE snapshot_id = %s", (snapshot_id,))
 
 
 @dataclass(frozen=True, slots=True)
