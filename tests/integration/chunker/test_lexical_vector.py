@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from palimpsest.chunker.build import create_staging, stage
+from palimpsest.chunker.store import create_staging, stage
 from palimpsest.chunker.work import analyze_blob, chunk_copy, chunk_rows
 from palimpsest.core.db import Conn, system_tx
 from palimpsest.core.service import Infra

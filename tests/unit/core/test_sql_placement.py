@@ -42,11 +42,6 @@ MEASUREMENT = ("devtools/bench/", "devtools/chaos/")
 # Modules whose statements have not yet moved into a store (relative to palimpsest/). Only shrinks.
 NOT_YET_MOVED = frozenset(
     {
-        "analyzer/doccheck.py",
-        "chunker/build.py",
-        "chunker/service.py",
-        "index/context/candidates.py",
-        "index/graph/persisted.py",
         "index/search.py",
         "index/semantic.py",
     }

@@ -8,9 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from palimpsest.core.stores import CORE, Owns, Store
+from palimpsest.core.stores import CACHE, CORE, Owns, Store
 from palimpsest.core.topology import SERVICES
-from palimpsest.devtools.owners import document_cells, owned_by_service, owner_cells, render, store_modules
+from palimpsest.devtools.owners import (
+    cache_lines,
+    document_caches,
+    document_cells,
+    owned_by_service,
+    owner_cells,
+    render,
+    store_modules,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 ARCHITECTURE = ROOT / "docs/architecture.md"
@@ -23,9 +31,9 @@ def test_the_stores_are_found() -> None:
     assert "palimpsest.reviewer.store" in stores
 
 
-def test_every_owner_is_a_service_or_the_core() -> None:
+def test_every_owner_is_a_service_the_core_or_a_cache() -> None:
     owners = {owner for store in store_modules().values() for owner, _ in store.owned()}
-    assert owners <= {*SERVICES, CORE}
+    assert owners <= {*SERVICES, CORE, CACHE}
     assert set(SERVICES) <= owners, "every service owns a table"
 
 
@@ -34,6 +42,32 @@ def test_the_document_says_what_the_stores_declare() -> None:
     written = document_cells(ARCHITECTURE.read_text(encoding="utf-8"))
     assert set(written) == set(SERVICES), "the service table has a row per service"
     assert written == derived, "docs/architecture.md's owner table is out of date: run `make owners-doc`"
+
+
+def test_the_document_lists_the_derived_caches() -> None:
+    stores = store_modules()
+    assert stores["palimpsest.index.graph.store"].owned() == [
+        (CACHE, Owns("code_graphs", "a snapshot's resolved graph"))
+    ]
+    written = document_caches(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert written is not None, "docs/architecture.md has no <!-- owners:caches --> block"
+    assert written == cache_lines(stores), (
+        "docs/architecture.md's caches are out of date: run `make owners-doc`"
+    )
+
+
+def test_a_derived_cache_is_no_services_table() -> None:
+    stores = {
+        "palimpsest.a.store": Store(owner="reviewer", writes=(Owns("reviews"),)),
+        "palimpsest.b.store": Store(owner=CACHE, writes=(Owns("code_graphs", "a graph"),)),
+    }
+    assert owner_cells(stores)["reviewer"] == "`reviews`"
+    assert cache_lines(stores) == "- `code_graphs` (a graph): `palimpsest.b.store`\n"
+    text = "before\n<!-- owners:caches -->\n- `old`: `x`\n<!-- /owners:caches -->\nafter"
+    fresh = render(text, {}, cache_lines(stores))
+    assert document_caches(fresh) == cache_lines(stores)
+    assert fresh.startswith("before\n") and fresh.endswith("\nafter")
+    assert render(text, {}) == text
 
 
 def test_the_cells_are_derived_from_the_declarations() -> None:

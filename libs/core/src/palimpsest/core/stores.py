@@ -9,7 +9,8 @@ checks the source), and a store writes only the tables it declares.
 
 The "owns (writes)" column of ``docs/architecture.md``'s service table is derived from these
 declarations (``make owners-doc`` regenerates it; ``tests/unit/devtools/test_store_owners.py``
-fails while it is out of date), so who may write a table is answered here, once.
+fails while it is out of date), so who may write a table is answered here, once. A derived cache
+(:data:`CACHE`) has no owning service: the document lists it, with its store, below that table.
 """
 
 from __future__ import annotations
@@ -17,11 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["CORE", "Owns", "Store"]
+__all__ = ["CACHE", "CORE", "Owns", "Store"]
 
 # The owner of the tables every service writes through the shared machinery (outbox, inbox, dead
 # letters, failures, migrations, model usage): the core library, not one service.
 CORE: Final = "core"
+# The owner of a derived cache: a table whose rows are a pure function of other tables, so no one
+# service owns it. Whichever process first needs a row fills the miss, with an idempotent insert
+# (the same row whoever writes it); its statements still live in its one store. The architecture
+# document lists these tables below its owner table (``make owners-doc``).
+CACHE: Final = "cache"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +47,8 @@ class Owns:
 
 @dataclass(frozen=True, slots=True)
 class Store:
-    """A store module's declaration: its owner (a service of ``topology.SERVICES``, or
-    :data:`CORE`), the tables it writes for that owner, and the tables it only reads."""
+    """A store module's declaration: its owner (a service of ``topology.SERVICES``, :data:`CORE`,
+    or :data:`CACHE`), the tables it writes for that owner, and the tables it only reads."""
 
     owner: str
     writes: tuple[Owns, ...] = ()

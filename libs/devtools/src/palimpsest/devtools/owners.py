@@ -2,7 +2,8 @@
 
 Every store module declares ``STORE = Store(...)`` (:mod:`palimpsest.core.stores`); this module finds
 them in the source, collects what each service writes, and rewrites the third cell of each service's
-row of the table. Regenerate with ``make owners-doc``
+row of the table, and the list of derived caches (tables no one service owns, :data:`CACHE`) between
+``<!-- owners:caches -->`` and ``<!-- /owners:caches -->``. Regenerate with ``make owners-doc``
 (``python -m palimpsest.devtools.owners docs/architecture.md``; ``--check`` only reports);
 ``tests/unit/devtools/test_store_owners.py`` fails while the document is out of date.
 """
@@ -18,10 +19,18 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import palimpsest
-from palimpsest.core.stores import Owns, Store
+from palimpsest.core.stores import CACHE, Owns, Store
 from palimpsest.core.topology import SERVICES, rewrite_generated
 
-__all__ = ["declares_store", "owned_by_service", "owner_cells", "render", "store_modules"]
+__all__ = [
+    "cache_lines",
+    "declares_store",
+    "document_caches",
+    "owned_by_service",
+    "owner_cells",
+    "render",
+    "store_modules",
+]
 
 
 def declares_store(tree: ast.Module) -> bool:
@@ -83,17 +92,41 @@ def owner_cells(stores: dict[str, Store]) -> dict[str, str]:
     return {service: ", ".join(o.text() for o in owned.get(service, [])) for service in SERVICES}
 
 
+def cache_lines(stores: dict[str, Store]) -> str:
+    """The derived caches' list: one Markdown item per table a :data:`CACHE` store writes, with
+    the store that holds its statements."""
+    return "".join(
+        f"- {owns.text()}: `{name}`\n"
+        for name, store in stores.items()
+        for owner, owns in store.owned()
+        if owner == CACHE
+    )
+
+
+_CACHES = re.compile(r"(<!-- owners:caches -->\n)(.*?)(<!-- /owners:caches -->)", re.DOTALL)
+
+
+def document_caches(text: str) -> str | None:
+    """The derived caches' list the document has now (None: it has no such block)."""
+    m = _CACHES.search(text)
+    return m[2] if m else None
+
+
 _ROW = re.compile(r"^\| (?P<service>[a-z-]+) \| (?P<does>.*?) \| (?P<owns>.*) \|$")
 
 
-def render(text: str, cells: dict[str, str]) -> str:
-    """``text`` with the third cell of each service's table row set from ``cells``."""
+def render(text: str, cells: dict[str, str], caches: str | None = None) -> str:
+    """``text`` with the third cell of each service's table row set from ``cells``, and its
+    derived caches' block (if it has one) from ``caches``."""
     out = []
     for line in text.split("\n"):
         m = _ROW.match(line)
         hit = m is not None and m["service"] in cells
         out.append(f"| {m['service']} | {m['does']} | {cells[m['service']]} |" if m and hit else line)
-    return "\n".join(out)
+    rendered = "\n".join(out)
+    if caches is None:
+        return rendered
+    return _CACHES.sub(lambda m: m[1] + caches + m[3], rendered)
 
 
 def document_cells(text: str) -> dict[str, str]:
@@ -108,15 +141,17 @@ def document_cells(text: str) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m palimpsest.devtools.owners",
-        description='Rewrite the "owns (writes)" cells of the service table from the stores\' declarations.',
+        description='Rewrite the "owns (writes)" cells of the service table and the derived caches\' list'
+        " from the stores' declarations.",
     )
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument(
         "--check", action="store_true", help="change nothing; exit 1 when a file is out of date"
     )
     args = parser.parse_args(argv)
-    cells = owner_cells(store_modules())
-    return rewrite_generated(args.files, lambda text: render(text, cells), check=args.check)
+    stores = store_modules()
+    cells, caches = owner_cells(stores), cache_lines(stores)
+    return rewrite_generated(args.files, lambda text: render(text, cells, caches), check=args.check)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ scopes them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 from uuid import UUID
 
 from psycopg.rows import tuple_row
@@ -30,22 +30,26 @@ STORE = Store(
 )
 
 
+SnapshotState = Literal["building", "ready", "superseded", "failed"]
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot(JsonRow):
-    """One row of ``code_index_snapshots``: a build of one commit and its embedding run."""
+    """A build of one commit and its embedding run, as the API (its schema is this class), the CLI
+    and MCP show it: one row of ``code_index_snapshots``, without its owner."""
 
     snapshot_id: UUID
     repository_id: UUID
     commit_sha: str
     request_id: UUID | None
-    state: str  # building | ready | superseded | failed
+    state: SnapshotState
     reason: str | None
     files: int
     chunks: int
     symbols: int
     bytes: int
     parsed_blobs: int
-    skipped: dict[str, int]  # jsonb: skip reason → files
+    skipped: dict[str, int]  # jsonb: files left out, by reason (limits, binary, …)
     duration_s: float | None
     embedding_state: str
     embedding_reason: str | None
@@ -57,54 +61,65 @@ class Snapshot(JsonRow):
     embedding_updated_at: datetime | None
     created_at: datetime
     ready_at: datetime | None
-    tenant_id: UUID  # the owner (its graph is stored under it); not shown: the caller is that tenant
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSnapshot(Snapshot):
+    """The row as the readers below return it: with its owner (its graph is stored under it),
+    which is not shown (the caller is that tenant)."""
+
+    tenant_id: UUID
+
+    def shown(self) -> Snapshot:
+        return Snapshot(**{f.name: getattr(self, f.name) for f in fields(Snapshot)})
 
     def to_json(self) -> dict[str, Any]:
-        shown = JsonRow.to_json(self)
-        del shown["tenant_id"]
-        return shown
+        return self.shown().to_json()
 
 
-_SELECT = f"SELECT {columns(Snapshot)} FROM code_index_snapshots"
+_SELECT = f"SELECT {columns(StoredSnapshot)} FROM code_index_snapshots"
 
 
-async def newest_ready(conn: Conn, repository_id: UUID) -> Snapshot | None:
+async def newest_ready(conn: Conn, repository_id: UUID) -> StoredSnapshot | None:
     return await fetch_one_as(
         conn,
-        Snapshot,
+        StoredSnapshot,
         _SELECT
         + " WHERE repository_id = %s AND state = 'ready' AND NOT pinned ORDER BY created_at DESC LIMIT 1",
         (repository_id,),
     )
 
 
-async def for_commit(conn: Conn, repository_id: UUID, commit: str) -> Snapshot | None:
+async def for_commit(conn: Conn, repository_id: UUID, commit: str) -> StoredSnapshot | None:
     """The ready snapshot of ``commit`` (a PR's base), else None."""
     return await fetch_one_as(
         conn,
-        Snapshot,
+        StoredSnapshot,
         _SELECT + " WHERE repository_id = %s AND commit_sha = %s"
         " AND state IN ('ready', 'superseded') ORDER BY created_at DESC LIMIT 1",
         (repository_id, commit),
     )
 
 
-async def readable(conn: Conn, repository_id: UUID, snapshot_id: UUID | None) -> Snapshot | None:
+async def readable(conn: Conn, repository_id: UUID, snapshot_id: UUID | None) -> StoredSnapshot | None:
     """The snapshot to read: ``snapshot_id`` of this repository if ready or superseded, else (when
     no id is given) the newest ready one."""
     if snapshot_id is None:
         return await newest_ready(conn, repository_id)
     return await fetch_one_as(
         conn,
-        Snapshot,
+        StoredSnapshot,
         _SELECT + " WHERE repository_id = %s AND snapshot_id = %s AND state IN ('ready', 'superseded')",
         (repository_id, snapshot_id),
     )
 
 
-async def by_request(conn: Conn, request_id: UUID) -> Snapshot | None:
+async def by_request(conn: Conn, request_id: UUID) -> StoredSnapshot | None:
     return await fetch_one_as(
-        conn, Snapshot, _SELECT + " WHERE request_id = %s ORDER BY created_at DESC LIMIT 1", (request_id,)
+        conn,
+        StoredSnapshot,
+        _SELECT + " WHERE request_id = %s ORDER BY created_at DESC LIMIT 1",
+        (request_id,),
     )
 
 
@@ -115,12 +130,12 @@ async def list_snapshots(
     limit: int | None = None,
     before: UUID | None = None,
     pinned: bool | None = None,
-) -> list[Snapshot]:
+) -> list[StoredSnapshot]:
     """Newest first (ids are UUIDv7); ``limit`` and ``before`` (the last id of a page) page through;
     ``pinned=False`` only the default branch's (not a review's pinned base), ``True`` only those."""
     return await fetch_all_as(
         conn,
-        Snapshot,
+        StoredSnapshot,
         _SELECT + " WHERE repository_id = %s AND (%s::uuid IS NULL OR snapshot_id < %s)"
         " AND (%s::boolean IS NULL OR pinned = %s)"
         " ORDER BY created_at DESC, snapshot_id DESC LIMIT %s",
@@ -128,8 +143,8 @@ async def list_snapshots(
     )
 
 
-async def get_snapshot(conn: Conn, snapshot_id: UUID) -> Snapshot | None:
-    return await fetch_one_as(conn, Snapshot, _SELECT + " WHERE snapshot_id = %s", (snapshot_id,))
+async def get_snapshot(conn: Conn, snapshot_id: UUID) -> StoredSnapshot | None:
+    return await fetch_one_as(conn, StoredSnapshot, _SELECT + " WHERE snapshot_id = %s", (snapshot_id,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +315,7 @@ class DocMention:
     """A doc blob's stored mention of an identifier or a path, or its ``Governs:`` line."""
 
     blob_sha: str
-    kind: str  # mention | governs
+    kind: str  # mention | governs | label
     name: str
     line: int
     target: str | None
@@ -319,6 +334,66 @@ async def doc_mentions(conn: Conn, repository_id: UUID, blobs: list[str]) -> lis
         " ORDER BY blob_sha, line, ordinal",
         (repository_id, blobs),
     )
+
+
+async def doc_facts(conn: Conn, repository_id: UUID, blobs: list[str]) -> list[DocMention]:
+    """Every mention, ``Governs:`` line and label target of ``blobs`` (the documentation check's
+    claims), by blob, line and order of writing."""
+    return await fetch_all_as(
+        conn,
+        DocMention,
+        "SELECT blob_sha, kind, name, line, target, detail FROM code_facts"
+        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[]) AND kind IN ('mention', 'governs', 'label')"
+        " ORDER BY blob_sha, line, ordinal",
+        (repository_id, blobs),
+    )
+
+
+async def section_names(conn: Conn, repository_id: UUID, blobs: list[str]) -> list[BlobName]:
+    """The titles of the sections (their chunks' names) of ``blobs``, each once per blob."""
+    return await fetch_all_as(
+        conn,
+        BlobName,
+        "SELECT DISTINCT blob_sha, name FROM code_chunks WHERE repository_id = %s"
+        " AND blob_sha = ANY(%s::text[]) AND kind = 'section' AND name IS NOT NULL",
+        (repository_id, blobs),
+    )
+
+
+async def snapshot_symbol_names(conn: Conn, repository_id: UUID, snapshot_id: UUID) -> set[str]:
+    """Every name a file of the snapshot defines (the index's symbols)."""
+    rows = await fetch_all_as(
+        conn,
+        _Name,
+        "SELECT DISTINCT s.name FROM code_index_files f"
+        " JOIN code_symbols s ON s.repository_id = %s AND s.blob_sha = f.blob_sha"
+        " WHERE f.snapshot_id = %s",
+        (repository_id, snapshot_id),
+    )
+    return {row.name for row in rows}
+
+
+async def lexemes_present(conn: Conn, repository_id: UUID, snapshot_id: UUID, lexemes: list[str]) -> set[str]:
+    """Which of ``lexemes`` occur in the lexical vector of some code chunk of the snapshot."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute(
+            "SELECT l AS lexeme FROM palimpsest_code_lexemes_present(%s, %s, %s::text[]) AS l",
+            (repository_id, snapshot_id, lexemes),
+        )
+        return {lexeme for (lexeme,) in await cur.fetchall()}
+
+
+async def names_present(
+    conn: Conn, repository_id: UUID, snapshot_id: UUID, names: list[str], lexemes: list[str]
+) -> set[str]:
+    """Which of ``names`` occur exactly (case, whole word) in the snapshot's code, each looked up
+    through its lexeme (``lexemes[i]`` of ``names[i]``)."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute(
+            "SELECT n AS name FROM palimpsest_code_names_present(%s, %s, %s::text[], %s::text[]) AS n",
+            (repository_id, snapshot_id, names, lexemes),
+        )
+        return {name for (name,) in await cur.fetchall()}
 
 
 @dataclass(frozen=True, slots=True)

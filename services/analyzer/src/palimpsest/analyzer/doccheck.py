@@ -57,6 +57,7 @@ from palimpsest.analyzer.history import Evidence, History, LineOrigin
 from palimpsest.analyzer.rules import Rule
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.core.db import Conn
+from palimpsest.index import snapshots
 from palimpsest.index.codefacts import is_doc, is_history_doc, is_output_path
 from palimpsest.index.codefacts.classify import Kind, classify
 from palimpsest.index.codefacts.dependencies import Dependencies, standard_module
@@ -142,7 +143,7 @@ class DocFinding:
 class _Mention:
     doc: str
     line: int
-    fact: str  # mention | governs
+    fact: str  # mention | governs | label
     name: str
     target: str | None  # identifier | path (mentions)
     source: str | None  # code | fence[:language] | link | docref | role | prose (mentions)
@@ -514,14 +515,9 @@ async def _labels(conn: Conn, index: SnapshotIndex, mentions: list[_Mention], tr
     for f in index.files:
         if f.path in sections:
             blobs[f.blob_sha].append(f.path)
-    cur = await conn.execute(
-        "SELECT DISTINCT blob_sha, name FROM code_chunks WHERE repository_id = %s"
-        " AND blob_sha = ANY(%s::text[]) AND kind = 'section' AND name IS NOT NULL",
-        (index.repository_id, list(blobs)),
-    )
-    for row in await cur.fetchall():
-        for path in blobs[row["blob_sha"]]:
-            labels.add(sections[path].section_label(path, row["name"]))
+    for section in await snapshots.section_names(conn, index.repository_id, list(blobs)):
+        for path in blobs[section.blob_sha]:
+            labels.add(sections[path].section_label(path, section.name))
     return frozenset(labels)
 
 
@@ -605,16 +601,11 @@ async def _doc_texts(
     blobs = {f.blob_sha: f.path for f in index.files if f.path in docs}
     if not blobs:
         return {}, {}
-    cur = await conn.execute(
-        "SELECT blob_sha, start_line, content FROM code_chunks"
-        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[]) ORDER BY blob_sha, ordinal",
-        (index.repository_id, list(blobs)),
-    )
     numbered: dict[str, dict[int, str]] = defaultdict(dict)
-    for row in await cur.fetchall():
-        doc = blobs[row["blob_sha"]]
-        for offset, line in enumerate(row["content"].split("\n")):
-            numbered[doc][row["start_line"] + offset] = line
+    for chunk in await snapshots.blob_chunks(conn, index.repository_id, list(blobs)):
+        doc = blobs[chunk.blob_sha]
+        for offset, line in enumerate(chunk.content.split("\n")):
+            numbered[doc][chunk.start_line + offset] = line
     texts = {doc: "\n".join(got.get(n, "") for n in range(1, max(got) + 1)) for doc, got in numbered.items()}
     return texts, {(doc, n): line for doc, got in numbered.items() for n, line in got.items()}
 
@@ -959,27 +950,15 @@ async def _doc_mentions(conn: Conn, index: SnapshotIndex) -> list[_Mention]:
             docs[f.blob_sha].append(f.path)
     if not docs:
         return []
-    cur = await conn.execute(
-        "SELECT blob_sha, kind, name, line, target, detail FROM code_facts"
-        " WHERE repository_id = %s AND blob_sha = ANY(%s::text[]) AND kind IN ('mention', 'governs', 'label')"
-        " ORDER BY blob_sha, line, ordinal",
-        (index.repository_id, list(docs)),
-    )
     out: list[_Mention] = []
-    for row in await cur.fetchall():
-        for path in docs[row["blob_sha"]]:
-            out.append(_Mention(path, row["line"], row["kind"], row["name"], row["target"], row["detail"]))
+    for fact in await snapshots.doc_facts(conn, index.repository_id, list(docs)):
+        for path in docs[fact.blob_sha]:
+            out.append(_Mention(path, fact.line, fact.kind, fact.name, fact.target, fact.detail))
     return out
 
 
 async def _symbol_names(conn: Conn, index: SnapshotIndex) -> set[str]:
-    cur = await conn.execute(
-        "SELECT DISTINCT s.name FROM code_index_files f"
-        " JOIN code_symbols s ON s.repository_id = %s AND s.blob_sha = f.blob_sha"
-        " WHERE f.snapshot_id = %s",
-        (index.repository_id, index.snapshot_id),
-    )
-    return {row["name"] for row in await cur.fetchall()}
+    return await snapshots.snapshot_symbol_names(conn, index.repository_id, index.snapshot_id)
 
 
 async def _present_lexemes(conn: Conn, index: SnapshotIndex, mentions: list[_Mention]) -> set[str]:
@@ -987,11 +966,8 @@ async def _present_lexemes(conn: Conn, index: SnapshotIndex, mentions: list[_Men
     wanted = sorted({lex for m in mentions for lex in _lexemes(m.name)})
     present: set[str] = set()
     for start in range(0, len(wanted), 2000):
-        cur = await conn.execute(
-            "SELECT l AS lexeme FROM palimpsest_code_lexemes_present(%s, %s, %s::text[]) AS l",
-            (index.repository_id, index.snapshot_id, wanted[start : start + 2000]),
-        )
-        present.update(row["lexeme"] for row in await cur.fetchall())
+        batch = wanted[start : start + 2000]
+        present |= await snapshots.lexemes_present(conn, index.repository_id, index.snapshot_id, batch)
     return present
 
 
@@ -1002,11 +978,9 @@ async def _present_names(conn: Conn, index: SnapshotIndex, mentions: set[_Mentio
     present: set[str] = set()
     for start in range(0, len(pairs), 2000):
         chunk = pairs[start : start + 2000]
-        cur = await conn.execute(
-            "SELECT n AS name FROM palimpsest_code_names_present(%s, %s, %s::text[], %s::text[]) AS n",
-            (index.repository_id, index.snapshot_id, [p[0] for p in chunk], [p[1] for p in chunk]),
+        present |= await snapshots.names_present(
+            conn, index.repository_id, index.snapshot_id, [p[0] for p in chunk], [p[1] for p in chunk]
         )
-        present.update(row["name"] for row in await cur.fetchall())
     return present
 
 

@@ -21,14 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from psycopg.types.json import Jsonb
-
+from palimpsest.chunker import store
 from palimpsest.chunker.errors import BuildFailed, BuildSkipped
 from palimpsest.chunker.parsing import ANALYSIS_VERSION, detect_language, is_doc
 from palimpsest.chunker.source import Source
+from palimpsest.chunker.store import KnownBlob
 from palimpsest.chunker.work import (
-    CHUNK_COLUMNS,
-    CHUNK_FIELDS,
     BatchResult,
     BlobSummary,
     analyze_batch,
@@ -147,28 +145,16 @@ async def incremental_base(
     (its rows' languages and skip reasons may differ), one with blobs skipped as too large that
     the current limit admits, or a previous commit this clone does not have (a shallow clone).
     """
-    cur = await conn.execute(
-        "SELECT snapshot_id, commit_sha, files, chunks, symbols, bytes, skipped, analysis_version"
-        " FROM code_index_snapshots"
-        " WHERE repository_id = %s AND state = 'ready' ORDER BY created_at DESC LIMIT 1",
-        (repository_id,),
-    )
-    prev = await cur.fetchone()
-    if prev is None or prev["analysis_version"] != ANALYSIS_VERSION or prev["commit_sha"] == source.commit:
+    prev = await store.newest_ready_build(conn, repository_id)
+    if prev is None or prev.analysis_version != ANALYSIS_VERSION or prev.commit_sha == source.commit:
         return None  # (the same commit again is an explicit rebuild: list everything)
-    if not (_COMMIT.fullmatch(prev["commit_sha"]) and _COMMIT.fullmatch(source.commit)):
+    if not (_COMMIT.fullmatch(prev.commit_sha) and _COMMIT.fullmatch(source.commit)):
         return None
-    cur = await conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM code_index_files WHERE snapshot_id = %s AND skip_reason = 'too_large'"
-        " AND size <= %s) AS readable",
-        (prev["snapshot_id"], limits.max_file_bytes),
-    )
-    row = await cur.fetchone()
-    if row is None or row["readable"]:
+    if await store.skipped_too_large_up_to(conn, prev.snapshot_id, limits.max_file_bytes):
         return None
     try:
         out = await run_git(
-            ["diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", prev["commit_sha"], source.commit],
+            ["diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", prev.commit_sha, source.commit],
             cwd=source.git_dir,
             timeout_s=limits.time_budget_s,
         )
@@ -179,35 +165,28 @@ async def incremental_base(
     old, new = _diff_entries(out)
     changed = list(dict.fromkeys(e.path for e in [*old, *new]))
     totals = BuildStats(
-        files=int(prev["files"]),
-        chunks=int(prev["chunks"]),
-        symbols=int(prev["symbols"]),
-        bytes=int(prev["bytes"]),
-        skipped=Counter({k: int(n) for k, n in prev["skipped"].items()}),
+        files=prev.files,
+        chunks=prev.chunks,
+        symbols=prev.symbols,
+        bytes=prev.bytes,
+        skipped=Counter({k: int(n) for k, n in prev.skipped.items()}),
     )
     # the totals of the rows that are not copied (the base's totals were summed the same way)
-    cur = await conn.execute(
-        "SELECT f.skip_reason, count(*) AS files, coalesce(sum(b.chunk_count), 0) AS chunks,"
-        " coalesce(sum(b.symbol_count), 0) AS symbols, coalesce(sum(b.size), 0) AS bytes"
-        " FROM code_index_files f LEFT JOIN code_blobs b ON b.repository_id = %s AND b.blob_sha = f.blob_sha"
-        " WHERE f.snapshot_id = %s AND f.path = ANY(%s::text[]) GROUP BY f.skip_reason",
-        (repository_id, prev["snapshot_id"], changed),
-    )
-    for r in await cur.fetchall():
-        totals.files -= int(r["files"])
-        if r["skip_reason"] is None:
-            totals.chunks -= int(r["chunks"])
-            totals.symbols -= int(r["symbols"])
-            totals.bytes -= int(r["bytes"])
+    for r in await store.totals_at(conn, repository_id, prev.snapshot_id, changed):
+        totals.files -= r.files
+        if r.skip_reason is None:
+            totals.chunks -= r.chunks
+            totals.symbols -= r.symbols
+            totals.bytes -= r.bytes
         else:
-            totals.skipped[r["skip_reason"]] -= int(r["files"])
+            totals.skipped[r.skip_reason] -= r.files
     for e in old:
         skip = tree_skip(e)
         if skip is not None:
             totals.skipped[skip] -= 1
     rows = classify(new, totals)
     totals.skipped = Counter({k: n for k, n in totals.skipped.items() if n > 0})
-    return Base(prev["snapshot_id"], changed, totals), rows
+    return Base(prev.snapshot_id, changed, totals), rows
 
 
 @dataclass(slots=True)
@@ -221,22 +200,13 @@ class BlobInfo:
     symbol_count: int
 
 
-async def known_blobs(conn: Conn, repository_id: UUID, shas: list[str]) -> dict[str, dict[str, Any]]:
-    cur = await conn.execute(
-        "SELECT blob_sha, language, size, analysis_version, skip_reason, chunk_count, symbol_count"
-        " FROM code_blobs WHERE repository_id = %s AND blob_sha = ANY(%s)",
-        (repository_id, shas),
-    )
-    return {r["blob_sha"]: r for r in await cur.fetchall()}
-
-
-def needs_parse(row: FileRow, known: dict[str, Any] | None, limits: Limits) -> bool:
+def needs_parse(row: FileRow, known: KnownBlob | None, limits: Limits) -> bool:
     if known is None:
         return True
-    if known["skip_reason"] == "too_large" and int(known["size"]) <= limits.max_file_bytes:
+    if known.skip_reason == "too_large" and known.size <= limits.max_file_bytes:
         return True  # the limit was raised since
     # a blob whose language changed (new grammar, new mapping) or an older analysis is re-chunked
-    return bool(known["language"] != row.language or known["analysis_version"] != ANALYSIS_VERSION)
+    return known.language != row.language or known.analysis_version != ANALYSIS_VERSION
 
 
 async def build(conn: Conn, **kwargs: Any) -> BuildStats:
@@ -286,7 +256,7 @@ async def _build(
         async for batch in _parse(source, plan.todo, limits, executor, started):
             await asyncio.shield(files)
             tw = time.monotonic()
-            await _write_batch(conn, tenant_id, repository_id, batch)
+            await store.write_batch(conn, tenant_id, repository_id, batch.blob_rows, batch.chunks)
             write_s += time.monotonic() - tw
             for b in batch.blobs:
                 plan.blobs[b.sha] = BlobInfo(b.language, b.size, b.skip_reason, b.chunk_count, b.symbol_count)
@@ -316,35 +286,20 @@ async def _prepare(
 ) -> bool:
     """Take the repository's build lock, make sure the snapshot still exists, set up the load;
     whether this is the repository's first build (every blob new). Raises BuildSkipped/BuildFailed."""
-    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
+    await store.lock_repository(conn, repository_id)
     if skip_if_ready:  # another request built this commit while we waited for the lock
-        cur = await conn.execute(
-            # the branch's build is made unnecessary by the branch's snapshot only; a review's base
-            # by any ready snapshot of its commit
-            "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND commit_sha = %s"
-            " AND state = 'ready' AND (%s OR NOT pinned) LIMIT 1",
-            (repository_id, source.commit, pinned),
-        )
-        ready = await cur.fetchone()
+        ready = await store.ready_of_commit(conn, repository_id, source.commit, pinned=pinned)
         if ready is not None:
-            raise BuildSkipped("up_to_date", ready["snapshot_id"])
+            raise BuildSkipped("up_to_date", ready)
     # what a foreign key's check did (migration 0013 replaced it): the snapshot cannot be deleted
     # while its file rows are written, so its deletion's trigger always sees and removes them
-    cur = await conn.execute(
-        "SELECT 1 FROM code_index_snapshots WHERE snapshot_id = %s FOR KEY SHARE", (snapshot_id,)
-    )
-    if await cur.fetchone() is None:
+    if not await store.hold_snapshot(conn, snapshot_id):
         raise BuildFailed("interrupted", "the snapshot was deleted before its build started")
-    await create_staging(conn)
+    await store.create_staging(conn)
     # bulk-load settings for this transaction only; losing the last commits of a build on a crash
     # only means a rebuild
-    await conn.execute("SET LOCAL work_mem = '64MB'")
-    await conn.execute("SET LOCAL synchronous_commit = off")
-    cur = await conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM code_blobs WHERE repository_id = %s) AS any", (repository_id,)
-    )
-    found = await cur.fetchone()
-    return not (found and found["any"])
+    await store.bulk_load_settings(conn)
+    return not await store.has_blobs(conn, repository_id)
 
 
 @dataclass(slots=True)
@@ -374,7 +329,7 @@ async def _plan(
     by_sha: dict[str, FileRow] = {}
     for r in rows:
         by_sha.setdefault(r.sha, r)
-    known = {} if first else await known_blobs(conn, repository_id, list(by_sha))
+    known = {} if first else await store.known_blobs(conn, repository_id, list(by_sha))
     todo = [r for sha, r in by_sha.items() if needs_parse(r, known.get(sha), limits)]
     # sizes only for blobs not seen before, where the listing did not carry them (an incremental
     # build's: ls-tree --long would look up every blob of the tree)
@@ -388,15 +343,11 @@ async def _plan(
     t = _timed(stats, "known_s", t)
     stale = [r.sha for r in todo if r.sha in known]
     if stale:  # re-chunked blobs: drop the old rows (0013's trigger removes their chunks, symbols, facts)
-        await conn.execute(
-            "DELETE FROM code_blobs WHERE repository_id = %s AND blob_sha = ANY(%s)", (repository_id, stale)
-        )
+        await store.delete_blobs(conn, repository_id, stale)
     stats.reused_blobs = len(by_sha) - len(todo)
     await _check_storage(conn, limits, sum(r.size or 0 for r in todo if r.skip_reason is None))
     blobs: dict[str, BlobInfo] = {
-        sha: BlobInfo(
-            k["language"], int(k["size"]), k["skip_reason"], int(k["chunk_count"]), int(k["symbol_count"])
-        )
+        sha: BlobInfo(k.language, k.size, k.skip_reason, k.chunk_count, k.symbol_count)
         for sha, k in known.items()
         if sha not in stale
     }
@@ -411,21 +362,22 @@ async def _finish(conn: Conn, snapshot_id: UUID, plan: _Plan, stats: BuildStats,
     # The planner's statistics predate this load; without them it estimates "1 row" and picks
     # nested loops that make the set operations below quadratic. Large loads refresh the statistics
     # (as the owner, through a function of migration 0004); hash joins suit these statements.
-    await conn.execute("SET LOCAL enable_nestloop = off")
+    await store.no_nested_loops(conn)
     if plan.base is not None:
-        await _copy_files(conn, snapshot_id, plan.base)
+        # the base snapshot's unchanged file rows, copied in SQL (their totals are already counted)
+        await store.copy_files(conn, snapshot_id, plan.base.snapshot_id, plan.base.changed)
         t = _timed(stats, "copy_files_s", t)
     if stats.parsed_blobs:  # searches should not have to scan the GIN pending list this load left
-        await conn.execute("SELECT palimpsest_merge_lexical_index()")
+        await store.merge_lexical_index(conn)
         t = _timed(stats, "merge_gin_s", t)
     if stats.parsed_blobs >= ANALYZE_AFTER_BLOBS:
-        await conn.execute("SELECT palimpsest_analyze_code_index()")
+        await store.analyze_code_index(conn)
         _timed(stats, "analyze_s", t)
     else:
         # every build writes a whole snapshot of file rows (an incremental one copies its base's), and
         # each search looks its hits' paths up by that snapshot's id: unknown to the statistics, it was
         # estimated at one row and the lookup read every file of the snapshot per hit (migration 0055)
-        await conn.execute("SELECT palimpsest_analyze_code_files()")
+        await store.analyze_code_files(conn)
         _timed(stats, "analyze_files_s", t)
 
 
@@ -436,7 +388,7 @@ async def _listing(
     found = None if first else await incremental_base(conn, repository_id, source, limits)
     if found is not None:
         base, rows = found
-        known = await known_blobs(conn, repository_id, [r.sha for r in rows])
+        known = await store.known_blobs(conn, repository_id, [r.sha for r in rows])
         # a known blob that is re-chunked may be shared by copied rows, whose language and skip
         # reason must then come from the new analysis: list the whole tree instead
         if not any(needs_parse(r, known[r.sha], limits) for r in rows if r.sha in known):
@@ -450,19 +402,8 @@ async def _listing(
     return None, classify(entries, stats)
 
 
-async def _copy_files(conn: Conn, snapshot_id: UUID, base: Base) -> None:
-    """Copy the base snapshot's unchanged file rows in SQL (their totals are already counted)."""
-    await conn.execute(
-        f"INSERT INTO code_index_files ({_FILES}) SELECT tenant_id, %s, path, blob_sha, language, kind, size,"
-        " skip_reason FROM code_index_files WHERE snapshot_id = %s AND path NOT IN (SELECT unnest(%s::text[]))",
-        (snapshot_id, base.snapshot_id, base.changed),
-    )
-
-
 async def _check_storage(conn: Conn, limits: Limits, new_bytes: int) -> None:
-    cur = await conn.execute("SELECT coalesce(sum(size), 0) AS n FROM code_blobs WHERE skip_reason IS NULL")
-    row = await cur.fetchone()
-    used = int(row["n"]) if row else 0
+    used = await store.source_bytes(conn)
     if used + new_bytes > limits.tenant_bytes:
         raise BuildFailed(
             "storage_cap",
@@ -529,73 +470,6 @@ def _batch_target(limits: Limits, left: int) -> int:
 _TAIL_BATCH_BYTES = 64 * 1024
 
 
-# PostgreSQL refuses COPY FROM into a table under row-level security, so rows are copied into
-# session-private staging tables (no RLS) and moved with INSERT … SELECT, which the tenant policy's
-# WITH CHECK still guards. Staged rows carry no tenant or repository: the move adds them.
-_STAGED = {
-    "code_chunks": CHUNK_FIELDS,
-    "code_blobs": "blob_sha, language, size, analysis_version, skip_reason, parse_errors, chunk_count, symbol_count,"
-    " symbols, facts",
-}
-_FILES = "tenant_id, snapshot_id, path, blob_sha, language, kind, size, skip_reason"
-
-
-async def create_staging(conn: Conn) -> None:
-    for table, cols in _STAGED.items():
-        await conn.execute(
-            f"CREATE TEMP TABLE IF NOT EXISTS stage_{table} ON COMMIT DROP AS"
-            f" SELECT {cols} FROM {table} WITH NO DATA"
-        )
-    # a chunk's lexical vector, or (where only to_tsvector can say) its tokens. Staged vectors stay
-    # uncompressed: a large vector rarely compresses, and PostgreSQL would try (with pglz, at the
-    # cost of compressing it) here and again when the row moves to code_chunks
-    await conn.execute(
-        "ALTER TABLE stage_code_chunks ADD COLUMN IF NOT EXISTS tokens text,"
-        " ADD COLUMN IF NOT EXISTS vector tsvector, ALTER COLUMN vector SET STORAGE EXTERNAL"
-    )
-    await conn.execute(
-        f"CREATE TEMP TABLE IF NOT EXISTS stage_code_index_files ON COMMIT DROP AS"
-        f" SELECT {_FILES} FROM code_index_files WITH NO DATA"
-    )
-
-
-async def _flush(conn: Conn, table: str, tenant_id: UUID, repository_id: UUID) -> None:
-    cols = _STAGED[table]
-    if table == "code_chunks":
-        await conn.execute(
-            f"INSERT INTO code_chunks (tenant_id, repository_id, {cols}, lexical)"
-            f" SELECT %s, %s, {cols}, coalesce(vector, to_tsvector('simple', tokens))"
-            " FROM stage_code_chunks",
-            (tenant_id, repository_id),
-        )
-    else:
-        await conn.execute(
-            f"INSERT INTO {table} (tenant_id, repository_id, {cols}) SELECT %s, %s, {cols} FROM stage_{table}",
-            (tenant_id, repository_id),
-        )
-    await conn.execute(f"TRUNCATE stage_{table}")
-
-
-async def _write_batch(conn: Conn, tenant_id: UUID, repository_id: UUID, batch: BatchResult) -> None:
-    for table, payload in (("code_blobs", batch.blob_rows), ("code_chunks", batch.chunks)):
-        if payload:
-            await stage(conn, table, payload)
-            await _flush(conn, table, tenant_id, repository_id)
-
-
-# what BatchResult holds per table: blob rows as COPY text, chunks in binary COPY (work.chunk_copy)
-_COPY_STAGED = {
-    "code_blobs": f"COPY stage_code_blobs ({_STAGED['code_blobs']}) FROM STDIN",
-    "code_chunks": f"COPY stage_code_chunks ({CHUNK_COLUMNS}) FROM STDIN (FORMAT binary)",
-}
-
-
-async def stage(conn: Conn, table: str, payload: bytes) -> None:
-    """Copy a batch's ``payload`` for ``table`` into its staging table (:func:`create_staging`)."""
-    async with conn.cursor() as cur, cur.copy(_COPY_STAGED[table]) as copy:
-        await copy.write(payload)
-
-
 def _file_values(r: FileRow, info: BlobInfo) -> tuple[str | None, int, str | None]:
     """A file row's language, size and skip reason: its blob's (a blob is analysed once, at the
     first path that lists it), the language by the row's own path where the blob has none."""
@@ -620,15 +494,7 @@ async def _write_files(
             f"\t{r.kind}\t{size}\t{copy_field(skip_reason)}"
         )
     if lines:
-        async with (
-            conn.cursor() as cur,
-            cur.copy(f"COPY stage_code_index_files ({_FILES}) FROM STDIN") as copy,
-        ):
-            await copy.write(copy_lines(lines))
-        await conn.execute(
-            f"INSERT INTO code_index_files ({_FILES}) SELECT {_FILES} FROM stage_code_index_files"
-        )
-        await conn.execute("TRUNCATE stage_code_index_files")
+        await store.write_files(conn, copy_lines(lines))
     _timed(stats, "write_files_s", started)
 
 
@@ -650,12 +516,7 @@ async def _settle_files(conn: Conn, snapshot_id: UUID, plan: _Plan, stats: Build
             stats.skipped[info.skip_reason] += 1
     if changed:
         paths, languages, sizes, reasons = (list(c) for c in zip(*changed, strict=True))
-        await conn.execute(
-            "UPDATE code_index_files f SET language = u.language, size = u.size, skip_reason = u.skip_reason"
-            " FROM unnest(%s::text[], %s::text[], %s::int[], %s::text[]) AS u(path, language, size, skip_reason)"
-            " WHERE f.snapshot_id = %s AND f.path = u.path",
-            (paths, languages, sizes, reasons, snapshot_id),
-        )
+        await store.correct_files(conn, snapshot_id, paths, languages, sizes, reasons)
 
 
 async def finish(
@@ -674,60 +535,22 @@ async def finish(
     supersedes and prunes only the branch's; a pinned one supersedes nothing and the repository
     keeps its ``KEEP_PINNED`` newest pinned snapshots."""
     t = time.monotonic()
-    await conn.execute(
-        "UPDATE code_index_snapshots SET state = 'ready', reason = NULL, ready_at = now(), files = %s,"
-        " chunks = %s, symbols = %s, bytes = %s, parsed_blobs = %s, skipped = %s, duration_s = %s,"
-        " analysis_version = %s WHERE snapshot_id = %s",
-        (
-            stats.files,
-            stats.chunks,
-            stats.symbols,
-            stats.bytes,
-            stats.parsed_blobs,
-            Jsonb(dict(stats.skipped)),
-            duration_s,
-            ANALYSIS_VERSION,
-            snapshot_id,
-        ),
+    await store.mark_ready(
+        conn,
+        snapshot_id,
+        files=stats.files,
+        chunks=stats.chunks,
+        symbols=stats.symbols,
+        bytes=stats.bytes,
+        parsed_blobs=stats.parsed_blobs,
+        skipped=dict(stats.skipped),
+        duration_s=duration_s,
+        analysis_version=ANALYSIS_VERSION,
     )
     if not pinned:
-        await conn.execute(
-            "UPDATE code_index_snapshots SET state = 'superseded' WHERE repository_id = %s AND state = 'ready'"
-            " AND snapshot_id <> %s AND NOT pinned",
-            (repository_id, snapshot_id),
-        )
-    await conn.execute(
-        "DELETE FROM code_index_snapshots WHERE repository_id = %s AND state IN ('ready', 'superseded')"
-        " AND pinned = %s AND snapshot_id NOT IN (SELECT snapshot_id FROM code_index_snapshots"
-        "   WHERE repository_id = %s AND state IN ('ready', 'superseded') AND pinned = %s"
-        "   ORDER BY created_at DESC LIMIT %s)",
-        (repository_id, pinned, repository_id, pinned, KEEP_PINNED if pinned else keep_ready),
-    )
-    await conn.execute(
-        "DELETE FROM code_index_snapshots WHERE repository_id = %s AND state = 'failed'"
-        " AND snapshot_id NOT IN (SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s"
-        "   AND state = 'failed' ORDER BY created_at DESC LIMIT 5)",
-        (repository_id, repository_id),
-    )
+        await store.supersede(conn, repository_id, snapshot_id)
+    await store.prune(conn, repository_id, pinned=pinned, keep=KEEP_PINNED if pinned else keep_ready)
     t = _timed(stats, "supersede_s", t)
-    await collect_garbage(conn, repository_id)
+    await store.collect_garbage(conn, repository_id)
     _timed(stats, "gc_s", t)
-    await conn.execute(
-        "UPDATE repositories SET index_updated_at = now() WHERE repository_id = %s", (repository_id,)
-    )
-
-
-async def collect_garbage(conn: Conn, repository_id: UUID) -> int:
-    """Delete blobs (and their chunks, symbols, facts) that no remaining snapshot references.
-
-    Under the repository's build lock: a blob's rows are written only by the build that inserts
-    the blob (migration 0013 cascades their deletion by trigger, not by foreign key).
-    """
-    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (str(repository_id),))
-    cur = await conn.execute(
-        "DELETE FROM code_blobs b WHERE b.repository_id = %s AND NOT EXISTS ("
-        " SELECT 1 FROM code_index_files f JOIN code_index_snapshots s ON s.snapshot_id = f.snapshot_id"
-        " WHERE s.repository_id = %s AND f.blob_sha = b.blob_sha)",
-        (repository_id, repository_id),
-    )
-    return cur.rowcount
+    await store.stamp_index_updated(conn, repository_id)

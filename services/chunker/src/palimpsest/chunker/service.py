@@ -23,7 +23,8 @@ from uuid import UUID
 
 from pydantic import Field
 
-from palimpsest.chunker.build import BuildStats, Limits, build, collect_garbage, finish
+from palimpsest.chunker import store
+from palimpsest.chunker.build import BuildStats, Limits, build, finish
 from palimpsest.chunker.errors import BuildFailed, BuildSkipped
 from palimpsest.chunker.source import open_source, raise_build_failure
 from palimpsest.chunker.work import warm_up
@@ -201,10 +202,8 @@ class Chunker:
             raise BuildSkipped("suspended")
         if repo.index_mode == "off":
             async with ctx.transaction() as conn:
-                await conn.execute(
-                    "DELETE FROM code_index_snapshots WHERE repository_id = %s", (event.repository_id,)
-                )
-                await collect_garbage(conn, event.repository_id)
+                await store.delete_snapshots(conn, event.repository_id)
+                await store.collect_garbage(conn, event.repository_id)
                 await outcomes.record(conn, event.repository_id, "build", "ok", event_id=event.id)
                 await emit(conn, _built(event, state="skipped", reason="index_mode_off"))
             return None
@@ -287,9 +286,7 @@ class Chunker:
                 return
             except BuildSkipped:  # another replica built this commit first: ours was never needed
                 async with tenant_tx(ctx.pool, event.tenant_id) as conn:
-                    await conn.execute(
-                        "DELETE FROM code_index_snapshots WHERE snapshot_id = %s", (snapshot_id,)
-                    )
+                    await store.delete_snapshot(conn, snapshot_id)
                 raise
         metrics.INDEX_BUILDS.labels("ready", "").inc()
         metrics.INDEX_BUILD_SECONDS.labels("ready").observe(time.monotonic() - started)
@@ -316,10 +313,7 @@ class Chunker:
     ) -> None:
         duration = round(time.monotonic() - started, 3)
         async with ctx.transaction() as conn:
-            await conn.execute(
-                "UPDATE code_index_snapshots SET state = 'failed', reason = %s, duration_s = %s WHERE snapshot_id = %s",
-                (failure.reason, duration, snapshot_id),
-            )
+            await store.mark_failed(conn, snapshot_id, failure.reason, duration)
             if not _pinned(event):
                 await outcomes.record(
                     conn, event.repository_id, "build", "failed", str(failure), event_id=event.id
@@ -349,38 +343,22 @@ async def _ready_for(ctx: HandlerContext, repository_id: UUID, commit: str, *, p
     """A kept snapshot of ``commit`` that makes this build unnecessary: for the branch, its ready
     snapshot (a pinned one is not the branch's); for a review's base, any kept one."""
     async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
-        cur = await conn.execute(
-            "SELECT snapshot_id FROM code_index_snapshots WHERE repository_id = %s AND commit_sha = %s"
-            " AND (state = 'ready' AND NOT pinned OR %s AND state IN ('ready', 'superseded'))"
-            " ORDER BY created_at DESC LIMIT 1",
-            (repository_id, commit, pinned),
-        )
-        row = await cur.fetchone()
-        return row["snapshot_id"] if row else None
+        return await store.ready_for(conn, repository_id, commit, pinned=pinned)
 
 
 async def _start_snapshot(ctx: HandlerContext, event: IndexRequested, commit: str, *, pinned: bool) -> UUID:
     """A committed ``building`` row, visible to progress readers; interrupted builds become failed."""
     snapshot_id = uuid7()
     async with tenant_tx(ctx.pool, event.tenant_id) as conn:
-        await conn.execute(
-            "UPDATE code_index_snapshots SET state = 'failed', reason = 'interrupted'"
-            " WHERE repository_id = %s AND state = 'building'",
-            (event.repository_id,),
-        )
-        await conn.execute(
-            "INSERT INTO code_index_snapshots (tenant_id, repository_id, snapshot_id, commit_sha, request_id, pinned)"
-            " VALUES (%s, %s, %s, %s, %s, %s)",
-            (event.tenant_id, event.repository_id, snapshot_id, commit, event.request_id, pinned),
+        await store.start_snapshot(
+            conn, event.tenant_id, event.repository_id, snapshot_id, commit, event.request_id, pinned=pinned
         )
     return snapshot_id
 
 
 async def _progress(ctx: HandlerContext, snapshot_id: UUID, done: int) -> None:
     async with tenant_tx(ctx.pool, ctx.event.tenant_id) as conn:
-        await conn.execute(
-            "UPDATE code_index_snapshots SET parsed_blobs = %s WHERE snapshot_id = %s", (done, snapshot_id)
-        )
+        await store.record_progress(conn, snapshot_id, done)
 
 
 def _built(

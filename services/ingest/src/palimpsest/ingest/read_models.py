@@ -14,11 +14,11 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from palimpsest.index.search import SearchHit
+from palimpsest.index.snapshots import Snapshot
 from palimpsest.ingest.schemas import Page
 
 MAX_DIFF_BYTES = 5 * 1024 * 1024
 
-SnapshotState = Literal["building", "ready", "superseded", "failed"]
 ReviewState = Literal["pending", "completed", "failed", "skipped"]
 Rev = Annotated[
     str,
@@ -38,30 +38,7 @@ class _Out(BaseModel):
 # ---------------------------------------------------------------------------------- snapshots
 
 
-class Snapshot(_Out):
-    snapshot_id: UUID
-    repository_id: UUID
-    commit_sha: str
-    request_id: UUID | None
-    state: SnapshotState
-    reason: str | None
-    files: int
-    chunks: int
-    symbols: int
-    bytes: int
-    parsed_blobs: int
-    skipped: dict[str, int] = Field(description="Files left out, by reason (limits, binary, …).")
-    duration_s: float | None
-    embedding_state: str
-    embedding_reason: str | None
-    embedding_model: str | None
-    embedding_dimension: int | None
-    embedded_chunks: int
-    embedding_pending: int
-    embedding_truncated: int
-    embedding_updated_at: datetime | None
-    created_at: datetime
-    ready_at: datetime | None
+# a snapshot is shown as the index's row type (palimpsest.index.snapshots.Snapshot), one definition
 
 
 class SnapshotPage(Page):

@@ -17,8 +17,8 @@ from palimpsest.core.ids import uuid7
 from palimpsest.core.stores import Owns, Store
 from palimpsest.index.context.finding import Finding
 
-# The graph cache (code_graphs) is written through palimpsest.index.graph.persisted (listed as not
-# yet moved); a submission's result through palimpsest.index.stored.
+# A submission's result is written through palimpsest.index.stored. The graph cache (code_graphs),
+# which the reviewer fills when a snapshot is built, is no one service's: palimpsest.index.graph.store.
 STORE = Store(
     owner="reviewer",
     writes=(
@@ -28,7 +28,6 @@ STORE = Store(
         Owns("review_pull_requests"),
         Owns("review_threads", "the threads it opens"),
         Owns("review_feedback", "its own"),
-        Owns("code_graphs", "a snapshot's graph, cached"),
     ),
 )
 

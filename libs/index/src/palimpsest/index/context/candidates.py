@@ -6,7 +6,8 @@ repositories of the tenant through the same queries (:mod:`palimpsest.index.cont
 Each source returns ranked :class:`Candidate` chunks (best first); the core
 (:mod:`palimpsest.index.context.assemble`) fuses, checks them against head, demotes and budgets them.
 Every query runs in the caller's tenant transaction and stays on indexed access paths (symbol
-names, blob ids, snapshot paths) so a review of a 50 000-file repository stays fast.
+names, blob ids, snapshot paths) so a review of a 50 000-file repository stays fast; the chunk
+reads are :mod:`.candidate_store`'s, the graph, search and recency reads their own modules'.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from datetime import UTC, datetime
 from typing import Literal
 from uuid import UUID
 
-from palimpsest.core.db import Conn, fetch_all_as
+from palimpsest.core.db import Conn
 from palimpsest.core.errors import PalimpsestError
 from palimpsest.index.cochange import DEFAULT_LIMIT, MissingPartner, missing_partners
 from palimpsest.index.codefacts import Kind, classify, is_doc, is_test
+from palimpsest.index.context import candidate_store as store
+from palimpsest.index.context.candidate_store import ChunkRow
 from palimpsest.index.evidence import decayed
 from palimpsest.index.graph import EdgeKind, graph_context, snapshot_graph
 from palimpsest.index.recency import cochange_evidence, cochange_neighbours, counted_paths
@@ -51,7 +54,6 @@ FOCUS_BEFORE, FOCUS_AFTER = (
     14,
 )  # lines kept around a use when a chunk is longer  # test files (or code under test) paired by name with one changed file  # lexical-index matches read per name
 RELATED_CANDIDATES = 300  # GIN matches ranked per pass: related code is a hint, keep it cheap
-_CHUNK_COLUMNS = "c.blob_sha, c.ordinal, c.start_line, c.end_line, c.content"
 
 
 @dataclass(slots=True)
@@ -73,21 +75,6 @@ class Candidate:
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.repository or "", self.blob_sha, self.ordinal)
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkRow:
-    """A chunk at one of the snapshot's paths, as the sources read it; ``name`` is the definition
-    (or the changed name used) it was found for, ``focus`` the line of that use."""
-
-    path: str
-    blob_sha: str
-    ordinal: int
-    start_line: int
-    end_line: int
-    content: str
-    name: str | None = None
-    focus: int = 0  # the line of the use (usages only)
 
 
 def _candidate(source: Source, row: ChunkRow, reason: str) -> Candidate:
@@ -134,31 +121,7 @@ async def definitions(
     defined in more than ``max_definers`` files of the snapshot is left out (ambiguous)."""
     if not names or limit <= 0:
         return []
-    rows = await fetch_all_as(
-        conn,
-        ChunkRow,
-        # the defining blobs come from the name index (palimpsest_symbol_blobs, migration 0015);
-        # each blob's paths through the files' blob index, a blob's first n paths being all the
-        # final top n can take from it; the chunk only for the n rows kept
-        "WITH s AS (SELECT DISTINCT ON (b.blob_sha, r.name) b.blob_sha, r.name, r.start_line"
-        "   FROM palimpsest_symbol_blobs(%(r)s, %(names)s::text[]) b"
-        "   CROSS JOIN LATERAL palimpsest_symbol_rows(b.symbols) r"
-        "   WHERE r.name = ANY(%(names)s::text[]) ORDER BY b.blob_sha, r.name, r.start_line),"
-        " here AS (SELECT f.path, s.name, s.blob_sha, s.start_line FROM s"
-        "   CROSS JOIN LATERAL (SELECT f.path FROM code_index_files f WHERE f.snapshot_id = %(snap)s"
-        "     AND f.blob_sha = s.blob_sha ORDER BY f.path LIMIT %(n)s) f),"
-        # a name defined in many places of the snapshot (read, open, get) does not say which one
-        # the diff means (counted in the snapshot: the repository keeps older snapshots' blobs)
-        " clear AS (SELECT name FROM here GROUP BY name HAVING count(*) <= %(definers)s),"
-        " top AS (SELECT here.* FROM here JOIN clear USING (name)"
-        "   ORDER BY array_position(%(names)s::text[], here.name), here.path LIMIT %(n)s)"
-        f" SELECT top.path, top.name, {_CHUNK_COLUMNS} FROM top"
-        " CROSS JOIN LATERAL (SELECT * FROM code_chunks c WHERE c.repository_id = %(r)s"
-        "   AND c.blob_sha = top.blob_sha AND c.start_line <= top.start_line AND c.end_line >= top.start_line"
-        "   ORDER BY (c.name = top.name) DESC NULLS LAST, c.end_line - c.start_line, c.ordinal LIMIT 1) c"
-        " ORDER BY array_position(%(names)s::text[], top.name), top.path",
-        {"r": repository_id, "snap": snapshot_id, "names": list(names), "n": limit, "definers": max_definers},
-    )
+    rows = await store.defining_chunks(conn, repository_id, snapshot_id, names, limit, max_definers)
     return [_candidate("definitions", row, f"defines {row.name}") for row in rows]
 
 
@@ -170,17 +133,11 @@ async def touched_definitions(
     does not name. Only meaningful when the snapshot is the base's."""
     if not old_lines:
         return []
-    cur = await conn.execute(
-        "SELECT f.path, s.name, s.start_line, s.end_line FROM code_index_files f"
-        " JOIN code_symbols s ON s.repository_id = %s AND s.blob_sha = f.blob_sha"
-        " WHERE f.snapshot_id = %s AND f.path = ANY(%s::text[]) ORDER BY f.path, s.start_line",
-        (repository_id, snapshot_id, list(old_lines)),
-    )
     names: dict[str, None] = {}
-    for row in await cur.fetchall():
-        lines = old_lines[row["path"]]
-        if any(row["start_line"] <= n <= row["end_line"] for n in lines):
-            names.setdefault(row["name"])
+    for span in await store.definition_spans(conn, repository_id, snapshot_id, list(old_lines)):
+        lines = old_lines[span.path]
+        if any(span.start_line <= n <= span.end_line for n in lines):
+            names.setdefault(span.name)
     return list(names)
 
 
@@ -218,21 +175,7 @@ async def usages(
         return []
     paths = [p for p, _ in pairs][:limit]
     names = [n for _, n in pairs][:limit]
-    rows = await fetch_all_as(
-        conn,
-        ChunkRow,
-        "WITH u AS (SELECT * FROM unnest(%(paths)s::text[], %(names)s::text[]) WITH ORDINALITY AS u(path, name, i))"
-        f" SELECT u.path, u.name, x.line AS focus, {_CHUNK_COLUMNS} FROM u"
-        " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.path = u.path"
-        " CROSS JOIN LATERAL (SELECT coalesce(min(x.line), 1) AS line FROM code_facts x"
-        "   WHERE x.repository_id = %(r)s AND x.blob_sha = f.blob_sha AND x.name = u.name"
-        "   AND x.kind IN ('reference', 'call')) x"
-        " CROSS JOIN LATERAL (SELECT * FROM code_chunks c WHERE c.repository_id = %(r)s"
-        "   AND c.blob_sha = f.blob_sha ORDER BY (c.start_line <= x.line AND c.end_line >= x.line) DESC,"
-        "   c.end_line - c.start_line, c.ordinal LIMIT 1) c"
-        " ORDER BY u.i",
-        {"r": repository_id, "snap": snapshot_id, "paths": paths, "names": names},
-    )
+    rows = await store.using_chunks(conn, repository_id, snapshot_id, paths, names)
     return [
         focus(_candidate("usage", row, f"uses `{row.name}` (changed in this diff)"), row.focus)
         for row in rows
@@ -393,11 +336,7 @@ async def cochange(
     evidence = await cochange_evidence(conn, repository_id, speaking)
     counted = await counted_paths(conn, repository_id, speaking)
     names = [p.path for p in found] + [e.partner for e in evidence]
-    cur = await conn.execute(
-        "SELECT path FROM code_index_files WHERE snapshot_id = %s AND path = ANY(%s::text[])",
-        (snapshot_id, list(dict.fromkeys(names))),
-    )
-    present = {row["path"] for row in await cur.fetchall()}
+    present = await store.present_paths(conn, snapshot_id, list(dict.fromkeys(names)))
     found = [p for p in found if p.path in present]  # a partner the tree no longer has is not missing
     touched = frozenset([*changed, *warning.touched])
     missing = missing_partners(
@@ -472,15 +411,7 @@ async def best_chunks(
 async def _best_chunks(
     conn: Conn, repository_id: UUID, snapshot_id: UUID, paths: Sequence[str], words: Sequence[str]
 ) -> dict[str, ChunkRow]:
-    rows = await fetch_all_as(
-        conn,
-        ChunkRow,
-        f"SELECT f.path, {_CHUNK_COLUMNS} FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, i)"
-        " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.path = p.path"
-        " JOIN code_chunks c ON c.repository_id = %(r)s AND c.blob_sha = f.blob_sha"
-        " ORDER BY p.i, c.ordinal",
-        {"r": repository_id, "snap": snapshot_id, "paths": list(paths)},
-    )
+    rows = await store.file_chunks(conn, repository_id, snapshot_id, paths)
     pattern = _words_pattern(words)
     best: dict[str, tuple[int, ChunkRow]] = {}
     for row in rows:
@@ -520,17 +451,7 @@ async def mentions(
         lexeme = re.sub(r"[^0-9a-z]", "", name.lower())
         if len(lexeme) < 2:
             continue
-        rows = await fetch_all_as(
-            conn,
-            ChunkRow,
-            "WITH top AS (SELECT * FROM palimpsest_lexical_candidates("
-            "   %(r)s, %(snap)s, to_tsquery('simple', %(q)s), NULL::text, %(cand)s, %(cand)s))"
-            f" SELECT f.path, {_CHUNK_COLUMNS} FROM top"
-            " JOIN code_chunks c ON c.repository_id = %(r)s AND c.blob_sha = top.blob_sha AND c.ordinal = top.ordinal"
-            " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.blob_sha = top.blob_sha"
-            " ORDER BY f.path, c.end_line - c.start_line",
-            {"r": repository_id, "snap": snapshot_id, "q": f"'{lexeme}'", "cand": MENTION_CANDIDATES},
-        )
+        rows = await store.mentioning_chunks(conn, repository_id, snapshot_id, lexeme, MENTION_CANDIDATES)
         pattern = _words_pattern([name])
         assert pattern is not None
         per_path: dict[str, ChunkRow] = {}
@@ -671,13 +592,4 @@ async def first_chunks(
     """The first chunk of each of ``paths`` in the snapshot, in the order of ``paths``."""
     if not paths:
         return []
-    return await fetch_all_as(
-        conn,
-        ChunkRow,
-        f"SELECT f.path, {_CHUNK_COLUMNS} FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, i)"
-        " JOIN code_index_files f ON f.snapshot_id = %(snap)s AND f.path = p.path"
-        " CROSS JOIN LATERAL (SELECT * FROM code_chunks c WHERE c.repository_id = %(r)s"
-        "   AND c.blob_sha = f.blob_sha ORDER BY c.ordinal LIMIT 1) c"
-        " ORDER BY p.i",
-        {"r": repository_id, "snap": snapshot_id, "paths": list(paths)},
-    )
+    return await store.first_chunks(conn, repository_id, snapshot_id, paths)

@@ -14,7 +14,9 @@ and one pass over the nodes to rebuild the lookup dictionaries — no resolution
 cannot be read (another format, damage) counts as absent: the graph is resolved again.
 
 The row is the tenant's, under forced row-level security like every index table, and is deleted
-with its snapshot (a foreign key, so pruning, repository and tenant deletion take it along).
+with its snapshot (a foreign key, so pruning, repository and tenant deletion take it along). The
+table is a derived cache, filled by whichever process first needs a snapshot's graph; its
+statements are :mod:`.store`'s.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from uuid import UUID
 import psycopg
 
 from palimpsest.core.db import Conn
+from palimpsest.index.graph import store
 from palimpsest.index.graph.build import build_graph
 from palimpsest.index.graph.gcpause import gc_paused
 from palimpsest.index.graph.load import load_snapshot_facts
@@ -272,16 +275,11 @@ def _report_of(data: dict[str, Any]) -> GraphReport:
 async def read_graph(conn: Conn, snapshot_id: UUID) -> tuple[Graph, GraphReport] | None:
     """The stored graph of ``snapshot_id`` in the caller's tenant, or None (never stored, stored by
     another resolver, unreadable)."""
-    cur = await conn.execute(
-        "SELECT payload FROM code_graphs WHERE snapshot_id = %s AND resolver = %s",
-        (snapshot_id, RESOLVER),
-        binary=True,
-    )
-    row = await cur.fetchone()
-    if row is None:
+    payload = await store.stored_payload(conn, snapshot_id, RESOLVER)
+    if payload is None:
         return None
     try:
-        return await asyncio.to_thread(decode_graph, bytes(row["payload"]))
+        return await asyncio.to_thread(decode_graph, payload)
     except (ValueError, KeyError, TypeError) as exc:
         log.warning("stored graph of snapshot %s is unreadable (%s); resolving it again", snapshot_id, exc)
         return None
@@ -300,20 +298,7 @@ async def write_graph(
     """
     payload = await asyncio.to_thread(encode_graph, graph, report)
     try:
-        async with conn.transaction():
-            cur = await conn.execute(
-                "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0)) AS mine",
-                (f"code_graphs/{snapshot_id}/{RESOLVER}",),
-            )
-            row = await cur.fetchone()
-            if row is None or not row["mine"]:
-                return False
-            cur = await conn.execute(
-                "INSERT INTO code_graphs (tenant_id, snapshot_id, resolver, payload) VALUES (%s, %s, %s, %s)"
-                " ON CONFLICT (tenant_id, snapshot_id, resolver) DO UPDATE SET payload = EXCLUDED.payload",
-                (tenant_id, snapshot_id, RESOLVER, payload),
-            )
-            return cur.rowcount == 1
+        return await store.fill(conn, tenant_id, snapshot_id, RESOLVER, payload)
     except psycopg.Error as exc:
         log.warning("could not store the graph of snapshot %s: %s", snapshot_id, exc)
         return False
@@ -334,10 +319,7 @@ class SnapshotGraphStore:
 
 async def store_snapshot_graph(conn: Conn, tenant_id: UUID, repository_id: UUID, snapshot_id: UUID) -> bool:
     """Resolve and store the graph of a snapshot unless it is stored already; True when stored now."""
-    cur = await conn.execute(
-        "SELECT 1 FROM code_graphs WHERE snapshot_id = %s AND resolver = %s", (snapshot_id, RESOLVER)
-    )
-    if await cur.fetchone() is not None:
+    if await store.is_stored(conn, snapshot_id, RESOLVER):
         return False
     facts = await load_snapshot_facts(conn, repository_id, snapshot_id)
     graph, report = await asyncio.to_thread(build_graph, facts)

@@ -27,7 +27,7 @@ from palimpsest.index.errors import IndexNotReady, InvalidQuery, SemanticUnavail
 from palimpsest.index.graph.query import graph_context, graph_report
 from palimpsest.index.hybrid import QueryEmbedder, hybrid_search
 from palimpsest.index.search import lexical_search
-from palimpsest.index.snapshots import get_snapshot, list_snapshots, newest_ready
+from palimpsest.index.snapshots import Snapshot, get_snapshot, list_snapshots, newest_ready
 from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Conflict, InvalidRequest, NotFound
@@ -61,19 +61,19 @@ async def require_repository(conn: Conn, repository_id: UUID) -> repositories.Re
 
 async def snapshots(
     ctx: IngestContext, scope: Scope, repository_id: UUID, *, limit: int, before: UUID | None
-) -> list[dict[str, Any]]:
+) -> list[Snapshot]:
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
         found = await list_snapshots(conn, repository_id, limit=limit, before=before)
-    return [s.to_json() for s in found]
+    return [s.shown() for s in found]
 
 
-async def snapshot(ctx: IngestContext, scope: Scope, snapshot_id: UUID) -> dict[str, Any]:
+async def snapshot(ctx: IngestContext, scope: Scope, snapshot_id: UUID) -> Snapshot:
     async with scoped_tx(ctx, scope) as conn:
         found = await get_snapshot(conn, snapshot_id)
     if found is None:
         raise NotFound("no such snapshot")
-    return found.to_json()
+    return found.shown()
 
 
 @dataclass(frozen=True, slots=True)

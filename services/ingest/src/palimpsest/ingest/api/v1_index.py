@@ -7,9 +7,10 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 
+from palimpsest.index.snapshots import Snapshot
 from palimpsest.ingest.admin import index
 from palimpsest.ingest.api.deps import Ctx, ReadScope
-from palimpsest.ingest.read_models import GraphContext, IndexReport, SearchResult, Snapshot, SnapshotPage
+from palimpsest.ingest.read_models import GraphContext, IndexReport, SearchResult, SnapshotPage
 
 router = APIRouter(prefix="/v1/tenants/{tenant_id}", tags=["index"])
 
@@ -27,13 +28,12 @@ async def list_snapshots(
     """Index snapshots, newest first: state and reason, commit, counts, what was skipped and why,
     the embedding state, timings (``palimpsest snapshots``)."""
     rows = await index.snapshots(ctx, scope, repository_id, limit=limit, before=before)
-    items = [Snapshot.model_validate(r) for r in rows]
-    return SnapshotPage(items=items, next_before=items[-1].snapshot_id if len(items) == limit else None)
+    return SnapshotPage(items=rows, next_before=rows[-1].snapshot_id if len(rows) == limit else None)
 
 
 @router.get("/snapshots/{snapshot_id}")
 async def get_snapshot(snapshot_id: UUID, ctx: Ctx, scope: ReadScope) -> Snapshot:
-    return Snapshot.model_validate(await index.snapshot(ctx, scope, snapshot_id))
+    return await index.snapshot(ctx, scope, snapshot_id)
 
 
 @router.get("/repositories/{repository_id}/search", responses={409: {"description": "No ready snapshot."}})
