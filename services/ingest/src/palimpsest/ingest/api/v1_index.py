@@ -26,14 +26,13 @@ async def list_snapshots(
 ) -> SnapshotPage:
     """Index snapshots, newest first: state and reason, commit, counts, what was skipped and why,
     the embedding state, timings (``palimpsest snapshots``)."""
-    rows = await index.snapshots(ctx, scope, repository_id, limit=limit, before=before)
-    items = [Snapshot.model_validate(r) for r in rows]
+    items = await index.snapshots(ctx, scope, repository_id, limit=limit, before=before)
     return SnapshotPage(items=items, next_before=items[-1].snapshot_id if len(items) == limit else None)
 
 
 @router.get("/snapshots/{snapshot_id}")
 async def get_snapshot(snapshot_id: UUID, ctx: Ctx, scope: ReadScope) -> Snapshot:
-    return Snapshot.model_validate(await index.snapshot(ctx, scope, snapshot_id))
+    return await index.snapshot(ctx, scope, snapshot_id)
 
 
 @router.get("/repositories/{repository_id}/search", responses={409: {"description": "No ready snapshot."}})
@@ -53,7 +52,7 @@ async def search(
     """Search the newest ready snapshot (``palimpsest search``); hybrid fuses lexical and semantic
     rankings (RRF, k = 60) and says why when the semantic half could not run."""
     query = index.SearchQuery(q, limit, mode, path_prefix, language, kind)
-    return SearchResult.model_validate(await index.search(ctx, scope, repository_id, query))
+    return await index.search(ctx, scope, repository_id, query)
 
 
 @router.get(
@@ -76,8 +75,7 @@ async def graph_context(
     """Ranked paths around the seeds, each with the edge or signal that put it there
     (``palimpsest context``); a seed that matches nothing is a 404 naming it."""
     depth = None if hops == "all" else int(hops)
-    found = await index.context(ctx, scope, repository_id, seed, budget=budget, hops=depth, history=history)
-    return GraphContext.model_validate(found)
+    return await index.context(ctx, scope, repository_id, seed, budget=budget, hops=depth, history=history)
 
 
 @router.get(
@@ -85,4 +83,4 @@ async def graph_context(
 )
 async def index_report(repository_id: UUID, ctx: Ctx, scope: ReadScope) -> IndexReport:
     """What the newest snapshot's graph cannot see (``palimpsest index-report``)."""
-    return IndexReport.model_validate(await index.index_report(ctx, scope, repository_id))
+    return await index.index_report(ctx, scope, repository_id)
