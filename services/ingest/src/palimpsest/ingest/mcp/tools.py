@@ -491,11 +491,18 @@ class _Tools:
             for e in entries
         )
         kept, left = fit(files, budget_tokens, total=len(entries))
-        scan = listing.scan.to_json() if listing.scan is not None else None
+        scan = listing.scan
         return models.RecencyResult(
             repository=repo.full_name,
             median_code_date=median,
-            scan={k: scan[k] for k in ("status", "reason", "commit_sha", "scanned_at")} if scan else None,
+            scan=models.ScanNote(
+                status=scan.status,
+                reason=scan.reason,
+                commit_sha=scan.commit_sha,
+                scanned_at=scan.scanned_at.isoformat(),
+            )
+            if scan is not None
+            else None,
             stale_docs=sum(1 for e in listing.entries if e.stale),
             files=kept,
             left_out=left,
