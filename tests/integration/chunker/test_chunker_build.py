@@ -451,7 +451,9 @@ async def test_a_pool_smaller_than_the_matches_is_drawn_product_code_first(
     the ranked pool holds four chunks. The pool is drawn tier by tier of the prior (migration 0057),
     so both product files are in it and rank first; drawn in storage order, it held tests only."""
     r = init_repo(tmp_path / "pool_order")
-    files = {f"tests/test_ledger_{i:02d}.py": f"def test_{i}():\n    assert ledger + {i}\n" for i in range(12)}
+    files = {
+        f"tests/test_ledger_{i:02d}.py": f"def test_{i}():\n    assert ledger + {i}\n" for i in range(12)
+    }
     files |= {f"zz/ledger_{x}.py": f"def total_{x}():\n    return ledger + 1\n" for x in ("a", "b")}
     commit(r, "2024-01-01", files)
     tenant = await create_tenant(infra.pool, "pool_order")

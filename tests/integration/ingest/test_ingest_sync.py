@@ -363,7 +363,7 @@ async def test_the_backfill_tick_syncs_each_installation_and_one_failure_does_no
     assert ran is not None
     by = {r.provider: r for r in reports}
     assert sorted(by) == ["bitbucket", "github", "gitlab"]
-    assert [e["status"] for e in by["bitbucket"].errors] == [404]
+    assert [e.status for e in by["bitbucket"].errors] == [404]
     assert len(by["gitlab"].added) == 3 and by["gitlab"].pages == 2
     assert by["github"].added == ["acme-sync/svc-9"]
     assert sorted(await _names(api, world, "gitlab")) == [f"platform/proj-{n}" for n in range(1, 4)]

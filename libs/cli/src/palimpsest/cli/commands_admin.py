@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from palimpsest.cli.api import api_command, connect, json_option, tenant_option
+from palimpsest.cli.api_records import LinkJson, TokenJson
 from palimpsest.cli.options import TENANT_HELP, local_tenant_id, repo_option
 from palimpsest.cli.output import emit
 from palimpsest.cli.runtime import run_async, settings
@@ -25,7 +26,7 @@ def token() -> None:
     """A tenant's API tokens: scopes (read, review, manage), expiry, revocation, rotation."""
 
 
-def _token_line(t: dict[str, Any]) -> str:
+def _token_line(t: TokenJson) -> str:
     state = (
         "revoked" if t.get("revoked_at") else f"expires {t['expires_at']}" if t.get("expires_at") else "live"
     )
@@ -100,7 +101,7 @@ def link() -> None:
     """Admin links between repositories and organisation-wide pattern repositories (manage)."""
 
 
-def _link_line(k: dict[str, Any]) -> str:
+def _link_line(k: LinkJson) -> str:
     return f"{k['link_id']}  {k['role']:<8} {k['source'] or '(every repository)'} -> {k['target']}"
 
 

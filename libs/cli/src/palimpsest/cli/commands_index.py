@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 from uuid import UUID
 
 import click
@@ -177,7 +177,34 @@ async def skipped_snapshot(pool: Pool, tenant: UUID, found: Arrived) -> Snapshot
         return await get_snapshot(conn, built.snapshot_id)
 
 
-def index_result(repo_id: UUID, found: Arrived, there: Snapshot | None = None) -> dict[str, Any]:
+class RecencyNote(TypedDict):
+    """What the recency scan of the build said (``unknown`` with a reason when it said nothing)."""
+
+    status: str
+    reason: str | None
+    files: NotRequired[int]
+
+
+class IndexResult(TypedDict):
+    """``palimpsest index --json``: the build's snapshot.built (or the snapshot already there)."""
+
+    repository_id: str
+    snapshot_id: str | None
+    commit: str | None
+    state: str
+    reason: str | None
+    already_indexed: bool
+    files: int
+    chunks: int
+    symbols: int
+    bytes: int
+    parsed_blobs: int
+    skipped: dict[str, int]
+    duration_s: float
+    recency: RecencyNote
+
+
+def index_result(repo_id: UUID, found: Arrived, there: Snapshot | None = None) -> IndexResult:
     """What ``palimpsest index`` prints of a build: its snapshot.built and recency.scanned events;
     for a skipped build, the figures of the snapshot ``there`` (:func:`skipped_snapshot`)."""
     from palimpsest.core.events import RecencyScanned, SnapshotBuilt
@@ -189,6 +216,11 @@ def index_result(repo_id: UUID, found: Arrived, there: Snapshot | None = None) -
     if there is not None and built.state == "skipped" and there.snapshot_id == built.snapshot_id:
         figures, commit = there, there.commit_sha  # already indexed: the snapshot there, nothing parsed now
     skipped = figures.skipped
+    recency_note: RecencyNote = (
+        {"status": recency.status, "reason": recency.reason, "files": recency.files}
+        if recency
+        else {"status": "unknown", "reason": "no recency.scanned event (is the recency-scanner running?)"}
+    )
     return {
         "repository_id": str(repo_id),
         "snapshot_id": str(built.snapshot_id) if built.snapshot_id else None,
@@ -203,17 +235,13 @@ def index_result(repo_id: UUID, found: Arrived, there: Snapshot | None = None) -
         "parsed_blobs": built.parsed_blobs,
         "skipped": skipped,
         "duration_s": built.duration_s,
-        "recency": (
-            {"status": recency.status, "reason": recency.reason, "files": recency.files}
-            if recency
-            else {"status": "unknown", "reason": "no recency.scanned event (is the recency-scanner running?)"}
-        ),
+        "recency": recency_note,
     }
 
 
-def _index_text(out: dict[str, Any]) -> str:
+def _index_text(out: IndexResult) -> str:
     if out["already_indexed"]:
-        state = f"already indexed at {out['commit'][:12]}: nothing to build"
+        state = f"already indexed at {str(out['commit'])[:12]}: nothing to build"
     else:
         state = f"{out['state']}{': ' + out['reason'] if out['reason'] else ''}"
     lines = [

@@ -12,6 +12,14 @@ from typing import Any
 import click
 
 from palimpsest.cli.api import api_command, connect, json_option, read_secret, tenant_option
+from palimpsest.cli.api_records import (
+    InstallationJson,
+    InstallationSyncJson,
+    OutcomeJson,
+    RepositoryJson,
+    TenantDetailJson,
+    TenantJson,
+)
 from palimpsest.cli.options import repo_option
 from palimpsest.cli.output import emit, fail
 from palimpsest.cli.runtime import run_async
@@ -40,11 +48,11 @@ async def tenant_create(name: str, as_json: bool) -> None:
     emit(out, as_json=as_json, text=text)
 
 
-def _tenant_line(t: dict[str, Any]) -> str:
+def _tenant_line(t: TenantJson) -> str:
     return f"{t['tenant_id']}  {t['state']:<9} {t['name']}  (created {t['created_at']})"
 
 
-def _tenant_text(found: dict[str, Any]) -> str:
+def _tenant_text(found: TenantDetailJson) -> str:
     return (
         f"{_tenant_line(found)}\nrepositories   {found['repositories']}\ninstallations  {found['installations']}"
         f"\nindex bytes    {found['index_bytes']}\nlast activity  {found['last_activity_at'] or '-'}"
@@ -182,7 +190,7 @@ async def installation_add(
     emit(found, as_json=as_json, text=_installation_line(found))
 
 
-def _installation_line(i: dict[str, Any]) -> str:
+def _installation_line(i: InstallationJson) -> str:
     secret = "secret" if i["has_webhook_secret"] else "no secret"
     return f"{i['installation_id']}  {i['provider']} {i['kind']} {i['external_id']} on {i['host']} ({secret}, credentials: {i['credentials_kind']})"
 
@@ -225,7 +233,7 @@ api_command(
 )
 
 
-def _sync_text(report: dict[str, Any]) -> str:
+def _sync_text(report: InstallationSyncJson) -> str:
     dry = report["dry_run"]
     lines = [f"+ {name}" for name in report["added"]] + [f"- {name}" for name in report["removed"]]
     lines += [f"! {why}" for why in report["refused"]]
@@ -279,20 +287,20 @@ def repo() -> None:
     """A tenant's repositories."""
 
 
-def _repo_line(r: dict[str, Any]) -> str:
+def _repo_line(r: RepositoryJson) -> str:
     return f"{r['repository_id']}  {r['provider']:<9} {r['full_name']}  [{r['index_mode']}, {r['default_branch']}]  {r['clone_url']}"
 
 
-def _outcome_text(o: dict[str, Any] | None) -> str:
+def _outcome_text(o: OutcomeJson | None) -> str:
     return str(o["text"]) if o else "none recorded"
 
 
-def _repo_list_line(r: dict[str, Any]) -> str:
+def _repo_list_line(r: RepositoryJson) -> str:
     """A repository of ``repo list``: what it is and its last build's outcome (and reason)."""
     return f"{_repo_line(r)}  build: {_outcome_text(r.get('build'))}"
 
 
-def _repo_text(r: dict[str, Any]) -> str:
+def _repo_text(r: RepositoryJson) -> str:
     """``repo show``: the repository, its last build and analysis outcomes, and when to expect a retry."""
     lines = [
         f"repository  {r['repository_id']}",
@@ -301,8 +309,7 @@ def _repo_text(r: dict[str, Any]) -> str:
         f"branch      {r['default_branch']}",
         f"index mode  {r['index_mode']}",
     ]
-    for kind in ("build", "analysis"):
-        o = r.get(kind)
+    for kind, o in (("build", r.get("build")), ("analysis", r.get("analysis"))):
         lines.append(f"{kind:<11} {_outcome_text(o)}")
         if o and o.get("retry"):
             lines.append(f"  retry     {o['retry']}")

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from palimpsest.cli.api import api_command, connect, json_option, tenant_option
+from palimpsest.cli.api_records import BudgetJson, ModelRouteJson
 from palimpsest.cli.output import emit, fail, progress
 from palimpsest.cli.runtime import run_async
 from palimpsest.core.llm import FEATURES, LLMSettings, load_litellm, missing_credentials
@@ -37,7 +38,7 @@ def _price(value: Any) -> str:
     return "-" if value is None else f"{float(value):g}"
 
 
-def _route_line(r: dict[str, Any]) -> str:
+def _route_line(r: ModelRouteJson) -> str:
     base = r["api_base"] or "(PALIMPSEST_LLM_API_BASE)"
     if r["input_usd_per_mtok"] is None and r["output_usd_per_mtok"] is None:
         prices = "litellm's price"
@@ -122,7 +123,7 @@ def budget() -> None:
     """A tenant's monthly model budget (USD, UTC calendar month; a soft limit checked before each call)."""
 
 
-def _budget_text(b: dict[str, Any]) -> str:
+def _budget_text(b: BudgetJson) -> str:
     own = (
         f"{b['monthly_usd']:g} USD a month"
         if b["monthly_usd"] is not None

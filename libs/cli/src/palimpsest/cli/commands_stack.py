@@ -14,6 +14,7 @@ from palimpsest.cli.runtime import run_async, settings
 from palimpsest.cli.target import announce_local, refuse_remote
 
 if TYPE_CHECKING:
+    from palimpsest.cli.status import StatusReport
     from palimpsest.core.ops import OpsServer
 
 # ------------------------------------------------------------------------------------------- stack
@@ -163,7 +164,7 @@ async def status(as_json: bool) -> None:
         raise SystemExit(1)
 
 
-def _status_text(report: dict[str, Any]) -> str:
+def _status_text(report: StatusReport) -> str:
     lines = []
     for name, comp in report["components"].items():
         mark = "ok " if comp.get("ok") else "DEG" if comp.get("degraded") else "ERR"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeAlias, TypedDict
 
 import psycopg
 from psycopg.rows import dict_row
@@ -13,10 +13,22 @@ from palimpsest.core.db import describe, server_facts, set_tenant
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.ingest.store import lookups
 
+# One component's answer: "ok" (and "degraded") and what else it reports, each a plain value (the
+# stream's replicas are keyed by name, so the keys are not a fixed set).
+Component: TypeAlias = dict[str, str | int | float | bool | None]
 
-async def collect(settings: BaseServiceSettings) -> dict[str, Any]:
+
+class StatusReport(TypedDict):
+    """``palimpsest status --json``."""
+
+    ok: bool  # every component answers (a degraded one answers, but some of its work cannot be done)
+    degraded: bool
+    components: dict[str, Component]
+
+
+async def collect(settings: BaseServiceSettings) -> StatusReport:
     running = read_running(settings.home)
-    components: dict[str, dict[str, Any]] = {}
+    components: dict[str, Component] = {}
     if running is not None:
         components["stack"] = {
             "ok": True,
@@ -49,7 +61,7 @@ async def collect(settings: BaseServiceSettings) -> dict[str, Any]:
     }
 
 
-async def _repositories(url: str) -> dict[str, Any]:
+async def _repositories(url: str) -> Component:
     """Repositories that cannot be indexed or analysed now (their last outcome failed, is
     retrying or was dead-lettered), per active tenant, read in each tenant's transaction."""
     try:
@@ -66,7 +78,7 @@ async def _repositories(url: str) -> dict[str, Any]:
                     failing[f"{t.name} ({t.tenant_id})"] = counts
     except psycopg.Error as exc:
         return {"ok": False, "error": exc.__class__.__name__}
-    out: dict[str, Any] = {
+    out: Component = {
         "ok": not failing,
         "degraded": bool(failing),
         "tenants": len(tenants),
@@ -81,7 +93,7 @@ async def _repositories(url: str) -> dict[str, Any]:
     return out
 
 
-async def _database(url: str) -> dict[str, Any]:
+async def _database(url: str) -> Component:
     try:
         async with await psycopg.AsyncConnection.connect(
             url, connect_timeout=5, prepare_threshold=None
@@ -98,10 +110,10 @@ async def _database(url: str) -> dict[str, Any]:
         return {"ok": False, "server": describe(url), "error": exc.__class__.__name__}
 
 
-def cluster_view(c: bus.StreamCluster) -> dict[str, Any]:
+def cluster_view(c: bus.StreamCluster) -> Component:
     """The stream's replicas: ok when the count it asks for is there, led, and every follower current."""
     behind = [r.name for r in c.followers if r.offline or not r.current]
-    out: dict[str, Any] = {
+    out: Component = {
         "ok": (c.leader is not None or c.replicas == 1) and len(c.followers) == c.replicas - 1 and not behind,
         "cluster": c.cluster or "-",
         "leader": c.leader or "-",
@@ -115,8 +127,8 @@ def cluster_view(c: bus.StreamCluster) -> dict[str, Any]:
     return out
 
 
-async def _bus(url: str, settings: BaseServiceSettings) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+async def _bus(url: str, settings: BaseServiceSettings) -> dict[str, Component]:
+    out: dict[str, Component] = {}
     try:
         nc = await bus.connect(url, name="status", creds_file=settings.nats_creds_file, reconnect=False)
     except Exception as exc:

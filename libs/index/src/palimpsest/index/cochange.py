@@ -65,7 +65,7 @@ import math
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from palimpsest.index.codefacts import Kind, classify
 
@@ -113,6 +113,15 @@ class PairEvidence:
     last_at: datetime | None = None  # the last commit that changed both
 
 
+class SupportJson(TypedDict):
+    """:meth:`Support.as_dict`: one file's evidence, as stored with the co-change warning."""
+
+    source: str
+    together: int
+    out_of: int
+    confidence: float
+
+
 @dataclass(frozen=True, slots=True)
 class Support:
     """One pull request file's evidence for a partner: they changed together in ``together`` of
@@ -123,7 +132,7 @@ class Support:
     out_of: int
     confidence: float  # the Wilson lower bound of together / out_of
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> SupportJson:
         return {
             "source": self.source,
             "together": self.together,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 from uuid import UUID
 
 from palimpsest.core.db import Conn
@@ -29,6 +29,14 @@ RRF_K = 60
 
 # (model, query text) → the query's vector, embedded with that model
 QueryEmbedder = Callable[[str, str], Awaitable[Sequence[float]]]
+
+
+class HitFilters(TypedDict):
+    """The filter keywords of the search functions (lexical, semantic, hybrid)."""
+
+    path_prefix: str | None
+    language: str | None
+    kind: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +99,7 @@ async def hybrid_search(
     snap = await snapshot_for_search(conn, repository_id, snapshot_id)
     sid = snap.snapshot_id
     depth = depth or max(limit * 3, 30)
-    filters: dict[str, Any] = {"path_prefix": path_prefix, "language": language, "kind": kind}
+    filters: HitFilters = {"path_prefix": path_prefix, "language": language, "kind": kind}
     lexical: list[SearchHit] = []
     lexical_error: InvalidQuery | None = None
     try:

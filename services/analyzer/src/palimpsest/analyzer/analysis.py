@@ -19,13 +19,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from palimpsest.analyzer.doccheck import DocFinding, gather_claims
 from palimpsest.analyzer.prompts import RepositoryFacts, analysis_messages, summary_messages
 from palimpsest.analyzer.proof import AuthProvider, prove
 from palimpsest.analyzer.report import (
+    SelectionFacts,
     apply_doc_states,
     mechanical_report,
     mechanical_summary,
@@ -79,7 +79,7 @@ class _Read:
     analysis: Selection
     summary: Selection
     findings: list[DocFinding]
-    facts: dict[str, Any]
+    facts: SelectionFacts
 
 
 class Analyzer:
@@ -214,7 +214,7 @@ def _base_record(job: Job, read: _Read) -> AnalysisRecord:
         summary=mechanical_summary(read.repo, read.facts, read.findings),
         summary_mode="mechanical",
         selection=[c.as_dict() for c in read.analysis.chunks],
-        facts=read.facts,
+        facts=dict(read.facts),
         median_code=read.analysis.median_code,
         findings=read.findings,
     )

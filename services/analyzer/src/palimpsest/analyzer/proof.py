@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Required, TypedDict
 from uuid import UUID
 
 from palimpsest.analyzer import rules as R
@@ -89,6 +89,40 @@ MAX_SETTINGS_ROUNDS = 4  # … a subclass of a subclass of a class declaring set
 _NO_MEMBERS = frozenset({"object", "ABC", "Protocol", "Generic", "NamedTuple", "TypedDict", "Enum"})
 
 
+class UnresolvedLink(TypedDict):
+    """A link whose target no history shows existed (not drift, shown apart)."""
+
+    doc: str
+    line: int
+    claim: str
+    detail: str | None
+
+
+class DocCheck(TypedDict, total=False):
+    """What the documentation check read and found beside its findings (``facts.doc_check``):
+    the first four keys always; the history's cost once it was read; a reason when it could not
+    be; the unverified claims when listed; the unresolved links when there are any."""
+
+    history: Required[Literal["not_needed", "read", "unavailable"]]
+    claims: Required[int]
+    proved: int
+    unverified_count: int
+    docs: Required[dict[str, int]]  # docs by state: drift, verified, reference, unverified_old, …
+    rules: Required[dict[str, int]]  # rule name → mentions it decided (palimpsest.analyzer.rules)
+    seconds: float
+    reason: str
+    renames: str
+    commits: int
+    blobs_read: int
+    bytes_read: int
+    complete: bool
+    definitions: dict[str, int]
+    definitions_cached: int
+    unverified: list[dict[str, Any]]  # doccheck.Judged.unverified
+    unresolved_link_count: int
+    unresolved_links: list[UnresolvedLink]
+
+
 async def prove(
     claims: Claims,
     index: SnapshotIndex,
@@ -99,7 +133,7 @@ async def prove(
     auth: GitAuth | None = None,
     list_unverified: bool = False,
     timeout_s: float = 1800.0,
-) -> tuple[Judged, dict[str, Any]]:
+) -> tuple[Judged, DocCheck]:
     """The judged documentation check of ``index`` and its cost (``facts.doc_check``)."""
     if not claims.claims:
         judged = judge(claims, None, list_unverified=list_unverified)
@@ -120,7 +154,7 @@ async def prove(
 
 async def prove_in(
     git_dir: Path, claims: Claims, commit: str, list_unverified: bool = False, timeout_s: float = 1800.0
-) -> tuple[Judged, dict[str, Any]]:
+) -> tuple[Judged, DocCheck]:
     """The check against the history of ``commit`` in ``git_dir`` (also used by the benchmark)."""
     started = time.monotonic()
     try:
@@ -460,8 +494,8 @@ async def _foreign_bases(
 
 def _stats(
     claims: Claims, judged: Judged, history: History | None, seconds: float, *, reason: str | None = None
-) -> dict[str, Any]:
-    stats: dict[str, Any] = {
+) -> DocCheck:
+    stats: DocCheck = {
         "history": "read" if history is not None else "unavailable",
         "claims": len(claims.claims),
         "proved": sum(1 for f in judged.findings if f.evidence is not None),
@@ -473,17 +507,15 @@ def _stats(
     if reason:
         stats["reason"] = reason[:300]
     if history is not None:
-        stats.update(
-            renames=history.renames,
-            commits=history.commits,
-            blobs_read=history.blobs_read,
-            bytes_read=history.bytes_read,
-            complete=history.complete,
-            # old blobs by how their definitions were read ({tree_sitter: n, regex: m}), and how
-            # many of them the definitions cache already had
-            definitions=dict(sorted(history.definitions.items())),
-            definitions_cached=history.definitions_cached,
-        )
+        stats["renames"] = history.renames
+        stats["commits"] = history.commits
+        stats["blobs_read"] = history.blobs_read
+        stats["bytes_read"] = history.bytes_read
+        stats["complete"] = history.complete
+        # old blobs by how their definitions were read ({tree_sitter: n, regex: m}), and how
+        # many of them the definitions cache already had
+        stats["definitions"] = dict(sorted(history.definitions.items()))
+        stats["definitions_cached"] = history.definitions_cached
     if judged.unverified:
         stats["unverified"] = judged.unverified
     # links no history shows existed: not drift, off the findings list, shown apart

@@ -12,14 +12,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from palimpsest.analyzer.doccheck import DocFinding
 from palimpsest.analyzer.prompts import SECTION_TITLES, RepositoryFacts
+from palimpsest.analyzer.proof import DocCheck
 from palimpsest.analyzer.selection import Selection
 from palimpsest.analyzer.snapshot import SnapshotIndex
 from palimpsest.index.docstates import DocState
-from palimpsest.index.staleness import is_stale, stale_annotation
+from palimpsest.index.staleness import FileKind, is_stale, stale_annotation
 
 MAX_TABLE_ROWS = 40
 NARRATIVE = SECTION_TITLES[:-1]
@@ -37,11 +38,59 @@ def _cell(text: str) -> str:
 # ----------------------------------------------------------------------------- facts
 
 
-def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any]:
+class TopFile(TypedDict):
+    """A selected file: its chunks, and why the selection took it (the first chunk's reason)."""
+
+    path: str
+    kind: FileKind
+    last_modified_at: str | None  # ISO
+    stale: bool
+    chunks: int
+    why: str
+    primary: bool
+    state: NotRequired[DocState]  # a doc's state by the documentation check
+
+
+class DocFreshness(TypedDict):
+    path: str
+    last_modified_at: str | None  # ISO
+    stale: bool
+    age: str | None
+    state: NotRequired[DocState]
+
+
+class LanguageCount(TypedDict):
+    language: str
+    files: int
+
+
+class PackageRoot(TypedDict):
+    root: str
+    declared_by: str
+
+
+class SelectionFacts(TypedDict):
+    """``analyses.facts``: what the selection saw, and (``doc_check``) what the doc check read."""
+
+    files: int
+    code_files: int
+    doc_files: int
+    chunks: int
+    dated_files: int
+    median_code: str | None  # ISO
+    languages: list[LanguageCount]
+    primary_packages: list[PackageRoot]
+    primary_share: float | None
+    top_files: list[TopFile]
+    doc_freshness: list[DocFreshness]
+    doc_check: NotRequired[DocCheck]
+
+
+def selection_facts(index: SnapshotIndex, selection: Selection) -> SelectionFacts:
     """Languages, top-ranked files and doc freshness: JSON for ``analyses.facts`` and the report."""
     median = index.median_code
     languages = Counter(f.language or "other" for f in index.files if f.skip_reason is None)
-    ranked: dict[str, dict[str, Any]] = {}
+    ranked: dict[str, TopFile] = {}
     for chunk in selection.chunks:
         entry = ranked.setdefault(
             chunk.path,
@@ -51,11 +100,11 @@ def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any
                 "last_modified_at": chunk.last_modified_at.isoformat() if chunk.last_modified_at else None,
                 "stale": chunk.stale,
                 "chunks": 0,
+                "why": chunk.why,  # the first chunk's
+                "primary": chunk.primary,
             },
         )
         entry["chunks"] += 1
-        entry.setdefault("why", chunk.why)
-        entry.setdefault("primary", chunk.primary)
     docs = sorted(
         (f for f in index.files if f.kind == "doc"),
         key=lambda f: (
@@ -88,11 +137,12 @@ def selection_facts(index: SnapshotIndex, selection: Selection) -> dict[str, Any
     }
 
 
-def apply_doc_states(facts: dict[str, Any], states: Mapping[str, DocState]) -> None:
+def apply_doc_states(facts: SelectionFacts, states: Mapping[str, DocState]) -> None:
     """Give the freshness table and the selected files the doc check's states: a doc is ``stale``
     only when it is ``unverified_old`` (an old doc whose claims hold is verified, an old page of
     generated-reference directives is never stale)."""
-    for entry in (*facts["doc_freshness"], *facts["top_files"]):
+    entries: list[TopFile | DocFreshness] = [*facts["doc_freshness"], *facts["top_files"]]
+    for entry in entries:
         state = states.get(entry["path"])
         if state is not None:
             entry["state"] = state
@@ -100,7 +150,7 @@ def apply_doc_states(facts: dict[str, Any], states: Mapping[str, DocState]) -> N
     facts["doc_freshness"].sort(key=lambda d: not d["stale"])  # stable: oldest first within each
 
 
-def _packages(selection: Selection) -> list[dict[str, str]]:
+def _packages(selection: Selection) -> list[PackageRoot]:
     found = selection.packages
     if found is None:
         return []
@@ -120,19 +170,19 @@ def _header(repo: RepositoryFacts, mode: str) -> list[str]:
     return [f"# Repository analysis: {repo.name}", "", f"_Commit `{repo.commit_sha[:12]}` · {mode}_", ""]
 
 
-def _package_list(facts: dict[str, Any]) -> str:
+def _package_list(facts: SelectionFacts) -> str:
     found = facts.get("primary_packages") or []
     if not found:
         return "none found"
     return ", ".join(f"`{p['root'] or '.'}` ({p['declared_by']})" for p in found[:8])
 
 
-def _share(facts: dict[str, Any]) -> str:
+def _share(facts: SelectionFacts) -> str:
     share = facts.get("primary_share")
     return f"{share:.0%}" if isinstance(share, float) else "none"
 
 
-def _facts_section(facts: dict[str, Any]) -> list[str]:
+def _facts_section(facts: SelectionFacts) -> list[str]:
     median = facts.get("median_code")
     langs = ", ".join(f"{x['language']} ({x['files']})" for x in facts["languages"][:12]) or "none"
     lines = [
@@ -236,9 +286,9 @@ def _finding_row(f: DocFinding) -> str:
     return f"{head} {seen} | {removed} | {became} | {written} |"
 
 
-def _check_line(facts: dict[str, Any]) -> list[str]:
+def _check_line(facts: SelectionFacts) -> list[str]:
     """What the history check read, and how many named things never existed in the code."""
-    check = facts.get("doc_check") or {}
+    check = facts.get("doc_check")
     if not check or check.get("history") == "not_needed":
         return []
     if check.get("history") != "read":
@@ -258,7 +308,7 @@ def _check_line(facts: dict[str, Any]) -> list[str]:
     ]
 
 
-def _unresolved_section(check: dict[str, Any]) -> list[str]:
+def _unresolved_section(check: DocCheck) -> list[str]:
     """Links whose target is not in the tree and never was in history, apart from the findings:
     nothing shows this repository ever had them, so they are not drift (a path git saw removed is)."""
     count = int(check.get("unresolved_link_count") or 0)
@@ -282,7 +332,7 @@ def _unresolved_section(check: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _rules_line(check: dict[str, Any]) -> list[str]:
+def _rules_line(check: DocCheck) -> list[str]:
     """How many doc mentions each rule of the check decided (:mod:`palimpsest.analyzer.rules`)."""
     counted = sorted((check.get("rules") or {}).items(), key=lambda item: (-item[1], item[0]))
     if not counted:
@@ -296,7 +346,7 @@ def _rules_line(check: dict[str, Any]) -> list[str]:
 
 def mechanical_report(
     repo: RepositoryFacts,
-    facts: dict[str, Any],
+    facts: SelectionFacts,
     findings: Sequence[DocFinding],
     *,
     model_error: str | None = None,
@@ -332,7 +382,7 @@ def model_report(repo: RepositoryFacts, text: str, findings: Sequence[DocFinding
     return "\n".join(lines).rstrip() + "\n"
 
 
-def mechanical_summary(repo: RepositoryFacts, facts: dict[str, Any], findings: Sequence[DocFinding]) -> str:
+def mechanical_summary(repo: RepositoryFacts, facts: SelectionFacts, findings: Sequence[DocFinding]) -> str:
     """A one-paragraph summary made of facts (the model-written one needs a model)."""
     langs = ", ".join(x["language"] for x in facts["languages"][:3]) or "no recognised language"
     stale = sum(1 for d in facts["doc_freshness"] if d["stale"])

@@ -87,6 +87,47 @@ class GraphContext(_Out):
     results: list[ContextEntry]
 
 
+class DynamicSite(_Out):
+    path: str
+    line: int
+    what: str = Field(description="getattr, reflection, subscript_call, …")
+    enclosing: str | None
+    snippet: str | None
+
+
+class DynamicSites(_Out):
+    count: int
+    by_kind: dict[str, int]
+    sites: list[DynamicSite]
+
+
+class UnresolvedImport(_Out):
+    path: str
+    line: int
+    specifier: str
+    language: str | None
+
+
+class ImportCounts(_Out):
+    resolved: int
+    unresolved: list[UnresolvedImport]
+    external_packages: dict[str, int]
+
+
+class AmbiguousName(_Out):
+    name: str
+    definers: int = Field(description="How many files define the name.")
+    paths: list[str] = Field(description="The first ten of them, sorted.")
+    references: int = Field(description="References and calls that had to be split (or were dropped).")
+    dropped: bool = Field(description="More definers than the cap: no edge was made.")
+
+
+class UnmatchedHeader(_Out):
+    path: str = Field(description="The document.")
+    line: int
+    target: str
+
+
 class IndexReport(_Out):
     repository_id: UUID
     snapshot_id: UUID
@@ -96,11 +137,11 @@ class IndexReport(_Out):
     edges: dict[str, int]
     no_parser: dict[str, int]
     not_indexed: dict[str, int]
-    dynamic_sites: dict[str, Any]
-    imports: dict[str, Any]
-    ambiguous_names: list[dict[str, Any]]
-    governs_unmatched: list[dict[str, Any]]
-    supersedes_unmatched: list[dict[str, Any]]
+    dynamic_sites: DynamicSites
+    imports: ImportCounts
+    ambiguous_names: list[AmbiguousName]
+    governs_unmatched: list[UnmatchedHeader]
+    supersedes_unmatched: list[UnmatchedHeader]
 
 
 # ----------------------------------------------------------------------------------- analyses

@@ -37,7 +37,7 @@ import logging
 import time
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final, cast
+from typing import Any, Final, TypeAlias, cast
 from urllib.parse import quote, urlsplit
 from uuid import UUID
 
@@ -49,11 +49,13 @@ from palimpsest.core.db import Conn, tenant_tx
 from palimpsest.core.events import Event
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.github_app import provider_api_url
+from palimpsest.core.jsonshape import JsonObject
 from palimpsest.core.outbox import emit
 from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.decisions import apply_repos_changed
 from palimpsest.ingest.errors import Conflict, NotFound
+from palimpsest.ingest.schemas import InstallationSync
 from palimpsest.ingest.store import installations, lookups, repositories
 from palimpsest.ingest.store.installations import SyncTarget
 from palimpsest.ingest.webhooks import RepoRef, WebhookError, bitbucket, github, gitlab
@@ -82,6 +84,18 @@ class ProviderFailure(Exception):
         self.message = message
 
 
+Query: TypeAlias = dict[str, str | int]  # a listing's query parameters
+
+
+@dataclass(frozen=True, slots=True)
+class SyncFailure:
+    """A provider error (or a refused listing) the sync met: the HTTP status (None: no answer, or
+    not asked) and what went wrong."""
+
+    status: int | None
+    message: str
+
+
 @dataclass(slots=True)
 class SyncReport:
     installation_id: UUID
@@ -94,16 +108,17 @@ class SyncReport:
     removed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # "name: why" (source policy, conflicts)
-    errors: list[dict[str, Any]] = field(default_factory=list)  # {"status": int | None, "message"}
+    errors: list[SyncFailure] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.errors
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_schema(self) -> InstallationSync:
+        """The report as the API shows it."""
         out = asdict(self)
         out["installation_id"] = str(self.installation_id)
-        return out
+        return InstallationSync.model_validate(out)
 
     def line(self) -> str:
         verb = "would add" if self.dry_run else "added"
@@ -114,7 +129,7 @@ class SyncReport:
         )
         if self.refused:
             text += f", {len(self.refused)} refused"
-        return text + "".join(f"; error: {e['message']}" for e in self.errors)
+        return text + "".join(f"; error: {e.message}" for e in self.errors)
 
 
 async def sync_installation(
@@ -134,13 +149,13 @@ async def sync_installation(
     try:
         listed = await _list(ctx, inst, report)
     except ProviderFailure as exc:
-        report.errors.append({"status": exc.status, "message": exc.message})
+        report.errors.append(SyncFailure(exc.status, exc.message))
         metrics.INSTALLATION_SYNCS.labels(inst.provider, "error").inc()
         return report
     report.listed = len(listed)
     async with tenant_tx(ctx.pool, tenant_id) as conn:
         if not listed and not force and (held := await _registered(conn, inst)):
-            report.errors.append({"status": None, "message": _EMPTY_LISTING.format(held=held)})
+            report.errors.append(SyncFailure(None, _EMPTY_LISTING.format(held=held)))
             metrics.INSTALLATION_SYNCS.labels(inst.provider, "error").inc()
             return report
         if dry_run:
@@ -231,7 +246,7 @@ async def _list(ctx: IngestContext, inst: SyncTarget, report: SyncReport) -> lis
             items = await lister.pages(f"/projects/{quote(inst.external_id, safe='')}", {}, None)
             return _refs(items, gitlab.api_repository)
         if inst.provider == "gitlab":
-            params = {
+            params: Query = {
                 "include_subgroups": "true",
                 "with_shared": "false",
                 "per_page": PER_PAGE,
@@ -245,7 +260,7 @@ async def _list(ctx: IngestContext, inst: SyncTarget, report: SyncReport) -> lis
         return _refs(items, bitbucket.api_repository)
 
 
-def _refs(items: list[tuple[str, dict[str, Any]]], read: Any) -> list[RepoRef]:
+def _refs(items: list[tuple[str, JsonObject]], read: Any) -> list[RepoRef]:
     """The listed objects as repositories (first of each provider id), or a failure naming the field."""
     found: dict[str, RepoRef] = {}
     for where, item in items:
@@ -287,14 +302,12 @@ class _Lister:
     async def __aexit__(self, *exc: object) -> None:
         await self.client.aclose()
 
-    async def pages(
-        self, path: str, params: dict[str, Any], key: str | None
-    ) -> list[tuple[str, dict[str, Any]]]:
+    async def pages(self, path: str, params: Query, key: str | None) -> list[tuple[str, JsonObject]]:
         """Every item of the listing at ``path`` (``key``: the field holding a page's items; None:
         the page is the list, or the one object)."""
         url: str | None = self.api + path
-        query: dict[str, Any] | None = params
-        items: list[tuple[str, dict[str, Any]]] = []
+        query: Query | None = params
+        items: list[tuple[str, JsonObject]] = []
         while url is not None:
             if self.report.pages >= MAX_PAGES:
                 raise ProviderFailure(None, f"more than {MAX_PAGES} pages: the listing was not used")
@@ -314,8 +327,8 @@ class _Lister:
         return items
 
     def _next(
-        self, response: httpx.Response, body: Any, url: str, query: dict[str, Any] | None
-    ) -> tuple[str | None, dict[str, Any] | None]:
+        self, response: httpx.Response, body: Any, url: str, query: Query | None
+    ) -> tuple[str | None, Query | None]:
         found: str | None = None
         if self.provider == "bitbucket":
             found = body.get("next") if isinstance(body, dict) and isinstance(body.get("next"), str) else None
@@ -334,7 +347,7 @@ class _Lister:
             )
         return found, None
 
-    async def _get(self, url: str, query: dict[str, Any] | None) -> httpx.Response:
+    async def _get(self, url: str, query: Query | None) -> httpx.Response:
         try:
             response = await self.client.get(url, params=query)
         except httpx.TimeoutException as exc:

@@ -37,6 +37,7 @@ import httpx
 from palimpsest.core.credentials import Credential, installation_credential
 from palimpsest.core.db import Conn
 from palimpsest.core.github_app import provider_api_url
+from palimpsest.core.jsonshape import JsonObject
 from palimpsest.core.wire import (
     FINDING_MARKER,
     LEGACY_SUMMARY_MARKER,
@@ -307,7 +308,7 @@ class _Http:
                 next_url = response.links.get("next", {}).get("url")
         return [i for i in items if isinstance(i, dict)]
 
-    async def send(self, method: str, url: str, body: dict[str, Any], *, placing: bool = False) -> Any:
+    async def send(self, method: str, url: str, body: JsonObject, *, placing: bool = False) -> Any:
         """One write; ``placing``: a 400/404/422 (the provider cannot place it) answers None."""
         response = await self.client.request(method, url, headers=self.headers, json=body)
         if placing and response.status_code in (400, 404, 422):
@@ -362,7 +363,7 @@ class _GitHub:
     async def inline(self, f: Finding) -> tuple[str, str | None] | None:
         p = f.position or {}
         side = "LEFT" if p.get("side") == "old" else "RIGHT"
-        body: dict[str, Any] = {
+        body: JsonObject = {
             "body": comment_body("github", f),
             "commit_id": self.t.head_sha,
             "path": p["path"],
@@ -452,7 +453,7 @@ class _GitLab:
 
     async def inline(self, f: Finding) -> tuple[str, str | None] | None:
         p = f.position or {}
-        position: dict[str, Any] = {
+        position: JsonObject = {
             "position_type": "text",
             "base_sha": self.t.merge_base or self.t.base_sha,
             "start_sha": self.t.base_sha or self.t.merge_base,
@@ -502,7 +503,7 @@ class _Bitbucket:
 
     async def inline(self, f: Finding) -> tuple[str, str | None] | None:
         p = f.position or {}
-        where: dict[str, Any] = {"path": p["path"]}
+        where: JsonObject = {"path": p["path"]}
         if p.get("new_line") is not None:
             where["to"] = int(p["new_line"])
         else:

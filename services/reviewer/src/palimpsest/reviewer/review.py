@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from palimpsest.core.jsonshape import JsonObject
 from palimpsest.index.context.assemble import DOC_ANNOTATION, ReviewContext
 from palimpsest.index.context.diff import ChangedFile
 from palimpsest.index.context.finding import Finding
@@ -173,7 +174,7 @@ def _on_changed_lines(finding: Finding, target: ChangedFile) -> bool:
     return target.touches(finding.start_line, finding.end_line)
 
 
-def _json_object(text: str) -> dict[str, Any]:
+def _json_object(text: str) -> JsonObject:
     cleaned = re.sub(r"^```(?:json)?\s*|\s*```\s*$", "", text.strip())
     start, end = cleaned.find("{"), cleaned.rfind("}")
     if start < 0 or end <= start:

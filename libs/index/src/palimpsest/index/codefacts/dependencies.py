@@ -29,6 +29,8 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from palimpsest.core.jsonshape import JsonObject
+
 __all__ = [
     "NODE_BUILTINS",
     "Dependencies",
@@ -257,7 +259,7 @@ def standard_roots(language: str) -> frozenset[str]:
 # ----------------------------------------------------------------------------- one format each
 
 
-def _pyproject(data: dict[str, Any]) -> Iterable[str]:
+def _pyproject(data: JsonObject) -> Iterable[str]:
     project = data.get("project") or {}
     yield from _requirements(project.get("dependencies") or [])
     for group in (project.get("optional-dependencies") or {}).values():
@@ -285,14 +287,14 @@ def _requirements(lines: Iterable[Any]) -> Iterable[str]:
             continue
 
 
-def _package_json(data: dict[str, Any]) -> Iterable[str]:
+def _package_json(data: JsonObject) -> Iterable[str]:
     for key in ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies"):
         table = data.get(key)
         if isinstance(table, dict):
             yield from (name for name in table if isinstance(name, str))
 
 
-def _cargo(data: dict[str, Any]) -> Iterable[str]:
+def _cargo(data: JsonObject) -> Iterable[str]:
     tables: list[Any] = [data, (data.get("workspace") or {})]
     tables += [t for t in (data.get("target") or {}).values() if isinstance(t, dict)]
     for table in tables:

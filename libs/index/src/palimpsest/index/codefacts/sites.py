@@ -37,10 +37,12 @@ import ast
 import posixpath
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import unquote
 
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; types-PyYAML is not in the lock
+
+from palimpsest.core.jsonshape import JsonObject
 
 __all__ = [
     "Resolution",
@@ -355,7 +357,7 @@ def _unknown_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> None:
 _TolerantLoader.add_multi_constructor("", _unknown_tag)
 
 
-def _yaml(text: str) -> dict[str, Any]:
+def _yaml(text: str) -> JsonObject:
     try:
         loaded = yaml.load(text, Loader=_TolerantLoader)  # noqa: S506  # a safe loader
     except yaml.YAMLError:

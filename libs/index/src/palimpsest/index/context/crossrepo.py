@@ -42,7 +42,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypedDict, cast
 from uuid import UUID
 
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; types-PyYAML is not in the lock
@@ -75,6 +75,14 @@ MAY_RECEIVE: dict[str, frozenset[str]] = {
 }
 
 
+class ConfigSummary(TypedDict):
+    """What a review records of the config it read (``sources.cross_repo.config``)."""
+
+    path: str | None
+    state: Literal["absent", "ok", "invalid"]
+    detail: str | None
+
+
 @dataclass(slots=True)
 class LinkConfig:
     """The ``review`` section of the base commit's config: names per role, or why there are none."""
@@ -88,7 +96,7 @@ class LinkConfig:
     def names(self, role: Role) -> list[str]:
         return self.linked if role == "linked" else self.pattern
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> ConfigSummary:
         return {"path": self.path, "state": self.state, "detail": self.detail}
 
 

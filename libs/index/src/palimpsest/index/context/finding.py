@@ -6,7 +6,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Finding"]
+# typing_extensions' TypedDict: pydantic (the MCP tools' result models) reads it on Python 3.11
+from typing_extensions import TypedDict
+
+__all__ = ["Finding", "FindingJson"]
+
+
+class FindingJson(TypedDict):
+    """A finding as the MCP tools and the JSON outputs show it (:meth:`Finding.as_dict`)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    side: str
+    severity: str
+    category: str
+    message: str
+    suggested_change: str | None
+    fingerprint: str | None
+    symbol: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +44,7 @@ class Finding:
     position: dict[str, Any] | None = None  # where it shows on the PR's diff (None: summary only)
     posted_as: str | None = None  # inline | summary | existing
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> FindingJson:
         return {
             "path": self.path,
             "start_line": self.start_line,

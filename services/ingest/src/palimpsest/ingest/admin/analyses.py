@@ -8,7 +8,6 @@ with that request id.
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from palimpsest.core.events import AnalysisRequested
@@ -19,30 +18,31 @@ from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.admin.index import require_active, require_repository
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Conflict, NotFound
+from palimpsest.ingest.read_models import Analysis, AnalysisItem, AnalysisRequest
 
 __all__ = ["analyses", "analysis", "request_analysis"]
 
 
 async def analyses(
     ctx: IngestContext, scope: Scope, repository_id: UUID, *, limit: int, before: UUID | None
-) -> list[dict[str, Any]]:
+) -> list[AnalysisItem]:
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
         found = await list_analyses(conn, repository_id, limit=limit, before=before)
-    return [a.to_json() for a in found]
+    return [AnalysisItem.model_validate(a.to_json()) for a in found]
 
 
-async def analysis(ctx: IngestContext, scope: Scope, analysis_id: UUID) -> dict[str, Any]:
+async def analysis(ctx: IngestContext, scope: Scope, analysis_id: UUID) -> Analysis:
     async with scoped_tx(ctx, scope) as conn:
         found = await analysis_view(conn, analysis_id)
     if found is None:
         raise NotFound("no such analysis")
-    return found.to_json()
+    return Analysis.model_validate(found.to_json())
 
 
 async def request_analysis(
     ctx: IngestContext, scope: Scope, repository_id: UUID, snapshot_id: UUID | None
-) -> dict[str, Any]:
+) -> AnalysisRequest:
     """Emit analysis.requested (of ``snapshot_id``, default the newest ready snapshot)."""
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
@@ -59,4 +59,4 @@ async def request_analysis(
             tenant_id=scope.tenant_id, repository_id=repository_id, snapshot_id=snapshot_id
         )
         await emit(conn, event)
-    return {"repository_id": repository_id, "event_id": event.id, "request_id": event.request_id}
+    return AnalysisRequest(repository_id=repository_id, event_id=event.id, request_id=event.request_id)

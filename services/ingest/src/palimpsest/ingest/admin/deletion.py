@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 from uuid import UUID
 
 import psycopg
@@ -38,13 +38,22 @@ BATCH = 5000
 MAX_PASSES = 20
 
 
+class DeletionSummary(TypedDict):
+    """``DELETE /v1/tenants/{id}`` (``schemas.TenantDeleted``): the rows deleted, per table."""
+
+    tenant_id: UUID
+    existed: bool
+    deleted_rows: int
+    tables: dict[str, int]
+
+
 @dataclass(slots=True)
 class DeletionReport:
     tenant_id: UUID
     existed: bool
     rows: dict[str, int] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> DeletionSummary:
         return {
             "tenant_id": self.tenant_id,
             "existed": self.existed,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import Conn
@@ -25,12 +24,13 @@ from palimpsest.core.settings import load
 from palimpsest.core.suspension import suspended_reason
 from palimpsest.index.errors import IndexNotReady, InvalidQuery, SemanticUnavailable, UnknownSeed
 from palimpsest.index.graph.query import graph_context, graph_report
-from palimpsest.index.hybrid import QueryEmbedder, hybrid_search
+from palimpsest.index.hybrid import HitFilters, QueryEmbedder, hybrid_search
 from palimpsest.index.search import lexical_search
 from palimpsest.index.snapshots import Snapshot, get_snapshot, list_snapshots, newest_ready
 from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Conflict, InvalidRequest, NotFound
+from palimpsest.ingest.read_models import GraphContext, IndexReport, SearchResult
 from palimpsest.ingest.store import repositories
 
 __all__ = [
@@ -85,11 +85,11 @@ class SearchQuery:
     language: str | None = None
     kind: str | None = None
 
-    def filters(self) -> dict[str, Any]:
+    def filters(self) -> HitFilters:
         return {"path_prefix": self.path_prefix, "language": self.language, "kind": self.kind}
 
 
-async def search(ctx: IngestContext, scope: Scope, repository_id: UUID, query: SearchQuery) -> dict[str, Any]:
+async def search(ctx: IngestContext, scope: Scope, repository_id: UUID, query: SearchQuery) -> SearchResult:
     """The newest ready snapshot's hits for ``query``, as a search result body."""
     embed = _query_embedder(ctx, scope.tenant_id) if query.mode == "hybrid" else None
     try:
@@ -99,7 +99,7 @@ async def search(ctx: IngestContext, scope: Scope, repository_id: UUID, query: S
                 result = await hybrid_search(
                     conn, repository_id, query.q, embed_query=embed, limit=query.limit, **query.filters()
                 )
-                return result.as_dict()
+                return SearchResult.model_validate(result.as_dict())
             snap = await newest_ready(conn, repository_id)
             if snap is None:
                 raise IndexNotReady("the repository has no ready snapshot yet")
@@ -115,16 +115,18 @@ async def search(ctx: IngestContext, scope: Scope, repository_id: UUID, query: S
         raise Conflict(str(exc)) from exc
     except InvalidQuery as exc:
         raise InvalidRequest(str(exc)) from exc
-    return {
-        "mode": "lexical",
-        "semantic": "not_requested",
-        "reason": None,
-        "model": snap.embedding_model,
-        "snapshot_id": snap.snapshot_id,
-        "embedding_state": snap.embedding_state,
-        "counts": {"lexical": len(hits)},
-        "hits": [h.as_dict() for h in hits],
-    }
+    return SearchResult.model_validate(
+        {
+            "mode": "lexical",
+            "semantic": "not_requested",
+            "reason": None,
+            "model": snap.embedding_model,
+            "snapshot_id": snap.snapshot_id,
+            "embedding_state": snap.embedding_state,
+            "counts": {"lexical": len(hits)},
+            "hits": [h.as_dict() for h in hits],
+        }
+    )
 
 
 def _query_embedder(ctx: IngestContext, tenant_id: UUID) -> QueryEmbedder:
@@ -154,7 +156,7 @@ async def context(
     budget: int,
     hops: int | None,
     history: bool,
-) -> dict[str, Any]:
+) -> GraphContext:
     """Ranked paths around ``seeds`` (``palimpsest context``); a seed matching nothing is a 404."""
     try:
         async with scoped_tx(ctx, scope) as conn:
@@ -166,10 +168,10 @@ async def context(
         raise Conflict(str(exc)) from exc
     except UnknownSeed as exc:
         raise NotFound(str(exc)) from exc
-    return result.as_dict()
+    return GraphContext.model_validate(result.as_dict())
 
 
-async def index_report(ctx: IngestContext, scope: Scope, repository_id: UUID) -> dict[str, Any]:
+async def index_report(ctx: IngestContext, scope: Scope, repository_id: UUID) -> IndexReport:
     """The negative control of the newest snapshot's graph (``palimpsest index-report``)."""
     try:
         async with scoped_tx(ctx, scope) as conn:
@@ -177,9 +179,11 @@ async def index_report(ctx: IngestContext, scope: Scope, repository_id: UUID) ->
             snap, found = await graph_report(conn, repository_id)
     except IndexNotReady as exc:
         raise Conflict(str(exc)) from exc
-    return {
-        "repository_id": repository_id,
-        "snapshot_id": snap.snapshot_id,
-        "commit": snap.commit_sha,
-        **found.as_dict(),
-    }
+    return IndexReport.model_validate(
+        {
+            "repository_id": repository_id,
+            "snapshot_id": snap.snapshot_id,
+            "commit": snap.commit_sha,
+            **found.as_dict(),
+        }
+    )

@@ -16,6 +16,7 @@ from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import InvalidRequest, NotFound, SourceRefused
 from palimpsest.ingest.schemas import AppCredentials, InstallationCreate, InstallationUpdate
+from palimpsest.ingest.schemas import Installation as InstallationOut
 from palimpsest.ingest.sources import SAAS_HOSTS, normalize_host
 from palimpsest.ingest.store import installations
 from palimpsest.ingest.store.installations import NewInstallation
@@ -60,7 +61,7 @@ def _check_kind(provider: str, kind: str, namespace: str | None) -> None:
         raise InvalidRequest("a GitLab group installation needs its namespace (the group's full path)")
 
 
-async def add_installation(ctx: IngestContext, scope: Scope, body: InstallationCreate) -> dict[str, Any]:
+async def add_installation(ctx: IngestContext, scope: Scope, body: InstallationCreate) -> InstallationOut:
     kind = body.kind or KINDS[body.provider][0]
     namespace = body.namespace.strip("/") if body.namespace else None
     _check_kind(body.provider, kind, namespace)
@@ -82,26 +83,26 @@ async def add_installation(ctx: IngestContext, scope: Scope, body: InstallationC
     async with scoped_tx(ctx, scope) as conn:
         stored = await installations.insert_installation(conn, scope.tenant_id, new)
     ctx.routes.clear()
-    return stored.to_json()
+    return InstallationOut.model_validate(stored.to_json())
 
 
-async def list_installations(ctx: IngestContext, scope: Scope) -> list[dict[str, Any]]:
+async def list_installations(ctx: IngestContext, scope: Scope) -> list[InstallationOut]:
     async with scoped_tx(ctx, scope) as conn:
         found = await installations.list_installations(conn)
-    return [i.to_json() for i in found]
+    return [InstallationOut.model_validate(i.to_json()) for i in found]
 
 
-async def get_installation(ctx: IngestContext, scope: Scope, installation_id: UUID) -> dict[str, Any]:
+async def get_installation(ctx: IngestContext, scope: Scope, installation_id: UUID) -> InstallationOut:
     async with scoped_tx(ctx, scope) as conn:
         found = await installations.get_installation(conn, installation_id)
     if found is None:
         raise NotFound("no such installation")
-    return found.to_json()
+    return InstallationOut.model_validate(found.to_json())
 
 
 async def update_installation(
     ctx: IngestContext, scope: Scope, installation_id: UUID, body: InstallationUpdate
-) -> dict[str, Any]:
+) -> InstallationOut:
     changes: dict[str, Any] = {}
     if body.display_name is not None:
         changes["display_name"] = body.display_name
@@ -122,7 +123,7 @@ async def update_installation(
     if found is None:
         raise NotFound("no such installation")
     ctx.routes.clear()
-    return found.to_json()
+    return InstallationOut.model_validate(found.to_json())
 
 
 async def remove_installation(ctx: IngestContext, scope: Scope, installation_id: UUID) -> None:
@@ -135,11 +136,11 @@ async def remove_installation(ctx: IngestContext, scope: Scope, installation_id:
 
 async def set_suspended(
     ctx: IngestContext, scope: Scope, installation_id: UUID, suspended: bool
-) -> dict[str, Any]:
+) -> InstallationOut:
     """Suspend or resume by the API (idempotent); deliveries of a suspended one are ignored."""
     async with scoped_tx(ctx, scope) as conn:
         found = await installations.set_suspended(conn, installation_id, suspended, "api")
     if found is None:
         raise NotFound("no such installation")
     ctx.routes.clear()  # cached webhook routes carry the suspension
-    return found.to_json()
+    return InstallationOut.model_validate(found.to_json())

@@ -7,7 +7,6 @@ same transaction as the change that causes it.
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from palimpsest.core import outcomes
@@ -19,11 +18,12 @@ from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.admin.index import require_active
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Conflict, InvalidRequest, NotFound
-from palimpsest.ingest.schemas import RepositoryCreate, RepositoryUpdate
+from palimpsest.ingest.schemas import IndexRequest, RepositoryCreate, RepositoryRegistered, RepositoryUpdate
+from palimpsest.ingest.schemas import Repository as RepositoryOut
 from palimpsest.ingest.sources import Source, check_source
 from palimpsest.ingest.store import installations, repositories
 from palimpsest.ingest.store.installations import Installation
-from palimpsest.ingest.store.repositories import NewRepository
+from palimpsest.ingest.store.repositories import NewRepository, Repository
 
 
 def _provider(body: RepositoryCreate, installation: Installation | None, source: Source) -> str:
@@ -37,7 +37,9 @@ def _provider(body: RepositoryCreate, installation: Installation | None, source:
     return implied
 
 
-async def register_repository(ctx: IngestContext, scope: Scope, body: RepositoryCreate) -> dict[str, Any]:
+async def register_repository(
+    ctx: IngestContext, scope: Scope, body: RepositoryCreate
+) -> RepositoryRegistered:
     installation = None
     if body.installation_id is not None:
         async with scoped_tx(ctx, scope) as conn:
@@ -71,42 +73,46 @@ async def register_repository(ctx: IngestContext, scope: Scope, body: Repository
                 branch=new.default_branch,
             )
             await emit(conn, event)
-    return {**stored.to_json(), "index_event_id": event.id if event is not None else None}
+    return RepositoryRegistered.model_validate(
+        {**stored.to_json(), "index_event_id": event.id if event is not None else None}
+    )
 
 
 async def list_repositories(
     ctx: IngestContext, scope: Scope, *, provider: str | None, installation_id: UUID | None
-) -> list[dict[str, Any]]:
+) -> list[RepositoryOut]:
     async with scoped_tx(ctx, scope) as conn:
         found = await repositories.list_repositories(conn, provider=provider, installation_id=installation_id)
         states = await outcomes.outcomes_of(conn)
-    return [with_outcomes(r.to_json(), states.get(r.repository_id, {})) for r in found]
+    return [with_outcomes(r, states.get(r.repository_id, {})) for r in found]
 
 
-async def get_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> dict[str, Any]:
+async def get_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> RepositoryOut:
     async with scoped_tx(ctx, scope) as conn:
         found = await repositories.get_repository(conn, repository_id)
         states = await outcomes.outcomes_of(conn, [repository_id])
     if found is None:
         raise NotFound("no such repository")
-    return with_outcomes(found.to_json(), states.get(repository_id, {}))
+    return with_outcomes(found, states.get(repository_id, {}))
 
 
-def with_outcomes(repo: dict[str, Any], found: dict[str, outcomes.Outcome]) -> dict[str, Any]:
+def with_outcomes(repo: Repository, found: dict[str, outcomes.Outcome]) -> RepositoryOut:
     """The repository as the API shows it, with its last build and analysis outcome."""
-    return {**repo, **{kind: o.as_dict() for kind, o in found.items()}}
+    return RepositoryOut.model_validate(
+        {**repo.to_json(), **{kind: o.as_dict() for kind, o in found.items()}}
+    )
 
 
 async def update_repository(
     ctx: IngestContext, scope: Scope, repository_id: UUID, body: RepositoryUpdate
-) -> dict[str, Any]:
+) -> RepositoryOut:
     changes = body.model_dump(exclude_none=True)
     async with scoped_tx(ctx, scope) as conn:
         before = await repositories.get_repository(conn, repository_id)
         if before is None:
             raise NotFound("no such repository")
         if not changes:
-            return before.to_json()
+            return RepositoryOut.model_validate(before.to_json())
         after = await repositories.update_repository(conn, repository_id, changes)
         assert after is not None
         if after.index_mode == "off" and before.index_mode != "off":
@@ -120,10 +126,10 @@ async def update_repository(
                 branch=after.default_branch,
             )
             await emit(conn, event)
-    return after.to_json()
+    return RepositoryOut.model_validate(after.to_json())
 
 
-async def rebuild_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> dict[str, Any]:
+async def rebuild_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> IndexRequest:
     async with scoped_tx(ctx, scope) as conn:
         found = await repositories.get_repository(conn, repository_id)
         if found is None:
@@ -138,7 +144,7 @@ async def rebuild_repository(ctx: IngestContext, scope: Scope, repository_id: UU
             branch=found.default_branch,
         )
         await emit(conn, event)
-    return {"repository_id": repository_id, "event_id": event.id, "request_id": event.request_id}
+    return IndexRequest(repository_id=repository_id, event_id=event.id, request_id=event.request_id)
 
 
 async def remove_repository(ctx: IngestContext, scope: Scope, repository_id: UUID) -> None:

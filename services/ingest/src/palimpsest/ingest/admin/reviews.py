@@ -12,7 +12,6 @@ reason (a diff that does not apply fails before any head exists).
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from palimpsest.core.events import ReviewRequested
@@ -20,6 +19,7 @@ from palimpsest.core.git import is_object_id
 from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
 from palimpsest.index.stored import (
+    ContextItem,
     Submission,
     insert_submission,
     list_reviews,
@@ -32,61 +32,83 @@ from palimpsest.ingest.admin.index import require_active, require_repository
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.diffcheck import check_unified_diff
 from palimpsest.ingest.errors import NotFound
-from palimpsest.ingest.read_models import ReviewCreate
+from palimpsest.ingest.read_models import (
+    CategoryAcceptance,
+    FeedbackItem,
+    FeedbackPage,
+    Review,
+    ReviewCreate,
+    ReviewItem,
+    ReviewRequest,
+)
 from palimpsest.ingest.store import review_feedback
 
-__all__ = ["feedback", "request_review", "review", "reviews"]
+__all__ = ["feedback", "request_review", "review", "review_with_context", "reviews"]
 
 
 async def reviews(
     ctx: IngestContext, scope: Scope, repository_id: UUID, *, limit: int, before: UUID | None
-) -> list[dict[str, Any]]:
+) -> list[ReviewItem]:
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
         found = await list_reviews(conn, repository_id, limit=limit, before=before)
-    return [r.to_json() for r in found]
+    return [ReviewItem.model_validate(r.to_json()) for r in found]
 
 
 async def feedback(
     ctx: IngestContext, scope: Scope, repository_id: UUID, *, limit: int, before: UUID | None
-) -> dict[str, Any]:
-    """What happened to the repository's posted findings: acceptance per category, the events."""
+) -> FeedbackPage:
+    """What happened to the repository's posted findings: acceptance per category, the events
+    (``next_before`` set when the page is full)."""
     async with scoped_tx(ctx, scope) as conn:
         await require_repository(conn, repository_id)
-        return {
-            "acceptance": [a.to_json() for a in await review_feedback.acceptance(conn, repository_id)],
-            "items": [
-                f.to_json()
-                for f in await review_feedback.list_feedback(conn, repository_id, limit=limit, before=before)
-            ],
-        }
+        acceptance = await review_feedback.acceptance(conn, repository_id)
+        found = await review_feedback.list_feedback(conn, repository_id, limit=limit, before=before)
+    items = [FeedbackItem.model_validate(f.to_json()) for f in found]
+    return FeedbackPage(
+        acceptance=[CategoryAcceptance.model_validate(a.to_json()) for a in acceptance],
+        items=items,
+        next_before=items[-1].feedback_id if len(items) == limit else None,
+    )
 
 
-async def review(ctx: IngestContext, scope: Scope, review_or_request_id: UUID) -> dict[str, Any]:
+async def review(ctx: IngestContext, scope: Scope, review_or_request_id: UUID) -> Review:
     """A stored review by its id; or by the request id a POST returned (pending until done)."""
+    return (await review_with_context(ctx, scope, review_or_request_id))[0]
+
+
+async def review_with_context(
+    ctx: IngestContext, scope: Scope, review_or_request_id: UUID
+) -> tuple[Review, tuple[ContextItem, ...]]:
+    """:func:`review`, with the stored context items as stored (the web page shows each one's
+    repository, which the API's context item does not carry); none before the review is done."""
     async with scoped_tx(ctx, scope) as conn:
         found = await load_review(conn, review_or_request_id)
         if found is not None:
-            return found.to_json()
+            return Review.model_validate(found.to_json()), found.context
         sub = await submission_by_request(conn, review_or_request_id)
         if sub is None:
             found = await review_by_request(conn, review_or_request_id)
             if found is None:
                 raise NotFound("no such review or review request")
-            return found.to_json()
+            return Review.model_validate(found.to_json()), found.context
         if sub.review_id is not None:
             found = await load_review(conn, sub.review_id)
             if found is not None:
-                return {**found.to_json(), "request_id": str(sub.request_id)}
-    return {
-        "review_id": None,
-        "request_id": sub.request_id,
-        "repository_id": sub.repository_id,
-        "state": sub.state,
-        "reason": sub.reason,
-        "head_sha": sub.head_sha,
-        "created_at": sub.created_at,
-    }
+                shown = {**found.to_json(), "request_id": str(sub.request_id)}
+                return Review.model_validate(shown), found.context
+    pending = Review.model_validate(
+        {
+            "review_id": None,
+            "request_id": sub.request_id,
+            "repository_id": sub.repository_id,
+            "state": sub.state,
+            "reason": sub.reason,
+            "head_sha": sub.head_sha,
+            "created_at": sub.created_at,
+        }
+    )
+    return pending, ()
 
 
 def _revision(value: str) -> dict[str, str]:
@@ -95,7 +117,7 @@ def _revision(value: str) -> dict[str, str]:
 
 async def request_review(
     ctx: IngestContext, scope: Scope, repository_id: UUID, body: ReviewCreate
-) -> dict[str, Any]:
+) -> ReviewRequest:
     """Store the submission and emit review.requested in one transaction; 400 for a non-diff."""
     if body.diff is not None:
         check_unified_diff(body.diff)
@@ -120,9 +142,9 @@ async def request_review(
         await require_active(conn, repository_id)
         await insert_submission(conn, scope.tenant_id, new)
         await emit(conn, event)
-    return {
-        "repository_id": repository_id,
-        "event_id": event.id,
-        "request_id": event.request_id,
-        "submission_id": event.submission_id,
-    }
+    return ReviewRequest(
+        repository_id=repository_id,
+        event_id=event.id,
+        request_id=event.request_id,
+        submission_id=event.submission_id,
+    )

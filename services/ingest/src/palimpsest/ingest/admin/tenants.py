@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 from palimpsest.core.db import tenant_tx
@@ -13,12 +12,15 @@ from palimpsest.core.ids import uuid7
 from palimpsest.ingest.admin.access import ALL_SCOPES, Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.errors import Conflict, NotFound
+from palimpsest.ingest.schemas import Tenant as TenantOut
+from palimpsest.ingest.schemas import TenantCreated, TenantDetail, TokenCreated
+from palimpsest.ingest.schemas import Token as TokenOut
 from palimpsest.ingest.store import lookups, sessions, tenants
 from palimpsest.ingest.store.tenants import Tenant
 from palimpsest.ingest.tokens import new_api_token
 
 
-async def create_tenant(ctx: IngestContext, name: str) -> dict[str, Any]:
+async def create_tenant(ctx: IngestContext, name: str) -> TenantCreated:
     """A new tenant and its first API token (every scope; returned once)."""
     tenant_id = uuid7()
     token, token_hash = new_api_token()
@@ -27,24 +29,24 @@ async def create_tenant(ctx: IngestContext, name: str) -> dict[str, Any]:
         issued = await tenants.insert_token(
             conn, tenant_id, uuid7(), token_hash, "initial", [str(s) for s in ALL_SCOPES]
         )
-    return {**tenant.to_json(), "token_id": issued.token_id, "api_token": token}
+    return TenantCreated.model_validate({**tenant.to_json(), "token_id": issued.token_id, "api_token": token})
 
 
-async def list_tenants(ctx: IngestContext) -> list[dict[str, Any]]:
+async def list_tenants(ctx: IngestContext) -> list[TenantOut]:
     return [_state(t) for t in await lookups.tenant_list(ctx.pool)]
 
 
-async def get_tenant(ctx: IngestContext, scope: Scope) -> dict[str, Any]:
+async def get_tenant(ctx: IngestContext, scope: Scope) -> TenantDetail:
     """The tenant with its repositories, index bytes and last activity."""
     async with scoped_tx(ctx, scope) as conn:
         found = await tenants.get_tenant(conn, scope.tenant_id)
         if found is None:
             raise NotFound("no such tenant")
         activity = await tenants.tenant_activity(conn)
-    return {**_state(found), **activity.to_json()}
+    return TenantDetail.model_validate({**found.to_json(), "state": found.state, **activity.to_json()})
 
 
-async def set_suspended(ctx: IngestContext, tenant_id: UUID, suspended: bool) -> dict[str, Any]:
+async def set_suspended(ctx: IngestContext, tenant_id: UUID, suspended: bool) -> TenantOut:
     """Suspend (not indexed, not reviewed, not linked context) or resume; idempotent."""
     async with tenant_tx(ctx.pool, tenant_id) as conn:
         found = await tenants.set_suspended(conn, tenant_id, suspended)
@@ -55,25 +57,25 @@ async def set_suspended(ctx: IngestContext, tenant_id: UUID, suspended: bool) ->
     return _state(found)
 
 
-def _state(tenant: Tenant) -> dict[str, Any]:
-    return {**tenant.to_json(), "state": tenant.state}
+def _state(tenant: Tenant) -> TenantOut:
+    return TenantOut.model_validate({**tenant.to_json(), "state": tenant.state})
 
 
 async def issue_token(
     ctx: IngestContext, scope: Scope, name: str, scopes: Sequence[str], expires_at: datetime | None
-) -> dict[str, Any]:
+) -> TokenCreated:
     token, token_hash = new_api_token()
     async with scoped_tx(ctx, scope) as conn:
         issued = await tenants.insert_token(
             conn, scope.tenant_id, uuid7(), token_hash, name, sorted(set(scopes)), expires_at
         )
-    return {**issued.to_json(), "api_token": token}
+    return TokenCreated.model_validate({**issued.to_json(), "api_token": token})
 
 
-async def list_tokens(ctx: IngestContext, scope: Scope, *, include_revoked: bool) -> list[dict[str, Any]]:
+async def list_tokens(ctx: IngestContext, scope: Scope, *, include_revoked: bool) -> list[TokenOut]:
     async with scoped_tx(ctx, scope) as conn:
         found = await tenants.list_tokens(conn, include_revoked=include_revoked)
-    return [t.to_json() for t in found]
+    return [TokenOut.model_validate(t.to_json()) for t in found]
 
 
 async def revoke_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> None:
@@ -93,7 +95,7 @@ def _forget(ctx: IngestContext, token_hash: bytes, ended: list[UUID]) -> None:
         ctx.sessions.discard(session_id)
 
 
-async def rotate_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> dict[str, Any]:
+async def rotate_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> TokenCreated:
     """A new secret for the token (same id, name, scopes, expiry); the old one stops working now."""
     token, token_hash = new_api_token()
     async with scoped_tx(ctx, scope) as conn:
@@ -105,4 +107,4 @@ async def rotate_token(ctx: IngestContext, scope: Scope, token_id: UUID) -> dict
         ended = await sessions.end_for_token(conn, rotated[0])
     old_hash, row = rotated
     _forget(ctx, old_hash, ended)
-    return {**row.to_json(), "api_token": token}
+    return TokenCreated.model_validate({**row.to_json(), "api_token": token})

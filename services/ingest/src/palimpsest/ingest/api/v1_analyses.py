@@ -12,7 +12,6 @@ from palimpsest.ingest.api.deps import Ctx, ReadScope, ReviewScope
 from palimpsest.ingest.read_models import (
     Analysis,
     AnalysisCreate,
-    AnalysisItem,
     AnalysisPage,
     AnalysisRequest,
 )
@@ -29,15 +28,14 @@ async def list_analyses(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> AnalysisPage:
     """Analyses of a repository, newest first."""
-    rows = await analyses.analyses(ctx, scope, repository_id, limit=limit, before=before)
-    items = [AnalysisItem.model_validate(r) for r in rows]
+    items = await analyses.analyses(ctx, scope, repository_id, limit=limit, before=before)
     return AnalysisPage(items=items, next_before=items[-1].analysis_id if len(items) == limit else None)
 
 
 @router.get("/analyses/{analysis_id}")
 async def get_analysis(analysis_id: UUID, ctx: Ctx, scope: ReadScope) -> Analysis:
     """One analysis: Markdown, summary, chunk selection and the documentation findings."""
-    return Analysis.model_validate(await analyses.analysis(ctx, scope, analysis_id))
+    return await analyses.analysis(ctx, scope, analysis_id)
 
 
 @router.post(
@@ -50,6 +48,4 @@ async def request_analysis(
 ) -> AnalysisRequest:
     """Request an analysis (emits analysis.requested); the stored analysis carries the request id."""
     snapshot_id = body.snapshot_id if body is not None else None
-    return AnalysisRequest.model_validate(
-        await analyses.request_analysis(ctx, scope, repository_id, snapshot_id)
-    )
+    return await analyses.request_analysis(ctx, scope, repository_id, snapshot_id)

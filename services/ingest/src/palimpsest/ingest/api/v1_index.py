@@ -53,7 +53,7 @@ async def search(
     """Search the newest ready snapshot (``palimpsest search``); hybrid fuses lexical and semantic
     rankings (RRF, k = 60) and says why when the semantic half could not run."""
     query = index.SearchQuery(q, limit, mode, path_prefix, language, kind)
-    return SearchResult.model_validate(await index.search(ctx, scope, repository_id, query))
+    return await index.search(ctx, scope, repository_id, query)
 
 
 @router.get(
@@ -76,8 +76,7 @@ async def graph_context(
     """Ranked paths around the seeds, each with the edge or signal that put it there
     (``palimpsest context``); a seed that matches nothing is a 404 naming it."""
     depth = None if hops == "all" else int(hops)
-    found = await index.context(ctx, scope, repository_id, seed, budget=budget, hops=depth, history=history)
-    return GraphContext.model_validate(found)
+    return await index.context(ctx, scope, repository_id, seed, budget=budget, hops=depth, history=history)
 
 
 @router.get(
@@ -85,4 +84,4 @@ async def graph_context(
 )
 async def index_report(repository_id: UUID, ctx: Ctx, scope: ReadScope) -> IndexReport:
     """What the newest snapshot's graph cannot see (``palimpsest index-report``)."""
-    return IndexReport.model_validate(await index.index_report(ctx, scope, repository_id))
+    return await index.index_report(ctx, scope, repository_id)

@@ -33,7 +33,7 @@ router = APIRouter(prefix="/v1/tenants/{tenant_id}")
 @router.post("/repositories", status_code=status.HTTP_201_CREATED, tags=["repositories"])
 async def register_repository(body: RepositoryCreate, ctx: Ctx, scope: ManageScope) -> RepositoryRegistered:
     """Register a repository by URL; unless index_mode is off this emits index.requested."""
-    return RepositoryRegistered.model_validate(await repositories.register_repository(ctx, scope, body))
+    return await repositories.register_repository(ctx, scope, body)
 
 
 @router.get("/repositories", tags=["repositories"])
@@ -46,12 +46,12 @@ async def list_repositories(
     rows = await repositories.list_repositories(
         ctx, scope, provider=provider, installation_id=installation_id
     )
-    return RepositoryList(items=[Repository.model_validate(r) for r in rows])
+    return RepositoryList(items=rows)
 
 
 @router.get("/repositories/{repository_id}", tags=["repositories"])
 async def get_repository(repository_id: UUID, ctx: Ctx, scope: ReadScope) -> Repository:
-    return Repository.model_validate(await repositories.get_repository(ctx, scope, repository_id))
+    return await repositories.get_repository(ctx, scope, repository_id)
 
 
 @router.patch("/repositories/{repository_id}", tags=["repositories"])
@@ -60,7 +60,7 @@ async def update_repository(
 ) -> Repository:
     """Change the index mode (off deletes the index data; another mode emits index.requested),
     default branch, visibility."""
-    return Repository.model_validate(await repositories.update_repository(ctx, scope, repository_id, body))
+    return await repositories.update_repository(ctx, scope, repository_id, body)
 
 
 @router.post(
@@ -68,7 +68,7 @@ async def update_repository(
 )
 async def rebuild_repository(repository_id: UUID, ctx: Ctx, scope: ManageScope) -> IndexRequest:
     """Request a full index build of the default branch (emits index.requested)."""
-    return IndexRequest.model_validate(await repositories.rebuild_repository(ctx, scope, repository_id))
+    return await repositories.rebuild_repository(ctx, scope, repository_id)
 
 
 @router.delete("/repositories/{repository_id}", status_code=status.HTTP_204_NO_CONTENT, tags=["repositories"])

@@ -10,11 +10,9 @@ from fastapi import APIRouter, Query, status
 from palimpsest.ingest.admin import reviews
 from palimpsest.ingest.api.deps import Ctx, ReadScope, ReviewScope
 from palimpsest.ingest.read_models import (
-    FeedbackItem,
     FeedbackPage,
     Review,
     ReviewCreate,
-    ReviewItem,
     ReviewPage,
     ReviewRequest,
 )
@@ -31,8 +29,7 @@ async def list_reviews(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> ReviewPage:
     """Stored reviews of a repository (webhook, CLI and API requests), newest first."""
-    rows = await reviews.reviews(ctx, scope, repository_id, limit=limit, before=before)
-    items = [ReviewItem.model_validate(r) for r in rows]
+    items = await reviews.reviews(ctx, scope, repository_id, limit=limit, before=before)
     return ReviewPage(items=items, next_before=items[-1].review_id if len(items) == limit else None)
 
 
@@ -46,20 +43,14 @@ async def list_feedback(
 ) -> FeedbackPage:
     """What happened to the repository's posted findings (resolved, replied to, reacted to, code
     changed at the anchor), newest first, with acceptance per category."""
-    found = await reviews.feedback(ctx, scope, repository_id, limit=limit, before=before)
-    items = [FeedbackItem.model_validate(r) for r in found["items"]]
-    return FeedbackPage(
-        acceptance=found["acceptance"],
-        items=items,
-        next_before=items[-1].feedback_id if len(items) == limit else None,
-    )
+    return await reviews.feedback(ctx, scope, repository_id, limit=limit, before=before)
 
 
 @router.get("/reviews/{review_id}")
 async def get_review(review_id: UUID, ctx: Ctx, scope: ReadScope) -> Review:
     """A review with its findings and context sources, by review id or by the request id a POST
     returned: ``pending`` until the reviewer is done, then the review (or the failure's reason)."""
-    return Review.model_validate(await reviews.review(ctx, scope, review_id))
+    return await reviews.review(ctx, scope, review_id)
 
 
 @router.post(
@@ -72,4 +63,4 @@ async def request_review(
 ) -> ReviewRequest:
     """Request a review of ``{base, head}`` or of ``{base, diff}`` (a unified diff against base, at
     most 5 MiB); emits review.requested for the reviewer service and answers with the request id."""
-    return ReviewRequest.model_validate(await reviews.request_review(ctx, scope, repository_id, body))
+    return await reviews.request_review(ctx, scope, repository_id, body)

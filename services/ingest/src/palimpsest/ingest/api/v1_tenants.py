@@ -27,7 +27,6 @@ from palimpsest.ingest.schemas import (
     TenantDeleted,
     TenantDetail,
     TenantList,
-    Token,
     TokenCreate,
     TokenCreated,
     TokenList,
@@ -46,33 +45,33 @@ async def create_tenant(body: TenantCreate, ctx: Ctx, _: OperatorOnly, request: 
     """Create a tenant and its first API token, with every scope (operator; the token is shown once)."""
     created = await tenants.create_tenant(ctx, body.name)
     if (note := audit_note(request)) is not None:
-        note.tenant_id = created["tenant_id"]
-        note.target = {"tenant_id": str(created["tenant_id"])}
-    return TenantCreated.model_validate(created)
+        note.tenant_id = created.tenant_id
+        note.target = {"tenant_id": str(created.tenant_id)}
+    return created
 
 
 @router.get("/tenants", tags=["tenants"])
 async def list_tenants(ctx: Ctx, _: OperatorOnly) -> TenantList:
     """Every tenant with its state (operator)."""
-    return TenantList(items=[Tenant.model_validate(t) for t in await tenants.list_tenants(ctx)])
+    return TenantList(items=await tenants.list_tenants(ctx))
 
 
 @router.get("/tenants/{tenant_id}", tags=["tenants"])
 async def get_tenant(ctx: Ctx, scope: ReadScope) -> TenantDetail:
     """The tenant: state, repositories, installations, index bytes and last activity."""
-    return TenantDetail.model_validate(await tenants.get_tenant(ctx, scope))
+    return await tenants.get_tenant(ctx, scope)
 
 
 @router.post("/tenants/{tenant_id}/suspend", tags=["tenants"])
 async def suspend_tenant(tenant_id: UUID, ctx: Ctx, _: OperatorOnly) -> Tenant:
     """Suspend: nothing of the tenant is indexed or reviewed, nor used as linked context (operator)."""
-    return Tenant.model_validate(await tenants.set_suspended(ctx, tenant_id, True))
+    return await tenants.set_suspended(ctx, tenant_id, True)
 
 
 @router.post("/tenants/{tenant_id}/resume", tags=["tenants"])
 async def resume_tenant(tenant_id: UUID, ctx: Ctx, _: OperatorOnly) -> Tenant:
     """Lift a suspension (operator)."""
-    return Tenant.model_validate(await tenants.set_suspended(ctx, tenant_id, False))
+    return await tenants.set_suspended(ctx, tenant_id, False)
 
 
 @router.delete("/tenants/{tenant_id}", tags=["tenants"])
@@ -97,15 +96,13 @@ async def issue_token(body: TokenCreate, ctx: Ctx, scope: ManageScope) -> TokenC
         raise InvalidRequest("expires_at needs a time zone (e.g. 2027-01-31T00:00:00Z)")
     if expires_at is not None and expires_at <= datetime.now(UTC):
         raise InvalidRequest("expires_at is in the past")
-    issued = await tenants.issue_token(ctx, scope, body.name, body.scopes, expires_at)
-    return TokenCreated.model_validate(issued)
+    return await tenants.issue_token(ctx, scope, body.name, body.scopes, expires_at)
 
 
 @router.get("/tenants/{tenant_id}/tokens", tags=["tokens"])
 async def list_tokens(ctx: Ctx, scope: ManageScope, include_revoked: bool = False) -> TokenList:
     """The tenant's tokens (never a secret): scopes, created, expires, last used, revoked."""
-    rows = await tenants.list_tokens(ctx, scope, include_revoked=include_revoked)
-    return TokenList(items=[Token.model_validate(r) for r in rows])
+    return TokenList(items=await tenants.list_tokens(ctx, scope, include_revoked=include_revoked))
 
 
 @router.delete(
@@ -120,7 +117,7 @@ async def revoke_token(token_id: UUID, ctx: Ctx, scope: ManageScope) -> Response
 @router.post("/tenants/{tenant_id}/tokens/{token_id}/rotate", tags=["tokens"])
 async def rotate_token(token_id: UUID, ctx: Ctx, scope: ManageScope) -> TokenCreated:
     """A new secret for the token (same id, name, scopes and expiry); the old secret stops working."""
-    return TokenCreated.model_validate(await tenants.rotate_token(ctx, scope, token_id))
+    return await tenants.rotate_token(ctx, scope, token_id)
 
 
 @router.get("/tenants/{tenant_id}/audit", tags=["audit"])
@@ -150,18 +147,17 @@ async def _audit_page(
 )
 async def add_installation(body: InstallationCreate, ctx: Ctx, scope: ManageScope) -> Installation:
     """Register a webhook sender (secret and credentials are encrypted at rest, never returned)."""
-    return Installation.model_validate(await installations.add_installation(ctx, scope, body))
+    return await installations.add_installation(ctx, scope, body)
 
 
 @router.get("/tenants/{tenant_id}/installations", tags=["installations"])
 async def list_installations(ctx: Ctx, scope: ManageScope) -> InstallationList:
-    rows = await installations.list_installations(ctx, scope)
-    return InstallationList(items=[Installation.model_validate(r) for r in rows])
+    return InstallationList(items=await installations.list_installations(ctx, scope))
 
 
 @router.get("/tenants/{tenant_id}/installations/{installation_id}", tags=["installations"])
 async def get_installation(installation_id: UUID, ctx: Ctx, scope: ManageScope) -> Installation:
-    return Installation.model_validate(await installations.get_installation(ctx, scope, installation_id))
+    return await installations.get_installation(ctx, scope, installation_id)
 
 
 @router.patch("/tenants/{tenant_id}/installations/{installation_id}", tags=["installations"])
@@ -169,23 +165,20 @@ async def update_installation(
     installation_id: UUID, body: InstallationUpdate, ctx: Ctx, scope: ManageScope
 ) -> Installation:
     """Rename, rotate the webhook secret, replace or clear the credentials."""
-    found = await installations.update_installation(ctx, scope, installation_id, body)
-    return Installation.model_validate(found)
+    return await installations.update_installation(ctx, scope, installation_id, body)
 
 
 @router.post("/tenants/{tenant_id}/installations/{installation_id}/suspend", tags=["installations"])
 async def suspend_installation(installation_id: UUID, ctx: Ctx, scope: ManageScope) -> Installation:
     """Suspend: its repositories are neither indexed nor reviewed, nor used as linked context, and its
     deliveries are recorded as ignored (GitHub's 'installation suspend' event does the same)."""
-    found = await installations.set_suspended(ctx, scope, installation_id, True)
-    return Installation.model_validate(found)
+    return await installations.set_suspended(ctx, scope, installation_id, True)
 
 
 @router.post("/tenants/{tenant_id}/installations/{installation_id}/resume", tags=["installations"])
 async def resume_installation(installation_id: UUID, ctx: Ctx, scope: ManageScope) -> Installation:
     """Lift a suspension (whoever set it)."""
-    found = await installations.set_suspended(ctx, scope, installation_id, False)
-    return Installation.model_validate(found)
+    return await installations.set_suspended(ctx, scope, installation_id, False)
 
 
 @router.post("/tenants/{tenant_id}/installations/{installation_id}/sync", tags=["installations"])
@@ -197,7 +190,7 @@ async def sync_installation(
     are in ``errors`` with their HTTP status. ``dry_run``: report only. An empty listing while
     repositories are registered changes nothing and is an error unless ``force``."""
     report = await sync.sync_installation(ctx, scope, installation_id, dry_run=dry_run, force=force)
-    return InstallationSync.model_validate(report.as_dict())
+    return report.as_schema()
 
 
 @router.delete(

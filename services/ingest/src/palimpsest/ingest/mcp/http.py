@@ -21,7 +21,6 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 from uuid import UUID
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -62,8 +61,8 @@ def authorize(principal: Principal, scope: ApiScope = REQUIRED_SCOPE) -> UUID:
 def tenant_of(ctx: Context) -> UUID:
     """The tenant the HTTP request was authenticated for (set by :class:`McpEndpoint`)."""
     request = ctx.request_context.request
-    scope: dict[str, Any] = getattr(request, "scope", None) or {}
-    tenant = scope.get(SCOPE_KEY)
+    asgi: Scope = getattr(request, "scope", None) or {}
+    tenant = asgi.get(SCOPE_KEY)
     if not isinstance(tenant, UUID):  # not through McpEndpoint: refuse rather than guess
         raise ToolError("this request carries no authenticated tenant")
     return tenant

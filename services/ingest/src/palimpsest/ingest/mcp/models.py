@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from palimpsest.index.context.finding import FindingJson
+
 
 class _Result(BaseModel):
     budget_tokens: int = Field(description="The token budget the answer was fitted to.")
@@ -132,7 +134,7 @@ class ReviewContextResult(_Result):
         description="How docs were demoted: analysis (the newest analysis's doc states: drift and"
         " unverified_old demoted, verified and reference never) or age (no analysis: the age rule).",
     )
-    left_behind: list[dict[str, Any]] = Field(
+    left_behind: list[FindingJson] = Field(
         default_factory=list,
         description="Doc lines this change leaves behind (it removes, renames or moves what they name),"
         " found without a model, as the review's `docs` findings: path, start_line, message,"
@@ -149,10 +151,19 @@ class RecencyFile(BaseModel):
     why: str
 
 
+class ScanNote(BaseModel):
+    """The last recency scan of the repository."""
+
+    status: str = Field(description="ok, failed or disabled.")
+    reason: str | None
+    commit_sha: str | None
+    scanned_at: str
+
+
 class RecencyResult(_Result):
     repository: str
     median_code_date: str | None
-    scan: dict[str, Any] | None = Field(description="The last recency scan: status, reason, when.")
+    scan: ScanNote | None = Field(description="The last recency scan: status, reason, when.")
     stale_docs: int = Field(description="Stale docs in the whole repository (before filters and budget).")
     files: list[RecencyFile] = Field(description="Oldest first.")
 

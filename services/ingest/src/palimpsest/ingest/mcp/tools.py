@@ -41,7 +41,7 @@ from palimpsest.index.context.leftbehind import preview_left_behind
 from palimpsest.index.context.preview import preview_context, query_embedder, reranker
 from palimpsest.index.errors import IndexNotReady, InvalidQuery, SemanticUnavailable, UnknownSeed
 from palimpsest.index.graph.query import graph_context
-from palimpsest.index.hybrid import hybrid_search
+from palimpsest.index.hybrid import HitFilters, hybrid_search
 from palimpsest.index.recency import last_modified_at, list_recency
 from palimpsest.index.search import lexical_search
 from palimpsest.index.snapshots import Snapshot, list_snapshots, newest_ready, snapshot_commit
@@ -183,7 +183,7 @@ class _Tools:
         reciprocal rank; says why when the semantic half could not run). Filters: path prefix,
         language, chunk kind. Each hit: path, lines, its code, the file's last change."""
         tenant = self.deps.tenant_of(ctx)
-        filters: dict[str, Any] = {"path_prefix": path_prefix, "language": language, "kind": kind}
+        filters: HitFilters = {"path_prefix": path_prefix, "language": language, "kind": kind}
         try:
             async with tenant_tx(self.deps.pool, tenant) as conn:
                 repo = await _repository(conn, repository)
@@ -491,11 +491,18 @@ class _Tools:
             for e in entries
         )
         kept, left = fit(files, budget_tokens, total=len(entries))
-        scan = listing.scan.to_json() if listing.scan is not None else None
+        scan = listing.scan
         return models.RecencyResult(
             repository=repo.full_name,
             median_code_date=median,
-            scan={k: scan[k] for k in ("status", "reason", "commit_sha", "scanned_at")} if scan else None,
+            scan=models.ScanNote(
+                status=scan.status,
+                reason=scan.reason,
+                commit_sha=scan.commit_sha,
+                scanned_at=scan.scanned_at.isoformat(),
+            )
+            if scan is not None
+            else None,
             stale_docs=sum(1 for e in listing.entries if e.stale),
             files=kept,
             left_out=left,

@@ -192,7 +192,7 @@ class WebView:
             **found,
         )
 
-    def _analysis_fragment(self, tenant_id: UUID, found: dict[str, Any]) -> Markup:
+    def _analysis_fragment(self, tenant_id: UUID, found: views.RepositoryPage) -> Markup:
         """The analysis part of the repository page. A stored analysis never changes, so it is
         rendered once per process (keyed by everything its links depend on), then reused."""
         view, repo = found["analysis"], found["repo"]
