@@ -32,9 +32,14 @@ from typing import Any, Literal
 from uuid import UUID
 
 from palimpsest.core.db import Conn, fetch_all_as
+from palimpsest.core.stores import Store
 from palimpsest.index.errors import IndexNotReady, InvalidQuery
 from palimpsest.index.snapshots import newest_ready
 from palimpsest.index.tokens import QueryTerm, query_terms
+
+# the chunker's chunks and file rows, read through the candidate functions (migrations 0053, 0056,
+# 0057: SECURITY DEFINER, so the GIN indexes serve under row-level security) and fetch_hits
+STORE = Store(owner="chunker", reads=("code_chunks", "code_index_files", "code_blobs"))
 
 DEFAULT_CANDIDATES = 2000
 # the phrase pass and the padding pass rank this share of ``candidates`` (see lexical_search)

@@ -18,10 +18,15 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from palimpsest.core.db import Conn, fetch_all_as
+from palimpsest.core.db import Conn, fetch_all_as, fetch_one_as
+from palimpsest.core.stores import Store
 from palimpsest.index.errors import IndexNotReady, SemanticUnavailable
 from palimpsest.index.search import SearchHit, fetch_hits, hit_filters
 from palimpsest.index.snapshots import Snapshot, get_snapshot, newest_ready
+
+# the embedder's vectors, read beside the chunker's chunks and file rows; the candidates come from
+# a SECURITY DEFINER function (migration 0007), the hits from search.fetch_hits
+STORE = Store(owner="embedder", reads=("code_chunk_embeddings", "code_chunks", "code_index_files"))
 
 # vector (HNSW indexes vector up to 2000 dimensions) and halfvec for 3072 — see migration 0007
 SUPPORTED_DIMENSIONS = (384, 768, 1024, 1536, 3072)
@@ -36,11 +41,15 @@ class _Candidate:
     distance: float
 
 
+@dataclass(frozen=True, slots=True)
+class _Exists:
+    ok: bool
+
+
 async def semantic_available(conn: Conn) -> bool:
     """True when pgvector and its indexes (migration 0007) exist in this database."""
-    cur = await conn.execute("SELECT to_regprocedure(%s) IS NOT NULL AS ok", (_FUNCTION,))
-    row = await cur.fetchone()
-    return bool(row and row["ok"])
+    found = await fetch_one_as(conn, _Exists, "SELECT to_regprocedure(%s) IS NOT NULL AS ok", (_FUNCTION,))
+    return bool(found and found.ok)
 
 
 async def snapshot_for_search(conn: Conn, repository_id: UUID, snapshot_id: UUID | None) -> Snapshot:
