@@ -123,3 +123,21 @@ def test_a_keyword_argument_of_a_removed_build_script_is_no_truth(tmp_path: Path
     lines = SETUP_PY.split("\n")
     assert keyword_argument(lines, 5) and not keyword_argument(lines, 1)
     assert not keyword_argument(CLIENT.split("\n"), 4)  # inside ``def __init__(``
+
+
+def test_a_name_moved_into_generated_code_beside_the_package_is_still_the_code_s(tmp_path: Path) -> None:
+    flags = "package altsrc\n\nfunc NewIntFlag(name string) string {\n\treturn name\n}\n"
+    repo = init_repo(tmp_path / "repo")
+    commit(
+        repo,
+        "2023-01-01T00:00:00+00:00",
+        {"altsrc/flag.go": flags, "README.md": "# cli\n\nCall `NewIntFlag` for an int flag.\n"},
+    )
+    commit(  # the generator writes it now, beside the package's code (urfave/cli's altsrc)
+        repo,
+        "2023-06-01T00:00:00+00:00",
+        {"altsrc/flag.go": "package altsrc\n", "altsrc/flag_generated.go": flags},
+    )
+    commit(repo, "2023-08-01T00:00:00+00:00", {"README.md": "# cli\n\nSee the manual.\n"})
+    windows, _ = mine_windows(repo, commits=50)
+    assert windows == []  # the doc's rewrite fixed no drift: the package still defines it

@@ -38,7 +38,7 @@ from palimpsest.cli.output import progress
 from palimpsest.cli.session import Session
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.core.wire import parse_hunk_header
-from palimpsest.index.codefacts import is_definition_site, is_doc, is_history_doc
+from palimpsest.index.codefacts import is_definition_site, is_doc, is_generated_source, is_history_doc
 
 __all__ = [
     "Window",
@@ -295,9 +295,12 @@ def first_code_change(repo: Path, pickaxe: str, rev: str) -> str:
 
 
 def _grep_ok(repo: Path, name: str, commit: str) -> bool:
-    """Whether the product's code at ``commit`` holds ``name`` as a whole word."""
+    """Whether the product's code at ``commit`` holds ``name`` as a whole word; generator output
+    kept beside a package's code counts (:func:`is_generated_source`: urfave/cli's
+    ``altsrc/flag_generated.go`` still defines ``NewIntFlag`` after a commit moved it there)."""
     found = git_text(repo, "grep", "-l", "-w", "-F", "-e", name, commit, "--", ".", ok=(0, 1))
-    return bool(code_paths(_grepped(found, commit)))
+    paths = _grepped(found, commit)
+    return bool(code_paths(paths)) or any(is_generated_source(p) for p in paths)
 
 
 def _defined_before(repo: Path, name: str, removal: str) -> bool:
