@@ -238,6 +238,22 @@ def test_api_reference_directives_name_code() -> None:
     }
 
 
+def test_a_link_to_a_go_package_reference_names_the_object_it_documents() -> None:
+    md = (
+        "# chi\n\n| [WithValue] | Short-hand middleware to set a key/value on the request context |\n\n"
+        "See [Mux.Use](https://pkg.go.dev/github.com/go-chi/chi/v5#Mux.Use), "
+        "[Server](https://pkg.go.dev/net/http#Server) and [the docs](https://pkg.go.dev/github.com/go-chi/chi/v5).\n\n"
+        "[WithValue]: https://pkg.go.dev/github.com/go-chi/chi/middleware#WithValue\n"
+        "[render]: https://godoc.org/github.com/go-chi/render#Bind\n"
+    )
+    facts = analyze_file("README.md", md, "markdown").facts
+    assert {(f.name, f.target, f.detail, f.line) for f in _kinds(facts, "mention")} == {
+        ("chi.Mux.Use", "identifier", "role", 5),  # the module's major version is no package
+        ("middleware.WithValue", "identifier", "role", 7),
+        ("render.Bind", "identifier", "role", 8),  # another module's: the check's tree says so
+    }  # the standard library's page and a package's front page name nothing of the repository's
+
+
 def test_roles_are_qualified_by_the_current_module() -> None:
     text = "X\n=\n\n.. currentmodule:: sphinxcontrib.websupport\n\nSubclass :class:`BaseSearch` or :meth:`~.WebSupport.get`.\n"
     facts = analyze_file("docs/x.rst", text, "rst").facts

@@ -86,3 +86,58 @@ def test_the_code_is_what_the_shared_classifier_says(tmp_path: Path) -> None:
     windows, _ = mine_windows(repo, commits=50)
     # the tests' stale uses are no use by the code: the rename is drift the fix repaired
     assert ("README.md", "start_service", removal) in {(w.doc, w.subject, w.removed_in) for w in windows}
+
+
+SETUP_PY = (
+    "from setuptools import setup\n\nsetup(\n    name='app',\n    zip_safe=False,\n"
+    "    include_package_data=True,\n)\n"
+)
+CLIENT = "class Client:\n    def __init__(\n        self,\n        verify_ssl=True,\n    ):\n        pass\n"
+GUIDE = (
+    "# Packaging\n\nSet `zip_safe` and `include_package_data` in `setup()`.\n\n"
+    "Pass `verify_ssl` to the client.\n"
+)
+
+
+def test_a_keyword_argument_of_a_removed_build_script_is_no_truth(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    commit(
+        repo,
+        "2023-01-01T00:00:00+00:00",
+        {"setup.py": SETUP_PY, "src/app/client.py": CLIENT, "docs/guide.md": GUIDE},
+    )
+    removal = commit(
+        repo,
+        "2023-06-01T00:00:00+00:00",
+        {"setup.py": None, "src/app/client.py": CLIENT.replace("verify_ssl", "verify")},
+    )
+    fix = commit(
+        repo, "2023-08-01T00:00:00+00:00", {"docs/guide.md": "# Packaging\n\nSee `pyproject.toml`.\n"}
+    )
+    windows, _ = mine_windows(repo, commits=50)
+    # ``zip_safe=False,`` passed to ``setup()`` is setuptools' parameter, not a name of this code;
+    # a parameter of the repository's own signature is
+    assert {(w.subject, w.removed_in, w.fixed_in) for w in windows} == {("verify_ssl", removal, fix)}
+    from palimpsest.devtools.bench.drift_history import keyword_argument
+
+    lines = SETUP_PY.split("\n")
+    assert keyword_argument(lines, 5) and not keyword_argument(lines, 1)
+    assert not keyword_argument(CLIENT.split("\n"), 4)  # inside ``def __init__(``
+
+
+def test_a_name_moved_into_generated_code_beside_the_package_is_still_the_code_s(tmp_path: Path) -> None:
+    flags = "package altsrc\n\nfunc NewIntFlag(name string) string {\n\treturn name\n}\n"
+    repo = init_repo(tmp_path / "repo")
+    commit(
+        repo,
+        "2023-01-01T00:00:00+00:00",
+        {"altsrc/flag.go": flags, "README.md": "# cli\n\nCall `NewIntFlag` for an int flag.\n"},
+    )
+    commit(  # the generator writes it now, beside the package's code (urfave/cli's altsrc)
+        repo,
+        "2023-06-01T00:00:00+00:00",
+        {"altsrc/flag.go": "package altsrc\n", "altsrc/flag_generated.go": flags},
+    )
+    commit(repo, "2023-08-01T00:00:00+00:00", {"README.md": "# cli\n\nSee the manual.\n"})
+    windows, _ = mine_windows(repo, commits=50)
+    assert windows == []  # the doc's rewrite fixed no drift: the package still defines it

@@ -14,6 +14,7 @@ from palimpsest.index.codefacts import (
     is_definition_site,
     is_doc,
     is_generated,
+    is_generated_source,
     is_history_doc,
     is_history_file,
     is_lockfile,
@@ -333,3 +334,21 @@ DEFINITION_SITES: list[tuple[str, bool]] = [
 @pytest.mark.parametrize(("path", "site"), DEFINITION_SITES, ids=[p for p, _ in DEFINITION_SITES])
 def test_definition_sites(path: str, site: bool) -> None:
     assert is_definition_site(path) is site
+
+
+GENERATED_SOURCES: list[tuple[str, bool]] = [
+    ("altsrc/flag_generated.go", True),  # a package's generated code: its users call it
+    ("api/v1/service.pb.go", True),
+    ("proto/service_pb2.py", True),
+    ("dist/axios.js", False),  # a build-output tree
+    ("pkg/generated/client.go", False),
+    ("static/app.min.js", False),  # a bundle
+    ("static/app.js.map", False),
+    ("go.sum", False),  # a lockfile
+    ("src/app.py", False),  # hand-written
+]
+
+
+@pytest.mark.parametrize(("path", "source"), GENERATED_SOURCES, ids=[p for p, _ in GENERATED_SOURCES])
+def test_generated_sources(path: str, source: bool) -> None:
+    assert is_generated_source(path) is source

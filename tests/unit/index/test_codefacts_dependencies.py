@@ -242,8 +242,47 @@ def test_whose_name_the_examples_own_code_says() -> None:
     assert name_owners(JS, "level", 5, known=lambda m: m == "pino-pretty") == []  # not inside transport
     assert name_owners(JS, "join", 6) == [Owner("node:path", "javascript", "import")]
     assert name_owners(RST, "add_handler", 11, "t.rst") == [Owner("pyramid_handlers", "python", "plugin")]
-    assert name_owners(RST, "Blog", 4, "t.rst") == [Owner("mypackage", "python", "string")]
+    assert name_owners(RST, "Blog", 17, "t.rst") == [Owner("mypackage", "python", "string")]
     assert name_owners(RST, "include", 10, "t.rst") == []  # a method of the example's own object
+
+
+CHI = """# chi
+
+```go
+import "context"
+
+func ArticleCtx(next http.Handler) http.Handler {
+  return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+    ctx := context.WithValue(r.Context(), "article", article)
+    next.ServeHTTP(w, r.WithContext(ctx))
+  })
+}
+```
+
+| [WithValue] | Short-hand middleware to set a key/value on the request context |
+
+[WithValue]: https://pkg.go.dev/github.com/go-chi/chi/middleware#WithValue
+"""
+
+
+def test_a_prose_mention_takes_no_owner_from_uses_qualified_by_a_module() -> None:
+    # the example only ever writes ``context.WithValue``: that names the standard library's
+    # function, not the bare ``WithValue`` the prose lists among chi's own middlewares
+    assert name_owners(CHI, "WithValue", 8) == [Owner("context", "go", "qualified")]  # the use itself
+    assert name_owners(CHI, "WithValue", 14) == []
+    assert name_owners(CHI, "WithValue", 16, written="middleware.WithValue") == []
+    # the prose writing the same qualifier means the same thing
+    assert name_owners(CHI, "WithValue", 14, written="context.WithValue") == [
+        Owner("context", "go", "qualified")
+    ]
+    assert name_owners(RST, "Blog", 4, "t.rst") == []
+    assert name_owners(RST, "Blog", 4, "t.rst", written="mypackage.resources.Blog") == [
+        Owner("mypackage", "python", "string")
+    ]
+    # what binds the bare word still gives its owner to the prose: a plugin's method, a field
+    assert name_owners(RST, "add_handler", 4, "t.rst") == [Owner("pyramid_handlers", "python", "plugin")]
+    server = GO.replace("t := srv.Options{ReadTimeout: 5}\n", "") + "\nSet `ReadTimeout`.\n"
+    assert name_owners(server, "ReadTimeout", 12) == [Owner("net/http", "go", "field")]
 
 
 def test_a_standard_module_written_without_its_import_unless_the_example_makes_it() -> None:

@@ -363,7 +363,7 @@ def foreign_away(
             kept.append(claim)
             continue
         last = _last(mention.name)
-        owners = name_owners(text, last, mention.line, mention.doc, known)
+        owners = name_owners(text, last, mention.line, mention.doc, known, mention.name)
         whose = [_whose(o, dependencies, tree) for o in owners]
         if whose and all(w is not None for w in whose):
             rule = next(

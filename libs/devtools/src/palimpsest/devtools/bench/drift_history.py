@@ -38,12 +38,13 @@ from palimpsest.cli.output import progress
 from palimpsest.cli.session import Session
 from palimpsest.core.settings import BaseServiceSettings
 from palimpsest.core.wire import parse_hunk_header
-from palimpsest.index.codefacts import is_definition_site, is_doc, is_history_doc
+from palimpsest.index.codefacts import is_definition_site, is_doc, is_generated_source, is_history_doc
 
 __all__ = [
     "Window",
     "code_paths",
     "first_code_change",
+    "keyword_argument",
     "mine_windows",
     "own_example",
     "pick_commits",
@@ -294,21 +295,62 @@ def first_code_change(repo: Path, pickaxe: str, rev: str) -> str:
 
 
 def _grep_ok(repo: Path, name: str, commit: str) -> bool:
-    """Whether the product's code at ``commit`` holds ``name`` as a whole word."""
+    """Whether the product's code at ``commit`` holds ``name`` as a whole word; generator output
+    kept beside a package's code counts (:func:`is_generated_source`: urfave/cli's
+    ``altsrc/flag_generated.go`` still defines ``NewIntFlag`` after a commit moved it there)."""
     found = git_text(repo, "grep", "-l", "-w", "-F", "-e", name, commit, "--", ".", ok=(0, 1))
-    return bool(code_paths(_grepped(found, commit)))
+    paths = _grepped(found, commit)
+    return bool(code_paths(paths)) or any(is_generated_source(p) for p in paths)
 
 
 def _defined_before(repo: Path, name: str, removal: str) -> bool:
-    """Whether the product's code (:func:`code_paths`) at ``removal``'s parent *defines* ``name``."""
+    """Whether the product's code (:func:`code_paths`) at ``removal``'s parent *defines* ``name``.
+    A keyword argument of a call (``zip_safe=False,`` inside ``setup(…)``) defines nothing of the
+    repository's: it passes a value to the callee's parameter, the callee's name (setuptools' here);
+    a parameter of the repository's own function is defined in its signature (``def f(\n    x=1,``)."""
     n = re.escape(name)
     pattern = (
         rf"(\b(def|class|function|func|fn|fun|struct|enum|interface|trait|type|const|let|var|val|module)"
         rf"[[:space:]]+([A-Za-z_$][A-Za-z0-9_$]*\.)?\*?{n}\b)|(^[[:space:]]*(self\.)?{n}[[:space:]]*(:[^=]*)?=[^=])"
         rf"|(^[[:space:]]*['\"]?{n}['\"]?[[:space:]]*:)|(\b{n}[[:space:]]*\([^)]*\)[[:space:]]*\{{)"
     )
-    found = git_text(repo, "grep", "-l", "-E", "-e", pattern, f"{removal}^1", "--", ".", ok=(0, 1))
-    return bool(code_paths(_grepped(found, f"{removal}^1")))
+    parent = f"{removal}^1"
+    found = git_text(repo, "grep", "-n", "-z", "-E", "-e", pattern, parent, "--", ".", ok=(0, 1))
+    hits: dict[str, list[int]] = defaultdict(list)
+    for record in found.splitlines():
+        fields = record.split("\0")
+        if len(fields) >= 2 and fields[1].isdigit():
+            hits[fields[0].removeprefix(f"{parent}:")].append(int(fields[1]))
+    keyword = re.compile(rf"^\s*{n}\s*=(?!=)")
+    for path in code_paths(hits):
+        lines = git_text(repo, "show", f"{parent}:{path}", ok=(0, 128)).split("\n")
+        for number in hits[path]:
+            line = lines[number - 1] if 0 < number <= len(lines) else ""
+            if not (keyword.match(line) and keyword_argument(lines, number)):
+                return True
+    return False
+
+
+_SIGNATURE = re.compile(r"\b(?:def|fn|func|fun|function|class|constructor)\b[^()]*$")
+
+
+def keyword_argument(lines: list[str], number: int) -> bool:
+    """Whether line ``number`` (1-based) of a source file stands inside the parentheses of a call
+    (a keyword argument on a line of its own), not of a definition's signature (``def f(``,
+    ``function f(``) nor at a statement's top level."""
+    depth = 0
+    for index in range(number - 2, max(-1, number - 202), -1):  # the lines above, innermost out
+        text = re.sub(r"""(["'])(?:\\.|(?!\1).)*\1""", "", lines[index].split("#", 1)[0])
+        for at in range(len(text) - 1, -1, -1):
+            c = text[at]
+            if c in ")]}":
+                depth += 1
+            elif c in "([{":
+                if depth:
+                    depth -= 1
+                    continue
+                return c == "(" and not _SIGNATURE.search(text[:at])
+    return False
 
 
 def _resolved_path(repo: Path, doc: str, written: str, parent: str, *, linked: bool) -> str | None:

@@ -74,6 +74,7 @@ __all__ = [
     "is_definition_site",
     "is_doc",
     "is_generated",
+    "is_generated_source",
     "is_history_doc",
     "is_history_file",
     "is_lockfile",
@@ -457,6 +458,20 @@ def is_lockfile(path: str) -> bool:
 def is_generated(path: str) -> bool:
     """Generator output: lockfiles, bundles, source maps, protobuf output, build-output trees."""
     return classify(path).kind is Kind.GENERATED
+
+
+def is_generated_source(path: str) -> bool:
+    """Generator output kept by name beside a package's hand-written code (``altsrc/flag_generated.go``,
+    ``api/v1/x.pb.go``, ``x_pb2.py``): still the package's code, whose definitions its users call; not
+    a lockfile, a bundle, a source map or a build-output tree."""
+    facts = classify(path)
+    folders, _, name = path.rpartition("/")
+    return (
+        facts.kind is Kind.GENERATED
+        and not facts.lockfile
+        and not any(f in _GENERATED_DIRS for f in folders.lower().split("/"))
+        and not name.lower().endswith((".map", ".min.js", ".min.mjs", ".min.cjs", ".min.css"))
+    )
 
 
 def is_vendored(path: str) -> bool:

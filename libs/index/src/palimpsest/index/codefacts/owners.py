@@ -20,8 +20,9 @@ or a declared dependency's (:class:`.dependencies.Dependencies`) is the caller's
 string value is an owner only when the caller knows it for a module (``known``); the others are
 modules by their syntax.
 
-A mention in prose has the owners of the name's uses in the doc's code blocks, when every use
-has one. The same function says whether those uses are only quoted keys the example reads
+A mention in prose has the owners of the name's uses in the doc's code blocks that bind the bare
+name (not those qualified by a module: ``context.WithValue`` in the example does not make a prose
+``WithValue`` the standard library's), when every such use has one. The same function says whether those uses are only quoted keys the example reads
 (``settings.get('do_timing')``): :func:`quoted_only`.
 """
 
@@ -131,11 +132,18 @@ def _block(lines: list[str], run: list[int], tag: str | None) -> CodeBlock:
 
 
 def name_owners(
-    text: str, name: str, line: int, path: str = "", known: Callable[[str], bool] = lambda _: False
+    text: str,
+    name: str,
+    line: int,
+    path: str = "",
+    known: Callable[[str], bool] = lambda _: False,
+    written: str = "",
 ) -> list[Owner]:
     """The modules the doc ``text``'s code ties ``name`` to, for its mention on ``line``: that
     line's uses when it is in a code block, else every use in the doc's code blocks (empty when
-    any use has no owner, or there is none); ``path`` is the doc's (:func:`code_blocks`). ``known``
+    any use has no owner, or there is none; a use qualified by its module, ``context.WithValue``,
+    gives a prose ``WithValue`` no owner and takes none away, unless the mention, as ``written``,
+    names the same qualifier: ``context.WithValue``); ``path`` is the doc's (:func:`code_blocks`). ``known``
     says whether a string value names a module (a declared or standard one): only then does an
     object literal holding it make the module the owner of its keys."""
     blocks = _code_blocks(text, path)
@@ -145,13 +153,23 @@ def name_owners(
         return found if found and None not in found else []  # type: ignore[return-value]
     out: list[Owner] = []
     used = False
+    qualifier = _root(written[: len(written) - len(name)]) if written.endswith(name) else ""
     for block in blocks:
-        for owner in _owners(block, name, None, known):
+        for owner, root in _owners_and_qualifiers(block, name, None, known):
+            if owner is not None and owner.how in _QUALIFIED and root != qualifier:
+                continue  # ``context.WithValue`` names its package; the bare word does not
             used = True
             if owner is None:
                 return []
             out.append(owner)
     return out if used else []
+
+
+_QUALIFIED = frozenset({"qualified", "string"})
+"""The ways a use writes the name after its module (``context.WithValue``, ``os.environ``,
+``'mypackage.resources.Blog'``): they say whose that written path is, not whose a bare mention of
+the last word in prose is; the uses that bind the bare word (its import, a field or option given
+to a module's thing, a method a plugin adds) do."""
 
 
 def quoted_only(text: str, name: str, path: str = "") -> bool:
@@ -261,11 +279,26 @@ def _go_import_lines(code: str) -> str:
     return "\n".join(out)
 
 
+def _root(qualifier: str) -> str:
+    """The first segment of a written qualifier (``net.http.`` → ``net``; a dotted string's quote
+    dropped: ``'mypackage.resources.`` → ``mypackage``)."""
+    return re.split(r"\.|::|#", qualifier.lstrip("'\"`~"), maxsplit=1)[0]
+
+
 def _owners(
     block: CodeBlock, name: str, at: int | None, known: Callable[[str], bool]
 ) -> Iterator[Owner | None]:
     """An owner (or None: no evidence) for each use of ``name`` in ``block`` (on line ``at``,
     0-based within the block, or anywhere)."""
+    for owner, _ in _owners_and_qualifiers(block, name, at, known):
+        yield owner
+
+
+def _owners_and_qualifiers(
+    block: CodeBlock, name: str, at: int | None, known: Callable[[str], bool]
+) -> Iterator[tuple[Owner | None, str]]:
+    """:func:`_owners`, each with the root of the qualifier the use is written after (``context``
+    for ``context.WithValue``, ``mypackage`` inside ``'mypackage.resources.Blog'``; empty if none)."""
     imports = _imports(block)
     language = block.language
     code = block.text
@@ -277,7 +310,13 @@ def _owners(
         line_no = next(i for i in range(len(starts) - 1) if starts[i] <= found.start() < starts[i + 1])
         if at is not None and line_no != at:
             continue
-        yield _owner(code, found.start(), found.end(), name, imports, language, known)
+        owner = _owner(code, found.start(), found.end(), name, imports, language, known)
+        root = (
+            owner.module
+            if owner is not None and owner.how == "string"
+            else _root(_qualifier(code, found.start()))
+        )
+        yield owner, root
 
 
 def _owner(

@@ -16,9 +16,10 @@ from palimpsest.index.languages import DOC_LANGUAGES, is_doc
 
 __all__ = ["ANALYSIS_VERSION", "analyze_file"]
 
-ANALYSIS_VERSION = 7
+ANALYSIS_VERSION = 8
 """Bumped whenever the same text would be chunked differently, so stored blobs get re-chunked
-(7: chunks carry their file's search prior, migration 0056)."""
+(7: chunks carry their file's search prior, migration 0056; 8: a link to a Go package's reference
+page is a mention of the object it names)."""
 
 
 def analyze_file(path: str, text: str, language: str | None) -> FileAnalysis:

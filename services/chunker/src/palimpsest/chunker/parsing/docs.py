@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from palimpsest.chunker.parsing.lines import window_chunks
 from palimpsest.chunker.parsing.model import SECTION, Chunk, Fact
@@ -627,6 +628,36 @@ def _add_link(found: _Mentions, target: str, number: int) -> None:
     path = target.split("#", 1)[0].split("?", 1)[0].removeprefix("./")
     if path and not _SCHEME.match(path) and not path.startswith("//"):
         found.add(path.rstrip("/") or path, number, "path", "link")
+    elif documented := _go_reference(target):
+        found.add(documented, number, "identifier", "role")
+
+
+_GO_REFERENCE_HOSTS = frozenset({"pkg.go.dev", "godoc.org", "www.godoc.org"})
+
+
+def _go_reference(target: str) -> str | None:
+    """The object a link to a Go package's reference page names, as its package writes it
+    (``https://pkg.go.dev/github.com/go-chi/chi/middleware#WithValue`` → ``middleware.WithValue``,
+    ``…/chi/v5#Mux.Use`` → ``chi.Mux.Use``): a cross-reference like a role, checked against the
+    repository's code (a package the tree does not have is someone else's). A standard-library
+    page (``pkg.go.dev/net/http#Server``, no domain in its path) or a link to no object names nothing
+    of the repository's."""
+    url = urlsplit(target.strip())
+    if url.scheme not in ("http", "https") or url.hostname not in _GO_REFERENCE_HOSTS:
+        return None
+    segments = [s for s in url.path.split("/") if s]
+    if segments[:1] == ["pkg"]:  # godoc.org/pkg/… is the standard library's
+        return None
+    segments = [s.split("@", 1)[0] for s in segments]  # pkg.go.dev/x/y@v1.2.0
+    if not segments or "." not in segments[0] or not url.fragment:
+        return None
+    while len(segments) > 1 and segments[-1][:1] == "v" and segments[-1][1:].isdigit():  # …/chi/v5
+        segments.pop()
+    package = segments[-1].replace("-", "_").replace(".", "_")
+    parts = url.fragment.split(".")
+    if not all(p.isidentifier() for p in parts) or not package.isidentifier():
+        return None  # #section-anchor, #pkg-overview
+    return ".".join([package, *parts])
 
 
 def _is_path(code: str) -> bool:
