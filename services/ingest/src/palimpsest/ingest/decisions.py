@@ -1,8 +1,8 @@
 """What a verified webhook delivery means for its tenant: which event(s) to emit, or why none.
 
-`decide` runs inside the tenant's transaction, after the signature was verified. It reads the
-repository the delivery is about, keeps the stored facts the provider is authoritative on
-(provider id, default branch, visibility) current, and returns a `Decision`. Writes that must
+`decide` runs inside the tenant's transaction, after the signature was verified, on what
+:func:`palimpsest.ingest.load.load` read. It keeps the stored facts the provider is authoritative
+on (provider id, default branch, visibility) current, and returns a `Decision`. Writes that must
 happen only once — repositories added or removed by installation events — are deferred to
 `Decision.apply`, which the caller runs only after it has claimed the delivery id.
 """
@@ -10,7 +10,7 @@ happen only once — repositories added or removed by installation events — ar
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from uuid import UUID
 
@@ -20,8 +20,8 @@ from palimpsest.core.ids import uuid7
 from palimpsest.ingest.admin import audit
 from palimpsest.ingest.admin.audit import AuditNote
 from palimpsest.ingest.context import Route
-from palimpsest.ingest.errors import Conflict, SourceRefused
-from palimpsest.ingest.sources import SourcePolicy, check_source
+from palimpsest.ingest.errors import Conflict
+from palimpsest.ingest.load import Added, Loaded
 from palimpsest.ingest.store import installations, repositories, review_feedback
 from palimpsest.ingest.store.repositories import Repository
 from palimpsest.ingest.webhooks import (
@@ -59,25 +59,24 @@ def _ignored(reason: str, repository_id: UUID | None = None) -> Decision:
     return Decision("ignored", 202, reason, repository_id)
 
 
-async def decide(conn: Conn, route: Route, parsed: ParsedDelivery, policy: SourcePolicy) -> Decision:
+async def decide(conn: Conn, route: Route, parsed: ParsedDelivery, loaded: Loaded) -> Decision:
     intent = parsed.intent
     if isinstance(intent, Ping):
         return Decision("accepted", 200, "ping")
     if isinstance(intent, Suspension):
         return _suspension(route, intent)
+    repo = loaded.repo
     if route.suspended is not None:  # from the (cached) route lookup: no query per delivery
-        repo = await _known_repo(conn, parsed.repo)
         return _ignored(route.suspended, repo.repository_id if repo else None)
     if isinstance(intent, Ignored):
-        repo = await _known_repo(conn, parsed.repo)
         return _ignored(intent.reason, repo.repository_id if repo else None)
     if isinstance(intent, IndexIntent | IndexCandidates):
-        return await _push(conn, route, intent)
+        return await _push(conn, route, intent, repo)
     if isinstance(intent, ReviewIntent):
-        return await _review(conn, route, parsed, intent)
+        return await _review(conn, route, parsed, intent, repo)
     if isinstance(intent, FeedbackIntent):
-        return await _feedback(conn, route, parsed, intent)
-    return await _repos_changed(conn, route, parsed.provider, intent, policy)
+        return await _feedback(conn, route, parsed, intent, loaded)
+    return await _repos_changed(route, parsed.provider, intent, loaded)
 
 
 def _suspension(route: Route, intent: Suspension) -> Decision:
@@ -100,15 +99,8 @@ def _suspension(route: Route, intent: Suspension) -> Decision:
     return Decision("accepted", 202, None, apply=apply)
 
 
-async def _known_repo(conn: Conn, ref: RepoRef | None) -> Repository | None:
-    if ref is None:
-        return None
-    return await repositories.find_repository(conn, ref.provider, ref.external_id, ref.full_name)
-
-
-async def _registered(conn: Conn, route: Route, ref: RepoRef) -> Repository | None:
+async def _registered(conn: Conn, route: Route, ref: RepoRef, repo: Repository | None) -> Repository | None:
     """The stored repository, brought up to date with what the (verified) provider says."""
-    repo = await _known_repo(conn, ref)
     if repo is None:
         return None
     changes: dict[str, Any] = {}
@@ -129,10 +121,12 @@ def _not_registered(ref: RepoRef) -> Decision:
     return _ignored(f"repository '{clip(ref.full_name)}' is not registered")
 
 
-async def _push(conn: Conn, route: Route, intent: IndexIntent | IndexCandidates) -> Decision:
+async def _push(
+    conn: Conn, route: Route, intent: IndexIntent | IndexCandidates, known: Repository | None
+) -> Decision:
     intents = intent.intents if isinstance(intent, IndexCandidates) else (intent,)
     ref = intents[0].repo
-    repo = await _registered(conn, route, ref)
+    repo = await _registered(conn, route, ref, known)
     if repo is None:
         return _not_registered(ref)
     repository_id: UUID = repo.repository_id
@@ -159,8 +153,10 @@ async def _push(conn: Conn, route: Route, intent: IndexIntent | IndexCandidates)
     return Decision("accepted", 202, None, repository_id, [event])
 
 
-async def _review(conn: Conn, route: Route, parsed: ParsedDelivery, intent: ReviewIntent) -> Decision:
-    repo = await _registered(conn, route, intent.repo)
+async def _review(
+    conn: Conn, route: Route, parsed: ParsedDelivery, intent: ReviewIntent, known: Repository | None
+) -> Decision:
+    repo = await _registered(conn, route, intent.repo, known)
     if repo is None:
         return _not_registered(intent.repo)
     event = intent.requested(
@@ -172,13 +168,15 @@ async def _review(conn: Conn, route: Route, parsed: ParsedDelivery, intent: Revi
     return Decision("accepted", 202, None, repo.repository_id, [event])
 
 
-async def _feedback(conn: Conn, route: Route, parsed: ParsedDelivery, intent: FeedbackIntent) -> Decision:
+async def _feedback(
+    conn: Conn, route: Route, parsed: ParsedDelivery, intent: FeedbackIntent, loaded: Loaded
+) -> Decision:
     """Feedback on a posted finding: recorded (once per delivery) when it is about one."""
-    repo = await _registered(conn, route, intent.repo)
+    repo = await _registered(conn, route, intent.repo, loaded.repo)
     if repo is None:
         return _not_registered(intent.repo)
     repository_id: UUID = repo.repository_id
-    thread = await review_feedback.find_thread(conn, repository_id, parsed.provider, intent)
+    thread = loaded.thread
     if thread is None:
         return _ignored("not about a finding the reviewer posted", repository_id)
 
@@ -193,16 +191,13 @@ async def _feedback(conn: Conn, route: Route, parsed: ParsedDelivery, intent: Fe
     return Decision("accepted", 202, None, repository_id, apply=apply)
 
 
-async def _repos_changed(
-    conn: Conn, route: Route, provider: str, intent: ReposChanged, policy: SourcePolicy
-) -> Decision:
-    host = await installations.installation_host(conn, route.installation_id)
-    if host is None:  # deleted between the lookup and now
+async def _repos_changed(route: Route, provider: str, intent: ReposChanged, loaded: Loaded) -> Decision:
+    if loaded.host is None:  # deleted between the lookup and now
         return _ignored("installation no longer registered")
 
     async def apply(tx: Conn) -> Applied:
         changed = await apply_repos_changed(
-            tx, route.tenant_id, route.installation_id, provider, host, intent.added, intent.removed, policy
+            tx, route.tenant_id, route.installation_id, provider, loaded.added, intent.removed
         )
         return Applied(changed.events, changed.reason())
 
@@ -234,18 +229,17 @@ async def apply_repos_changed(
     tenant_id: UUID,
     installation_id: UUID,
     provider: str,
-    host: str,
-    added: Sequence[RepoRef],
+    added: Sequence[Added],
     removed: Sequence[RepoRef],
-    policy: SourcePolicy,
 ) -> ReposApplied:
     """Register the repositories an installation gained and delete those it lost, in the caller's
     tenant transaction: what an ``installation`` delivery does, and what installation sync does
     (:mod:`palimpsest.ingest.sync`). The caller emits ``events``."""
     done = ReposApplied()
     route = Route(tenant_id, installation_id, "")
-    for ref in added:
-        outcome = await _add_installed(conn, route, ref, host, policy)
+    for one in added:
+        ref = one.ref
+        outcome = await _add_installed(conn, route, one)
         if isinstance(outcome, str):
             done.refused.append(f"{clip(ref.full_name)}: {outcome}")
         elif outcome is None:
@@ -260,16 +254,20 @@ async def apply_repos_changed(
     return done
 
 
-async def _add_installed(
-    conn: Conn, route: Route, ref: RepoRef, host: str, policy: SourcePolicy
-) -> list[Event] | str | None:
+async def _add_installed(conn: Conn, route: Route, added: Added) -> list[Event] | str | None:
     """Register one repository an installation gained: its index request, None if known, or why not."""
-    if await _registered(conn, route, ref) is not None:
+    ref = added.ref
+    if added.known is None:  # registered meanwhile (the same repository listed twice)
+        added = replace(
+            added,
+            known=await repositories.find_repository(conn, ref.provider, ref.external_id, ref.full_name),
+        )
+    if await _registered(conn, route, ref, added.known) is not None:
         return None
-    try:
-        source = await check_source(ref.clone_url, policy, installation_host=host)
-    except SourceRefused as exc:
-        return exc.message
+    if added.refused is not None:
+        return added.refused
+    source = added.source
+    assert source is not None
     new = repositories.NewRepository(
         repository_id=uuid7(),
         provider=ref.provider,

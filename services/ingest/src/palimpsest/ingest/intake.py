@@ -26,6 +26,7 @@ from palimpsest.core.ids import uuid7
 from palimpsest.core.outbox import emit
 from palimpsest.ingest.context import IngestContext, Route, RouteKey
 from palimpsest.ingest.decisions import Decision, decide
+from palimpsest.ingest.load import load
 from palimpsest.ingest.store import deliveries, lookups
 from palimpsest.ingest.store.deliveries import DeliveryRow
 from palimpsest.ingest.webhooks import (
@@ -176,7 +177,8 @@ class Intake:
 
     async def _accept(self, route: Route, parsed: ParsedDelivery) -> Answer:
         async with tenant_tx(self.ctx.pool, route.tenant_id) as conn:
-            decision = await decide(conn, route, parsed, self.ctx.policy)
+            loaded = await load(conn, route, parsed, self.ctx.policy)
+            decision = await decide(conn, route, parsed, loaded)
             row = await _record(conn, route.tenant_id, _row(route, parsed, decision), decision)
         if isinstance(parsed.intent, Suspension):
             self.ctx.routes.clear()  # the cached routes carry the suspension

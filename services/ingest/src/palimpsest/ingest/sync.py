@@ -55,6 +55,7 @@ from palimpsest.ingest.admin.access import Scope, scoped_tx
 from palimpsest.ingest.context import IngestContext
 from palimpsest.ingest.decisions import apply_repos_changed
 from palimpsest.ingest.errors import Conflict, NotFound
+from palimpsest.ingest.load import load_added
 from palimpsest.ingest.schemas import InstallationSync
 from palimpsest.ingest.store import installations, lookups, repositories
 from palimpsest.ingest.store.installations import SyncTarget
@@ -198,9 +199,8 @@ async def _apply(
         for r in registered
         if r.external_id is not None and r.external_id not in ids
     ]
-    done = await apply_repos_changed(
-        conn, tenant_id, inst.installation_id, inst.provider, inst.host, listed, gone, ctx.policy
-    )
+    added = await load_added(conn, inst.host, listed, ctx.policy)
+    done = await apply_repos_changed(conn, tenant_id, inst.installation_id, inst.provider, added, gone)
     report.added, report.unchanged, report.refused = done.added, done.known, done.refused
     report.removed = done.removed
     return list(done.events)
