@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 from uuid import UUID
 
 import psycopg
@@ -48,6 +48,15 @@ KNOWN_EVENTS: Final[Mapping[str, frozenset[str]]] = {
 }
 
 
+class AnswerBody(TypedDict):
+    """The JSON body of a webhook's answer."""
+
+    outcome: str
+    reason: str | None
+    delivery_id: str | None
+    events: list[str]
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """The HTTP answer to a delivery."""
@@ -58,7 +67,7 @@ class Answer:
     delivery_id: str | None = None
     event_ids: tuple[UUID, ...] = ()
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> AnswerBody:
         return {
             "outcome": self.outcome,
             "reason": self.reason,
