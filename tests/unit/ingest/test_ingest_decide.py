@@ -3,12 +3,15 @@ intents (no database), here from the GitHub fixtures."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
 from palimpsest.core.events import IndexRequested, ReviewRequested
+from palimpsest.ingest import decide as decide_module
 from palimpsest.ingest.context import Route
 from palimpsest.ingest.decide import decide, decide_repos
 from palimpsest.ingest.intents import (
@@ -310,3 +313,18 @@ def test_decide_is_the_same_for_the_same_input() -> None:
         return out
 
     assert without_ids(first) == without_ids(second)
+
+
+def test_decide_awaits_nothing_and_holds_no_connection() -> None:
+    """The decision is pure: no coroutine in it, no database or outbox import."""
+    tree = ast.parse(Path(decide_module.__file__).read_text(encoding="utf-8"))
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.AsyncFunctionDef | ast.Await)]
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not imported & {"palimpsest.core.db", "palimpsest.core.outbox", "psycopg"}
+    from_stores = {
+        a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("palimpsest.ingest.store")
+        for a in n.names
+    }
+    assert from_stores <= {"AuditNote", "DeliveryRow", "NewRepository", "Repository", "TAKEN"}  # types only
