@@ -1,4 +1,4 @@
-"""Receiving one webhook delivery: find the sender, verify, decide, record, emit — or refuse.
+"""Receiving one webhook delivery: find the sender, verify, load, decide, apply — or refuse.
 
 The order matters. The (still unauthenticated) payload only serves to find the sender's
 installation through the cross-tenant route lookup; nothing it says is used before the signature
@@ -10,22 +10,21 @@ before routing, unknown sender) is counted in metrics and logged, never stored.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 from uuid import UUID
 
 import psycopg
 
 from palimpsest.core import metrics
-from palimpsest.core.db import Conn, tenant_tx
-from palimpsest.core.events import Event
+from palimpsest.core.db import tenant_tx
 from palimpsest.core.ids import uuid7
-from palimpsest.core.outbox import emit
+from palimpsest.ingest.apply import apply
 from palimpsest.ingest.context import IngestContext, Route, RouteKey
-from palimpsest.ingest.decisions import Decision, decide
+from palimpsest.ingest.decide import decide
+from palimpsest.ingest.load import load
 from palimpsest.ingest.store import deliveries, lookups
 from palimpsest.ingest.store.deliveries import DeliveryRow
 from palimpsest.ingest.webhooks import (
@@ -49,6 +48,15 @@ KNOWN_EVENTS: Final[Mapping[str, frozenset[str]]] = {
 }
 
 
+class AnswerBody(TypedDict):
+    """The JSON body of a webhook's answer."""
+
+    outcome: str
+    reason: str | None
+    delivery_id: str | None
+    events: list[str]
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """The HTTP answer to a delivery."""
@@ -59,7 +67,7 @@ class Answer:
     delivery_id: str | None = None
     event_ids: tuple[UUID, ...] = ()
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> AnswerBody:
         return {
             "outcome": self.outcome,
             "reason": self.reason,
@@ -175,9 +183,14 @@ class Intake:
         return Answer(exc.status, "rejected", exc.reason, row.delivery_id or None)
 
     async def _accept(self, route: Route, parsed: ParsedDelivery) -> Answer:
+        """One way down, in the tenant's transaction: read the typed rows (:func:`.load.load`),
+        decide (:func:`.decide.decide`, pure: the intents) and run the intents (:func:`.apply.apply`:
+        the delivery's record, its writes and its events)."""
         async with tenant_tx(self.ctx.pool, route.tenant_id) as conn:
-            decision = await decide(conn, route, parsed, self.ctx.policy)
-            row = await _record(conn, route.tenant_id, _row(route, parsed, decision), decision)
+            loaded = await load(conn, route, parsed, self.ctx.policy)
+            applied = await apply(conn, decide(route, parsed, loaded))
+        row = applied.delivery
+        assert row is not None, "every decision records the delivery"
         if isinstance(parsed.intent, Suspension):
             self.ctx.routes.clear()  # the cached routes carry the suspension
         label = event_label(parsed.provider, parsed.event)
@@ -185,60 +198,5 @@ class Intake:
         return Answer(row.http_status, row.outcome, row.reason, parsed.delivery_id, tuple(row.event_ids))
 
 
-async def _record(conn: Conn, tenant_id: UUID, row: DeliveryRow, decision: Decision) -> DeliveryRow:
-    """Record the delivery and emit its events — or record a duplicate when it was accepted before."""
-    if decision.outcome == "ignored":
-        if await deliveries.was_accepted(conn, row.provider, row.installation_id, row.delivery_id):
-            return await _record_duplicate(conn, tenant_id, row)
-        await deliveries.insert(conn, tenant_id, row)
-        return row
-    if decision.events and decision.apply is None:  # the hot path: claim and emit in one statement
-        if await deliveries.claim_and_emit(conn, tenant_id, row, decision.events):
-            return row
-        return await _record_duplicate(conn, tenant_id, row)
-    if not await deliveries.claim(conn, tenant_id, row):
-        return await _record_duplicate(conn, tenant_id, row)
-    if decision.apply is not None:
-        applied = await decision.apply(conn)
-        row.reason, row.event_ids = applied.reason, [e.id for e in applied.events]
-        await deliveries.finish(conn, row.id, row.event_ids, row.reason)
-        await emit(conn, *applied.events)
-    return row
-
-
-async def _record_duplicate(conn: Conn, tenant_id: UUID, row: DeliveryRow) -> DeliveryRow:
-    duplicate = _duplicate_of(row)
-    await deliveries.insert(conn, tenant_id, duplicate)
-    return duplicate
-
-
 def _cache_key(key: InstallationKey) -> RouteKey:
     return (key.provider, key.kind, key.external_id, key.path if key.provider == "gitlab" else None)
-
-
-def _row(route: Route, parsed: ParsedDelivery, decision: Decision) -> DeliveryRow:
-    events: list[Event] = decision.events
-    return DeliveryRow(
-        id=uuid7(),
-        provider=parsed.provider,
-        installation_id=route.installation_id,
-        delivery_id=parsed.delivery_id,
-        event=parsed.event,
-        action=parsed.action,
-        outcome=decision.outcome,
-        http_status=decision.http_status,
-        reason=decision.reason,
-        repository_id=decision.repository_id,
-        event_ids=[e.id for e in events],
-    )
-
-
-def _duplicate_of(row: DeliveryRow) -> DeliveryRow:
-    return dataclasses.replace(
-        row,
-        id=uuid7(),
-        outcome="duplicate",
-        http_status=200,
-        reason="redelivery of an accepted delivery; nothing emitted",
-        event_ids=[],
-    )

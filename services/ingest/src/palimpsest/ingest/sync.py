@@ -15,7 +15,7 @@ own credentials, following every page:
 
 Then, in the tenant's transaction, the listed repositories and the registered ones the provider
 no longer lists go through the cascade of an ``installation`` delivery
-(:func:`palimpsest.ingest.decisions.apply_repos_changed`): missing ones are registered (an index
+(:func:`palimpsest.ingest.decide.decide_repos`, applied by :func:`palimpsest.ingest.apply.apply`): missing ones are registered (an index
 request each, the source policy applied), known ones brought up to date, gone ones deleted. A dry
 run does the same in a transaction it rolls back. A listing that fails on any page changes
 nothing, and so does an empty listing while the installation still has registered repositories
@@ -46,15 +46,15 @@ import httpx
 from palimpsest.core import metrics
 from palimpsest.core.credentials import Credential, credential_token
 from palimpsest.core.db import Conn, tenant_tx
-from palimpsest.core.events import Event
 from palimpsest.core.git_errors import GitError
 from palimpsest.core.github_app import provider_api_url
 from palimpsest.core.jsonshape import JsonObject
-from palimpsest.core.outbox import emit
 from palimpsest.ingest.admin.access import Scope, scoped_tx
-from palimpsest.ingest.context import IngestContext
-from palimpsest.ingest.decisions import apply_repos_changed
+from palimpsest.ingest.apply import apply
+from palimpsest.ingest.context import IngestContext, Route
+from palimpsest.ingest.decide import decide_repos
 from palimpsest.ingest.errors import Conflict, NotFound
+from palimpsest.ingest.load import load_added
 from palimpsest.ingest.schemas import InstallationSync
 from palimpsest.ingest.store import installations, lookups, repositories
 from palimpsest.ingest.store.installations import SyncTarget
@@ -162,8 +162,7 @@ async def sync_installation(
             async with conn.transaction(force_rollback=True):
                 await _apply(ctx, conn, tenant_id, inst, listed, report)
         else:
-            events = await _apply(ctx, conn, tenant_id, inst, listed, report)
-            await emit(conn, *events)
+            await _apply(ctx, conn, tenant_id, inst, listed, report)
     metrics.INSTALLATION_SYNCS.labels(inst.provider, "ok").inc()
     return report
 
@@ -188,7 +187,9 @@ async def _apply(
     inst: SyncTarget,
     listed: list[RepoRef],
     report: SyncReport,
-) -> list[Event]:
+) -> None:
+    """Load the registered and the listed repositories, decide, apply (the index requests of the
+    repositories registered are emitted with the writes)."""
     ids = {ref.external_id for ref in listed}
     registered = await repositories.list_repositories(
         conn, provider=inst.provider, installation_id=inst.installation_id
@@ -198,12 +199,13 @@ async def _apply(
         for r in registered
         if r.external_id is not None and r.external_id not in ids
     ]
-    done = await apply_repos_changed(
-        conn, tenant_id, inst.installation_id, inst.provider, inst.host, listed, gone, ctx.policy
-    )
-    report.added, report.unchanged, report.refused = done.added, done.known, done.refused
+    added = await load_added(conn, inst.host, listed, ctx.policy)
+    route = Route(tenant_id, inst.installation_id, "")
+    reason, intents = decide_repos(route, inst.provider, added, gone)
+    done = await apply(conn, intents)
+    report.added, report.unchanged = done.registered, list(reason.known)
+    report.refused = [*reason.refused, *done.refused]
     report.removed = done.removed
-    return list(done.events)
 
 
 # --------------------------------------------------------------------------- listing

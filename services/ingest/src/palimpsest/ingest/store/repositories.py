@@ -24,6 +24,7 @@ from palimpsest.ingest.store.rows import delete_row, update_row
 __all__ = [
     "COLUMNS",
     "INDEX_TABLES",
+    "TAKEN",
     "NewRepository",
     "Repository",
     "delete_index_data",
@@ -55,9 +56,12 @@ _FIND: Final = (
 )
 
 
+TAKEN: Final = "a repository with this clone URL or provider id is already registered"
+
+
 def _taken(exc: psycopg.errors.UniqueViolation) -> Conflict:
     del exc
-    return Conflict("a repository with this clone URL or provider id is already registered")
+    return Conflict(TAKEN)
 
 
 async def insert_repository(conn: Conn, tenant_id: UUID, new: NewRepository) -> Repository:
