@@ -10,8 +10,17 @@ from palimpsest.core.db import Conn
 from palimpsest.core.events import ReviewCompleted
 from palimpsest.core.outbox import emit
 from palimpsest.index.stored import finish_submission
-from palimpsest.reviewer.intents import SAVED, EmitCompleted, FinishSubmission, Intent, ReviewRef, SaveReview
-from palimpsest.reviewer.store import save_review
+from palimpsest.reviewer.intents import (
+    SAVED,
+    EmitCompleted,
+    FinishSubmission,
+    Intent,
+    MarkPosted,
+    RememberRequest,
+    ReviewRef,
+    SaveReview,
+)
+from palimpsest.reviewer.store import mark_posted, remember_request, save_review
 
 
 async def apply(conn: Conn, intents: Sequence[Intent]) -> None:
@@ -27,6 +36,10 @@ async def apply(conn: Conn, intents: Sequence[Intent]) -> None:
 
     for intent in intents:
         match intent:
+            case RememberRequest(repository_id, provider, number, head_sha, requested_at):
+                await remember_request(conn, repository_id, provider, number, head_sha, requested_at)
+            case MarkPosted(record):
+                await mark_posted(conn, record)
             case SaveReview(tenant_id, record):
                 saved = record.review_id = await save_review(conn, tenant_id, record)
             case FinishSubmission(submission_id, review_id, state, reason, head_sha):

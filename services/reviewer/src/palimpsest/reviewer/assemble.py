@@ -42,7 +42,6 @@ from palimpsest.reviewer.decide import (
     cut,
     decide_findings,
     kept_drift,
-    on_provider,
     pull_ref,
     review_reason,
     sections,
@@ -51,6 +50,7 @@ from palimpsest.reviewer.decide import (
 )
 from palimpsest.reviewer.identity import anchor_present, identify
 from palimpsest.reviewer.incremental import Increment, increment
+from palimpsest.reviewer.load import on_provider
 from palimpsest.reviewer.parts import plan_parts, review_in_parts
 from palimpsest.reviewer.positions import diff_map, locate
 from palimpsest.reviewer.review import Framing, Outcome, brief, messages

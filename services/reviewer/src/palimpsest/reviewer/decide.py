@@ -16,7 +16,7 @@ Nothing here reads or writes: the service loads, calls these, and applies.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from uuid import UUID
 
 from palimpsest.core.events import ReviewRequested
@@ -25,8 +25,17 @@ from palimpsest.index.context.diff import parse_diff
 from palimpsest.index.context.finding import Finding
 from palimpsest.index.context.rules import RepoRules, severe_enough
 from palimpsest.index.context.source import PullRequestDiff
-from palimpsest.reviewer.intents import SAVED, EmitCompleted, FinishSubmission, Intent, ReviewRef, SaveReview
-from palimpsest.reviewer.load import Loaded
+from palimpsest.reviewer.intents import (
+    SAVED,
+    EmitCompleted,
+    FinishSubmission,
+    Intent,
+    MarkPosted,
+    RememberRequest,
+    ReviewRef,
+    SaveReview,
+)
+from palimpsest.reviewer.load import Loaded, on_provider
 from palimpsest.reviewer.review import Outcome
 from palimpsest.reviewer.store import ExistingReview, RepositoryRow, ReviewRecord
 
@@ -47,10 +56,16 @@ class Skip:
 
 @dataclass(frozen=True, slots=True)
 class AnswerExisting:
-    """The head was reviewed before: answer with that review (posting it if its post failed)."""
+    """The head was reviewed before: answer with that review. ``post``: the stored review to post
+    first (its post failed, or ``repost``: the summary names another head, requested earlier, and
+    the newest request wins, so the summary names this head again; nothing already there is
+    posted twice). ``remember``: the summary already names this head, and this request is newer."""
 
     repo: RepositoryRow
     found: ExistingReview
+    post: ReviewRecord | None = None
+    repost: bool = False
+    remember: RememberRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +84,25 @@ def decide_request(event: ReviewRequested, loaded: Loaded) -> Decision:
     if loaded.suspended is not None:
         return Skip(loaded.suspended)
     if loaded.existing is not None:
-        return AnswerExisting(loaded.repo, loaded.existing)
+        return _answer_existing(event, loaded.repo, loaded.existing, loaded)
     return Review(loaded.repo)
 
 
-def on_provider(event: ReviewRequested) -> bool:
-    """A pull request of a provider (not a local or API review): rules, identity, increments apply."""
-    return event.provider != "local" and bool(event.number)
+def _answer_existing(
+    event: ReviewRequested, repo: RepositoryRow, found: ExistingReview, loaded: Loaded
+) -> AnswerExisting:
+    if found.state != "completed":
+        return AnswerExisting(repo, found)
+    repost, remember = False, None
+    if found.posted and loaded.shown is not None:
+        head, requested_at = loaded.shown
+        repost = head != event.head_sha and requested_at < event.occurred_at
+        if head == event.head_sha and requested_at < event.occurred_at:
+            remember = RememberRequest(
+                event.repository_id, event.provider, event.number or 0, head, event.occurred_at
+            )
+    post = loaded.record if not found.posted or repost else None
+    return AnswerExisting(repo, found, post, repost and post is not None, remember)
 
 
 def pull_ref(event: ReviewRequested) -> str | None:
@@ -215,11 +242,21 @@ def skipped(event: ReviewRequested, reason: str, review_id: UUID) -> list[Intent
     return _ended(event, None, review_id, "skipped", reason, event.head_sha, False)
 
 
-def answered(event: ReviewRequested, found: ExistingReview) -> list[Intent]:
-    """The writes that end a request answered with the stored review of its head."""
-    return _ended(
-        event, found.review_id, found.review_id, found.state, found.reason, event.head_sha, found.posted
-    )
+def answered(event: ReviewRequested, answer: AnswerExisting, *, posted: bool = False) -> list[Intent]:
+    """The writes that end a request answered with the stored review of its head: remembering the
+    request (:class:`AnswerExisting`), the review marked posted when ``posted`` (its failed post
+    went through now; not for a repost, which posted an already posted review again), and the end."""
+    found = answer.found
+    out: list[Intent] = [answer.remember] if answer.remember is not None else []
+    if posted and answer.post is not None and not answer.repost:
+        out.append(MarkPosted(answer.post))
+        found = replace(found, posted=True)
+    return [
+        *out,
+        *_ended(
+            event, found.review_id, found.review_id, found.state, found.reason, event.head_sha, found.posted
+        ),
+    ]
 
 
 def _ended(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
@@ -47,4 +48,23 @@ class EmitCompleted:
     posted: bool
 
 
-Intent = SaveReview | FinishSubmission | EmitCompleted
+@dataclass(frozen=True, slots=True)
+class RememberRequest:
+    """A newer request for the head the pull request's summary names becomes its request
+    (:func:`palimpsest.reviewer.store.remember_request`)."""
+
+    repository_id: UUID
+    provider: str
+    number: int
+    head_sha: str
+    requested_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MarkPosted:
+    """A stored review whose earlier post failed went through when answered again."""
+
+    record: ReviewRecord
+
+
+Intent = SaveReview | FinishSubmission | EmitCompleted | RememberRequest | MarkPosted

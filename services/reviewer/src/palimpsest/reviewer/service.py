@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 
 from pydantic import Field
 
@@ -51,19 +50,14 @@ from palimpsest.reviewer.decide import (
     answered,
     completed,
     decide_request,
-    on_provider,
     skipped,
 )
 from palimpsest.reviewer.load import load
 from palimpsest.reviewer.publish import Publisher, api_urls, secret_box
 from palimpsest.reviewer.store import (
-    ExistingReview,
     RepositoryRow,
     ReviewRecord,
-    mark_posted,
-    posted_head,
     reviewed_within,
-    stored_record,
 )
 
 __all__ = ["ReviewerService", "Settings", "bootstrap", "definition"]
@@ -158,7 +152,7 @@ class ReviewerService:
             log.info("review request %s skipped: %s", event.request_id, decision.reason)
             return
         if isinstance(decision, AnswerExisting):
-            await self._answer_existing(event, ctx, decision.repo, decision.found)
+            await self._answer_existing(event, ctx, decision)
             return
         record = await self.review(event, decision.repo, heartbeat=ctx.heartbeat)
         await self.publisher.post(event, decision.repo, record)
@@ -213,32 +207,16 @@ class ReviewerService:
         return secret_box(key.get_secret_value() if key is not None else None, self.settings.home)
 
     async def _answer_existing(
-        self, event: ReviewRequested, ctx: HandlerContext, repo: RepositoryRow, found: ExistingReview
+        self, event: ReviewRequested, ctx: HandlerContext, answer: AnswerExisting
     ) -> None:
-        repost = False
-        if found.posted and found.state == "completed" and on_provider(event):
-            # asked again for a head whose review was posted, after another head's was: the newest
-            # request wins, so the summary names this head again (nothing already there is reposted)
-            async with tenant_tx(self.pool, event.tenant_id) as conn:
-                shown = await posted_head(
-                    conn,
-                    event.repository_id,
-                    event.provider,
-                    event.number or 0,
-                    asked=(event.head_sha or "", event.occurred_at),
-                )
-            repost = shown is not None and shown[0] != event.head_sha and shown[1] < event.occurred_at
-        if (not found.posted or repost) and found.state == "completed":  # an earlier post failed
-            async with tenant_tx(self.pool, event.tenant_id) as conn:
-                record = await stored_record(conn, found.review_id)
-            if record is not None:
-                await self.publisher.post(event, repo, record)
-                if record.posted and not repost:
-                    async with tenant_tx(self.pool, event.tenant_id) as conn:
-                        await mark_posted(conn, record)
-                    found = replace(found, posted=True)
+        """Answer with the stored review of the head: post it first when :func:`.decide.decide_request`
+        says so (what to post was loaded), then the intents in the inbox's transaction."""
+        posted = False
+        if answer.post is not None:
+            await self.publisher.post(event, answer.repo, answer.post)
+            posted = answer.post.posted
         async with ctx.transaction() as conn:
-            await apply(conn, answered(event, found))
+            await apply(conn, answered(event, answer, posted=posted))
         log.info("review request %s: head %s was reviewed before", event.request_id, event.head_sha)
 
     async def review(

@@ -390,30 +390,32 @@ async def newer_posted(conn: Conn, r: ReviewRecord, number: int, requested_at: d
     return str(row["head_sha"])
 
 
-async def posted_head(
-    conn: Conn, repository_id: UUID, provider: str, number: int, *, asked: tuple[str, datetime]
+async def pull_request_head(
+    conn: Conn, repository_id: UUID, provider: str, number: int
 ) -> tuple[str, datetime] | None:
-    """The head the pull request's summary names, and when its review was requested, as it was
-    before ``asked`` (a head, requested then). When the summary already names that head and this
-    request is newer, it is remembered as the summary's request: a late request for another head
-    from before it then posts nothing (:func:`newer_posted`), as it would had this one been reviewed."""
-    await _serialise_posts(conn, repository_id, provider, number)
+    """The head the pull request's summary names, and when its review was requested (None: no
+    review of it was posted)."""
     cur = await conn.execute(
         "SELECT head_sha, requested_at FROM review_pull_requests"
         " WHERE repository_id = %s AND provider = %s AND number = %s",
         (repository_id, provider, number),
     )
     row = await cur.fetchone()
-    if row is None:
-        return None
-    head, requested_at = str(row["head_sha"]), row["requested_at"]
-    if head == asked[0] and requested_at < asked[1]:
-        await conn.execute(
-            "UPDATE review_pull_requests SET requested_at = %s"
-            " WHERE repository_id = %s AND provider = %s AND number = %s AND head_sha = %s",
-            (asked[1], repository_id, provider, number, head),
-        )
-    return head, requested_at
+    return None if row is None else (str(row["head_sha"]), row["requested_at"])
+
+
+async def remember_request(
+    conn: Conn, repository_id: UUID, provider: str, number: int, head_sha: str, requested_at: datetime
+) -> None:
+    """A newer request for the head the summary already names becomes the summary's request: a
+    late request for another head from before it then posts nothing (:func:`newer_posted`), as it
+    would had this one been reviewed. Serialised with the pull request's posts; never moves back."""
+    await _serialise_posts(conn, repository_id, provider, number)
+    await conn.execute(
+        "UPDATE review_pull_requests SET requested_at = %s"
+        " WHERE repository_id = %s AND provider = %s AND number = %s AND head_sha = %s AND requested_at < %s",
+        (requested_at, repository_id, provider, number, head_sha, requested_at),
+    )
 
 
 async def remember_posted(
