@@ -447,17 +447,20 @@ async def test_product_code_outranks_tests_examples_generated_and_vendored_at_on
 async def test_a_pool_smaller_than_the_matches_is_drawn_product_code_first(
     infra: Infra, tmp_path: Path, chunker: None
 ) -> None:
-    """Twelve tests and two product files say "ledger" alike, the tests first in storage order, and
-    the ranked pool holds four chunks. The pool is drawn tier by tier of the prior (migration 0057),
-    so both product files are in it and rank first; drawn in storage order, it held tests only."""
+    """Twelve tests and two product files say "ledger" alike, and the ranked pool holds four chunks.
+    The tests were built first (the first commit), so they come first in storage order. The pool is
+    drawn tier by tier of the prior (migration 0057), so both product files are in it and rank
+    first; drawn in storage order, it held tests only."""
     r = init_repo(tmp_path / "pool_order")
     files = {
         f"tests/test_ledger_{i:02d}.py": f"def test_{i}():\n    assert ledger + {i}\n" for i in range(12)
     }
-    files |= {f"zz/ledger_{x}.py": f"def total_{x}():\n    return ledger + 1\n" for x in ("a", "b")}
     commit(r, "2024-01-01", files)
     tenant = await create_tenant(infra.pool, "pool_order")
     repo_id = await register_path(infra.pool, tenant, r)
+    assert (await build(infra, tenant, repo_id)).state == "ready"
+    files |= {f"zz/ledger_{x}.py": f"def total_{x}():\n    return ledger + 1\n" for x in ("a", "b")}
+    commit(r, "2024-01-02", files)
     assert (await build(infra, tenant, repo_id)).state == "ready"
     async with tenant_tx(infra.pool, tenant) as conn:
         cur = await conn.execute(
