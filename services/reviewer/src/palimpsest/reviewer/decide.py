@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from datetime import datetime
 from uuid import UUID
 
 from palimpsest.core.events import ReviewRequested
@@ -84,24 +85,28 @@ def decide_request(event: ReviewRequested, loaded: Loaded) -> Decision:
     if loaded.suspended is not None:
         return Skip(loaded.suspended)
     if loaded.existing is not None:
-        return _answer_existing(event, loaded.repo, loaded.existing, loaded)
+        return _answer_existing(event, loaded.repo, loaded.existing, loaded.shown, loaded.record)
     return Review(loaded.repo)
 
 
 def _answer_existing(
-    event: ReviewRequested, repo: RepositoryRow, found: ExistingReview, loaded: Loaded
+    event: ReviewRequested,
+    repo: RepositoryRow,
+    found: ExistingReview,
+    shown: tuple[str, datetime] | None,
+    record: ReviewRecord | None,
 ) -> AnswerExisting:
     if found.state != "completed":
         return AnswerExisting(repo, found)
     repost, remember = False, None
-    if found.posted and loaded.shown is not None:
-        head, requested_at = loaded.shown
+    if found.posted and shown is not None:
+        head, requested_at = shown
         repost = head != event.head_sha and requested_at < event.occurred_at
         if head == event.head_sha and requested_at < event.occurred_at:
             remember = RememberRequest(
                 event.repository_id, event.provider, event.number or 0, head, event.occurred_at
             )
-    post = loaded.record if not found.posted or repost else None
+    post = record if not found.posted or repost else None
     return AnswerExisting(repo, found, post, repost and post is not None, remember)
 
 

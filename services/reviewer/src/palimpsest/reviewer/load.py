@@ -55,6 +55,6 @@ async def load(pool: Pool, event: ReviewRequested) -> Loaded:
         shown = None
         if existing.posted and on_provider(event):
             shown = await pull_request_head(conn, event.repository_id, event.provider, event.number or 0)
-        posts = not existing.posted or (shown is not None and shown[0] != event.head_sha)
-        record = await stored_record(conn, existing.review_id) if posts else None
+        # what decide.decide_request may post: read whenever a post is possible, decided there
+        record = await stored_record(conn, existing.review_id) if not existing.posted or shown else None
     return Loaded(repo, None, existing, shown, record)
