@@ -448,9 +448,9 @@ async def test_a_pool_smaller_than_the_matches_is_drawn_product_code_first(
     infra: Infra, tmp_path: Path, chunker: None
 ) -> None:
     """Twelve tests and two product files say "ledger" alike, and the ranked pool holds four chunks.
-    The tests were built first (the first commit), so they come first in storage order. The pool is
-    drawn tier by tier of the prior (migration 0057), so both product files are in it and rank
-    first; drawn in storage order, it held tests only."""
+    The pool is drawn tier by tier of the prior (migration 0057), so both product files are in it
+    and rank first wherever the rows are stored; drawn in storage order (the tests are built first,
+    but a shared table's free space can place later rows anywhere), it usually held tests only."""
     r = init_repo(tmp_path / "pool_order")
     files = {
         f"tests/test_ledger_{i:02d}.py": f"def test_{i}():\n    assert ledger + {i}\n" for i in range(12)
@@ -463,12 +463,6 @@ async def test_a_pool_smaller_than_the_matches_is_drawn_product_code_first(
     commit(r, "2024-01-02", files)
     assert (await build(infra, tenant, repo_id)).state == "ready"
     async with tenant_tx(infra.pool, tenant) as conn:
-        cur = await conn.execute(
-            "SELECT f.path FROM code_chunks c JOIN code_index_files f ON f.blob_sha = c.blob_sha"
-            " WHERE c.repository_id = %s ORDER BY c.ctid LIMIT 4",
-            (repo_id,),
-        )
-        assert all(row["path"].startswith("tests/") for row in await cur.fetchall())  # storage order: tests
         for kwargs in ({}, {"language": "python", "filter_plan": "ranked"}, {"kind": "function"}):
             hits = await lexical_search(conn, repo_id, "ledger", limit=3, candidates=4, **kwargs)  # type: ignore[arg-type]
             assert {h.path for h in hits[:2]} == {"zz/ledger_a.py", "zz/ledger_b.py"}, kwargs
